@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+func newEnvCmd(stdout io.Writer) *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "env",
+		Short: "show the machine as ctxlab sees it: CPUs, caches, counters, noise now",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "table" && format != "json" {
+				return usagef("--format %q: must be table or json", format)
+			}
+			return env(stdout, format)
+		},
+	}
+	c.Flags().StringVar(&format, "format", "table", "table or json")
+	return c
+}
+
+func env(w io.Writer, format string) error {
+	h := sysinfo.Detect()
+	e := h.Env
+	e.Counters = probeCounters()
+	clock := measure.ClockCost()
+	// Noise now: steal and load over a short window.
+	n0 := sysinfo.Sample(h)
+	time.Sleep(200 * time.Millisecond)
+	n1 := sysinfo.Sample(h)
+	steal := 0.0
+	if dt := n1.Total - n0.Total; dt > 0 {
+		steal = 100 * (n1.Steal - n0.Steal) / dt
+	}
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			result.Env
+			ClockCostNs  float64 `json:"clock_cost_ns"`
+			StealNowPct  float64 `json:"steal_now_pct"`
+			ProcsRunning uint64  `json:"procs_running"`
+		}{e, clock, steal, n1.ProcsRunning})
+	}
+	kv := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k, v) }
+	kv("host", e.Hostname)
+	kv("cpu", e.CPUModel)
+	kv("cpus", fmt.Sprintf("%d logical, online %s; %d cores × %d threads", e.LogicalCPUs, sysinfo.FormatCPUList(e.OnlineCPUs), e.Cores, e.ThreadsPerCore))
+	var cs []string
+	for _, c := range e.Caches {
+		cs = append(cs, fmt.Sprintf("L%d %s %s", c.Level, c.Type, result.FormatValue(float64(c.SizeB), "bytes")))
+	}
+	kv("caches", strings.Join(cs, ", "))
+	kv("kernel", e.Kernel)
+	kv("scheduler", fmt.Sprintf("%s, slice %s", orUnknown(e.Scheduler), sliceText(e.SchedSliceNs)))
+	kv("virtualised", yesNo(e.Hypervisor))
+	kv("go", fmt.Sprintf("%s, GOMAXPROCS %d", e.GoVersion, e.GOMAXPROCS))
+	kv("clock", fmt.Sprintf("%.1f ns per timestamp", clock))
+	kv("cgroup", fmt.Sprintf("v%d, CPU quota %s", e.CgroupVersion, e.CPUQuota))
+	kv("limits", fmt.Sprintf("threads-max %d, RLIMIT_NPROC %s, MemAvailable %s", e.ThreadsMax, limitText(e.NprocLimit), result.FormatValue(float64(e.MemAvailableB), "bytes")))
+	if e.Governor != "" {
+		kv("governor", e.Governor)
+	}
+	kv("perf_event_paranoid", fmt.Sprint(e.PerfParanoid))
+	fmt.Fprintln(w, "counters:")
+	for _, c := range e.Counters {
+		state := "works"
+		if !c.Supported {
+			state = "unsupported: " + c.Unsupported
+		}
+		fmt.Fprintf(w, "  %-18s %-9s %s\n", c.Name, c.Kind, state)
+	}
+	kv("noise now", fmt.Sprintf("load1 %.2f, steal %.1f%% (since boot %.2f%%), %d runnable", e.Load1, steal, e.StealPct, n1.ProcsRunning))
+	for _, n := range e.Notes {
+		kv("note", n)
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+func sliceText(ns int64) string {
+	if ns <= 0 {
+		return "not exposed"
+	}
+	return result.FormatNs(float64(ns))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes (hypervisor flag set)"
+	}
+	return "no"
+}
+
+func limitText(n int64) string {
+	if n < 0 {
+		return "unlimited"
+	}
+	return fmt.Sprint(n)
+}

@@ -1,0 +1,125 @@
+// Package cli is ctxlab's command line: one file per command, flags filled
+// into an Options struct, and a run function that takes its writers. Only
+// Main maps errors to exit codes: 0 ok, 1 failure, 2 bad input, 130 interrupted.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxlab/ctxlab/internal/child"
+	_ "github.com/ctxlab/ctxlab/internal/experiments" // registers every experiment
+)
+
+// Version is set at build time with -ldflags "-X …/cli.Version=v1.2.3".
+var Version = "0.1.0-dev"
+
+// UsageError is bad input: Main exits 2 and nothing has started.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// usagef makes a UsageError.
+func usagef(format string, a ...any) error { return &UsageError{fmt.Errorf(format, a...)} }
+
+// errInterrupted is returned when SIGINT/SIGTERM stopped the work.
+var errInterrupted = errors.New("interrupted")
+
+// Main runs ctxlab with args and returns the exit status. A re-executed
+// ctxlab in child mode runs its role instead.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if handled, code := child.Main(); handled {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer child.KillAll()
+
+	root := newRoot(ctx, stdout, stderr)
+	reached := false // set once cobra has parsed flags and arguments
+	root.PersistentPreRun = func(*cobra.Command, []string) { reached = true }
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ue *UsageError
+	switch {
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintln(stderr, "ctxlab: interrupted; results so far are above")
+		return 130
+	case errors.As(err, &ue), isCobraUsage(err), !reached:
+		fmt.Fprintf(stderr, "ctxlab: %v\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "ctxlab: %v\n", err)
+		return 1
+	}
+}
+
+// isCobraUsage recognises cobra's own flag and argument errors.
+func isCobraUsage(err error) bool {
+	var fe *flagError
+	return errors.As(err, &fe)
+}
+
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+
+func newRoot(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
+	opts := &RunOptions{Stdout: stdout, Stderr: stderr}
+	root := &cobra.Command{
+		Use:   "ctxlab",
+		Short: "measure what switching between concurrent workers costs on this machine",
+		Long: `ctxlab measures, on this machine, what it costs when work moves between
+concurrent workers — goroutines, OS threads and processes: the handoff, the
+OS switches it causes, and how sure the figures are.
+
+Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
+		Version:       version(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("full") {
+				opts.Quick = true
+			}
+			return runSuite(cmd.Context(), opts, nil, os.Args)
+		},
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
+	addRunFlags(root, opts)
+	root.AddCommand(newRunCmd(stdout, stderr), newListCmd(stdout), newEnvCmd(stdout))
+	for _, f := range extraCommands {
+		root.AddCommand(f(stdout, stderr))
+	}
+	return root
+}
+
+// extraCommands lets each command file add itself (watch, report, …)
+// without editing this one.
+var extraCommands []func(stdout, stderr io.Writer) *cobra.Command
+
+func version() string {
+	v := Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += "+" + s.Value[:12]
+			}
+		}
+	}
+	return v
+}

@@ -1,0 +1,298 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/report"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/runner"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// RunOptions are the flags of `ctxlab run` (and of bare `ctxlab`).
+type RunOptions struct {
+	Quick, Full bool
+	CPUs        string
+	GOMAXPROCS  string
+	Reps        int
+	BenchTime   time.Duration
+	Timeout     time.Duration
+	Format      string
+	Output      string
+	Workers     string
+	Hogs        string
+	Set         []string
+	Stdout      io.Writer
+	Stderr      io.Writer
+	// Extra holds flags that other command files add through runFlagHooks.
+	Extra map[string]any
+	// flags reports which flags the user gave.
+	flags *pflag.FlagSet
+}
+
+func (o *RunOptions) changed(name string) bool { return o.flags != nil && o.flags.Changed(name) }
+
+// runHooks lets other command files (the store) act on every finished run.
+var runHooks []func(ctx context.Context, o *RunOptions, run *result.Run) error
+
+// runFlagHooks lets other files add flags to run (--db, --no-store …).
+var runFlagHooks []func(c *cobra.Command, o *RunOptions)
+
+func addRunFlags(c *cobra.Command, o *RunOptions) {
+	f := c.Flags()
+	o.flags = f
+	f.BoolVar(&o.Quick, "quick", false, "the quick suite: fewer arms and repetitions (≤ 30 s on 2 cores)")
+	f.BoolVar(&o.Full, "full", false, "the full suite: every arm, full sizes, longer repetitions")
+	f.StringVar(&o.CPUs, "cpus", "", "CPUs the arms may use, e.g. 0 or 0,1 or 0-3 (default: all online)")
+	f.StringVar(&o.GOMAXPROCS, "gomaxprocs", "", "GOMAXPROCS values to run arms at, e.g. 1,2 (default: per experiment)")
+	f.IntVar(&o.Reps, "reps", 0, "repetitions per arm, 1..1000 (default 5; 3 with --quick)")
+	f.DurationVar(&o.BenchTime, "benchtime", 0, "target time of one repetition, 1ms..60s (default 200ms; 60ms with --quick)")
+	f.DurationVar(&o.Timeout, "timeout", 60*time.Second, "time limit per arm, 1s..1h")
+	f.StringVar(&o.Format, "format", "table", "output format: "+strings.Join(report.Formats, ", "))
+	f.StringVarP(&o.Output, "output", "o", "", "write the result to this file instead of stdout")
+	f.StringVar(&o.Workers, "workers", "", "worker counts for ring/yield/…, e.g. 2,100,1000")
+	f.StringVar(&o.Hogs, "hogs", "", "CPU hog counts for interference, e.g. 0,1,2,6")
+	f.StringArrayVar(&o.Set, "set", nil, "experiment option key=value (see `ctxlab list EXPERIMENT`)")
+	for _, h := range runFlagHooks {
+		h(c, o)
+	}
+}
+
+func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &RunOptions{Stdout: stdout, Stderr: stderr}
+	c := &cobra.Command{
+		Use:   "run [EXPERIMENT|ARM-GLOB …]",
+		Short: "run the default suite, or the named experiments and arms",
+		Long: `Run experiments and print a table (or --format json).
+
+Arguments are experiment names (pingpong) or arm globs (pingpong/thread/*,
+pingpong/*/futex/same-cpu). Without arguments every experiment runs.
+--quick keeps the quick arms of each experiment; --full runs full sizes.`,
+		Example: `  ctxlab run pingpong
+  ctxlab run 'pingpong/thread/*' --cpus 0
+  ctxlab run --quick --format json -o run.json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSuite(cmd.Context(), o, args, os.Args)
+		},
+	}
+	addRunFlags(c, o)
+	return c
+}
+
+// Limits on numeric flags, named in the error messages.
+const (
+	maxReps       = 1000
+	maxGOMAXPROCS = 4096
+	maxHogs       = 1024
+	maxWorkers    = 1000000
+)
+
+// plan is a validated request: everything checked before anything starts.
+type plan struct {
+	params exp.Params
+	cfg    runner.Config
+	sel    []exp.Selection
+}
+
+func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
+	if o.Quick && o.Full {
+		return nil, usagef("--quick and --full exclude each other")
+	}
+	suite := exp.SuiteDefault
+	if o.Quick {
+		suite = exp.SuiteQuick
+	} else if o.Full {
+		suite = exp.SuiteFull
+	}
+	p := exp.Params{Suite: suite, Host: host, CPUs: host.OnlineCPUs}
+	if o.CPUs != "" {
+		cpus, err := sysinfo.ParseCPUList(o.CPUs)
+		if err != nil {
+			return nil, usagef("--cpus %q: %v; online CPUs are %s", o.CPUs, err, sysinfo.FormatCPUList(host.OnlineCPUs))
+		}
+		if err := host.ValidateCPUs(cpus); err != nil {
+			return nil, usagef("--cpus %s: %v", o.CPUs, err)
+		}
+		allowed, _ := measure.Affinity()
+		in := map[int]bool{}
+		for _, c := range allowed {
+			in[c] = true
+		}
+		for _, c := range cpus {
+			if len(allowed) > 0 && !in[c] {
+				return nil, usagef("--cpus %s: CPU %d is online but not in ctxlab's allowed set %s (taskset or cgroup cpuset)", o.CPUs, c, sysinfo.FormatCPUList(allowed))
+			}
+		}
+		p.CPUs, p.CPUsGiven = cpus, true
+	}
+	var err error
+	if o.GOMAXPROCS != "" {
+		if p.GOMAXPROCS, err = intList("--gomaxprocs", o.GOMAXPROCS, 1, maxGOMAXPROCS); err != nil {
+			return nil, err
+		}
+	}
+	if o.Workers != "" {
+		if p.Workers, err = intList("--workers", o.Workers, 1, maxWorkers); err != nil {
+			return nil, err
+		}
+	}
+	if o.Hogs != "" {
+		if p.Hogs, err = intList("--hogs", o.Hogs, 0, maxHogs); err != nil {
+			return nil, err
+		}
+	}
+	p.Extra = map[string]string{}
+	for _, kv := range o.Set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--set %q: want key=value", kv)
+		}
+		p.Extra[k] = v
+	}
+	cfg := runner.ForSuite(suite)
+	if o.changed("reps") {
+		if o.Reps < 1 || o.Reps > maxReps {
+			return nil, usagef("--reps %d: must be between 1 and %d", o.Reps, maxReps)
+		}
+		cfg.Reps = o.Reps
+	}
+	if o.BenchTime != 0 {
+		if o.BenchTime < time.Millisecond || o.BenchTime > time.Minute {
+			return nil, usagef("--benchtime %v: must be between 1ms and 60s", o.BenchTime)
+		}
+		cfg.BenchTime = o.BenchTime
+	}
+	if o.Timeout < time.Second || o.Timeout > time.Hour {
+		return nil, usagef("--timeout %v: must be between 1s and 1h", o.Timeout)
+	}
+	cfg.Timeout = o.Timeout
+	if !validFormat(o.Format) {
+		return nil, usagef("--format %q: must be one of %s", o.Format, strings.Join(report.Formats, ", "))
+	}
+	sel, err := exp.Select(args, p)
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	for k := range p.Extra {
+		if _, ok := exp.Options[k]; !ok {
+			return nil, usagef("--set %s: unknown option; options are %s", k, strings.Join(exp.OptionNames(), ", "))
+		}
+	}
+	cfg.Host = host
+	return &plan{params: p, cfg: cfg, sel: sel}, nil
+}
+
+func validFormat(f string) bool {
+	for _, x := range report.Formats {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// intList parses "1,2,4" with every value in [lo, hi].
+func intList(flag, s string, lo, hi int) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(part))
+		if err != nil {
+			return nil, usagef("%s %q: %q is not a whole number; want a list like 1,2,4 with values %d..%d", flag, s, part, lo, hi)
+		}
+		if n < lo || n > hi {
+			return nil, usagef("%s %d: must be between %d and %d", flag, n, lo, hi)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// runSuite validates, measures, stores (via hooks) and prints.
+func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []string) error {
+	host := sysinfo.Detect()
+	pl, err := validate(o, args, host)
+	if err != nil {
+		return err
+	}
+	pl.cfg.ClockCost = measure.ClockCost()
+	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		pl.cfg.Progress = o.Stderr
+	}
+	run := &result.Run{
+		Schema: result.SchemaVersion, ID: newRunID(), Time: time.Now().UTC(),
+		Version: version(), GoVersion: runtime.Version(), CommandLine: cmdline,
+		Suite: pl.params.Suite, Env: host.Env, ClockCostNs: pl.cfg.ClockCost,
+	}
+	if len(args) > 0 {
+		run.Suite = "custom"
+	}
+	run.Env.Counters = probeCounters()
+	run.Warnings = envWarnings(host)
+	arms, exps, interrupted := runner.Run(ctx, pl.cfg, pl.sel)
+	run.Arms, run.Experiments, run.Interrupted = arms, exps, interrupted
+	for _, h := range runHooks {
+		if err := h(ctx, o, run); err != nil {
+			fmt.Fprintf(o.Stderr, "ctxlab: %v\n", err)
+		}
+	}
+	out := o.Stdout
+	if o.Output != "" {
+		f, err := os.Create(o.Output)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	if err := report.Write(out, run, o.Format); err != nil {
+		return err
+	}
+	if interrupted {
+		return errInterrupted
+	}
+	return nil
+}
+
+func probeCounters() []result.CounterInfo {
+	var out []result.CounterInfo
+	for _, ev := range measure.Events {
+		ok, why := measure.ProbeEvent(ev)
+		out = append(out, result.CounterInfo{Name: ev.Name, Kind: ev.Kind, Supported: ok, Unsupported: why})
+	}
+	return out
+}
+
+func envWarnings(h *sysinfo.Host) []string {
+	var w []string
+	if h.Hypervisor {
+		w = append(w, "running in a VM: cross-CPU wake-ups include waking an idle vCPU, and steal time can skew figures")
+	}
+	if h.Governor != "" && h.Governor != "performance" {
+		w = append(w, fmt.Sprintf("CPU frequency governor is %q, not \"performance\": clock speed may vary between arms", h.Governor))
+	}
+	if h.CPUQuota != "" && h.CPUQuota != "max" && !strings.HasPrefix(h.CPUQuota, "max ") {
+		w = append(w, "a cgroup CPU quota is set ("+h.CPUQuota+"): throttling can add tail latency")
+	}
+	return w
+}
+
+func newRunID() string {
+	var b [3]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}

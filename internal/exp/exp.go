@@ -1,0 +1,253 @@
+// Package exp defines what an experiment is — a Spec with its arms and
+// checks — and the registry experiments add themselves to in init(). It
+// holds no experiments itself; listings and "run all" derive from the table.
+package exp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// ErrUnsupported is wrapped by errors that say an arm cannot run here.
+var ErrUnsupported = errors.New("unsupported")
+
+// Suite sizes: quick (≤ 30 s on 2 cores), default, full.
+const (
+	SuiteQuick   = "quick"
+	SuiteDefault = "default"
+	SuiteFull    = "full"
+)
+
+// Params are the run-wide settings an experiment builds its arms from.
+type Params struct {
+	Suite string
+	// CPUs is the CPU set arms may use: --cpus, or every online CPU.
+	CPUs []int
+	// CPUsGiven is true when the user chose the set with --cpus.
+	CPUsGiven bool
+	// GOMAXPROCS values requested with --gomaxprocs; nil = experiment's default.
+	GOMAXPROCS []int
+	Host       *sysinfo.Host
+	// Workers, Hogs: lists from --workers and --hogs; nil = defaults.
+	Workers []int
+	Hogs    []int
+	// Extra holds experiment-specific options (key=value from --set).
+	Extra map[string]string
+}
+
+// Spec describes one experiment. Each experiment file registers one.
+type Spec struct {
+	Name    string // "pingpong"; arms are named "pingpong/…"
+	Summary string // one line for `ctxlab list`
+	Op      string // what one op is, e.g. "round trip"
+	// Doc is a longer description for `ctxlab list EXPERIMENT`.
+	Doc string
+	// Arms returns the configurations to measure for these params. An
+	// error here is a usage error (bad worker count …): nothing has started.
+	Arms func(p Params) ([]Arm, error)
+	// Checks evaluates the experiment's invariants over its measured arms.
+	Checks func(arms []result.Arm) []result.Check
+	// Findings returns one-line readings of the results ("same CPU is 8× faster").
+	Findings func(arms []result.Arm) []string
+}
+
+// Arm is one configuration the runner measures.
+type Arm struct {
+	Name       string
+	Substrate  string
+	Mechanism  string
+	Op         string
+	Unit       string // defaults to "ns/op"
+	Params     map[string]string
+	GOMAXPROCS int    // 0 = leave as is
+	Placement  string // "unpinned", "same-cpu", "cross-cpu", …
+	// CPUs confines the whole process for the arm (nil = the run's CPU set).
+	CPUs []int
+	// Quick marks arms in the quick suite.
+	Quick bool
+	// Unsupported, if set, says why the arm cannot run here; it is listed, not run.
+	Unsupported string
+	// Open sets the arm up (spawns partners) outside any timing.
+	Open func(ctx context.Context) (Bench, error)
+	// Reps and BenchTime override the suite's defaults when non-zero.
+	Reps int
+}
+
+// Bench is an opened arm: Run does b.N ops under the runner's clock; Close
+// tears everything down, and must unblock a Run that is stuck (a starved
+// partner) when called from another goroutine.
+type Bench interface {
+	Run(b *measure.B) error
+	Close() error
+}
+
+// Children is implemented by benches with child processes, so the runner
+// counts their switches too.
+type Children interface {
+	Children() []int
+}
+
+// Annotator is implemented by benches that add figures or notes of their
+// own to the result after the run (memory per worker, runtime metrics …).
+type Annotator interface {
+	Annotate(a *result.Arm)
+}
+
+var registry = map[string]*Spec{}
+
+// Register adds an experiment; it panics on a duplicate name (a programming error).
+func Register(s *Spec) {
+	if _, dup := registry[s.Name]; dup {
+		panic("exp: duplicate experiment " + s.Name)
+	}
+	registry[s.Name] = s
+}
+
+// All returns the registered experiments in a stable order: the order of
+// DefaultOrder, then any others by name.
+func All() []*Spec {
+	var out []*Spec
+	for _, n := range DefaultOrder {
+		if s, ok := registry[n]; ok {
+			out = append(out, s)
+		}
+	}
+	var rest []string
+	for n := range registry {
+		if !contains(DefaultOrder, n) {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	for _, n := range rest {
+		out = append(out, registry[n])
+	}
+	return out
+}
+
+// DefaultOrder is the order experiments appear in listings and suites.
+var DefaultOrder = []string{"pingpong", "ring", "yield", "spawn", "interference", "hop", "callchain", "concurrency", "cachecost", "python"}
+
+// Lookup returns the experiment named name.
+func Lookup(name string) (*Spec, bool) {
+	s, ok := registry[name]
+	return s, ok
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Selection is the experiments and arms a run will measure.
+type Selection struct {
+	Spec *Spec
+	Arms []Arm
+}
+
+// Select resolves command-line patterns (experiment names or arm globs such
+// as "pingpong/thread/*") into arms. With no patterns it takes every
+// experiment. In the quick suite only arms marked Quick are kept, unless a
+// pattern names arms explicitly. An unknown name or a glob matching nothing
+// is an error naming the choices.
+func Select(patterns []string, p Params) ([]Selection, error) {
+	type pick struct {
+		all   bool
+		globs []string
+	}
+	picks := map[string]*pick{}
+	var order []string
+	add := func(name string) *pick {
+		if picks[name] == nil {
+			picks[name] = &pick{}
+			order = append(order, name)
+		}
+		return picks[name]
+	}
+	if len(patterns) == 0 {
+		for _, s := range All() {
+			add(s.Name).all = true
+		}
+	}
+	for _, pat := range patterns {
+		name, _, hasSlash := strings.Cut(pat, "/")
+		if _, ok := registry[name]; !ok {
+			return nil, fmt.Errorf("unknown experiment or arm %q; experiments are %s (see `ctxlab list`)", pat, strings.Join(names(), ", "))
+		}
+		if !hasSlash {
+			add(name).all = true
+		} else {
+			pk := add(name)
+			pk.globs = append(pk.globs, pat)
+		}
+	}
+	var out []Selection
+	for _, name := range order {
+		s := registry[name]
+		pk := picks[name]
+		arms, err := s.Arms(p)
+		if err != nil {
+			return nil, err
+		}
+		var keep []Arm
+		for _, a := range arms {
+			switch {
+			case pk.all:
+				if p.Suite != SuiteQuick || a.Quick {
+					keep = append(keep, a)
+				}
+			default:
+				for _, g := range pk.globs {
+					if ok, _ := path.Match(g, a.Name); ok || strings.HasPrefix(a.Name, g+"/") {
+						keep = append(keep, a)
+						break
+					}
+				}
+			}
+		}
+		if len(keep) == 0 && !pk.all {
+			return nil, fmt.Errorf("no arm of %s matches %s; `ctxlab list %s` shows its arms", name, strings.Join(pk.globs, ", "), name)
+		}
+		if len(keep) > 0 {
+			out = append(out, Selection{Spec: s, Arms: keep})
+		}
+	}
+	return out, nil
+}
+
+func names() []string {
+	var out []string
+	for _, s := range All() {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// Options are the experiment-specific --set keys and what each does;
+// experiments add theirs in init() with RegisterOption.
+var Options = map[string]string{}
+
+// RegisterOption documents a --set key an experiment understands.
+func RegisterOption(key, doc string) { Options[key] = doc }
+
+// OptionNames lists the --set keys, sorted.
+func OptionNames() []string {
+	var out []string
+	for k := range Options {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,351 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ctxlab/ctxlab/internal/child"
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/mech"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// pingpong: A sends a value, B sends it back; op = one round trip (SPEC §5.1).
+func init() {
+	exp.Register(&exp.Spec{
+		Name:    "pingpong",
+		Summary: "two-party handoff: goroutines, locked threads and processes over every mechanism",
+		Op:      "round trip",
+		Doc: `A sends a value to B, B sends it back; one op is that round trip.
+Substrates: goroutine (Go scheduler only), thread (goroutine locked to its own
+OS thread), process (ctxlab re-executed as the partner). Placements: unpinned,
+both workers on one CPU (same-cpu), one on each of two CPUs (cross-cpu).`,
+		Arms:     pingpongArms,
+		Checks:   pingpongChecks,
+		Findings: pingpongFindings,
+	})
+	child.Register("echo", echoChild)
+}
+
+// kernelMechs hand over through the kernel only; thread arms over them show
+// the OS switch itself, the Go runtime stays out of the way.
+var kernelMechs = map[string]bool{"futex": true, "eventfd": true, "pipe": true, "unixsock": true, "shmfutex": true}
+
+var quickPingpong = map[string]bool{
+	"goroutine/chan/gomaxprocs=1": true, "goroutine/chan/gomaxprocs=all": true, "goroutine/cond/gomaxprocs=1": true,
+	"thread/futex/unpinned": true, "thread/futex/same-cpu": true, "thread/futex/cross-cpu": true,
+	"thread/pipe/unpinned": true, "thread/pipe/same-cpu": true, "thread/chan/unpinned": true,
+	"process/pipe/unpinned": true, "process/pipe/same-cpu": true, "process/shmfutex/unpinned": true,
+}
+
+func pingpongArms(p exp.Params) ([]exp.Arm, error) {
+	var arms []exp.Arm
+	all := len(p.CPUs)
+	// goroutine arms: GOMAXPROCS 1 and all CPUs of the run, or --gomaxprocs.
+	gmps := []int{1, all}
+	gmpNames := []string{"1", "all"}
+	if p.GOMAXPROCS != nil {
+		gmps, gmpNames = p.GOMAXPROCS, nil
+		for _, g := range gmps {
+			gmpNames = append(gmpNames, strconv.Itoa(g))
+		}
+	}
+	unp := exp.Unpinned(p)
+	for _, m := range []string{"chan", "chan-buffered", "cond"} {
+		for i, g := range gmps {
+			key := fmt.Sprintf("goroutine/%s/gomaxprocs=%s", m, gmpNames[i])
+			m := m
+			arms = append(arms, exp.Arm{
+				Name: "pingpong/" + key, Substrate: "goroutine", Mechanism: m,
+				Params:     map[string]string{"gomaxprocs": strconv.Itoa(g)},
+				GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickPingpong[key],
+				Open: func(ctx context.Context) (exp.Bench, error) { return openGoroutinePair(m) },
+			})
+		}
+	}
+	// Thread arms need a P per locked thread, or a thread woken from a
+	// syscall waits for sysmon to hand it one: GOMAXPROCS ≥ 2 by default.
+	threadGmps := []int{max(all, 2)}
+	if p.GOMAXPROCS != nil {
+		threadGmps = p.GOMAXPROCS
+	}
+	for _, sub := range []string{"thread", "process"} {
+		mechs := []string{"chan", "cond", "futex", "eventfd", "pipe", "unixsock"}
+		if sub == "process" {
+			mechs = []string{"pipe", "unixsock", "shmfutex"}
+		}
+		for _, m := range mechs {
+			for _, pl := range exp.Placements(p) {
+				for _, g := range threadGmps {
+					key := fmt.Sprintf("%s/%s/%s", sub, m, pl.Name)
+					name := "pingpong/" + key
+					if p.GOMAXPROCS != nil {
+						name += "/gomaxprocs=" + strconv.Itoa(g)
+					}
+					m, pl, sub := m, pl, sub
+					arms = append(arms, exp.Arm{
+						Name: name, Substrate: sub, Mechanism: m,
+						Params:     map[string]string{"placement": pl.Name},
+						GOMAXPROCS: g, Placement: pl.Name, CPUs: pl.Process, Quick: quickPingpong[key],
+						Unsupported: pl.Unsupported,
+						Open: func(ctx context.Context) (exp.Bench, error) {
+							if sub == "thread" {
+								return openThreadPair(m, pl)
+							}
+							return openProcessPair(ctx, m, pl)
+						},
+					})
+				}
+			}
+		}
+	}
+	return arms, nil
+}
+
+// goroutinePair: A is the runner's goroutine, B an echoing goroutine.
+type goroutinePair struct {
+	pair *mech.Pair
+	done chan error
+	once sync.Once
+}
+
+func openGoroutinePair(kind string) (exp.Bench, error) {
+	pair, err := mech.NewPair(kind)
+	if err != nil {
+		return nil, err
+	}
+	g := &goroutinePair{pair: pair, done: make(chan error, 1)}
+	go func() { g.done <- mech.Echo(pair.B) }()
+	return g, nil
+}
+
+func (g *goroutinePair) Run(b *measure.B) error { return mech.RoundTrips(g.pair.A, b.N, b.S) }
+
+func (g *goroutinePair) Close() error {
+	var err error
+	g.once.Do(func() {
+		g.pair.Stop()
+		err = <-g.done
+		g.pair.Close()
+	})
+	return err
+}
+
+// threadPair: A and B are locked OS threads, placed as asked.
+type threadPair struct {
+	pair   *mech.Pair
+	a, b   *mech.Thread
+	echoed <-chan struct{}
+	once   sync.Once
+}
+
+func openThreadPair(kind string, pl exp.Placement) (exp.Bench, error) {
+	pair, err := mech.NewPair(kind)
+	if err != nil {
+		return nil, err
+	}
+	ta, err := mech.StartThread(pl.A)
+	if err != nil {
+		pair.Close()
+		return nil, fmt.Errorf("start thread A: %w", err)
+	}
+	tb, err := mech.StartThread(pl.B)
+	if err != nil {
+		ta.Stop()
+		pair.Close()
+		return nil, fmt.Errorf("start thread B: %w", err)
+	}
+	t := &threadPair{pair: pair, a: ta, b: tb}
+	t.echoed = tb.Go(func() { mech.Echo(pair.B) })
+	return t, nil
+}
+
+func (t *threadPair) Run(b *measure.B) error {
+	var err error
+	t.a.Do(func() {
+		b.ResetTimer() // the batch starts when thread A has it
+		err = mech.RoundTrips(t.pair.A, b.N, b.S)
+	})
+	return err
+}
+
+func (t *threadPair) Close() error {
+	t.once.Do(func() {
+		t.pair.Stop()
+		<-t.echoed
+		t.a.Stop()
+		t.b.Stop()
+		t.pair.Close()
+	})
+	return nil
+}
+
+// processPair: A is a locked thread here, B a ctxlab child process.
+type processPair struct {
+	ep       mech.Endpoint
+	stop     func()
+	closeAll func() error
+	a        *mech.Thread
+	proc     *child.Proc
+	once     sync.Once
+}
+
+func openProcessPair(ctx context.Context, kind string, pl exp.Placement) (exp.Bench, error) {
+	ep, stop, files, closeAll, err := mech.ParentEnd(kind)
+	if err != nil {
+		return nil, err
+	}
+	ta, err := mech.StartThread(pl.A)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	proc, err := child.Start(ctx, child.Options{Role: "echo", Args: []string{kind}, Files: files, CPUs: pl.B})
+	for _, f := range files {
+		f.Close() // the child has its copies; ours would hide its exit (no EOF)
+	}
+	if err != nil {
+		ta.Stop()
+		closeAll()
+		return nil, err
+	}
+	return &processPair{ep: ep, stop: stop, closeAll: closeAll, a: ta, proc: proc}, nil
+}
+
+func (p *processPair) Run(b *measure.B) error {
+	var err error
+	p.a.Do(func() {
+		b.ResetTimer()
+		err = mech.RoundTrips(p.ep, b.N, b.S)
+	})
+	return err
+}
+
+func (p *processPair) Children() []int { return []int{p.proc.PID()} }
+
+func (p *processPair) Close() error {
+	p.once.Do(func() {
+		p.stop()
+		p.proc.Kill()
+		p.a.Stop()
+		p.closeAll()
+	})
+	return nil
+}
+
+// echoChild is the child role of process arms: echo on the inherited fds
+// until the parent stops or dies.
+func echoChild(args []string, files []*os.File) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "echo child: want one mechanism argument")
+		return 2
+	}
+	ep, err := mech.ChildEnd(args[0], files)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "echo child:", err)
+		return 1
+	}
+	runtime.LockOSThread()
+	if err := mech.Echo(ep); err != nil {
+		fmt.Fprintln(os.Stderr, "echo child:", err)
+		return 1
+	}
+	return 0
+}
+
+// Thresholds of the pingpong checks (SPEC §5.1).
+const (
+	minThreadSwitches    = 1.5  // a blocking handoff: ≈ 2 per round trip
+	maxGoroutineSwitches = 0.05 // goroutines at GOMAXPROCS=1: ≈ 0
+)
+
+func pingpongChecks(arms []result.Arm) []result.Check {
+	var out []result.Check
+	byName := map[string]result.Arm{}
+	for _, a := range arms {
+		byName[a.Name] = a
+	}
+	for _, a := range arms {
+		if a.Status != result.StatusOK || a.Switches == nil {
+			continue
+		}
+		sw := a.Switches.Total()
+		switch {
+		case (a.Substrate == "thread" || a.Substrate == "process") && kernelMechs[a.Mechanism] && a.Placement != "same-cpu":
+			out = append(out, result.Check{
+				Name:   "a blocking handoff between OS threads costs about 2 OS switches per round trip (≥ 1.5)",
+				Holds:  sw >= minThreadSwitches,
+				Detail: fmt.Sprintf("%s: %.2f switches per round trip (%.2f voluntary, %.2f involuntary)", a.Name, sw, a.Switches.Voluntary, a.Switches.Involuntary),
+				Arms:   []string{a.Name},
+			})
+		case a.Substrate == "goroutine" && a.GOMAXPROCS == 1:
+			out = append(out, result.Check{
+				Name:   "a goroutine handoff at GOMAXPROCS=1 causes no OS switch (< 0.05 per round trip)",
+				Holds:  sw < maxGoroutineSwitches,
+				Detail: fmt.Sprintf("%s: %.4f switches per round trip", a.Name, sw),
+				Arms:   []string{a.Name},
+			})
+		}
+	}
+	// Pinning both threads on one CPU: the woken thread must wait for the
+	// waker to block, so switches per round trip rise (published: 3.0).
+	for _, a := range arms {
+		if a.Substrate != "thread" || a.Placement != "same-cpu" || !kernelMechs[a.Mechanism] || a.Switches == nil {
+			continue
+		}
+		u, ok := byName[replacePlacement(a.Name, "same-cpu", "unpinned")]
+		if !ok || u.Switches == nil || u.Status != result.StatusOK {
+			continue
+		}
+		out = append(out, result.Check{
+			Name:  "pinning both threads on one CPU does not lower switches per round trip (published: 3.0 on one CPU)",
+			Holds: a.Switches.Total() >= u.Switches.Total()*0.95,
+			Detail: fmt.Sprintf("%s %s: %.2f switches per round trip on one CPU vs %.2f unpinned",
+				a.Substrate, a.Mechanism, a.Switches.Total(), u.Switches.Total()),
+			Arms: []string{a.Name, u.Name},
+		})
+	}
+	return out
+}
+
+func replacePlacement(name, from, to string) string {
+	return strings.Replace(name, "/"+from, "/"+to, 1)
+}
+
+func pingpongFindings(arms []result.Arm) []string {
+	var out []string
+	byName := map[string]result.Arm{}
+	for _, a := range arms {
+		if a.Status == result.StatusOK {
+			byName[a.Name] = a
+		}
+	}
+	for _, sub := range []string{"thread", "process"} {
+		for _, m := range []string{"futex", "pipe", "shmfutex"} {
+			s, ok1 := byName[fmt.Sprintf("pingpong/%s/%s/same-cpu", sub, m)]
+			c, ok2 := byName[fmt.Sprintf("pingpong/%s/%s/cross-cpu", sub, m)]
+			if ok1 && ok2 && s.Median > 0 {
+				out = append(out, fmt.Sprintf("placement: a %s %s round trip costs %s on one CPU and %s across two (%.1f×); an idle CPU must be woken to take the handoff",
+					sub, m, result.FormatNs(s.Median), result.FormatNs(c.Median), c.Median/s.Median))
+			}
+		}
+	}
+	g, ok1 := byName["pingpong/goroutine/chan/gomaxprocs=1"]
+	t, ok2 := byName["pingpong/thread/futex/unpinned"]
+	if ok1 && ok2 && g.Median > 0 {
+		out = append(out, fmt.Sprintf("a goroutine channel round trip (%s) is %.0f× cheaper than an OS thread futex round trip (%s) here",
+			result.FormatNs(g.Median), t.Median/g.Median, result.FormatNs(t.Median)))
+	}
+	tc, ok3 := byName["pingpong/thread/chan/unpinned"]
+	if ok2 && ok3 && tc.Switches != nil && t.Switches != nil {
+		out = append(out, fmt.Sprintf("a Go channel between two locked threads costs %s and %.1f OS switches per round trip vs %.1f for a raw futex: the runtime hands the wake-up through its own threads",
+			result.FormatNs(tc.Median), tc.Switches.Total(), t.Switches.Total()))
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package measure
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// PinThread restricts the calling OS thread to cpus. The caller must hold
+// runtime.LockOSThread, or the pin lands on whatever thread it runs on now.
+func PinThread(cpus []int) error {
+	if len(cpus) == 0 {
+		return nil
+	}
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("pin thread to cpus %v: %w", cpus, err)
+	}
+	return nil
+}
+
+// PinProcess restricts every current thread of this process to cpus; threads
+// created later inherit the mask of the thread that creates them.
+func PinProcess(cpus []int) error {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	return setAll(&set)
+}
+
+// Affinity returns the CPU set of the calling thread.
+func Affinity() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, err
+	}
+	var out []int
+	for c := 0; c < 1024; c++ {
+		if set.IsSet(c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+func setAll(set *unix.CPUSet) error {
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		// A thread may exit between listing and pinning: ESRCH is fine.
+		if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH && first == nil {
+			first = fmt.Errorf("set affinity of thread %d: %w", tid, err)
+		}
+	}
+	return first
+}

@@ -1,0 +1,99 @@
+package measure
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// EventSpec names one perf event ctxlab may open.
+type EventSpec struct {
+	Name   string
+	Kind   string // "hardware" or "software"
+	Type   uint32
+	Config uint64
+}
+
+// Events is the set of counters ctxlab knows, hardware first.
+var Events = []EventSpec{
+	{"instructions", "hardware", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_INSTRUCTIONS},
+	{"cycles", "hardware", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES},
+	{"branch-misses", "hardware", unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_BRANCH_MISSES},
+	{"LLC-load-misses", "hardware", unix.PERF_TYPE_HW_CACHE, unix.PERF_COUNT_HW_CACHE_LL |
+		unix.PERF_COUNT_HW_CACHE_OP_READ<<8 | unix.PERF_COUNT_HW_CACHE_RESULT_MISS<<16},
+	{"dTLB-load-misses", "hardware", unix.PERF_TYPE_HW_CACHE, unix.PERF_COUNT_HW_CACHE_DTLB |
+		unix.PERF_COUNT_HW_CACHE_OP_READ<<8 | unix.PERF_COUNT_HW_CACHE_RESULT_MISS<<16},
+	{"context-switches", "software", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
+	{"cpu-migrations", "software", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_MIGRATIONS},
+	{"task-clock", "software", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_TASK_CLOCK},
+	{"page-faults", "software", unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_PAGE_FAULTS},
+}
+
+// OpenEvent opens ev counting the thread tid (0 = calling thread) on any
+// CPU, user space only so it works with perf_event_paranoid=2. The counter
+// starts disabled when disabled is true.
+func OpenEvent(ev EventSpec, tid int, disabled bool) (int, error) {
+	attr := unix.PerfEventAttr{
+		Type:        ev.Type,
+		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Config:      ev.Config,
+		Read_format: unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING,
+		Bits:        unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
+	}
+	if disabled {
+		attr.Bits |= unix.PerfBitDisabled
+	}
+	fd, err := unix.PerfEventOpen(&attr, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	return fd, nil
+}
+
+// UnsupportedReason turns a perf_event_open error into the reason users see.
+func UnsupportedReason(err error) string {
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP):
+		return fmt.Sprintf("not offered by this CPU or hypervisor (%v)", err)
+	case errors.Is(err, unix.EACCES), errors.Is(err, unix.EPERM):
+		return fmt.Sprintf("not permitted: perf_event_paranoid too high for this user (%v)", err)
+	case errors.Is(err, unix.ENOSYS):
+		return "perf_event_open not available in this kernel or sandbox"
+	default:
+		return err.Error()
+	}
+}
+
+// ProbeEvent reports whether ev can be opened and read for the calling
+// thread; if not, why. A counter that opens but never counts is reported as
+// unsupported too, since a silent zero is not a measurement.
+func ProbeEvent(ev EventSpec) (ok bool, reason string) {
+	fd, err := OpenEvent(ev, 0, false)
+	if err != nil {
+		return false, UnsupportedReason(err)
+	}
+	defer unix.Close(fd)
+	// Do a little work so a working counter moves.
+	x := 0
+	for i := 0; i < 200000; i++ {
+		x += i ^ (x >> 3)
+	}
+	sinkInt = x
+	var buf [24]byte
+	if _, err := unix.Read(fd, buf[:]); err != nil {
+		return false, UnsupportedReason(err)
+	}
+	val := *(*uint64)(unsafe.Pointer(&buf[0]))
+	running := *(*uint64)(unsafe.Pointer(&buf[16]))
+	if running == 0 {
+		return false, "opened but never scheduled on the PMU (no counter time)"
+	}
+	if val == 0 && ev.Name != "context-switches" && ev.Name != "cpu-migrations" && ev.Name != "page-faults" {
+		return false, "opened but counted 0 over real work (the hypervisor exposes no PMU)"
+	}
+	return true, ""
+}
+
+var sinkInt int

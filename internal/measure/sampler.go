@@ -1,0 +1,77 @@
+package measure
+
+import "sort"
+
+// Sampler records per-op latencies for a sample of ops into a buffer
+// allocated before the timed loop, so recording never allocates.
+type Sampler struct {
+	every int
+	buf   []int64
+	n     int
+}
+
+// NewSampler prepares to sample every `every`-th op of a loop of ops ops,
+// keeping at most max samples and sampling no more often than every
+// minEvery-th op (so the timestamps' own cost stays small next to the ops).
+func NewSampler(ops, max, minEvery int) *Sampler {
+	if max < 1 {
+		max = 1
+	}
+	every := 1
+	if ops > max {
+		every = (ops + max - 1) / max
+	}
+	if every < minEvery {
+		every = minEvery
+	}
+	return &Sampler{every: every, buf: make([]int64, ops/every+1)}
+}
+
+// Start returns a timestamp if op i is sampled, or 0 if it is not.
+func (s *Sampler) Start(i int) int64 {
+	if s == nil || i%s.every != 0 {
+		return 0
+	}
+	return Now() | 1 // never 0: 0 means "not sampled"; 1 ns is below any clock's resolution
+}
+
+// Stop records the latency of op i started at t (a value from Start).
+func (s *Sampler) Stop(t int64) {
+	if t == 0 || s == nil || s.n >= len(s.buf) {
+		return
+	}
+	s.buf[s.n] = Now() - t
+	s.n++
+}
+
+// Record stores an externally measured latency in ns.
+func (s *Sampler) Record(ns int64) {
+	if s == nil || s.n >= len(s.buf) {
+		return
+	}
+	s.buf[s.n] = ns
+	s.n++
+}
+
+// Every is the sampling interval.
+func (s *Sampler) Every() int {
+	if s == nil {
+		return 0
+	}
+	return s.every
+}
+
+// Sorted returns the recorded samples in ascending order (a copy).
+func (s *Sampler) Sorted() []int64 {
+	out := append([]int64(nil), s.buf[:s.n]...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Len is the number of samples recorded.
+func (s *Sampler) Len() int {
+	if s == nil {
+		return 0
+	}
+	return s.n
+}

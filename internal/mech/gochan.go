@@ -1,0 +1,98 @@
+package mech
+
+import (
+	"sync"
+	"time"
+)
+
+func init() {
+	threadKinds["chan"] = func() (*Pair, error) { return chanPair(0), nil }
+	threadKinds["chan-buffered"] = func() (*Pair, error) { return chanPair(1), nil }
+	threadKinds["cond"] = func() (*Pair, error) { return condPair(), nil }
+}
+
+type chanEnd struct {
+	in  chan uint64
+	out chan uint64
+}
+
+func (e *chanEnd) Send(v uint64) error { e.out <- v; return nil }
+func (e *chanEnd) Recv() (uint64, error) {
+	return <-e.in, nil
+}
+
+// chanPair connects two goroutines with two Go channels of capacity buf.
+func chanPair(buf int) *Pair {
+	ab, ba := make(chan uint64, buf), make(chan uint64, buf)
+	a, b := &chanEnd{in: ba, out: ab}, &chanEnd{in: ab, out: ba}
+	stop := func() {
+		// Deliver Stop to whichever side receives next; a side that has
+		// already finished never takes it, so give up after a while.
+		for _, c := range []chan uint64{ab, ba} {
+			go func(c chan uint64) {
+				t := time.NewTimer(2 * time.Second)
+				defer t.Stop()
+				select {
+				case c <- Stop:
+				case <-t.C:
+				}
+			}(c)
+		}
+	}
+	return &Pair{A: a, B: b, Stop: stop, Close: func() error { return nil }}
+}
+
+// condSide is one direction of a mutex+condition-variable handoff.
+type condShared struct {
+	mu   sync.Mutex
+	cond [2]*sync.Cond
+	seq  [2]uint64 // seq[i]: values sent to side i
+	val  [2]uint64
+	stop bool
+}
+
+type condEnd struct {
+	s    *condShared
+	me   int
+	seen uint64
+}
+
+func (e *condEnd) Send(v uint64) error {
+	s, other := e.s, 1-e.me
+	s.mu.Lock()
+	s.val[other] = v
+	s.seq[other]++
+	s.mu.Unlock()
+	s.cond[other].Signal()
+	return nil
+}
+
+func (e *condEnd) Recv() (uint64, error) {
+	s := e.s
+	s.mu.Lock()
+	for s.seq[e.me] == e.seen && !s.stop {
+		s.cond[e.me].Wait()
+	}
+	if s.stop {
+		s.mu.Unlock()
+		return 0, ErrStopped
+	}
+	e.seen = s.seq[e.me]
+	v := s.val[e.me]
+	s.mu.Unlock()
+	return v, nil
+}
+
+func condPair() *Pair {
+	s := &condShared{}
+	s.cond[0] = sync.NewCond(&s.mu)
+	s.cond[1] = sync.NewCond(&s.mu)
+	stop := func() {
+		s.mu.Lock()
+		s.stop = true
+		s.mu.Unlock()
+		s.cond[0].Broadcast()
+		s.cond[1].Broadcast()
+	}
+	return &Pair{A: &condEnd{s: s, me: 0}, B: &condEnd{s: s, me: 1}, Stop: stop, Close: func() error { return nil }}
+}

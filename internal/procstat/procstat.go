@@ -1,0 +1,174 @@
+// Package procstat reads per-thread scheduling figures from /proc: context
+// switches (status), migrations and waits (sched), run and wait time
+// (schedstat). status and schedstat come through prometheus/procfs; sched,
+// which procfs does not cover, has its own parser. Each read is split into the I/O and a pure parser so the
+// parsers are testable against fixtures. It imports nothing internal.
+package procstat
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/procfs"
+)
+
+// ErrParse is wrapped by every parse error.
+var ErrParse = errors.New("procstat: cannot parse")
+
+// Root is the proc filesystem mount point; tests point it at fixtures.
+type Root string
+
+// DefaultRoot is the real /proc.
+const DefaultRoot Root = "/proc"
+
+// Task is one thread's scheduling counters at one moment. Fields that the
+// kernel does not expose here have their Has* flag false.
+type Task struct {
+	PID, TID    int
+	Comm        string
+	Voluntary   uint64 // voluntary_ctxt_switches
+	Involuntary uint64 // nonvoluntary_ctxt_switches
+
+	HasSched   bool
+	Migrations uint64  // se.nr_migrations
+	WaitSumNs  float64 // se.statistics.wait_sum / stats.wait_sum, if present
+
+	HasSchedstat bool
+	RunNs        uint64 // time on CPU
+	RunqNs       uint64 // time waiting on a run queue
+	Timeslices   uint64
+}
+
+// Sched is what ctxlab needs of /proc/…/sched (CONFIG_SCHED_DEBUG).
+type Sched struct {
+	Migrations        uint64
+	HasWaitSum        bool
+	WaitSumNs         float64
+	HasSwitches       bool
+	Switches          uint64
+	VoluntarySwitches uint64
+	InvoluntarySwitch uint64
+	SliceNs           uint64 // se.slice (EEVDF kernels), 0 if absent
+}
+
+// ParseSched parses /proc/…/sched. Kernels before 6.6 name the statistics
+// "se.statistics.x", later ones "stats.x"; both are accepted. Times are in ms
+// with a fractional part.
+func ParseSched(data []byte) (Sched, error) {
+	var s Sched
+	seenMig := false
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
+		case "se.nr_migrations":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return s, fmt.Errorf("%w: sched %s %q", ErrParse, k, v)
+			}
+			s.Migrations, seenMig = n, true
+		case "se.statistics.wait_sum", "stats.wait_sum":
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return s, fmt.Errorf("%w: sched %s %q", ErrParse, k, v)
+			}
+			s.WaitSumNs, s.HasWaitSum = f*1e6, true
+		case "nr_switches":
+			n, _ := strconv.ParseUint(v, 10, 64)
+			s.Switches, s.HasSwitches = n, true
+		case "nr_voluntary_switches":
+			s.VoluntarySwitches, _ = strconv.ParseUint(v, 10, 64)
+		case "nr_involuntary_switches":
+			s.InvoluntarySwitch, _ = strconv.ParseUint(v, 10, 64)
+		case "se.slice":
+			s.SliceNs, _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	if !seenMig {
+		return s, fmt.Errorf("%w: sched has no se.nr_migrations", ErrParse)
+	}
+	return s, nil
+}
+
+// TIDs lists the thread ids of process pid, sorted.
+func (r Root) TIDs(pid int) ([]int, error) {
+	ents, err := os.ReadDir(filepath.Join(string(r), strconv.Itoa(pid), "task"))
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range ents {
+		if t, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, t)
+		}
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// ReadTask reads one thread's counters (status and schedstat through
+// prometheus/procfs, sched with ParseSched). A thread that has exited gives
+// an error satisfying errors.Is(err, os.ErrNotExist). sched and schedstat are
+// optional: their absence only clears the Has* flags.
+func (r Root) ReadTask(pid, tid int) (Task, error) {
+	t := Task{PID: pid, TID: tid}
+	fs, err := procfs.NewFS(string(r))
+	if err != nil {
+		return t, err
+	}
+	p, err := fs.Thread(pid, tid)
+	if err != nil {
+		return t, err
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return t, err
+	}
+	t.Comm, t.Voluntary, t.Involuntary = st.Name, st.VoluntaryCtxtSwitches, st.NonVoluntaryCtxtSwitches
+	dir := filepath.Join(string(r), strconv.Itoa(pid), "task", strconv.Itoa(tid))
+	if data, err := os.ReadFile(filepath.Join(dir, "sched")); err == nil {
+		if s, err := ParseSched(data); err == nil {
+			t.HasSched, t.Migrations, t.WaitSumNs = true, s.Migrations, s.WaitSumNs
+		}
+	}
+	if ss, err := p.Schedstat(); err == nil {
+		t.HasSchedstat, t.RunNs, t.RunqNs, t.Timeslices = true, ss.RunningNanoseconds, ss.WaitingNanoseconds, ss.RunTimeslices
+	}
+	return t, nil
+}
+
+// ReadTasks reads every thread of pid; threads that exit while being read
+// are left out, not reported as errors.
+func (r Root) ReadTasks(pid int) ([]Task, error) {
+	tids, err := r.TIDs(pid)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Task, 0, len(tids))
+	for _, tid := range tids {
+		t, err := r.ReadTask(pid, tid)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
+				continue
+			}
+			// ESRCH surfaces as a read error on a vanished task.
+			if _, statErr := os.Stat(filepath.Join(string(r), strconv.Itoa(pid), "task", strconv.Itoa(tid))); statErr != nil {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

@@ -1,0 +1,220 @@
+// Package report renders results: the terminal table and JSON (and later
+// csv, markdown, bench, html). It never measures; it only reads the result
+// model, so any stored or imported run renders the same way.
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// Formats are the output formats Write accepts.
+var Formats = []string{"table", "json"}
+
+// Write renders run in format.
+func Write(w io.Writer, run *result.Run, format string) error {
+	switch format {
+	case "table", "":
+		return Table(w, run)
+	case "json":
+		return run.Write(w)
+	}
+	return fmt.Errorf("unknown format %q (have %s)", format, strings.Join(Formats, ", "))
+}
+
+const barWidth = 20
+
+// Table prints one block per experiment: aligned columns with scaled
+// units, each arm's multiple of the experiment's fastest arm (per op kind)
+// and a bar, then the checks, findings and notes.
+func Table(w io.Writer, run *result.Run) error {
+	fmt.Fprintf(w, "ctxlab %s · %s · %s · %d CPUs (%s)%s · Go %s · clock %.0f ns/read\n",
+		run.Version, run.Env.Hostname, run.Env.Kernel, run.Env.LogicalCPUs, run.Env.CPUModel,
+		virt(run.Env), run.GoVersion, run.ClockCostNs)
+	groups := map[string][]result.Arm{}
+	var order []string
+	for _, a := range run.Arms {
+		if _, ok := groups[a.Experiment]; !ok {
+			order = append(order, a.Experiment)
+		}
+		groups[a.Experiment] = append(groups[a.Experiment], a)
+	}
+	exps := map[string]result.Experiment{}
+	for _, e := range run.Experiments {
+		exps[e.Name] = e
+	}
+	for _, name := range order {
+		arms := groups[name]
+		e := exps[name]
+		op := e.Op
+		if op == "" && len(arms) > 0 {
+			op = arms[0].Op
+		}
+		fmt.Fprintf(w, "\n%s — op: %s\n", name, op)
+		writeArms(w, name, arms)
+		writeChecks(w, e.Checks)
+		for _, f := range e.Findings {
+			fmt.Fprintf(w, "  → %s\n", f)
+		}
+	}
+	if run.Interrupted {
+		fmt.Fprintln(w, "\ninterrupted: the table holds the arms that finished")
+	}
+	for _, wn := range run.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
+	return nil
+}
+
+func virt(e result.Env) string {
+	if e.Hypervisor {
+		return ", VM"
+	}
+	return ""
+}
+
+func writeArms(w io.Writer, exp string, arms []result.Arm) {
+	// Fastest per unit, so ratios compare like with like.
+	fastest := map[string]float64{}
+	for _, a := range arms {
+		if a.Status == result.StatusOK && a.Median > 0 {
+			if f, ok := fastest[a.Unit]; !ok || a.Median < f {
+				fastest[a.Unit] = a.Median
+			}
+		}
+	}
+	slowest := map[string]float64{}
+	for _, a := range arms {
+		if a.Status == result.StatusOK && a.Median > slowest[a.Unit] {
+			slowest[a.Unit] = a.Median
+		}
+	}
+	rows := [][]string{{"arm", "median", "min–max", "p50", "p99", "sw/op vol+inv", "migr/op", "×fastest", ""}}
+	var notes []string
+	for _, a := range arms {
+		name := strings.TrimPrefix(a.Name, exp+"/")
+		if a.Status != result.StatusOK && a.Median == 0 {
+			rows = append(rows, []string{name, a.Status, a.Reason, "", "", "", "", "", ""})
+			continue
+		}
+		row := []string{name, result.FormatValue(a.Median, a.Unit),
+			result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit), "", "", "", "", "", ""}
+		if p := a.Percentiles; p != nil {
+			row[3], row[4] = result.FormatNs(p.P50), result.FormatNs(p.P99)
+			if p.NearClock {
+				row[3] += "°"
+			}
+		}
+		if s := a.Switches; s != nil {
+			row[5] = fmt.Sprintf("%.2f+%.2f", s.Voluntary, s.Involuntary)
+		}
+		if a.Migrations != nil {
+			row[6] = fmt.Sprintf("%.2f", *a.Migrations)
+		}
+		if f := fastest[a.Unit]; f > 0 {
+			row[7] = fmt.Sprintf("%.1f×", a.Median/f)
+			row[8] = bar(a.Median, slowest[a.Unit])
+		}
+		if a.Status != result.StatusOK {
+			row[8] += " " + a.Status
+		}
+		if a.Noise.Noisy {
+			row[8] += " noisy"
+			notes = append(notes, fmt.Sprintf("%s is noisy: %s", name, strings.Join(a.Noise.Reasons, "; ")))
+		}
+		rows = append(rows, row)
+		for _, n := range a.Notes {
+			notes = append(notes, name+": "+n)
+		}
+		if a.Status != result.StatusOK && a.Reason != "" {
+			notes = append(notes, name+": "+a.Status+": "+a.Reason)
+		}
+	}
+	printAligned(w, rows, "  ")
+	sort.Strings(notes)
+	for _, n := range dedupe(notes) {
+		fmt.Fprintf(w, "  · %s\n", n)
+	}
+	for _, a := range arms {
+		if a.Percentiles != nil && a.Percentiles.NearClock {
+			fmt.Fprintln(w, "  ° p50 is below 10× the clock's cost: per-op percentiles are dominated by the timestamps")
+			break
+		}
+	}
+}
+
+func dedupe(xs []string) []string {
+	var out []string
+	for i, x := range xs {
+		if i == 0 || x != xs[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func writeChecks(w io.Writer, checks []result.Check) {
+	if len(checks) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  checks:")
+	for _, c := range checks {
+		mark := "✓ holds"
+		switch {
+		case c.Skipped:
+			mark = "- skipped"
+		case !c.Holds:
+			mark = "✗ does not hold"
+		}
+		fmt.Fprintf(w, "    %-16s %s — %s\n", mark, c.Name, c.Detail)
+	}
+}
+
+// bar is a horizontal bar proportional to v/max (at least one block, so
+// every measured arm shows).
+func bar(v, max float64) string {
+	if v <= 0 || max <= 0 {
+		return ""
+	}
+	n := int(float64(barWidth)*v/max + 0.5)
+	if n < 1 {
+		n = 1
+	}
+	return strings.Repeat("█", n)
+}
+
+func printAligned(w io.Writer, rows [][]string, indent string) {
+	width := map[int]int{}
+	for _, r := range rows {
+		for i, c := range r {
+			if l := len([]rune(c)); l > width[i] {
+				width[i] = l
+			}
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		b.WriteString(indent)
+		for i, c := range r {
+			pad := width[i] - len([]rune(c))
+			if i > 0 && i < len(r)-1 && i != 0 {
+				// right-align numbers
+				b.WriteString(strings.Repeat(" ", pad))
+				b.WriteString(c)
+			} else {
+				b.WriteString(c)
+				if i < len(r)-1 {
+					b.WriteString(strings.Repeat(" ", pad))
+				}
+			}
+			if i < len(r)-1 {
+				b.WriteString("  ")
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+}

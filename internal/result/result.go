@@ -1,0 +1,226 @@
+// Package result is ctxlab's result model: one versioned JSON document per run.
+// It is a leaf package (no internal imports) so every other part can share it,
+// and so stored or exported runs can be read back by any later ctxlab.
+package result
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// SchemaVersion is bumped whenever a field changes meaning or is removed.
+// Adding optional fields does not bump it.
+const SchemaVersion = 1
+
+// Run is one invocation of ctxlab: the environment it saw and every arm it measured.
+type Run struct {
+	Schema      int       `json:"schema"`
+	ID          string    `json:"id"`
+	Time        time.Time `json:"time"`
+	Version     string    `json:"ctxlab_version"`
+	GoVersion   string    `json:"go_version"`
+	CommandLine []string  `json:"command_line"`
+	Suite       string    `json:"suite"` // "quick", "default", "full" or "custom"
+	Env         Env       `json:"env"`
+	ClockCostNs float64   `json:"clock_cost_ns"` // cost of one timestamp read, calibrated at start
+	Arms        []Arm     `json:"arms"`
+	// Experiments holds each experiment's checks and findings over its arms.
+	Experiments []Experiment `json:"experiments,omitempty"`
+	Warnings    []string     `json:"warnings,omitempty"`
+	Interrupted bool         `json:"interrupted,omitempty"` // stopped by a signal; Arms holds what finished
+}
+
+// Env is the machine as ctxlab saw it at the start of the run.
+type Env struct {
+	Hostname       string        `json:"hostname"`
+	CPUModel       string        `json:"cpu_model"`
+	LogicalCPUs    int           `json:"logical_cpus"`
+	OnlineCPUs     []int         `json:"online_cpus"`
+	Cores          int           `json:"physical_cores"`
+	ThreadsPerCore int           `json:"threads_per_core"`
+	Caches         []Cache       `json:"caches,omitempty"`
+	Kernel         string        `json:"kernel"`
+	GoVersion      string        `json:"go_version"`
+	GOMAXPROCS     int           `json:"gomaxprocs"`
+	Hypervisor     bool          `json:"hypervisor"`
+	PerfParanoid   int           `json:"perf_event_paranoid"`
+	Counters       []CounterInfo `json:"counters,omitempty"`
+	CgroupVersion  int           `json:"cgroup_version,omitempty"`
+	CPUQuota       string        `json:"cpu_quota"` // "max" (none) or e.g. "200000 100000"
+	SchedSliceNs   int64         `json:"sched_slice_ns,omitempty"`
+	Scheduler      string        `json:"scheduler,omitempty"` // "EEVDF" or "CFS" where it can be told
+	ThreadsMax     int64         `json:"threads_max,omitempty"`
+	NprocLimit     int64         `json:"rlimit_nproc,omitempty"`
+	MemAvailableB  int64         `json:"mem_available_bytes,omitempty"`
+	Governor       string        `json:"cpufreq_governor,omitempty"`
+	Load1          float64       `json:"load1"`
+	StealPct       float64       `json:"steal_pct"` // since boot
+	Notes          []string      `json:"notes,omitempty"`
+}
+
+// Cache is one CPU cache level as sysfs describes it.
+type Cache struct {
+	Level int    `json:"level"`
+	Type  string `json:"type"`
+	SizeB int64  `json:"size_bytes"`
+}
+
+// CounterInfo says whether one perf counter can be opened here, and why not.
+type CounterInfo struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"` // "hardware" or "software"
+	Supported   bool   `json:"supported"`
+	Unsupported string `json:"unsupported,omitempty"` // the reason when not supported
+}
+
+// Arm is one measured configuration and its figures.
+type Arm struct {
+	Name       string            `json:"name"` // stable, e.g. "pingpong/thread/futex/cpus=same"
+	Experiment string            `json:"experiment"`
+	Substrate  string            `json:"substrate"`
+	Mechanism  string            `json:"mechanism"`
+	Params     map[string]string `json:"params,omitempty"`
+	Op         string            `json:"op"`   // what one op is, e.g. "round trip"
+	Unit       string            `json:"unit"` // "ns/op" unless the arm says otherwise
+	GOMAXPROCS int               `json:"gomaxprocs"`
+	Placement  string            `json:"placement"` // "unpinned", "same-cpu", "cross-cpu", …
+	CPUs       []int             `json:"cpus,omitempty"`
+
+	Status string `json:"status"` // "ok", "timed out", "failed", "unsupported", "skipped"
+	Reason string `json:"reason,omitempty"`
+
+	Ops         int64        `json:"ops_per_rep,omitempty"`
+	RepMeans    []float64    `json:"rep_means,omitempty"` // per-op mean of each repetition, in Unit
+	Median      float64      `json:"median"`
+	Min         float64      `json:"min"`
+	Max         float64      `json:"max"`
+	Percentiles *Percentiles `json:"percentiles,omitempty"`
+	Histogram   []Bucket     `json:"histogram,omitempty"`
+
+	Switches   *Switches          `json:"switches_per_op,omitempty"`
+	Migrations *float64           `json:"migrations_per_op,omitempty"`
+	Counters   []Counter          `json:"counters,omitempty"`
+	Metrics    map[string]float64 `json:"metrics,omitempty"` // extra figures, names carry units
+
+	Noise  Noise    `json:"noise"`
+	Checks []Check  `json:"checks,omitempty"`
+	Notes  []string `json:"notes,omitempty"`
+}
+
+// Percentiles of the sampled per-op latencies, in ns.
+type Percentiles struct {
+	Samples int64   `json:"samples"`
+	P50     float64 `json:"p50"`
+	P90     float64 `json:"p90"`
+	P95     float64 `json:"p95"`
+	P99     float64 `json:"p99"`
+	P999    float64 `json:"p99.9"`
+	Max     float64 `json:"max"`
+	// NearClock is set when p50 is below 10× the clock's own cost, so the
+	// per-op percentiles are dominated by the timestamps themselves.
+	NearClock bool `json:"near_clock,omitempty"`
+}
+
+// Bucket is one histogram bucket: samples with LowNs <= v < HighNs.
+type Bucket struct {
+	LowNs  float64 `json:"low_ns"`
+	HighNs float64 `json:"high_ns"`
+	Count  int64   `json:"count"`
+}
+
+// Switches are OS context switches per op, over every participating thread
+// and child process.
+type Switches struct {
+	Voluntary   float64 `json:"voluntary"`
+	Involuntary float64 `json:"involuntary"`
+	// Children is the part of the above that happened in child processes.
+	ChildVoluntary   float64 `json:"child_voluntary,omitempty"`
+	ChildInvoluntary float64 `json:"child_involuntary,omitempty"`
+}
+
+// Total is voluntary plus involuntary switches per op.
+func (s Switches) Total() float64 { return s.Voluntary + s.Involuntary }
+
+// Counter is one perf counter's value per op, or why it is missing.
+type Counter struct {
+	Name        string  `json:"name"`
+	PerOp       float64 `json:"per_op,omitempty"`
+	Unsupported string  `json:"unsupported,omitempty"`
+}
+
+// Noise records what could make the arm's figures unreliable.
+type Noise struct {
+	Noisy       bool     `json:"noisy"`
+	Reasons     []string `json:"reasons,omitempty"`
+	Spread      float64  `json:"spread"` // max/min of the repetition means
+	Load1Before float64  `json:"load1_before"`
+	Load1After  float64  `json:"load1_after"`
+	StealPct    float64  `json:"steal_pct"` // during the arm
+	Throttled   int64    `json:"throttled_periods,omitempty"`
+	ThrottledUs int64    `json:"throttled_us,omitempty"`
+}
+
+// Experiment is the per-experiment part of a run: what an op is, the
+// checks over its arms, and one-line readings of the figures.
+type Experiment struct {
+	Name     string   `json:"name"`
+	Summary  string   `json:"summary,omitempty"`
+	Op       string   `json:"op,omitempty"`
+	Checks   []Check  `json:"checks,omitempty"`
+	Findings []string `json:"findings,omitempty"`
+}
+
+// Check is a named invariant the experiment's model predicts, and whether it
+// held on this machine. A failing check is information, not an error.
+type Check struct {
+	Name    string `json:"name"`
+	Holds   bool   `json:"holds"`
+	Skipped bool   `json:"skipped,omitempty"` // could not be evaluated (an arm missing)
+	Detail  string `json:"detail"`
+	// Arms the check was evaluated on.
+	Arms []string `json:"arms,omitempty"`
+}
+
+// Status values of an arm.
+const (
+	StatusOK          = "ok"
+	StatusTimedOut    = "timed out"
+	StatusFailed      = "failed"
+	StatusUnsupported = "unsupported"
+	StatusSkipped     = "skipped"
+	StatusInterrupted = "interrupted"
+)
+
+// Write encodes the run as indented JSON.
+func (r *Run) Write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Read decodes a run and refuses documents from a newer schema.
+func Read(rd io.Reader) (*Run, error) {
+	var r Run
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, fmt.Errorf("decode run: %w", err)
+	}
+	if r.Schema == 0 {
+		return nil, fmt.Errorf("decode run: not a ctxlab run (no schema field)")
+	}
+	if r.Schema > SchemaVersion {
+		return nil, fmt.Errorf("decode run: schema %d is newer than this ctxlab understands (%d)", r.Schema, SchemaVersion)
+	}
+	return &r, nil
+}
+
+// Find returns the arm with the given name, or nil.
+func (r *Run) Find(name string) *Arm {
+	for i := range r.Arms {
+		if r.Arms[i].Name == name {
+			return &r.Arms[i]
+		}
+	}
+	return nil
+}

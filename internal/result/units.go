@@ -1,0 +1,36 @@
+package result
+
+import "fmt"
+
+// FormatNs renders a duration in ns with a scaled unit and three
+// significant digits: 850 ns, 4.21 µs, 12.3 ms.
+func FormatNs(ns float64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.3g s", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.3g ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.3g µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.3g ns", ns)
+}
+
+// FormatValue renders v in the arm's unit, scaling ns-based units.
+func FormatValue(v float64, unit string) string {
+	if unit == "" || unit == "ns/op" {
+		return FormatNs(v)
+	}
+	if unit == "B/op" || unit == "bytes" {
+		switch {
+		case v >= 1<<30:
+			return fmt.Sprintf("%.3g GiB", v/(1<<30))
+		case v >= 1<<20:
+			return fmt.Sprintf("%.3g MiB", v/(1<<20))
+		case v >= 1<<10:
+			return fmt.Sprintf("%.3g KiB", v/(1<<10))
+		}
+		return fmt.Sprintf("%.0f B", v)
+	}
+	return fmt.Sprintf("%.4g %s", v, unit)
+}

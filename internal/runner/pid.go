@@ -1,0 +1,5 @@
+package runner
+
+import "os"
+
+func pid() int { return os.Getpid() }

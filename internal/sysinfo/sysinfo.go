@@ -1,0 +1,371 @@
+// Package sysinfo describes the host as ctxlab sees it: CPUs, caches,
+// kernel, virtualisation, limits, cgroup quota, and the noise signals
+// (load, steal, throttling) sampled around each arm. It imports nothing
+// internal except the result model it fills.
+package sysinfo
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// Host is the machine's fixed facts plus helpers to validate requests.
+type Host struct {
+	result.Env
+	// CgroupDir is this process's cgroup directory (v2 or the v1 cpu controller), "" if unknown.
+	CgroupDir string
+}
+
+// Detect reads the host. Failures to read optional facts become notes.
+func Detect() *Host {
+	h := &Host{}
+	e := &h.Env
+	e.Hostname, _ = os.Hostname()
+	e.GoVersion = runtime.Version()
+	e.GOMAXPROCS = runtime.GOMAXPROCS(0)
+	e.LogicalCPUs = runtime.NumCPU()
+	if online, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		if cpus, err := ParseCPUList(strings.TrimSpace(string(online))); err == nil {
+			e.OnlineCPUs = cpus
+		}
+	}
+	if len(e.OnlineCPUs) == 0 {
+		for i := 0; i < e.LogicalCPUs; i++ {
+			e.OnlineCPUs = append(e.OnlineCPUs, i)
+		}
+		e.Notes = append(e.Notes, "online CPUs unknown; assuming 0.."+strconv.Itoa(e.LogicalCPUs-1))
+	}
+	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		e.CPUModel, e.Hypervisor = parseCPUInfo(info)
+	}
+	e.Cores, e.ThreadsPerCore = topology(e.OnlineCPUs)
+	e.Caches = caches()
+	var uts unix.Utsname
+	if unix.Uname(&uts) == nil {
+		e.Kernel = unix.ByteSliceToString(uts.Release[:])
+	}
+	e.PerfParanoid = readInt("/proc/sys/kernel/perf_event_paranoid", 99)
+	e.ThreadsMax = int64(readInt("/proc/sys/kernel/threads-max", 0))
+	var rl unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NPROC, &rl) == nil {
+		if rl.Cur > 1<<62 {
+			e.NprocLimit = -1 // unlimited
+		} else {
+			e.NprocLimit = int64(rl.Cur)
+		}
+	}
+	if mi, err := procfs.NewDefaultFS(); err == nil {
+		if m, err := mi.Meminfo(); err == nil && m.MemAvailable != nil {
+			e.MemAvailableB = int64(*m.MemAvailable) * 1024
+		}
+	}
+	if g, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); err == nil {
+		e.Governor = strings.TrimSpace(string(g))
+	}
+	e.CgroupVersion, h.CgroupDir = cgroupDir()
+	e.CPUQuota = h.quota()
+	e.Scheduler, e.SchedSliceNs = scheduler()
+	n := Sample(h)
+	e.Load1 = n.Load1
+	if n.Total > 0 {
+		e.StealPct = 100 * n.Steal / n.Total
+	}
+	return h
+}
+
+// ParseCPUList parses a kernel CPU list such as "0-3,8,10-11".
+func ParseCPUList(s string) ([]int, error) {
+	var out []int
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty CPU list")
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("bad CPU %q in list %q", part, s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("bad CPU range %q in list %q", part, s)
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	sort.Ints(out)
+	// dedupe
+	w := 0
+	for i, c := range out {
+		if i == 0 || c != out[w-1] {
+			out[w] = c
+			w++
+		}
+	}
+	return out[:w], nil
+}
+
+// ValidateCPUs checks that every CPU in cpus is online and returns an error
+// naming the bad one and the allowed set.
+func (h *Host) ValidateCPUs(cpus []int) error {
+	online := map[int]bool{}
+	for _, c := range h.OnlineCPUs {
+		online[c] = true
+	}
+	for _, c := range cpus {
+		if !online[c] {
+			return fmt.Errorf("CPU %d is not online; online CPUs are %s", c, FormatCPUList(h.OnlineCPUs))
+		}
+	}
+	return nil
+}
+
+// FormatCPUList renders cpus as a kernel-style list ("0-3,6").
+func FormatCPUList(cpus []int) string {
+	var b strings.Builder
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", cpus[i], cpus[j])
+		} else {
+			fmt.Fprintf(&b, "%d", cpus[i])
+		}
+		i = j + 1
+	}
+	return b.String()
+}
+
+func parseCPUInfo(data []byte) (model string, hypervisor bool) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
+		case "model name":
+			if model == "" {
+				model = v
+			}
+		case "flags":
+			for _, f := range strings.Fields(v) {
+				if f == "hypervisor" {
+					hypervisor = true
+				}
+			}
+		}
+	}
+	return model, hypervisor
+}
+
+func topology(cpus []int) (cores, tpc int) {
+	seen := map[string]bool{}
+	for _, c := range cpus {
+		base := fmt.Sprintf("/sys/devices/system/cpu/cpu%d/topology/", c)
+		pkg, err1 := os.ReadFile(base + "physical_package_id")
+		core, err2 := os.ReadFile(base + "core_id")
+		if err1 != nil || err2 != nil {
+			return len(cpus), 1
+		}
+		seen[strings.TrimSpace(string(pkg))+"/"+strings.TrimSpace(string(core))] = true
+	}
+	if len(seen) == 0 {
+		return len(cpus), 1
+	}
+	return len(seen), len(cpus) / len(seen)
+}
+
+func caches() []result.Cache {
+	var out []result.Cache
+	dirs, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*")
+	for _, d := range dirs {
+		lvl := readInt(filepath.Join(d, "level"), 0)
+		typ, _ := os.ReadFile(filepath.Join(d, "type"))
+		size, _ := os.ReadFile(filepath.Join(d, "size"))
+		out = append(out, result.Cache{Level: lvl, Type: strings.TrimSpace(string(typ)), SizeB: parseSize(strings.TrimSpace(string(size)))})
+	}
+	return out
+}
+
+// LLCBytes is the size of the largest cache, or 32 MiB when unknown.
+func (h *Host) LLCBytes() int64 {
+	var max int64
+	for _, c := range h.Caches {
+		if c.SizeB > max {
+			max = c.SizeB
+		}
+	}
+	if max == 0 {
+		return 32 << 20
+	}
+	return max
+}
+
+func parseSize(s string) int64 {
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(s, "K"):
+		mult, s = 1024, strings.TrimSuffix(s, "K")
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1<<20, strings.TrimSuffix(s, "M")
+	}
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n * mult
+}
+
+func readInt(path string, def int) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return def
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// cgroupDir finds this process's cgroup directory: the v2 unified one when
+// it has cpu.max, else the v1 cpu controller's.
+func cgroupDir() (int, string) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0, ""
+	}
+	var v1 string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+				d := filepath.Join(root, parts[2])
+				if _, err := os.Stat(filepath.Join(d, "cpu.max")); err == nil {
+					return 2, d
+				}
+			}
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "cpu" {
+				v1 = filepath.Join("/sys/fs/cgroup/cpu", parts[2])
+			}
+		}
+	}
+	if v1 != "" {
+		return 1, v1
+	}
+	return 2, ""
+}
+
+func (h *Host) quota() string {
+	switch h.CgroupVersion {
+	case 2:
+		if b, err := os.ReadFile(filepath.Join(h.CgroupDir, "cpu.max")); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	case 1:
+		q := readInt(filepath.Join(h.CgroupDir, "cpu.cfs_quota_us"), -1)
+		p := readInt(filepath.Join(h.CgroupDir, "cpu.cfs_period_us"), 100000)
+		if q < 0 {
+			return "max"
+		}
+		return fmt.Sprintf("%d %d", q, p)
+	}
+	return "max"
+}
+
+// scheduler tells EEVDF (which shows se.slice in /proc/self/sched) from CFS,
+// and returns the slice where the kernel exposes it.
+func scheduler() (string, int64) {
+	if b, err := os.ReadFile("/sys/kernel/debug/sched/base_slice_ns"); err == nil {
+		n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return "EEVDF", n
+	}
+	if b, err := os.ReadFile("/proc/self/sched"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && strings.TrimSpace(k) == "se.slice" {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				return "EEVDF", n
+			}
+		}
+		return "CFS", 0
+	}
+	return "", 0
+}
+
+// Noise is a sample of the host's noise signals at one moment.
+type Noise struct {
+	Load1        float64
+	Steal, Total float64 // CPU seconds, all CPUs, since boot
+	ProcsRunning uint64
+	Throttled    int64 // periods
+	ThrottledUs  int64
+}
+
+// Sample reads the noise signals now.
+func Sample(h *Host) Noise {
+	var n Noise
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if la, err := fs.LoadAvg(); err == nil {
+			n.Load1 = la.Load1
+		}
+		if st, err := fs.Stat(); err == nil {
+			c := st.CPUTotal
+			n.Steal = c.Steal
+			n.Total = c.User + c.Nice + c.System + c.Idle + c.Iowait + c.IRQ + c.SoftIRQ + c.Steal
+			n.ProcsRunning = st.ProcessesRunning
+		}
+	}
+	if h != nil && h.CgroupDir != "" {
+		if b, err := os.ReadFile(filepath.Join(h.CgroupDir, "cpu.stat")); err == nil {
+			n.Throttled, n.ThrottledUs = ParseCPUStat(b)
+		}
+	}
+	return n
+}
+
+// ParseCPUStat reads nr_throttled and the throttled time (v2 throttled_usec,
+// or v1 throttled_time in ns) from a cgroup cpu.stat file.
+func ParseCPUStat(b []byte) (periods, us int64) {
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "nr_throttled":
+			periods = v
+		case "throttled_usec":
+			us = v
+		case "throttled_time":
+			us = v / 1000
+		}
+	}
+	return
+}
