@@ -24,7 +24,9 @@ const Stop = ^uint64(0)
 // other side has gone away.
 var ErrStopped = errors.New("mech: stopped")
 
-// Endpoint is one side of a two-party handoff.
+// Endpoint is one side of a two-party handoff. Channels, cond, pipes and
+// sockets carry the value; futex and eventfd hand over only the wake-up
+// (Recv returns a sequence number or count), which is all a handoff needs.
 type Endpoint interface {
 	Send(v uint64) error
 	Recv() (uint64, error)

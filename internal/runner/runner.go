@@ -74,6 +74,10 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 			}
 			r := Arm(ctx, cfg, s.Spec, a)
 			mine = append(mine, r)
+			if ctx.Err() != nil {
+				interrupted = true
+				break
+			}
 		}
 		e := result.Experiment{Name: s.Spec.Name, Summary: s.Spec.Summary, Op: s.Spec.Op}
 		if s.Spec.Checks != nil {

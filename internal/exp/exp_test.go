@@ -1,0 +1,83 @@
+package exp
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+func init() {
+	Register(&Spec{Name: "toy", Op: "op", Arms: func(p Params) ([]Arm, error) {
+		return []Arm{
+			{Name: "toy/a/x", Quick: true, Open: func(context.Context) (Bench, error) { return nil, nil }},
+			{Name: "toy/a/y"},
+			{Name: "toy/b/x"},
+		}, nil
+	}})
+}
+
+func params(suite string) Params {
+	return Params{Suite: suite, CPUs: []int{0, 1}, Host: &sysinfo.Host{}}
+}
+
+func armNames(sel []Selection) []string {
+	var out []string
+	for _, s := range sel {
+		for _, a := range s.Arms {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
+
+func TestSelect(t *testing.T) {
+	for _, tc := range []struct {
+		pats  []string
+		suite string
+		want  string
+	}{
+		{[]string{"toy"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x"},
+		{[]string{"toy"}, SuiteQuick, "toy/a/x"},
+		{[]string{"toy/a/*"}, SuiteQuick, "toy/a/x toy/a/y"}, // named arms run even if not quick
+		{[]string{"toy/*/x"}, SuiteDefault, "toy/a/x toy/b/x"},
+		{[]string{"toy/a"}, SuiteDefault, "toy/a/x toy/a/y"}, // a prefix selects the arms under it
+	} {
+		sel, err := Select(tc.pats, params(tc.suite))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(armNames(sel), " "); got != tc.want {
+			t.Errorf("Select(%v, %s) = %q, want %q", tc.pats, tc.suite, got, tc.want)
+		}
+	}
+}
+
+func TestSelectErrorsNameTheChoices(t *testing.T) {
+	_, err := Select([]string{"nosuch"}, params(SuiteDefault))
+	if err == nil || !strings.Contains(err.Error(), `"nosuch"`) || !strings.Contains(err.Error(), "toy") {
+		t.Fatalf("unknown experiment: %v", err)
+	}
+	_, err = Select([]string{"toy/zzz/*"}, params(SuiteDefault))
+	if err == nil || !strings.Contains(err.Error(), "toy/zzz/*") {
+		t.Fatalf("glob matching nothing: %v", err)
+	}
+}
+
+func TestPlacements(t *testing.T) {
+	pl := Placements(Params{CPUs: []int{3, 5}})
+	if pl[0].Name != "unpinned" || pl[0].Process != nil {
+		t.Errorf("unpinned without --cpus must not confine: %+v", pl[0])
+	}
+	if pl[1].A[0] != 3 || pl[1].B[0] != 3 {
+		t.Errorf("same-cpu: %+v", pl[1])
+	}
+	if pl[2].A[0] != 3 || pl[2].B[0] != 5 || pl[2].Unsupported != "" {
+		t.Errorf("cross-cpu: %+v", pl[2])
+	}
+	one := Placements(Params{CPUs: []int{0}, CPUsGiven: true})
+	if one[2].Unsupported == "" || one[0].Process[0] != 0 {
+		t.Errorf("one CPU: %+v", one)
+	}
+}

@@ -1,0 +1,132 @@
+package experiments
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/child"
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// Every pingpong arm runs end to end with tiny sizes and reports figures.
+func TestPingpongEveryArmSmoke(t *testing.T) {
+	arms := measureArms(t, "pingpong", tinyConfig(), nil)
+	if len(arms) < 30 {
+		t.Fatalf("only %d pingpong arms", len(arms))
+	}
+	for _, a := range arms {
+		switch a.Status {
+		case result.StatusUnsupported:
+			if a.Reason == "" {
+				t.Errorf("%s unsupported without a reason", a.Name)
+			}
+			continue
+		case result.StatusOK:
+		default:
+			t.Errorf("%s: %s: %s", a.Name, a.Status, a.Reason)
+			continue
+		}
+		if a.Median <= 0 || len(a.RepMeans) != 2 || a.Min > a.Median || a.Median > a.Max {
+			t.Errorf("%s: bad summary median=%v min=%v max=%v reps=%v", a.Name, a.Median, a.Min, a.Max, a.RepMeans)
+		}
+		if a.Switches == nil || a.Percentiles == nil || a.Percentiles.Samples == 0 {
+			t.Errorf("%s: missing switches or percentiles", a.Name)
+		}
+		if a.Op != "round trip" || a.Unit != "ns/op" || a.Placement == "" {
+			t.Errorf("%s: op %q unit %q placement %q", a.Name, a.Op, a.Unit, a.Placement)
+		}
+		if a.Substrate == "process" && a.Switches != nil && a.Switches.ChildVoluntary+a.Switches.ChildInvoluntary == 0 {
+			t.Errorf("%s: the child's switches were not counted", a.Name)
+		}
+	}
+	if n := child.Alive(); n != 0 {
+		t.Fatalf("%d child processes left alive", n)
+	}
+}
+
+// The switch-count invariants of SPEC §5.1, as counts (never times).
+func TestPingpongSwitchInvariants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures for a second")
+	}
+	cfg := tinyConfig()
+	cfg.Reps, cfg.BenchTime = 3, 50*time.Millisecond
+	arms := measureArms(t, "pingpong", cfg, func(a exp.Arm) bool {
+		return a.Name == "pingpong/thread/futex/unpinned" || a.Name == "pingpong/thread/pipe/same-cpu" ||
+			a.Name == "pingpong/goroutine/chan/gomaxprocs=1" || a.Name == "pingpong/goroutine/cond/gomaxprocs=1" ||
+			a.Name == "pingpong/process/pipe/unpinned"
+	})
+	if len(arms) != 5 {
+		t.Fatalf("got %d arms", len(arms))
+	}
+	for _, a := range arms {
+		if a.Status != result.StatusOK {
+			t.Fatalf("%s: %s %s", a.Name, a.Status, a.Reason)
+		}
+		sw := a.Switches.Total()
+		if a.Substrate == "goroutine" {
+			if sw >= maxGoroutineSwitches {
+				t.Errorf("%s: %.4f OS switches per round trip at GOMAXPROCS=1, want ≈ 0", a.Name, sw)
+			}
+		} else if sw < minThreadSwitches {
+			t.Errorf("%s: %.2f OS switches per round trip, want ≥ %.1f", a.Name, sw, minThreadSwitches)
+		}
+	}
+	checks := pingpongChecks(arms)
+	if len(checks) < 4 { // one per arm but the same-cpu one
+		t.Fatalf("expected a check per arm, got %d", len(checks))
+	}
+}
+
+func TestPingpongChecksOnSyntheticResults(t *testing.T) {
+	arm := func(name, sub, mech, place string, gmp int, sw float64) result.Arm {
+		return result.Arm{Name: name, Substrate: sub, Mechanism: mech, Placement: place, GOMAXPROCS: gmp,
+			Status: result.StatusOK, Median: 1000, Switches: &result.Switches{Voluntary: sw}}
+	}
+	checks := pingpongChecks([]result.Arm{
+		arm("pingpong/thread/futex/unpinned", "thread", "futex", "unpinned", 2, 2.0),
+		arm("pingpong/thread/futex/same-cpu", "thread", "futex", "same-cpu", 2, 1.0),
+		arm("pingpong/goroutine/chan/gomaxprocs=1", "goroutine", "chan", "unpinned", 1, 0.5),
+		arm("pingpong/thread/chan/unpinned", "thread", "chan", "unpinned", 2, 6), // runtime path: no check
+	})
+	holds := map[string]bool{}
+	for _, c := range checks {
+		holds[strings.Join(c.Arms, ",")] = c.Holds
+	}
+	want := map[string]bool{
+		"pingpong/thread/futex/unpinned":                                true,
+		"pingpong/goroutine/chan/gomaxprocs=1":                          false,
+		"pingpong/thread/futex/same-cpu,pingpong/thread/futex/unpinned": false,
+	}
+	if len(holds) != len(want) {
+		t.Fatalf("checks %v, want %v", holds, want)
+	}
+	for k, v := range want {
+		if h, ok := holds[k]; !ok || h != v {
+			t.Errorf("check on %s: holds=%v (present %v), want %v", k, h, ok, v)
+		}
+	}
+}
+
+func TestPingpongGomaxprocsFlagMultipliesArms(t *testing.T) {
+	p := testParams(exp.SuiteDefault)
+	p.GOMAXPROCS = []int{1, 3}
+	arms, err := pingpongArms(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, a := range arms {
+		seen[a.GOMAXPROCS] = true
+		if a.Substrate != "goroutine" && !strings.Contains(a.Name, "/gomaxprocs=") {
+			t.Errorf("%s: the GOMAXPROCS value is not in the name", a.Name)
+		}
+	}
+	if !seen[1] || !seen[3] || len(seen) != 2 {
+		t.Fatalf("GOMAXPROCS values %v", seen)
+	}
+	_ = runtime.NumCPU()
+}

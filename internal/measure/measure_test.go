@@ -1,0 +1,206 @@
+package measure
+
+import (
+	"errors"
+	"math/rand"
+	"sort"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestQuantileMatchesExactSort(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for trial := 0; trial < 50; trial++ {
+		n := 1 + rng.Intn(5000)
+		xs := make([]int64, n)
+		for i := range xs {
+			xs[i] = rng.Int63n(1 << 30)
+		}
+		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
+		for _, q := range []float64{0.5, 0.9, 0.95, 0.99, 0.999, 1} {
+			got := Quantile(xs, q)
+			// Nearest rank: at least q of the values are <= got, and fewer than q are < got.
+			le, lt := 0, 0
+			for _, x := range xs {
+				if x <= got {
+					le++
+				}
+				if x < got {
+					lt++
+				}
+			}
+			if float64(le) < q*float64(n)-1e-9 || float64(lt) >= q*float64(n)+1e-9 {
+				t.Fatalf("n=%d q=%v: got %d with %d <= and %d <", n, q, got, le, lt)
+			}
+		}
+	}
+	if Quantile(nil, 0.5) != 0 {
+		t.Fatal("empty input should give 0")
+	}
+	if got := Quantile([]int64{7}, 0.999); got != 7 {
+		t.Fatalf("single value: got %d", got)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	for _, tc := range []struct {
+		in            []float64
+		med, min, max float64
+	}{
+		{[]float64{5, 1, 3}, 3, 1, 5},
+		{[]float64{4, 1, 3, 2}, 2.5, 1, 4},
+		{[]float64{7}, 7, 7, 7},
+	} {
+		in := append([]float64(nil), tc.in...)
+		s := Summarize(tc.in)
+		if s.Median != tc.med || s.Min != tc.min || s.Max != tc.max {
+			t.Errorf("Summarize(%v) = %+v", tc.in, s)
+		}
+		for i := range in {
+			if in[i] != tc.in[i] {
+				t.Fatalf("Summarize modified its input")
+			}
+		}
+	}
+	if sp := (Summary{Min: 2, Max: 3}).Spread(); sp != 1.5 {
+		t.Errorf("spread = %v", sp)
+	}
+}
+
+func TestLogBucketsCountEverySample(t *testing.T) {
+	xs := []int64{0, 1, 1, 3, 4, 900, 1000, 1024, 1 << 20}
+	bs := LogBuckets(xs)
+	var total int64
+	for i, b := range bs {
+		total += b.Count
+		if b.High <= b.Low {
+			t.Fatalf("bucket %d has bounds %d..%d", i, b.Low, b.High)
+		}
+		if i > 0 && b.Low != bs[i-1].High {
+			t.Fatalf("buckets not contiguous at %d", i)
+		}
+	}
+	if total != int64(len(xs)) {
+		t.Fatalf("buckets hold %d samples, want %d", total, len(xs))
+	}
+	last := bs[len(bs)-1]
+	if !(last.Low <= 1<<20 && 1<<20 < last.High) {
+		t.Fatalf("max sample not in last bucket %+v", last)
+	}
+}
+
+func TestSamplerEveryAndNoAlloc(t *testing.T) {
+	s := NewSampler(1000, 100, 1)
+	if s.Every() != 10 {
+		t.Fatalf("every = %d, want 10", s.Every())
+	}
+	s2 := NewSampler(10, 100, 4)
+	if s2.Every() != 4 {
+		t.Fatalf("minEvery not applied: %d", s2.Every())
+	}
+	allocs := testing.AllocsPerRun(5, func() {
+		for i := 0; i < 1000; i++ {
+			t0 := s.Start(i)
+			s.Stop(t0)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("sampling allocates %v times per loop", allocs)
+	}
+	if s.Len() == 0 || s.Len() > 101 {
+		t.Fatalf("recorded %d samples", s.Len())
+	}
+	var nilS *Sampler
+	if nilS.Start(0) != 0 || nilS.Len() != 0 {
+		t.Fatal("nil sampler must be inert")
+	}
+	nilS.Stop(5)
+}
+
+func TestBTimerCountsOnlyTimedRegion(t *testing.T) {
+	var begins, ends int
+	b := NewB(nil, 10, nil, func(begin bool) {
+		if begin {
+			begins++
+		} else {
+			ends++
+		}
+	})
+	b.StartTimer()
+	b.ResetTimer()
+	b.StopTimer()
+	b.StopTimer()
+	if begins != 2 || ends != 1 {
+		t.Fatalf("snapshots: %d begins, %d ends", begins, ends)
+	}
+	if b.Elapsed() < 0 {
+		t.Fatal("negative elapsed")
+	}
+}
+
+func TestClockCostPositive(t *testing.T) {
+	if c := ClockCost(); c <= 0 {
+		t.Fatalf("clock cost %v", c)
+	}
+}
+
+func TestSelfSwitchesCountAThreadBlocking(t *testing.T) {
+	v0, _, err := SelfSwitches()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan int)
+	go func() {
+		for i := 0; i < 20; i++ {
+			var ts = unix.Timespec{Nsec: 100000}
+			unix.Nanosleep(&ts, nil) // a real sleep: a voluntary switch
+		}
+		close(ch)
+	}()
+	<-ch
+	v1, _, _ := SelfSwitches()
+	if v1-v0 < 20 {
+		t.Fatalf("20 sleeps counted as %d voluntary switches", v1-v0)
+	}
+}
+
+// Counters: every event is either supported or says why not, never a bare failure.
+func TestProbeEventsReportAReason(t *testing.T) {
+	for _, ev := range Events {
+		ok, why := ProbeEvent(ev)
+		if !ok && why == "" {
+			t.Errorf("%s: unsupported without a reason", ev.Name)
+		}
+		if ok && why != "" {
+			t.Errorf("%s: supported but with reason %q", ev.Name, why)
+		}
+		t.Logf("%s: ok=%v %s", ev.Name, ok, why)
+	}
+}
+
+func TestUnsupportedReasons(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{unix.ENOENT, "not offered"},
+		{unix.EOPNOTSUPP, "not offered"},
+		{unix.EACCES, "perf_event_paranoid"},
+		{unix.EPERM, "perf_event_paranoid"},
+		{unix.ENOSYS, "not available"},
+		{errors.New("odd"), "odd"},
+	} {
+		if got := UnsupportedReason(tc.err); !strings.Contains(got, tc.want) {
+			t.Errorf("UnsupportedReason(%v) = %q, want it to mention %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestAffinityRoundTrip(t *testing.T) {
+	cpus, err := Affinity()
+	if err != nil || len(cpus) == 0 {
+		t.Fatalf("affinity: %v %v", cpus, err)
+	}
+}

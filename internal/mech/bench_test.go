@@ -1,0 +1,37 @@
+package mech
+
+import "testing"
+
+// BenchmarkPlainChanRoundTrip is the plain testing.B loop of a goroutine
+// channel round trip. ctxlab's pingpong/goroutine/chan arm must agree with
+// it (the harness's own overhead is small): compare
+//
+//	go test ./internal/mech -bench PlainChan -cpu 1,2
+//	ctxlab run 'pingpong/goroutine/chan/*'
+func BenchmarkPlainChanRoundTrip(b *testing.B) {
+	ab, ba := make(chan uint64), make(chan uint64)
+	go func() {
+		for v := range ab {
+			ba <- v
+		}
+		close(ba)
+	}()
+	for i := 0; i < b.N; i++ {
+		ab <- uint64(i)
+		<-ba
+	}
+	b.StopTimer()
+	close(ab)
+	<-ba
+}
+
+// BenchmarkEndpointChanRoundTrip is the same loop through ctxlab's Endpoint
+// interface, to show what the interface call costs.
+func BenchmarkEndpointChanRoundTrip(b *testing.B) {
+	p, _ := NewPair("chan")
+	go Echo(p.B)
+	b.ResetTimer()
+	RoundTrips(p.A, b.N, nil)
+	b.StopTimer()
+	p.A.Send(Stop)
+}

@@ -1,0 +1,102 @@
+package mech
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestEveryThreadKindRoundTrips(t *testing.T) {
+	for _, kind := range ThreadKinds() {
+		t.Run(kind, func(t *testing.T) {
+			p, err := NewPair(kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			done := make(chan error, 1)
+			go func() { done <- Echo(p.B) }()
+			if err := RoundTrips(p.A, 200, nil); err != nil {
+				t.Fatal(err)
+			}
+			// The echo returns what it was sent.
+			if err := p.A.Send(42); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := p.A.Recv(); err != nil || (v != 42 && carriesValues(kind)) {
+				t.Fatalf("echo returned %d, %v", v, err)
+			}
+			p.Stop()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("echo: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Stop did not end the echoing side")
+			}
+		})
+	}
+}
+
+func TestStopUnblocksAStuckReceiver(t *testing.T) {
+	for _, kind := range ThreadKinds() {
+		t.Run(kind, func(t *testing.T) {
+			p, err := NewPair(kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			got := make(chan error, 1)
+			go func() {
+				for {
+					v, err := p.A.Recv() // nobody will answer
+					if err != nil || v == Stop {
+						got <- err
+						return
+					}
+				}
+			}()
+			time.Sleep(20 * time.Millisecond)
+			p.Stop()
+			select {
+			case <-got:
+			case <-time.After(5 * time.Second):
+				t.Fatal("a receiver with no partner stayed blocked after Stop")
+			}
+		})
+	}
+}
+
+func TestThreadIsItsOwnOSThreadAndGoesAway(t *testing.T) {
+	th, err := StartThread(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tid int
+	th.Do(func() { tid = gettid() })
+	if tid != th.TID || tid == 0 {
+		t.Fatalf("work ran on tid %d, thread is %d", tid, th.TID)
+	}
+	th.Stop()
+	// The locked goroutine exited without unlocking: its OS thread is destroyed.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && threadExists(tid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if threadExists(tid) {
+		t.Fatalf("thread %d still exists after Stop", tid)
+	}
+}
+
+func TestRoundTripsDoesNotAllocate(t *testing.T) {
+	p, _ := NewPair("futex")
+	defer p.Close()
+	go Echo(p.B)
+	defer p.Stop()
+	allocs := testing.AllocsPerRun(3, func() { RoundTrips(p.A, 100, nil) })
+	if allocs != 0 {
+		t.Fatalf("RoundTrips allocates %v times", allocs)
+	}
+	_ = runtime.NumGoroutine()
+}

@@ -1,0 +1,78 @@
+package result
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sampleRun() *Run {
+	m := 0.25
+	return &Run{
+		Schema: SchemaVersion, ID: "20261130T120000-abcdef", Time: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
+		Version: "0.1.0", GoVersion: "go1.26", CommandLine: []string{"ctxlab", "run"}, Suite: "quick",
+		Env:         Env{Hostname: "h", LogicalCPUs: 2, OnlineCPUs: []int{0, 1}, Counters: []CounterInfo{{Name: "cycles", Kind: "hardware", Unsupported: "not offered"}}},
+		ClockCostNs: 25,
+		Arms: []Arm{{
+			Name: "pingpong/thread/futex/same-cpu", Experiment: "pingpong", Substrate: "thread", Mechanism: "futex",
+			Params: map[string]string{"placement": "same-cpu"}, Op: "round trip", Unit: "ns/op", GOMAXPROCS: 2,
+			Placement: "same-cpu", CPUs: []int{0}, Status: StatusOK, Ops: 1000, RepMeans: []float64{5000, 5100, 4900},
+			Median: 5000, Min: 4900, Max: 5100,
+			Percentiles: &Percentiles{Samples: 3000, P50: 4800, P90: 5200, P95: 5300, P99: 9000, P999: 20000, Max: 30000},
+			Histogram:   []Bucket{{LowNs: 4096, HighNs: 8192, Count: 2990}, {LowNs: 8192, HighNs: 16384, Count: 10}},
+			Switches:    &Switches{Voluntary: 1.2, Involuntary: 0.8}, Migrations: &m,
+			Counters: []Counter{{Name: "cycles", Unsupported: "not offered"}},
+			Metrics:  map[string]float64{"rss-bytes/worker": 8192},
+			Noise:    Noise{Spread: 1.04},
+			Checks:   []Check{{Name: "c", Holds: true, Detail: "d", Arms: []string{"x"}}},
+			Notes:    []string{"n"},
+		}},
+		Experiments: []Experiment{{Name: "pingpong", Op: "round trip", Findings: []string{"f"}}},
+	}
+}
+
+func TestRunRoundTrip(t *testing.T) {
+	in := sampleRun()
+	var buf bytes.Buffer
+	if err := in.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip changed the run:\n in: %+v\nout: %+v", in, out)
+	}
+	if out.Find("pingpong/thread/futex/same-cpu") == nil || out.Find("nope") != nil {
+		t.Fatal("Find")
+	}
+}
+
+func TestReadRefusesForeignAndNewer(t *testing.T) {
+	if _, err := Read(strings.NewReader(`{"hello": 1}`)); err == nil || !strings.Contains(err.Error(), "not a ctxlab run") {
+		t.Fatalf("foreign document: %v", err)
+	}
+	if _, err := Read(strings.NewReader(`{"schema": 999}`)); err == nil || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("newer schema: %v", err)
+	}
+	if _, err := Read(strings.NewReader(`not json`)); err == nil {
+		t.Fatal("garbage accepted")
+	}
+}
+
+func TestFormatNs(t *testing.T) {
+	for _, tc := range []struct {
+		ns   float64
+		want string
+	}{{850, "850 ns"}, {4210, "4.21 µs"}, {12300000, "12.3 ms"}, {2e9, "2 s"}} {
+		if got := FormatNs(tc.ns); got != tc.want {
+			t.Errorf("FormatNs(%v) = %q, want %q", tc.ns, got, tc.want)
+		}
+	}
+	if got := FormatValue(2048, "B/op"); got != "2 KiB" {
+		t.Errorf("FormatValue bytes = %q", got)
+	}
+}

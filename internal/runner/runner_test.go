@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+var spec = &exp.Spec{Name: "fake", Op: "op"}
+
+func cfg() Config {
+	return Config{Reps: 3, BenchTime: 2 * time.Millisecond, WarmUp: time.Millisecond, WarmUpOps: 100,
+		Timeout: 5 * time.Second, MaxSamples: 1000, ClockCost: 25}
+}
+
+// spin does b.N tiny ops, sampling each.
+type spin struct{ closed atomic.Int32 }
+
+func (s *spin) Run(b *measure.B) error {
+	x := 0
+	for i := 0; i < b.N; i++ {
+		t := b.S.Start(i)
+		for j := 0; j < 50; j++ {
+			x += j
+		}
+		b.S.Stop(t)
+	}
+	_ = x
+	return nil
+}
+func (s *spin) Close() error { s.closed.Add(1); return nil }
+
+func TestArmMeasuresRepetitions(t *testing.T) {
+	s := &spin{}
+	r := Arm(context.Background(), cfg(), spec, exp.Arm{Name: "fake/spin", Open: func(context.Context) (exp.Bench, error) { return s, nil }})
+	if r.Status != result.StatusOK {
+		t.Fatalf("%s: %s", r.Status, r.Reason)
+	}
+	if len(r.RepMeans) != 3 || r.Ops <= 0 || r.Median <= 0 || r.Percentiles == nil {
+		t.Fatalf("result: %+v", r)
+	}
+	if r.Op != "op" || r.Unit != "ns/op" {
+		t.Fatalf("op %q unit %q", r.Op, r.Unit)
+	}
+	if s.closed.Load() != 1 {
+		t.Fatalf("Close called %d times", s.closed.Load())
+	}
+}
+
+// stuck blocks in Run until Close, like a partner starved by a hog.
+type stuck struct {
+	release chan struct{}
+	started atomic.Int32
+}
+
+func (s *stuck) Run(b *measure.B) error {
+	if s.started.Add(1) == 1 {
+		return nil // the first warm-up batch finishes
+	}
+	<-s.release
+	return errors.New("stopped")
+}
+func (s *stuck) Close() error {
+	select {
+	case <-s.release:
+	default:
+		close(s.release)
+	}
+	return nil
+}
+
+func TestArmTimesOutAndUnblocks(t *testing.T) {
+	c := cfg()
+	c.Timeout = 300 * time.Millisecond
+	s := &stuck{release: make(chan struct{})}
+	start := time.Now()
+	r := Arm(context.Background(), c, spec, exp.Arm{Name: "fake/stuck", Open: func(context.Context) (exp.Bench, error) { return s, nil }})
+	if r.Status != result.StatusTimedOut || !strings.Contains(r.Reason, "300ms") {
+		t.Fatalf("status %q reason %q", r.Status, r.Reason)
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Fatalf("timeout took %v", time.Since(start))
+	}
+}
+
+func TestArmInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &stuck{release: make(chan struct{})}
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	r := Arm(ctx, cfg(), spec, exp.Arm{Name: "fake/stuck", Open: func(context.Context) (exp.Bench, error) { return s, nil }})
+	if r.Status != result.StatusInterrupted {
+		t.Fatalf("status %q", r.Status)
+	}
+}
+
+func TestUnsupportedAndFailedSetup(t *testing.T) {
+	r := Arm(context.Background(), cfg(), spec, exp.Arm{Name: "fake/u", Unsupported: "no such thing here"})
+	if r.Status != result.StatusUnsupported || r.Reason != "no such thing here" {
+		t.Fatalf("%+v", r)
+	}
+	r = Arm(context.Background(), cfg(), spec, exp.Arm{Name: "fake/f", Open: func(context.Context) (exp.Bench, error) {
+		return nil, errors.New("boom")
+	}})
+	if r.Status != result.StatusFailed || !strings.Contains(r.Reason, "boom") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestRunEvaluatesChecksAndAttachesThem(t *testing.T) {
+	sp := &exp.Spec{Name: "fake", Op: "op", Checks: func(arms []result.Arm) []result.Check {
+		return []result.Check{{Name: "one arm", Holds: true, Arms: []string{arms[0].Name}}, {Name: "all", Holds: false}}
+	}}
+	sel := []exp.Selection{{Spec: sp, Arms: []exp.Arm{{Name: "fake/spin", Open: func(context.Context) (exp.Bench, error) { return &spin{}, nil }}}}}
+	arms, exps, interrupted := Run(context.Background(), cfg(), sel)
+	if interrupted || len(arms) != 1 || len(exps) != 1 || len(exps[0].Checks) != 2 {
+		t.Fatalf("arms %d exps %+v", len(arms), exps)
+	}
+	if len(arms[0].Checks) != 1 || arms[0].Checks[0].Name != "one arm" {
+		t.Fatalf("arm checks %+v", arms[0].Checks)
+	}
+}
+
+func TestNoiseFlagsSpread(t *testing.T) {
+	n := noise(result.Arm{RepMeans: []float64{1, 2}, Min: 1, Max: 2}, sampleNoise(0), sampleNoise(0), nil)
+	if !n.Noisy || !strings.Contains(strings.Join(n.Reasons, ";"), "spread") {
+		t.Fatalf("%+v", n)
+	}
+	n = noise(result.Arm{RepMeans: []float64{1, 1.1}, Min: 1, Max: 1.1}, sampleNoise(0), sampleNoise(0), nil)
+	if n.Noisy {
+		t.Fatalf("quiet arm flagged: %+v", n)
+	}
+}
