@@ -32,6 +32,11 @@ type Config struct {
 	MaxSamples int           // per-op latency samples kept per arm
 	ClockCost  float64       // ns per timestamp, from measure.ClockCost
 	Host       *sysinfo.Host
+	// StartLoad is the 1-minute load average when the run started. It,
+	// not the load before each arm, decides the "high load" noise reason:
+	// ctxlab's own earlier arms (a 1 000-thread ring) raise the average for
+	// a minute and must not make every later arm look noisy.
+	StartLoad float64
 	// Progress, if not nil, gets one line per arm as it starts.
 	Progress io.Writer
 }
@@ -312,7 +317,7 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	if an, ok := bench.(exp.Annotator); ok && !abandoned {
 		an.Annotate(&r)
 	}
-	r.Noise = noise(r, before, after, cfg.Host)
+	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
 	return r
 }
 
@@ -395,7 +400,7 @@ const (
 	MaxStealPct = 5.0  // % of CPU time stolen by the hypervisor during the arm
 )
 
-func noise(r result.Arm, before, after sysinfo.Noise, h *sysinfo.Host) result.Noise {
+func noise(r result.Arm, before, after sysinfo.Noise, h *sysinfo.Host, startLoad float64) result.Noise {
 	n := result.Noise{Load1Before: before.Load1, Load1After: after.Load1}
 	if r.Min > 0 {
 		n.Spread = r.Max / r.Min
@@ -415,8 +420,8 @@ func noise(r result.Arm, before, after sysinfo.Noise, h *sysinfo.Host) result.No
 	if h != nil && len(h.OnlineCPUs) > 0 {
 		cpus = len(h.OnlineCPUs)
 	}
-	if before.Load1 > 1.5*float64(cpus) {
-		n.Reasons = append(n.Reasons, fmt.Sprintf("load average %.1f on %d CPUs before the arm", before.Load1, cpus))
+	if startLoad > 1.5*float64(cpus) {
+		n.Reasons = append(n.Reasons, fmt.Sprintf("load average %.1f on %d CPUs when the run started", startLoad, cpus))
 	}
 	if n.Throttled > 0 {
 		n.Reasons = append(n.Reasons, fmt.Sprintf("cgroup CPU quota throttled %d periods (%d µs)", n.Throttled, n.ThrottledUs))

@@ -128,12 +128,25 @@ func TestRunEvaluatesChecksAndAttachesThem(t *testing.T) {
 }
 
 func TestNoiseFlagsSpread(t *testing.T) {
-	n := noise(result.Arm{RepMeans: []float64{1, 2}, Min: 1, Max: 2}, sampleNoise(0), sampleNoise(0), nil)
+	n := noise(result.Arm{RepMeans: []float64{1, 2}, Min: 1, Max: 2}, sampleNoise(0), sampleNoise(0), nil, 0)
 	if !n.Noisy || !strings.Contains(strings.Join(n.Reasons, ";"), "spread") {
 		t.Fatalf("%+v", n)
 	}
-	n = noise(result.Arm{RepMeans: []float64{1, 1.1}, Min: 1, Max: 1.1}, sampleNoise(0), sampleNoise(0), nil)
+	n = noise(result.Arm{RepMeans: []float64{1, 1.1}, Min: 1, Max: 1.1}, sampleNoise(0), sampleNoise(0), nil, 0)
 	if n.Noisy {
 		t.Fatalf("quiet arm flagged: %+v", n)
+	}
+}
+
+func TestNoiseFlagsStartLoadNotOwnLoad(t *testing.T) {
+	quiet := result.Arm{RepMeans: []float64{1, 1}, Min: 1, Max: 1}
+	// A high load before the arm (ctxlab's own earlier arms) is recorded, not flagged.
+	n := noise(quiet, sampleNoise(50), sampleNoise(50), nil, 0.1)
+	if n.Noisy || n.Load1Before != 50 {
+		t.Fatalf("%+v", n)
+	}
+	n = noise(quiet, sampleNoise(0), sampleNoise(0), nil, 9)
+	if !n.Noisy || !strings.Contains(n.Reasons[0], "when the run started") {
+		t.Fatalf("%+v", n)
 	}
 }
