@@ -32,6 +32,8 @@ type Config struct {
 	MaxSamples int           // per-op latency samples kept per arm
 	ClockCost  float64       // ns per timestamp, from measure.ClockCost
 	Host       *sysinfo.Host
+	// Counters opens perf counters on every participating thread (--counters).
+	Counters bool
 	// Progress, if not nil, gets one line per arm as it starts.
 	Progress io.Writer
 }
@@ -215,6 +217,10 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 		}
 	}
 
+	ac := openArmCounters(cfg, a, bench, children)
+	defer ac.close()
+	snap = ac.wrap(snap)
+
 	var sampler *measure.Sampler
 	var means []float64
 	var opsPerRep int
@@ -305,6 +311,7 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d repetitions finished before it stopped", len(means), reps))
 	}
 	fill(&r, cfg, means, opsPerRep, sampler, c)
+	ac.fill(&r)
 	if an, ok := bench.(exp.Annotator); ok && !abandoned {
 		an.Annotate(&r)
 	}
