@@ -343,8 +343,21 @@ type sweep struct {
 	workers  []*sweepWorker
 	done     chan struct{}
 	stop     chan struct{}
+	stopped  atomic.Bool
 	once     sync.Once
 	elements int64
+}
+
+// chaseUntil is chase in slices of 64 Ki elements that gives up once
+// stopped is set, so Close never waits on a long batch.
+func chaseUntil(next []uint32, pos uint32, steps int, stopped *atomic.Bool) uint32 {
+	const slice = 1 << 16
+	for steps > 0 && !stopped.Load() {
+		c := min(steps, slice)
+		pos = chase(next, pos, c)
+		steps -= c
+	}
+	return pos
 }
 
 func openSweep(ctx context.Context, t int, w int64, random bool) (exp.Bench, error) {
@@ -380,7 +393,7 @@ func (wk *sweepWorker) loop(s *sweep, ready chan<- struct{}) {
 	for {
 		select {
 		case steps := <-wk.work:
-			wk.pos = chase(wk.next, wk.pos, steps)
+			wk.pos = chaseUntil(wk.next, wk.pos, steps, &s.stopped)
 			cpu, rq := threadCPUNs(&wk.ts), wk.runq()
 			if wk.timed {
 				wk.cpuNs += cpu - wk.lastCPU
@@ -501,6 +514,7 @@ func addRates(r *result.Arm) {
 
 func (s *sweep) Close() error {
 	s.once.Do(func() {
+		s.stopped.Store(true)
 		close(s.stop)
 		for _, wk := range s.workers {
 			<-wk.exit
@@ -645,9 +659,11 @@ func (p *pairBench) Close() error {
 // solo: one thread follows its warm array twice per op with no switch, the
 // baseline per-switch subtracts.
 type solo struct {
-	t   *mech.Thread
-	ax  []uint32
-	pos uint32
+	t       *mech.Thread
+	ax      []uint32
+	pos     uint32
+	stopped atomic.Bool
+	once    sync.Once
 }
 
 func openSolo(cpu []int, w int64) (exp.Bench, error) {
@@ -661,12 +677,15 @@ func openSolo(cpu []int, w int64) (exp.Bench, error) {
 func (s *solo) Run(b *measure.B) error {
 	s.t.Do(func() {
 		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
+		for i := 0; i < b.N && !s.stopped.Load(); i++ {
 			t := b.S.Start(i)
 			s.pos = chase(s.ax, s.pos, 2*len(s.ax))
 			b.S.Stop(t)
 		}
 	})
+	if s.stopped.Load() {
+		return mech.ErrStopped
+	}
 	return nil
 }
 
@@ -674,10 +693,8 @@ func (s *solo) Run(b *measure.B) error {
 func (s *solo) Threads() []int { return []int{s.t.TID} }
 
 func (s *solo) Close() error {
-	if s.t != nil {
-		s.t.Stop()
-		s.t = nil
-	}
+	s.stopped.Store(true)
+	s.once.Do(s.t.Stop)
 	return nil
 }
 
