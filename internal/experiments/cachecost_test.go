@@ -212,10 +212,16 @@ func TestCachecostChecks(t *testing.T) {
 		t.Errorf("per-switch check %+v", c)
 	}
 	f := strings.Join(cachecostFindings(arms), "\n")
-	for _, want := range []string{"sweep random W=8MiB: T=32 vs T=2 wall +40%", "on-CPU +30%", "direct cost 4 µs per switch"} {
+	for _, want := range []string{"sweep random W=8MiB: T=32 vs T=2 wall +40%", "on-CPU time per element +30%", "direct cost 4 µs per switch"} {
 		if !strings.Contains(f, want) {
 			t.Errorf("findings lack %q:\n%s", want, f)
 		}
+	}
+	// Other processes held the CPUs at T = cores: not evaluated, with the reason.
+	busy := append([]result.Arm(nil), arms[:2]...)
+	busy[0].Metrics = map[string]float64{"oncpu_ns/element": 20, "runq_wait_ns/element": 30}
+	if c := cachecostChecks(busy); len(c) != 1 || !c[0].Skipped || c[0].Holds || !strings.Contains(c[0].Detail, "other processes held these CPUs") {
+		t.Errorf("shared CPUs: %+v", c)
 	}
 	// No per-switch or random arms (the quick suite): no checks at all.
 	if c := cachecostChecks(arms[4:5]); len(c) != 0 {
