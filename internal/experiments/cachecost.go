@@ -108,6 +108,9 @@ func cachecostArms(p exp.Params) ([]exp.Arm, error) {
 		if lim := h.ThreadsMax / 2; lim > 0 && int64(many) > lim {
 			return nil, fmt.Errorf("cachecost sweep: T=%d workers is more than half of threads-max (%d); use --set cachecost.t=%d or fewer", many, h.ThreadsMax, lim)
 		}
+		if lim := h.NprocLimit / 2; lim > 0 && int64(many) > lim {
+			return nil, fmt.Errorf("cachecost sweep: T=%d workers is more than half of RLIMIT_NPROC (%d); use --set cachecost.t=%d or fewer", many, h.NprocLimit, lim)
+		}
 	}
 	patterns := []string{"seq", "random"}
 	if p.Suite == exp.SuiteQuick {
@@ -753,6 +756,7 @@ type indirectPoint struct {
 	ns       float64
 	arms     []string
 	rt, solo float64
+	switches float64 // measured switches per round trip at W
 }
 
 func indirectCurve(arms []result.Arm) (points []indirectPoint, direct float64, ok bool) {
@@ -782,8 +786,12 @@ func indirectCurve(arms []result.Arm) (points []indirectPoint, direct float64, o
 	}
 	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
 	for _, w := range ws {
-		points = append(points, indirectPoint{w: w, ns: (rt[w].Median - so[w].Median - zero.Median) / 2,
-			arms: []string{rt[w].Name, so[w].Name, zero.Name}, rt: rt[w].Median, solo: so[w].Median})
+		pt := indirectPoint{w: w, ns: (rt[w].Median - so[w].Median - zero.Median) / 2,
+			arms: []string{rt[w].Name, so[w].Name, zero.Name}, rt: rt[w].Median, solo: so[w].Median}
+		if sw := rt[w].Switches; sw != nil {
+			pt.switches = sw.Total()
+		}
+		points = append(points, pt)
 	}
 	return points, zero.Median / 2, true
 }
@@ -867,7 +875,7 @@ func cachecostFindings(arms []result.Arm) []string {
 			line += fmt.Sprintf(", %.1f switches/ms", sw)
 		}
 		if rq := f.Metrics["runq_wait_ns/element"]; rq > 0.1*f.Median {
-			line += fmt.Sprintf("; even at T=%s the workers waited %s per element for a CPU, so other processes share these CPUs and wall compares shares of them as well as caches: on-CPU is the cleaner figure", f.Params["T"], result.FormatNs(rq))
+			line += fmt.Sprintf("; other processes shared these CPUs (T=%s waited %s per element too): on-CPU is the cleaner figure", f.Params["T"], result.FormatNs(rq))
 		}
 		out = append(out, line)
 		if rt := sp.rt; rt != nil {
@@ -883,7 +891,11 @@ func cachecostFindings(arms []result.Arm) []string {
 		for _, p := range pts {
 			curve = append(curve, fmt.Sprintf("W=%s %s", fmtSize(p.w), result.FormatNs(p.ns)))
 		}
-		out = append(out, fmt.Sprintf("per-switch: direct cost %s per switch (W=0 round trip / 2); indirect cost per switch %s", result.FormatNs(direct), strings.Join(curve, " · ")))
+		line := fmt.Sprintf("per-switch: direct cost %s per switch (W=0 round trip / 2); indirect cost per switch %s", result.FormatNs(direct), strings.Join(curve, " · "))
+		if n := len(pts); n > 0 && pts[n-1].switches > 3 {
+			line += fmt.Sprintf("; at W=%s a round trip took %.0f switches, not 2: other processes preempted the workers mid-traversal, and their cache damage counts in", fmtSize(pts[n-1].w), pts[n-1].switches)
+		}
+		out = append(out, line)
 	}
 	var fast, slow *result.Arm
 	for i := range arms {
