@@ -70,6 +70,16 @@ func openAttr(ev EventSpec, tid, groupFD int, format uint64, disabled bool) (int
 	return unix.PerfEventOpen(&attr, tid, -1, groupFD, unix.PERF_FLAG_FD_CLOEXEC)
 }
 
+// eventReason is UnsupportedReason for ev, saying why a kernel-only event
+// is refused where user-space counting would be allowed.
+func eventReason(ev EventSpec, err error) string {
+	r := UnsupportedReason(err)
+	if kernelOnly(ev) && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
+		r += "; " + ev.Name + " happen in the kernel, which perf_event_paranoid ≥ 2 hides from this user"
+	}
+	return r
+}
+
 // kernelOnly events happen in the kernel; counting them in user space
 // only would read 0.
 func kernelOnly(ev EventSpec) bool {
@@ -326,7 +336,7 @@ func (s *CounterSet) Values() []CounterValue {
 		v := CounterValue{Name: ev.Name, Kind: ev.Kind, Value: s.total[i]}
 		switch {
 		case s.openedOn[i] == 0 && s.openErr[i] != nil:
-			v.Unsupported = UnsupportedReason(s.openErr[i])
+			v.Unsupported = eventReason(ev, s.openErr[i])
 		case s.openedOn[i] == 0:
 			v.Unsupported = "no thread to count"
 		case s.regions == 0:

@@ -180,6 +180,7 @@ func TestCounterSetFakeUnsupported(t *testing.T) {
 	f.openErr["instructions"] = unix.ENOENT
 	f.openErr["cycles"] = unix.EOPNOTSUPP
 	f.openErr["branch-misses"] = unix.EACCES
+	f.openErr["context-switches"] = unix.EACCES
 	f.joinErr["dTLB-load-misses"] = unix.EINVAL // opens alone, not in the group
 	f.rate = map[string]uint64{"dTLB-load-misses": 3, "task-clock": 100}
 	// LLC-load-misses opens but counts 0: a VM with no PMU.
@@ -193,6 +194,8 @@ func TestCounterSetFakeUnsupported(t *testing.T) {
 		"cycles":          "not offered by this CPU or hypervisor",
 		"branch-misses":   "not permitted: perf_event_paranoid",
 		"LLC-load-misses": "counted 0 over real work",
+		// a user-only context-switches counter would read 0: refused, with why
+		"context-switches": "context-switches happen in the kernel, which perf_event_paranoid ≥ 2 hides",
 	} {
 		if v := value(t, vals, name); !strings.Contains(v.Unsupported, want) {
 			t.Errorf("%s: unsupported %q, want it to say %q", name, v.Unsupported, want)

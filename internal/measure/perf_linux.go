@@ -58,7 +58,7 @@ func UnsupportedReason(err error) string {
 func ProbeEvent(ev EventSpec) (ok bool, reason string) {
 	fd, err := OpenEvent(ev, 0, false)
 	if err != nil {
-		return false, UnsupportedReason(err)
+		return false, eventReason(ev, err)
 	}
 	defer unix.Close(fd)
 	// Do a little work so a working counter moves.
