@@ -195,6 +195,7 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 	}
 	cfg.Host = host
 	cfg.StartLoad = host.Load1
+	cfg.Counters = o.counters()
 	return &plan{params: p, cfg: cfg, sel: sel}, nil
 }
 

@@ -79,6 +79,9 @@ type Arm struct {
 	Open func(ctx context.Context) (Bench, error)
 	// Reps and BenchTime override the suite's defaults when non-zero.
 	Reps int
+	// Counters asks the runner to open perf counters for this arm even
+	// without --counters (experiments whose report explains with them).
+	Counters bool
 }
 
 // Bench is an opened arm: Run does b.N ops under the runner's clock; Close
@@ -93,6 +96,13 @@ type Bench interface {
 // counts their switches too.
 type Children interface {
 	Children() []int
+}
+
+// Threads is implemented by benches whose work runs on OS threads of their
+// own, so the runner opens perf counters on exactly those threads (Linux
+// tids). Without it the runner counts every thread of the process.
+type Threads interface {
+	Threads() []int
 }
 
 // Annotator is implemented by benches that add figures or notes of their

@@ -175,6 +175,9 @@ func (t *threadPair) Run(b *measure.B) error {
 	return err
 }
 
+// Threads are the two locked threads, for the runner's perf counters.
+func (t *threadPair) Threads() []int { return []int{t.a.TID, t.b.TID} }
+
 func (t *threadPair) Close() error {
 	t.once.Do(func() {
 		t.pair.Stop()
@@ -226,6 +229,9 @@ func (p *processPair) Run(b *measure.B) error {
 	})
 	return err
 }
+
+// Threads is this side's locked thread; the child's come from Children.
+func (p *processPair) Threads() []int { return []int{p.a.TID} }
 
 func (p *processPair) Children() []int { return []int{p.proc.PID()} }
 

@@ -35,21 +35,7 @@ var Events = []EventSpec{
 // CPU, user space only so it works with perf_event_paranoid=2. The counter
 // starts disabled when disabled is true.
 func OpenEvent(ev EventSpec, tid int, disabled bool) (int, error) {
-	attr := unix.PerfEventAttr{
-		Type:        ev.Type,
-		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Config:      ev.Config,
-		Read_format: unix.PERF_FORMAT_TOTAL_TIME_ENABLED | unix.PERF_FORMAT_TOTAL_TIME_RUNNING,
-		Bits:        unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
-	}
-	if disabled {
-		attr.Bits |= unix.PerfBitDisabled
-	}
-	fd, err := unix.PerfEventOpen(&attr, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
-	if err != nil {
-		return -1, err
-	}
-	return fd, nil
+	return openAttr(ev, tid, -1, unix.PERF_FORMAT_TOTAL_TIME_ENABLED|unix.PERF_FORMAT_TOTAL_TIME_RUNNING, disabled)
 }
 
 // UnsupportedReason turns a perf_event_open error into the reason users see.
@@ -72,7 +58,7 @@ func UnsupportedReason(err error) string {
 func ProbeEvent(ev EventSpec) (ok bool, reason string) {
 	fd, err := OpenEvent(ev, 0, false)
 	if err != nil {
-		return false, UnsupportedReason(err)
+		return false, eventReason(ev, err)
 	}
 	defer unix.Close(fd)
 	// Do a little work so a working counter moves.
@@ -88,10 +74,10 @@ func ProbeEvent(ev EventSpec) (ok bool, reason string) {
 	val := *(*uint64)(unsafe.Pointer(&buf[0]))
 	running := *(*uint64)(unsafe.Pointer(&buf[16]))
 	if running == 0 {
-		return false, "opened but never scheduled on the PMU (no counter time)"
+		return false, reasonNeverRan
 	}
-	if val == 0 && ev.Name != "context-switches" && ev.Name != "cpu-migrations" && ev.Name != "page-faults" {
-		return false, "opened but counted 0 over real work (the hypervisor exposes no PMU)"
+	if val == 0 && zeroIsUnsupported(ev) {
+		return false, reasonZeroCount
 	}
 	return true, ""
 }

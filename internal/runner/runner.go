@@ -37,6 +37,8 @@ type Config struct {
 	// ctxlab's own earlier arms (a 1 000-thread ring) raise the average for
 	// a minute and must not make every later arm look noisy.
 	StartLoad float64
+	// Counters opens perf counters on every participating thread (--counters).
+	Counters bool
 	// Progress, if not nil, gets one line per arm as it starts.
 	Progress io.Writer
 }
@@ -224,6 +226,10 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 		}
 	}
 
+	ac := openArmCounters(cfg, a, bench, children)
+	defer ac.close()
+	snap = ac.wrap(snap)
+
 	var sampler *measure.Sampler
 	var means []float64
 	var opsPerRep int
@@ -314,6 +320,7 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d repetitions finished before it stopped", len(means), reps))
 	}
 	fill(&r, cfg, means, opsPerRep, sampler, c)
+	ac.fill(&r)
 	if an, ok := bench.(exp.Annotator); ok && !abandoned {
 		an.Annotate(&r)
 	}
