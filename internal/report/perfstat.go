@@ -71,8 +71,8 @@ func metric(name string) func(a result.Arm) (float64, bool) {
 func counterPerOp(name string) func(a result.Arm) (float64, bool) {
 	return func(a result.Arm) (float64, bool) {
 		for _, c := range a.Counters {
-			if c.Name == name && c.Unsupported == "" {
-				return c.PerOp, true
+			if c.Name == name && c.Unsupported == "" && c.PerOp != nil {
+				return *c.PerOp, true
 			}
 		}
 		return 0, false

@@ -11,9 +11,9 @@ import (
 func TestPerfStatComparison(t *testing.T) {
 	hw := "not offered by this CPU or hypervisor (no such file or directory)"
 	counters := func(ins, taskClock float64) []result.Counter {
-		c := []result.Counter{{Name: "task-clock", PerOp: taskClock}, {Name: "LLC-load-misses", Unsupported: hw}}
+		c := []result.Counter{{Name: "task-clock", PerOp: &taskClock}, {Name: "LLC-load-misses", Unsupported: hw}}
 		if ins > 0 {
-			c = append(c, result.Counter{Name: "instructions", PerOp: ins})
+			c = append(c, result.Counter{Name: "instructions", PerOp: &ins})
 		} else {
 			c = append(c, result.Counter{Name: "instructions", Unsupported: hw})
 		}

@@ -145,9 +145,11 @@ func (s Switches) Total() float64 { return s.Voluntary + s.Involuntary }
 
 // Counter is one perf counter's value per op, or why it is missing.
 type Counter struct {
-	Name        string  `json:"name"`
-	PerOp       float64 `json:"per_op,omitempty"`
-	Unsupported string  `json:"unsupported,omitempty"`
+	Name string `json:"name"`
+	// PerOp is set only when the counter was read: a supported counter
+	// that counted nothing shows 0, an unsupported one has no value at all.
+	PerOp       *float64 `json:"per_op,omitempty"`
+	Unsupported string   `json:"unsupported,omitempty"`
 }
 
 // Noise records what could make the arm's figures unreliable.

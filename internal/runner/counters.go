@@ -87,7 +87,8 @@ func (c *armCounters) fill(r *result.Arm) {
 	for _, v := range vals {
 		rc := result.Counter{Name: v.Name, Unsupported: v.Unsupported}
 		if v.Unsupported == "" && ops > 0 {
-			rc.PerOp = v.Value / ops
+			per := v.Value / ops
+			rc.PerOp = &per
 		}
 		r.Counters = append(r.Counters, rc)
 	}

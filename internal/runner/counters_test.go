@@ -64,12 +64,20 @@ func TestArmCountersReal(t *testing.T) {
 		t.Fatalf("counters %+v", r.Counters)
 	}
 	for _, c := range r.Counters {
-		t.Logf("%-18s %12.4g/op %s", c.Name, c.PerOp, c.Unsupported)
-		if c.Unsupported == "" && c.PerOp == 0 && (c.Name == "instructions" || c.Name == "cycles" || c.Name == "task-clock") {
+		if (c.Unsupported == "") != (c.PerOp != nil) {
+			t.Errorf("%s: a value must be present exactly when the counter is supported: %+v", c.Name, c)
+			continue
+		}
+		if c.PerOp == nil {
+			t.Logf("%-18s unsupported: %s", c.Name, c.Unsupported)
+			continue
+		}
+		t.Logf("%-18s %12.4g/op", c.Name, *c.PerOp)
+		if *c.PerOp == 0 && (c.Name == "instructions" || c.Name == "cycles" || c.Name == "task-clock") {
 			t.Errorf("%s: supported but 0 per op", c.Name)
 		}
 	}
-	if c := r.Counters[len(r.Counters)-2]; c.Name != "task-clock" || (c.Unsupported == "" && c.PerOp <= 0) {
+	if c := r.Counters[len(r.Counters)-2]; c.Name != "task-clock" || (c.Unsupported == "" && *c.PerOp <= 0) {
 		t.Errorf("task-clock %+v", c)
 	}
 	// Off by default: no --counters, no Arm.Counters, no counters.
@@ -127,7 +135,7 @@ func TestArmCountersFake(t *testing.T) {
 		switch {
 		case strings.Contains(c.Unsupported, "not offered by this CPU or hypervisor"):
 			hw++
-		case c.Unsupported == "" && c.PerOp > 0:
+		case c.Unsupported == "" && c.PerOp != nil && *c.PerOp > 0:
 			sw++
 		default:
 			t.Errorf("counter %+v", c)
