@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 func TestPythonFlagValidated(t *testing.T) {
@@ -18,12 +20,15 @@ func TestPythonFlagValidated(t *testing.T) {
 
 func TestPythonFlagSetsOption(t *testing.T) {
 	o := &RunOptions{}
-	c := newRunCmd(&bytes.Buffer{}, &bytes.Buffer{})
-	_ = o
-	if c.Flags().Lookup("python") == nil {
-		t.Fatal("run has no --python flag")
+	c := &cobra.Command{Use: "run", RunE: func(*cobra.Command, []string) error { return nil }}
+	addRunFlags(c, o)
+	if err := c.ParseFlags([]string{"--set", "x=1", "--python", "all"}); err != nil {
+		t.Fatal(err)
 	}
-	if err := checkPythonFlag("all"); err != nil {
-		t.Fatalf("all: %v", err)
+	if err := c.PreRunE(c, nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.Set, " ") != "x=1 python=all" {
+		t.Fatalf("--set values = %q, want the --python choice added", o.Set)
 	}
 }
