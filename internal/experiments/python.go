@@ -156,6 +156,12 @@ func pythonPlan(p exp.Params) []pyArm {
 	return out
 }
 
+// openDirect is the Open of a self-timed arm, for callers that bypass the
+// runner: the arm runs only through Direct.
+func openDirect(context.Context) (exp.Bench, error) {
+	return nil, fmt.Errorf("%w: a CPython arm times itself and runs through exp.Arm.Direct", exp.ErrUnsupported)
+}
+
 // skipErr is an error whose text is the reason alone, classified by kind
 // (exp.ErrSkipped, exp.ErrUnsupported).
 type skipErr struct {
@@ -206,7 +212,7 @@ func pythonArms(p exp.Params) ([]exp.Arm, error) {
 			reason := skip
 			arms = append(arms, exp.Arm{
 				Name: "python/" + pa.key, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: pa.params,
-				Placement: pa.place, Quick: pa.quick,
+				Placement: pa.place, Quick: pa.quick, Open: openDirect,
 				Direct: func(context.Context, exp.DirectRequest) (*exp.DirectResult, error) {
 					return nil, &skipErr{reason, exp.ErrSkipped}
 				},
@@ -264,7 +270,7 @@ func bindPyArm(p exp.Params, in *pydriver.Interpreter, pa pyArm, suffix string) 
 	}
 	return exp.Arm{
 		Name: "python/" + pa.key + suffix, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
-		Placement: pa.place, Quick: pa.quick, Unsupported: unsup,
+		Placement: pa.place, Quick: pa.quick, Unsupported: unsup, Open: openDirect,
 		Direct: func(ctx context.Context, dr exp.DirectRequest) (*exp.DirectResult, error) {
 			return runPy(ctx, in, req, dr)
 		},
@@ -331,6 +337,9 @@ func pyResult(r *pydriver.Response, h pydriver.Hello) *exp.DirectResult {
 		"python_executable": h.Executable,
 		"gil":               gil,
 		"switch_interval":   strconv.FormatFloat(r.SwitchInterval*1000, 'g', -1, 64) + "ms",
+	}
+	if len(r.Affinity) > 0 {
+		d.Params["affinity"] = intsText(r.Affinity) // as the driver saw it
 	}
 	d.Metrics = map[string]float64{"py_clock_ns": h.ClockNs}
 	for k, v := range r.Metrics {

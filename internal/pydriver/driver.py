@@ -788,6 +788,7 @@ def measure(req):
     ready = False
     pin(req.get("cpus"))
     pin(req.get("cpus_a"))
+    mask = sorted(os.sched_getaffinity(0)) if HAVE_AFFINITY else None
     try:
         if si:
             sys.setswitchinterval(float(si))
@@ -811,7 +812,7 @@ def measure(req):
             n = max(n + 1, min(n * 10, est))
         per_op = max(spent / ops, 1.0)
         ops_per_rep = int(max(min_ops, min(1e8, bench_ns / per_op)))
-        every = max(1, math.ceil(reps * ops_per_rep / max_samples), math.ceil(20 * CLOCK_NS / per_op))
+        every = max(1, math.ceil(reps * ops_per_rep / max_samples), math.ceil(60 * CLOCK_NS / per_op))
         if not bench.sampled:
             every = 1 << 62
         samples, rep_ns, rep_ops = [], [], []
@@ -851,6 +852,7 @@ def measure(req):
             "thread_switches": {"voluntary": tvol, "involuntary": tinvol} if HAVE_RUSAGE_THREAD else None,
             "migrations": migr if have_migr else None,
             "switch_interval_s": sys.getswitchinterval(),
+            "affinity": mask,
             "metrics": bench.metrics(),
             "notes": [bench.sample_note] if bench.sample_note else [],
         }

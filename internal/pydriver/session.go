@@ -70,11 +70,13 @@ type Response struct {
 	// forked children from /proc/<pid>/status.
 	Switches Counts `json:"switches"`
 	// ThreadSwitches: getrusage(RUSAGE_THREAD) of the measuring thread alone.
-	ThreadSwitches *Counts            `json:"thread_switches"`
-	Migrations     *int64             `json:"migrations"`
-	SwitchInterval float64            `json:"switch_interval_s"`
-	Metrics        map[string]float64 `json:"metrics"`
-	Notes          []string           `json:"notes"`
+	ThreadSwitches *Counts `json:"thread_switches"`
+	Migrations     *int64  `json:"migrations"`
+	SwitchInterval float64 `json:"switch_interval_s"`
+	// Affinity is the measuring thread's CPU set during the arm.
+	Affinity []int              `json:"affinity"`
+	Metrics  map[string]float64 `json:"metrics"`
+	Notes    []string           `json:"notes"`
 	// Stderr is the driver's stderr while it answered a failed request.
 	Stderr string `json:"-"`
 }
