@@ -302,3 +302,60 @@ func alive(pid int) bool {
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return len(f) > 0 && f[0] != "Z"
 }
+
+// TestRealDriverEveryBench runs every bench of the real driver with tiny
+// sizes: a smoke test that each one runs, answers and cleans up.
+func TestRealDriverEveryBench(t *testing.T) {
+	in := realPython(t)
+	defer CloseAll()
+	cases := []struct {
+		bench  string
+		params map[string]string
+	}{
+		{"pingpong.simplequeue", nil},
+		{"pingpong.simplequeue", map[string]string{"busy": "1", "switch_interval_s": "0.0005"}},
+		{"pingpong.event", nil},
+		{"pingpong.pipe-thread", nil},
+		{"pingpong.pipe-fork", nil},
+		{"pingpong.asyncio-queue", map[string]string{"busy": "1"}},
+		{"pingpong.future", nil},
+		{"ring.thread", map[string]string{"n": "100"}},
+		{"ring.task", map[string]string{"n": "100"}},
+		{"yield.task", map[string]string{"k": "100"}},
+		{"hop", map[string]string{"how": "direct"}},
+		{"hop", map[string]string{"how": "executor"}},
+		{"hop", map[string]string{"how": "two-hop"}},
+		{"hop", map[string]string{"how": "aiosqlite"}},
+		{"callchain.plain", nil},
+		{"callchain.coroutine", nil},
+		{"callchain.task", nil},
+	}
+	for _, c := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		req := Request{Bench: c.bench, Params: c.params, Reps: 2, BenchNs: int64(2 * time.Millisecond),
+			WarmUpNs: int64(time.Millisecond), WarmUpOps: 100, MaxSamples: 1000, MinOps: 1, CPUs: nil}
+		r, h, err := in.Do(ctx, req)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s %v: %v", c.bench, c.params, err)
+		}
+		if c.params["switch_interval_s"] == "" && r.OK && r.SwitchInterval != h.SwitchInterval {
+			t.Errorf("%s: switch interval %v, want the default %v restored", c.bench, r.SwitchInterval, h.SwitchInterval)
+		}
+		if c.params["how"] == "aiosqlite" && r.Unsupported != "" {
+			continue // aiosqlite not installed: reported, not failed
+		}
+		if !r.OK {
+			t.Fatalf("%s %v: %s; stderr %s", c.bench, c.params, r.Error, r.Stderr)
+		}
+		if len(r.RepNs) != 2 {
+			t.Fatalf("%s: %d repetitions", c.bench, len(r.RepNs))
+		}
+		if c.bench == "pingpong.pipe-fork" && r.Switches.ChildVoluntary == 0 {
+			t.Errorf("pipe-fork: the forked partner's switches were not counted: %+v", r.Switches)
+		}
+		if c.params["switch_interval_s"] != "" && r.SwitchInterval != 0.0005 {
+			t.Errorf("switch interval during the arm = %v", r.SwitchInterval)
+		}
+	}
+}
