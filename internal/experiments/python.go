@@ -530,6 +530,14 @@ var pyReference = map[string]string{
 	"callchain/pytask/create-task":                                  "~2 µs per task, ~2.2 KiB per task",
 }
 
+// pyReferenceFT holds the published figures for free-threaded builds.
+var pyReferenceFT = map[string]string{
+	"ring/pythread/simplequeue/n=2":                                 "4.64 µs per hop (free-threaded)",
+	"ring/pythread/simplequeue/n=100":                               "5.22 µs per hop (free-threaded)",
+	"interference/pythread/simplequeue/busy=1/si=default":           "median 6.7 µs, p99 16.2 µs (free-threaded)",
+	"interference/pythread/simplequeue/busy=1/si=default/cross-cpu": "median 6.7 µs, p99 16.2 µs (free-threaded, unpinned, 24 cores)",
+}
+
 // pyReferenceSource says where the figures come from.
 const pyReferenceSource = "CPython 3.14 on 24-core Linux unless noted (SPEC §8)"
 
@@ -608,6 +616,9 @@ func pythonFindings(arms []result.Arm) []string {
 	for _, a := range arms {
 		key, _ := pyKey(a.Name)
 		ref, has := pyReference[key]
+		if ft, ok := pyReferenceFT[key]; ok && a.Params["gil"] == "disabled" {
+			ref, has = ft, true
+		}
 		if !has || a.Status != result.StatusOK {
 			continue
 		}
