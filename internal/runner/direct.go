@@ -54,9 +54,9 @@ func direct(ctx, actx context.Context, cfg Config, a exp.Arm, r result.Arm, reps
 			s.Record(v)
 		}
 	}
-	c := counts{vol: d.Voluntary - d.ChildVoluntary, invol: d.Involuntary - d.ChildInvoluntary,
-		childVol: d.ChildVoluntary, childInvol: d.ChildInvoluntary}
-	fill(&r, cfg, d.RepMeans, 0, s, c)
+	// fill summarises the means and samples; the counts are per op of the
+	// driver's own total, which may differ from reps × ops per rep.
+	fill(&r, cfg, d.RepMeans, 0, s, counts{})
 	r.Ops = d.OpsPerRep
 	if d.TotalOps > 0 {
 		n := float64(d.TotalOps)
