@@ -29,10 +29,6 @@ PROTOCOL = 1
 pc = time.perf_counter_ns
 
 
-def err(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
 class Unsupported(Exception):
     """The arm cannot run with this interpreter (reason in the message)."""
 

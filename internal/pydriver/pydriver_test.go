@@ -359,3 +359,11 @@ func TestRealDriverEveryBench(t *testing.T) {
 		}
 	}
 }
+
+// The driver travels as one argument (-c SOURCE): Linux caps one argument
+// at 128 KiB (MAX_ARG_STRLEN).
+func TestSourceFitsOneArgument(t *testing.T) {
+	if len(Source) == 0 || len(Source) >= 128<<10 {
+		t.Fatalf("driver source is %d bytes; it must be non-empty and under 128 KiB", len(Source))
+	}
+}
