@@ -130,6 +130,7 @@ type Options struct {
 	Env            []string   // extra environment, e.g. GODEBUG for the child only
 	Exe            string     // another program instead of ctxlab (e.g. /bin/true); Role ignored
 	Stdout, Stderr *os.File
+	Stdin          *os.File // nil = /dev/null
 }
 
 // Start starts a child in its own process group with a parent-death signal.
@@ -162,6 +163,9 @@ func Start(ctx context.Context, o Options) (*Proc, error) {
 	}
 	cmd.ExtraFiles = o.Files
 	cmd.Stdout = o.Stdout
+	if o.Stdin != nil {
+		cmd.Stdin = o.Stdin
+	}
 	cmd.Stderr = o.Stderr
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr

@@ -52,7 +52,8 @@ func env(w io.Writer, format string) error {
 			ClockCostNs  float64 `json:"clock_cost_ns"`
 			StealNowPct  float64 `json:"steal_now_pct"`
 			ProcsRunning uint64  `json:"procs_running"`
-		}{e, clock, steal, n1.ProcsRunning})
+			Pythons      any     `json:"pythons"`
+		}{e, clock, steal, n1.ProcsRunning, envPythons()})
 	}
 	kv := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k, v) }
 	kv("host", e.Hostname)
@@ -82,6 +83,7 @@ func env(w io.Writer, format string) error {
 		}
 		fmt.Fprintf(w, "  %-18s %-9s %s\n", c.Name, c.Kind, state)
 	}
+	writePythons(w, envPythons())
 	kv("noise now", fmt.Sprintf("load1 %.2f, steal %.1f%% (since boot %.2f%%), %d runnable", e.Load1, steal, e.StealPct, n1.ProcsRunning))
 	for _, n := range e.Notes {
 		kv("note", n)

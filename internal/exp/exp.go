@@ -10,6 +10,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -18,6 +19,10 @@ import (
 
 // ErrUnsupported is wrapped by errors that say an arm cannot run here.
 var ErrUnsupported = errors.New("unsupported")
+
+// ErrSkipped is wrapped by errors that say an arm was not run because
+// something optional is missing here (no python3 on PATH): a note, not a failure.
+var ErrSkipped = errors.New("skipped")
 
 // Suite sizes: quick (≤ 30 s on 2 cores), default, full.
 const (
@@ -82,6 +87,41 @@ type Arm struct {
 	// Counters asks the runner to open perf counters for this arm even
 	// without --counters (experiments whose report explains with them).
 	Counters bool
+	// Direct, when set, measures an arm that times itself (the CPython
+	// driver): the runner calls it instead of Open and Bench.Run, then
+	// summarises, checks and flags noise as for any other arm. It must
+	// return when ctx is done.
+	Direct func(ctx context.Context, req DirectRequest) (*DirectResult, error)
+}
+
+// DirectRequest is how hard a self-timed arm should measure: the runner's
+// settings for this arm.
+type DirectRequest struct {
+	Reps       int
+	BenchTime  time.Duration // target time of one repetition
+	WarmUp     time.Duration
+	WarmUpOps  int
+	MaxSamples int // per-op latency samples to keep, over all repetitions
+}
+
+// DirectResult is what a self-timed arm measured over its timed
+// repetitions; the runner turns it into the result model.
+type DirectResult struct {
+	RepMeans  []float64 // per-op mean of each repetition (batch timing), in ns
+	OpsPerRep int64
+	TotalOps  int64   // ops over all repetitions, the divisor of the counts below
+	Samples   []int64 // sampled per-op latencies in ns
+	// SampleEvery is the sampling interval (1 = every op; 0 = no samples).
+	SampleEvery int
+	// Switch counts over the timed repetitions, all participating threads
+	// and children; Child* is the children's part.
+	Voluntary, Involuntary           int64
+	ChildVoluntary, ChildInvoluntary int64
+	// Migrations over the repetitions, or -1 when not counted.
+	Migrations int64
+	Params     map[string]string  // added to the arm's params
+	Metrics    map[string]float64 // added to the arm's metrics
+	Notes      []string
 }
 
 // Bench is an opened arm: Run does b.N ops under the runner's clock; Close

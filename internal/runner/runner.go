@@ -192,6 +192,9 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	before := sysinfo.Sample(cfg.Host)
 	actx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	if a.Direct != nil {
+		return direct(ctx, actx, cfg, a, r, reps, before)
+	}
 
 	bench, err := a.Open(actx)
 	if err != nil {

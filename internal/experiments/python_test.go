@@ -1,0 +1,176 @@
+package experiments
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/pydriver"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/runner"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+func pyParams(suite string, cpus ...int) exp.Params {
+	if len(cpus) == 0 {
+		cpus = []int{0, 1}
+	}
+	return exp.Params{Suite: suite, CPUs: cpus, Host: sysinfo.Detect(), Extra: map[string]string{}}
+}
+
+func TestPythonSkippedWithoutPython(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	arms, err := pythonArms(pyParams(exp.SuiteQuick))
+	if err != nil {
+		t.Fatalf("no python3 must not be an error: %v", err)
+	}
+	if len(arms) == 0 {
+		t.Fatal("no arms listed")
+	}
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	spec, _ := exp.Lookup("python")
+	for _, a := range arms {
+		r := runner.Arm(context.Background(), cfg, spec, a)
+		if r.Status != result.StatusSkipped || !strings.Contains(r.Reason, "python3 not found") {
+			t.Fatalf("%s: status %q reason %q, want skipped for want of python3", a.Name, r.Status, r.Reason)
+		}
+	}
+}
+
+func TestPythonBadChoice(t *testing.T) {
+	p := pyParams(exp.SuiteQuick)
+	p.Extra["python"] = "/no/such/python3.99"
+	_, err := pythonArms(p)
+	if err == nil || !strings.Contains(err.Error(), "/no/such/python3.99") {
+		t.Fatalf("err = %v, want a usage error naming the value", err)
+	}
+}
+
+func TestPythonPlan(t *testing.T) {
+	for _, suite := range []string{exp.SuiteQuick, exp.SuiteDefault, exp.SuiteFull} {
+		plan := pythonPlan(pyParams(suite))
+		seen := map[string]bool{}
+		quick := 0
+		for _, a := range plan {
+			if seen[a.key] {
+				t.Fatalf("duplicate arm %s", a.key)
+			}
+			seen[a.key] = true
+			if a.quick {
+				quick++
+			}
+			if a.bench == "" || a.op == "" || a.sub == "" {
+				t.Fatalf("incomplete arm %+v", a)
+			}
+		}
+		if quick == 0 || quick > 8 {
+			t.Fatalf("%s: %d quick arms; the quick suite budget allows a handful", suite, quick)
+		}
+		for _, k := range []string{"pingpong/pythread/simplequeue/unpinned", "pingpong/pythread/event/unpinned",
+			"pingpong/pytask/asyncio-queue/unpinned", "pingpong/pytask/future/unpinned", "pingpong/process/pipe/unpinned",
+			"pingpong/pythread/pipe/unpinned", "ring/pythread/simplequeue/n=1000", "ring/pytask/asyncio-queue/n=100",
+			"yield/pytask/sleep0/k=10000", "interference/pytask/asyncio-queue/busy=1/si=0.5ms", "hop/pytask/two-hop",
+			"hop/pytask/aiosqlite", "callchain/pytask/create-task"} {
+			if !seen[k] {
+				t.Errorf("%s: arm %s missing", suite, k)
+			}
+		}
+	}
+	p := pyParams(exp.SuiteDefault)
+	p.Workers = []int{1, 200000}
+	for _, a := range pythonPlan(p) {
+		if strings.HasPrefix(a.key, "ring/") && !strings.Contains(a.key, "same-cpu") && a.unsup == "" {
+			t.Errorf("%s should be unsupported", a.key)
+		}
+	}
+}
+
+func TestPythonCrossCPUNeedsTwo(t *testing.T) {
+	in := &pydriver.Interpreter{Name: "python3", Path: "/x/python3", Version: "3.11.7"}
+	for _, pa := range pythonPlan(pyParams(exp.SuiteFull, 0)) {
+		a := bindPyArm(pyParams(exp.SuiteFull, 0), in, pa, "")
+		if pa.place == "cross-cpu" && a.Unsupported == "" {
+			t.Errorf("%s runs cross-cpu on one CPU", a.Name)
+		}
+		if pa.place == "same-cpu" && a.Params["cpus"] != "0" {
+			t.Errorf("%s: cpus %q", a.Name, a.Params["cpus"])
+		}
+	}
+}
+
+func TestPythonChecks(t *testing.T) {
+	ok := func(name, sub string, med float64, sw float64) result.Arm {
+		return result.Arm{Name: name, Substrate: sub, Status: result.StatusOK, Median: med, Placement: "unpinned",
+			Switches: &result.Switches{Voluntary: sw}, Params: map[string]string{"gil": "enabled", "switch_interval": "5ms"}}
+	}
+	busy := ok("python/interference/pythread/simplequeue/busy=1/si=default", "pythread", 6e6, 2)
+	busy.Params["busy"] = "1"
+	busy.Percentiles = &result.Percentiles{P50: 5.1e6, P99: 15e6}
+	arms := []result.Arm{
+		ok("python/pingpong/pythread/simplequeue/unpinned", "pythread", 12000, 2.1),
+		ok("python/pingpong/pytask/asyncio-queue/unpinned", "pytask", 8000, 0.3),
+		busy,
+		ok("python/hop/pytask/direct", "pytask", 3000, 0),
+		ok("python/hop/pytask/executor", "pytask", 40000, 3),
+		ok("python/hop/pytask/two-hop", "pytask", 30000, 6),
+	}
+	holds := map[string]bool{}
+	for _, c := range pythonChecks(arms) {
+		holds[c.Name[:20]] = c.Holds
+		if c.Name[:20] == "one busy pure-Python" && !strings.Contains(c.Detail, "1.02× the switch interval") {
+			t.Errorf("busy detail %q does not relate p50 to the switch interval", c.Detail)
+		}
+	}
+	want := map[string]bool{"a CPython thread (or": true, "an asyncio task roun": false, "one busy pure-Python": true, "sqlite3 lookup: two ": false}
+	for k, v := range want {
+		got, ok := holds[k]
+		if !ok || got != v {
+			t.Errorf("check %q: holds=%v present=%v, want %v", k, got, ok, v)
+		}
+	}
+	if f := pythonFindings(arms); len(f) == 0 || !strings.Contains(strings.Join(f, "\n"), "published 7.2 µs") {
+		t.Errorf("findings lack the published figures: %q", f)
+	}
+}
+
+// TestPythonEndToEnd runs two real arms through the runner with python3.
+func TestPythonEndToEnd(t *testing.T) {
+	if _, err := pydriver.Resolve("python3"); err != nil {
+		t.Skipf("no usable python3: %v", err)
+	}
+	defer pydriver.CloseAll()
+	arms, err := pythonArms(pyParams(exp.SuiteQuick))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 2, 20*time.Millisecond, 10*time.Millisecond
+	spec, _ := exp.Lookup("python")
+	got := map[string]result.Arm{}
+	for _, a := range arms {
+		if a.Name == "python/pingpong/pythread/simplequeue/unpinned" || a.Name == "python/pingpong/pytask/asyncio-queue/unpinned" {
+			got[a.Substrate] = runner.Arm(context.Background(), cfg, spec, a)
+		}
+	}
+	for sub, r := range got {
+		if r.Status != result.StatusOK {
+			t.Fatalf("%s: %s: %s", r.Name, r.Status, r.Reason)
+		}
+		if len(r.RepMeans) != 2 || r.Median <= 0 || r.Switches == nil || r.Percentiles == nil || r.Percentiles.Samples == 0 {
+			t.Fatalf("%s: incomplete result %+v", sub, r)
+		}
+		if r.Params["python"] == "" || r.Params["gil"] == "" || r.Params["python_executable"] == "" {
+			t.Fatalf("%s: params %v lack the interpreter", sub, r.Params)
+		}
+	}
+	th, tk := got["pythread"], got["pytask"]
+	// Structure, not speed: the measuring thread blocks in get() every round
+	// trip, so at least one voluntary switch; the loop never blocks.
+	if th.Switches.Voluntary < 1 || tk.Switches.Voluntary >= th.Switches.Voluntary {
+		t.Fatalf("voluntary switches per round trip: thread %.2f, task %.2f", th.Switches.Voluntary, tk.Switches.Voluntary)
+	}
+}

@@ -1,0 +1,913 @@
+# ctxlab's CPython driver. ctxlab embeds this file and runs it with the
+# interpreter it measures: `python3 -u -c <this file>`. The protocol
+# (docs/python.md):
+#
+#   stdout, first line: {"hello": {...}} — the interpreter's version and build.
+#   stdin:  one JSON request per line, one per arm: {"id", "bench", "params",
+#           "reps", "bench_ns", "warmup_ns", "warmup_ops", "max_samples",
+#           "min_ops", "cpus", "cpus_a", "cpus_b"}.
+#   stdout: exactly one JSON result line per request: {"id", "ok": true, ...}
+#           or {"id", "ok": false, "unsupported"|"error": "..."}.
+#   stderr: diagnostics and tracebacks only.
+#   EOF on stdin: exit 0.
+#
+# Each arm times itself: batch timing per repetition (mean = elapsed / ops),
+# per-op latencies on a sample of ops, and OS context switches from
+# getrusage over exactly the timed repetitions.
+import asyncio
+import json
+import math
+import os
+import queue
+import resource
+import sys
+import sysconfig
+import threading
+import time
+
+PROTOCOL = 1
+pc = time.perf_counter_ns
+
+
+class Unsupported(Exception):
+    """The arm cannot run with this interpreter (reason in the message)."""
+
+
+# --- placement ----------------------------------------------------------
+
+HAVE_AFFINITY = hasattr(os, "sched_setaffinity")
+BASE_MASK = sorted(os.sched_getaffinity(0)) if HAVE_AFFINITY else None
+
+
+def pin(cpus):
+    """Pin the calling thread; threads it starts later inherit the mask."""
+    if cpus and HAVE_AFFINITY:
+        os.sched_setaffinity(0, cpus)
+
+
+# --- switch counting ----------------------------------------------------
+
+HAVE_RUSAGE_THREAD = hasattr(resource, "RUSAGE_THREAD")
+
+
+def rusage_self():
+    r = resource.getrusage(resource.RUSAGE_SELF)  # every thread, live or exited
+    return r.ru_nvcsw, r.ru_nivcsw
+
+
+def rusage_thread():
+    if not HAVE_RUSAGE_THREAD:
+        return 0, 0
+    r = resource.getrusage(resource.RUSAGE_THREAD)
+    return r.ru_nvcsw, r.ru_nivcsw
+
+
+def proc_switches(pid):
+    """Voluntary and involuntary switches of a live child from /proc."""
+    vol = invol = 0
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("voluntary_ctxt_switches:"):
+                    vol = int(line.split()[1])
+                elif line.startswith("nonvoluntary_ctxt_switches:"):
+                    invol = int(line.split()[1])
+    except OSError:
+        return None
+    return vol, invol
+
+
+def migrations():
+    """tid -> se.nr_migrations for every live thread of the driver, or None."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for t in tids:
+        try:
+            with open("/proc/self/task/%s/sched" % t) as f:
+                for line in f:
+                    if line.startswith("se.nr_migrations"):
+                        out[t] = int(line.split(":")[1])
+                        break
+        except (OSError, ValueError):
+            pass
+    return out if out else None
+
+
+# --- benches ------------------------------------------------------------
+#
+# A bench has setup(), run(n, every, samples) -> (elapsed_ns, ops) and
+# teardown(). run does about n ops; every `every`-th op is timed on its own
+# and appended to samples (ns), inside the batch, like ctxlab's Go sampler.
+# The loops are written out in each bench so no extra call sits in the op.
+
+
+class Bench:
+    sampled = True  # per-op latencies mean something for this bench
+    sample_note = ""
+
+    def __init__(self, p):
+        self.p = p
+        self.cpus_b = p.get("cpus_b")
+        self.busy = None
+
+    def setup(self):
+        pass
+
+    def teardown(self):
+        pass
+
+    def children(self):
+        return []
+
+    def metrics(self):
+        return {}
+
+
+class Busy:
+    """One pure-Python busy thread: holds the GIL whenever it can."""
+
+    def __init__(self):
+        self.stop = False
+        self.t = threading.Thread(target=self.spin, daemon=True)
+        self.t.start()
+
+    def spin(self):
+        n = 0
+        while not self.stop:
+            n += 1
+
+    def close(self):
+        self.stop = True
+        self.t.join()
+
+
+# pingpong between threads
+
+
+class ThreadQueue(Bench):
+    """Two threads over two queue.SimpleQueue."""
+
+    def setup(self):
+        self.q1, self.q2 = queue.SimpleQueue(), queue.SimpleQueue()
+
+        def echo():
+            pin(self.cpus_b)
+            get, put = self.q1.get, self.q2.put
+            while True:
+                v = get()
+                if v is None:
+                    return
+                put(v)
+
+        self.t = threading.Thread(target=echo, daemon=True)
+        self.t.start()
+
+    def run(self, n, every, samples):
+        put, get = self.q1.put, self.q2.get
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            s = pc()
+            put(1)
+            get()
+            samples.append(pc() - s)
+            for _ in range(every - 1):
+                put(1)
+                get()
+        for _ in range(rest):
+            put(1)
+            get()
+        return pc() - t0, n
+
+    def teardown(self):
+        self.q1.put(None)
+        self.t.join()
+
+
+class ThreadEvent(Bench):
+    """Two threads over a pair of threading.Event."""
+
+    def setup(self):
+        self.e1, self.e2 = threading.Event(), threading.Event()
+        self.stop = False
+
+        def echo():
+            pin(self.cpus_b)
+            e1, e2 = self.e1, self.e2
+            while True:
+                e1.wait()
+                e1.clear()
+                if self.stop:
+                    return
+                e2.set()
+
+        self.t = threading.Thread(target=echo, daemon=True)
+        self.t.start()
+
+    def run(self, n, every, samples):
+        e1, e2 = self.e1, self.e2
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            s = pc()
+            e1.set()
+            e2.wait()
+            e2.clear()
+            samples.append(pc() - s)
+            for _ in range(every - 1):
+                e1.set()
+                e2.wait()
+                e2.clear()
+        for _ in range(rest):
+            e1.set()
+            e2.wait()
+            e2.clear()
+        return pc() - t0, n
+
+    def teardown(self):
+        self.stop = True
+        self.e1.set()
+        self.t.join()
+
+
+class PipePair(Bench):
+    """Two threads, or two processes (fork), over a pair of os.pipe."""
+
+    def __init__(self, p, fork):
+        super().__init__(p)
+        self.fork = fork
+        self.pid = 0
+
+    def setup(self):
+        r1, w1 = os.pipe()
+        r2, w2 = os.pipe()
+        if self.fork:
+            pid = os.fork()
+            if pid == 0:  # child: echo until EOF, never return into the driver
+                try:
+                    os.close(w1)
+                    os.close(r2)
+                    read, write = os.read, os.write
+                    while True:
+                        b = read(r1, 1)
+                        if not b:
+                            break
+                        write(w2, b)
+                finally:
+                    os._exit(0)
+            os.close(r1)
+            os.close(w2)
+            self.pid = pid
+            self.w, self.r = w1, r2
+            return
+        self.w, self.r = w1, r2
+        self.cr, self.cw = r1, w2
+
+        def echo():
+            pin(self.cpus_b)
+            read, write = os.read, os.write
+            while True:
+                b = read(r1, 1)
+                if not b:
+                    return
+                write(w2, b)
+
+        self.t = threading.Thread(target=echo, daemon=True)
+        self.t.start()
+
+    def children(self):
+        return [self.pid] if self.pid else []
+
+    def run(self, n, every, samples):
+        read, write, r, w = os.read, os.write, self.r, self.w
+        one = b"x"
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            s = pc()
+            write(w, one)
+            read(r, 1)
+            samples.append(pc() - s)
+            for _ in range(every - 1):
+                write(w, one)
+                read(r, 1)
+        for _ in range(rest):
+            write(w, one)
+            read(r, 1)
+        return pc() - t0, n
+
+    def teardown(self):
+        os.close(self.w)  # EOF ends the partner
+        if self.fork:
+            os.waitpid(self.pid, 0)
+        else:
+            self.t.join()
+            os.close(self.cr)
+            os.close(self.cw)
+        os.close(self.r)
+
+
+# asyncio benches: one event loop per arm, run_until_complete per batch;
+# each coroutine times itself so the loop's entry and exit are not counted.
+
+
+class AsyncBench(Bench):
+    def setup(self):
+        self.loop = asyncio.new_event_loop()
+        try:
+            self.loop.run_until_complete(self.asetup())
+        except BaseException:
+            self.loop.close()
+            self.loop = None
+            raise
+
+    async def asetup(self):
+        pass
+
+    def run(self, n, every, samples):
+        return self.loop.run_until_complete(self.arun(n, every, samples))
+
+    def teardown(self):
+        if self.loop is None:
+            return
+        try:
+            self.loop.run_until_complete(self.ateardown())
+        finally:
+            self.loop.close()
+
+    async def ateardown(self):
+        pass
+
+
+class TaskQueue(AsyncBench):
+    """Two asyncio tasks over two asyncio.Queue."""
+
+    async def asetup(self):
+        self.q1, self.q2 = asyncio.Queue(), asyncio.Queue()
+
+        async def echo():
+            get, put = self.q1.get, self.q2.put_nowait
+            while True:
+                v = await get()
+                if v is None:
+                    return
+                put(v)
+
+        self.t = asyncio.get_running_loop().create_task(echo())
+        await asyncio.sleep(0)
+
+    async def arun(self, n, every, samples):
+        put, get = self.q1.put_nowait, self.q2.get
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            s = pc()
+            put(1)
+            await get()
+            samples.append(pc() - s)
+            for _ in range(every - 1):
+                put(1)
+                await get()
+        for _ in range(rest):
+            put(1)
+            await get()
+        return pc() - t0, n
+
+    async def ateardown(self):
+        self.q1.put_nowait(None)
+        await self.t
+
+
+class TaskFuture(AsyncBench):
+    """Two asyncio tasks handing over by resolving bare futures."""
+
+    async def asetup(self):
+        loop = asyncio.get_running_loop()
+        self.fut = loop.create_future
+        self.req = self.fut()
+        self.resp = None
+
+        async def echo():
+            while True:
+                v = await self.req
+                if v is None:
+                    return
+                self.req = self.fut()
+                self.resp.set_result(v)
+
+        self.t = loop.create_task(echo())
+        await asyncio.sleep(0)
+
+    async def arun(self, n, every, samples):
+        fut = self.fut
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            s = pc()
+            resp = self.resp = fut()
+            self.req.set_result(1)
+            await resp
+            samples.append(pc() - s)
+            for _ in range(every - 1):
+                resp = self.resp = fut()
+                self.req.set_result(1)
+                await resp
+        for _ in range(rest):
+            resp = self.resp = fut()
+            self.req.set_result(1)
+            await resp
+        return pc() - t0, n
+
+    async def ateardown(self):
+        self.req.set_result(None)
+        await self.t
+
+
+# rings: the driver's main thread (or task) is worker 0; one lap is N hops.
+
+
+class ThreadRing(Bench):
+    sample_note = "per-op latencies are a lap's time divided by the ring size"
+
+    def setup(self):
+        n = int(self.p["n"])
+        self.n = n
+        self.qs = [queue.SimpleQueue() for _ in range(n)]
+        self.ts = []
+        old = threading.stack_size()
+        threading.stack_size(256 * 1024)
+        try:
+            for i in range(1, n):
+                t = threading.Thread(target=self.worker, args=(self.qs[i], self.qs[(i + 1) % n]), daemon=True)
+                t.start()
+                self.ts.append(t)
+        finally:
+            threading.stack_size(old)
+
+    def worker(self, qin, qout):
+        pin(self.cpus_b)
+        get, put = qin.get, qout.put
+        while True:
+            v = get()
+            put(v)
+            if v is None:
+                return
+
+    def run(self, n, every, samples):
+        size = self.n
+        laps = max(1, -(-n // size))
+        put, get = self.qs[1 % size].put, self.qs[0].get
+        chunks, rest = divmod(laps, every)
+        t0 = pc()
+        for _ in range(chunks):
+            s = pc()
+            put(1)
+            get()
+            samples.append((pc() - s) // size)
+            for _ in range(every - 1):
+                put(1)
+                get()
+        for _ in range(rest):
+            put(1)
+            get()
+        return pc() - t0, laps * size
+
+    def teardown(self):
+        self.qs[1 % self.n].put(None)
+        self.qs[0].get()
+        for t in self.ts:
+            t.join()
+
+
+class TaskRing(AsyncBench):
+    sample_note = "per-op latencies are a lap's time divided by the ring size"
+
+    async def asetup(self):
+        n = int(self.p["n"])
+        self.n = n
+        self.qs = [asyncio.Queue() for _ in range(n)]
+        loop = asyncio.get_running_loop()
+        self.ts = [loop.create_task(self.worker(self.qs[i], self.qs[(i + 1) % n])) for i in range(1, n)]
+        await asyncio.sleep(0)
+
+    async def worker(self, qin, qout):
+        get, put = qin.get, qout.put_nowait
+        while True:
+            v = await get()
+            put(v)
+            if v is None:
+                return
+
+    async def arun(self, n, every, samples):
+        size = self.n
+        laps = max(1, -(-n // size))
+        put, get = self.qs[1 % size].put_nowait, self.qs[0].get
+        chunks, rest = divmod(laps, every)
+        t0 = pc()
+        for _ in range(chunks):
+            s = pc()
+            put(1)
+            await get()
+            samples.append((pc() - s) // size)
+            for _ in range(every - 1):
+                put(1)
+                await get()
+        for _ in range(rest):
+            put(1)
+            await get()
+        return pc() - t0, laps * size
+
+    async def ateardown(self):
+        self.qs[1 % self.n].put_nowait(None)
+        await self.qs[0].get()
+        for t in self.ts:
+            await t
+
+
+class TaskYield(AsyncBench):
+    """K tasks each awaiting asyncio.sleep(0) in a loop; op = one yield."""
+
+    sampled = False
+    sample_note = "no per-op latencies: a yield's latency is a whole cycle of the ready queue"
+
+    async def asetup(self):
+        self.k = int(self.p["k"])
+
+    async def arun(self, n, every, samples):
+        k = self.k
+        m = max(1, n // k)
+        sleep = asyncio.sleep
+
+        async def worker():
+            for _ in range(m):
+                await sleep(0)
+
+        loop = asyncio.get_running_loop()
+        tasks = [loop.create_task(worker()) for _ in range(k)]
+        t0 = pc()
+        for t in tasks:
+            await t
+        return pc() - t0, k * m
+
+
+# hop: an indexed sqlite3 lookup, direct and through worker threads.
+
+SQL = "SELECT v FROM t WHERE k = ?"
+
+
+def make_db(conn):
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, v TEXT)")
+    conn.executemany("INSERT INTO t (k, v) VALUES (?, ?)", [(i, "value %d" % i) for i in range(1000)])
+    conn.execute("CREATE INDEX t_k ON t (k)")
+    conn.commit()
+
+
+class Hop(AsyncBench):
+    async def asetup(self):
+        import sqlite3
+        import concurrent.futures
+
+        self.how = self.p["how"]
+        if self.how == "aiosqlite":
+            try:
+                import aiosqlite
+            except ImportError:
+                raise Unsupported("aiosqlite is not importable by this interpreter (pip install aiosqlite)")
+            self.db = await aiosqlite.connect(":memory:")
+            await self.db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, v TEXT)")
+            await self.db.executemany("INSERT INTO t (k, v) VALUES (?, ?)", [(i, "value %d" % i) for i in range(1000)])
+            await self.db.execute("CREATE INDEX t_k ON t (k)")
+            await self.db.commit()
+            return
+        self.conn = sqlite3.connect(":memory:", check_same_thread=False)
+        make_db(self.conn)
+        self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
+        self.ex.submit(int).result()  # start the worker thread outside timing
+
+    async def arun(self, n, every, samples):
+        conn, ex = getattr(self, "conn", None), getattr(self, "ex", None)
+        loop = asyncio.get_running_loop()
+        how = self.how
+        chunks, rest = divmod(n, every)
+        i = 0
+
+        def lookup(k):
+            return conn.execute(SQL, (k,)).fetchone()
+
+        async def op(k):
+            if how == "direct":
+                return conn.execute(SQL, (k,)).fetchone()
+            if how == "executor":
+                return await loop.run_in_executor(ex, lookup, k)
+            if how == "two-hop":
+                cur = await loop.run_in_executor(ex, conn.execute, SQL, (k,))
+                return await loop.run_in_executor(ex, cur.fetchone)
+            async with self.db.execute(SQL, (k,)) as cur:
+                return await cur.fetchone()
+
+        # The arms differ by one awaited call each; op() is the same
+        # coroutine call in all four, so the multiples compare like with like.
+        t0 = pc()
+        for _ in range(chunks):
+            s = pc()
+            await op(i % 1000)
+            samples.append(pc() - s)
+            i += 1
+            for _ in range(every - 1):
+                await op(i % 1000)
+                i += 1
+        for _ in range(rest):
+            await op(i % 1000)
+            i += 1
+        return pc() - t0, n
+
+    async def ateardown(self):
+        if self.how == "aiosqlite":
+            if hasattr(self, "db"):
+                await self.db.close()
+            return
+        self.ex.shutdown(wait=True)
+        self.conn.close()
+
+
+# callchain: the per-call and per-task floor.
+
+
+def l3(x):
+    return x + 1
+
+
+def l2(x):
+    return l3(x) + 1
+
+
+def l1(x):
+    return l2(x) + 1
+
+
+async def a3(x):
+    return x + 1
+
+
+async def a2(x):
+    return await a3(x) + 1
+
+
+async def a1(x):
+    return await a2(x) + 1
+
+
+class ChainPlain(Bench):
+    sampled = False
+    sample_note = "no per-op latencies: one op is below the clock's own cost"
+
+    def run(self, n, every, samples):
+        f = l1
+        t0 = pc()
+        for i in range(n):
+            f(i)
+        return pc() - t0, n
+
+
+class ChainCoro(AsyncBench):
+    sampled = False
+    sample_note = "no per-op latencies: one op is below the clock's own cost"
+
+    async def arun(self, n, every, samples):
+        f = a1
+        t0 = pc()
+        for i in range(n):
+            await f(i)
+        return pc() - t0, n
+
+
+class ChainTask(AsyncBench):
+    """create_task + await per tiny item; also the memory of a pending task."""
+
+    async def asetup(self):
+        import tracemalloc
+
+        loop = asyncio.get_running_loop()
+        gate = loop.create_future()
+
+        async def wait():
+            await gate
+
+        k = 10000
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        ts = [loop.create_task(wait()) for _ in range(k)]
+        await asyncio.sleep(0)  # every task started and parked on the gate
+        self.task_bytes = (tracemalloc.get_traced_memory()[0] - base) / k
+        tracemalloc.stop()
+        gate.set_result(None)
+        for t in ts:
+            await t
+
+    def metrics(self):
+        return {"task_bytes": self.task_bytes}
+
+    async def arun(self, n, every, samples):
+        create = asyncio.get_running_loop().create_task
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for i in range(chunks):
+            s = pc()
+            await create(a3(i))
+            samples.append(pc() - s)
+            for _ in range(every - 1):
+                await create(a3(i))
+        for i in range(rest):
+            await create(a3(i))
+        return pc() - t0, n
+
+
+BENCHES = {
+    "pingpong.simplequeue": ThreadQueue,
+    "pingpong.event": ThreadEvent,
+    "pingpong.pipe-thread": lambda p: PipePair(p, fork=False),
+    "pingpong.pipe-fork": lambda p: PipePair(p, fork=True),
+    "pingpong.asyncio-queue": TaskQueue,
+    "pingpong.future": TaskFuture,
+    "ring.thread": ThreadRing,
+    "ring.task": TaskRing,
+    "yield.task": TaskYield,
+    "hop": Hop,
+    "callchain.plain": ChainPlain,
+    "callchain.coroutine": ChainCoro,
+    "callchain.task": ChainTask,
+    # Test benches for ctxlab's protocol tests.
+    "test.sleep": None,
+    "test.crash": None,
+}
+
+
+# --- the measuring loop ---------------------------------------------------
+
+
+def clock_cost():
+    n = 20000
+    t0 = pc()
+    for _ in range(n):
+        pc()
+    return (pc() - t0) / n
+
+
+CLOCK_NS = clock_cost()
+
+
+def measure(req):
+    name = req["bench"]
+    p = req.get("params") or {}
+    if name == "test.crash":
+        os._exit(3)
+    if name == "test.sleep":
+        time.sleep(float(p.get("seconds", 3600)))
+        return {"rep_ns": [1], "ops": [1]}
+    if name not in BENCHES:
+        raise ValueError("unknown bench %r" % name)
+    p = dict(p, cpus_b=req.get("cpus_b"))
+    bench = BENCHES[name](p)
+    reps = int(req.get("reps", 3))
+    bench_ns = int(req.get("bench_ns", 100_000_000))
+    warm_ns = int(req.get("warmup_ns", 50_000_000))
+    warm_ops = int(req.get("warmup_ops", 1 << 20))
+    max_samples = int(req.get("max_samples", 20000))
+    min_ops = int(req.get("min_ops", 1))
+
+    old_si = sys.getswitchinterval()
+    si = p.get("switch_interval_s")
+    busy = None
+    ready = False
+    pin(req.get("cpus"))
+    pin(req.get("cpus_a"))
+    mask = sorted(os.sched_getaffinity(0)) if HAVE_AFFINITY else None
+    try:
+        if si:
+            sys.setswitchinterval(float(si))
+        bench.setup()
+        ready = True
+        if int(p.get("busy", 0)) > 0:
+            busy = [Busy() for _ in range(int(p["busy"]))]
+        # Warm-up: grow n until the warm-up time or op count is reached; it
+        # also estimates the op's cost for sizing the repetitions.
+        n, ops, spent = 1, 0, 0
+        start = pc()
+        scratch = []
+        while True:
+            el, done = bench.run(n, 1 << 62, scratch)
+            ops += done
+            spent += el
+            if pc() - start >= warm_ns or ops >= warm_ops:
+                break
+            target = warm_ns / 10
+            est = int(n * target / el) if el > 0 else n * 10
+            n = max(n + 1, min(n * 10, est))
+        per_op = max(spent / ops, 1.0)
+        ops_per_rep = int(max(min_ops, min(1e8, bench_ns / per_op)))
+        every = max(1, math.ceil(reps * ops_per_rep / max_samples), math.ceil(60 * CLOCK_NS / per_op))
+        if not bench.sampled:
+            every = 1 << 62
+        samples, rep_ns, rep_ops = [], [], []
+        vol = invol = tvol = tinvol = cvol = cinvol = 0
+        migr, have_migr = 0, True
+        kids = bench.children()
+        for _ in range(reps):
+            m0 = migrations()
+            c0 = [proc_switches(k) for k in kids]
+            s0 = rusage_self()
+            t0 = rusage_thread()
+            el, done = bench.run(ops_per_rep, every, samples)
+            t1 = rusage_thread()
+            s1 = rusage_self()
+            c1 = [proc_switches(k) for k in kids]
+            m1 = migrations()
+            rep_ns.append(el)
+            rep_ops.append(done)
+            vol += s1[0] - s0[0]
+            invol += s1[1] - s0[1]
+            tvol += t1[0] - t0[0]
+            tinvol += t1[1] - t0[1]
+            for a, b in zip(c0, c1):
+                if a and b:
+                    cvol += b[0] - a[0]
+                    cinvol += b[1] - a[1]
+            if m0 is None or m1 is None:
+                have_migr = False
+            else:
+                migr += sum(m1[t] - m0[t] for t in m1 if t in m0)
+        out = {
+            "rep_ns": rep_ns,
+            "ops": rep_ops,
+            "samples_ns": samples,
+            "sample_every": every if bench.sampled else 0,
+            "switches": {"voluntary": vol, "involuntary": invol, "child_voluntary": cvol, "child_involuntary": cinvol},
+            "thread_switches": {"voluntary": tvol, "involuntary": tinvol} if HAVE_RUSAGE_THREAD else None,
+            "migrations": migr if have_migr else None,
+            "switch_interval_s": sys.getswitchinterval(),
+            "affinity": mask,
+            "metrics": bench.metrics(),
+            "notes": [bench.sample_note] if bench.sample_note else [],
+        }
+        return out
+    finally:
+        if busy:
+            for b in busy:
+                b.close()
+        try:
+            if ready:
+                bench.teardown()
+        finally:
+            sys.setswitchinterval(old_si)
+            pin(BASE_MASK)
+
+
+def hello():
+    ft = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+    gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
+    v = sys.version_info
+    return {
+        "protocol": PROTOCOL,
+        "implementation": sys.implementation.name,
+        "version": "%d.%d.%d" % (v.major, v.minor, v.micro),
+        "full_version": sys.version.replace("\n", " "),
+        "executable": sys.executable,
+        "free_threaded": ft,
+        "gil_enabled": gil,
+        "switch_interval_s": sys.getswitchinterval(),
+        "clock_ns": CLOCK_NS,
+        "rusage_thread": HAVE_RUSAGE_THREAD,
+        "affinity": HAVE_AFFINITY,
+    }
+
+
+def main():
+    out = sys.stdout
+    out.write(json.dumps({"hello": hello()}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        rid = None
+        try:
+            req = json.loads(line)
+            rid = req.get("id")
+            res = measure(req)
+            res.update({"id": rid, "ok": True})
+        except Unsupported as e:
+            res = {"id": rid, "ok": False, "unsupported": str(e)}
+        except Exception as e:  # reported on the arm; the driver goes on
+            import traceback
+
+            traceback.print_exc()
+            res = {"id": rid, "ok": False, "error": "%s: %s" % (type(e).__name__, e)}
+        out.write(json.dumps(res) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

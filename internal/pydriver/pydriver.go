@@ -1,0 +1,178 @@
+// Package pydriver runs ctxlab's embedded CPython driver (driver.py) so
+// CPython threads and asyncio tasks are measured by Python itself and land
+// in the same result model as the Go arms. It finds interpreters on PATH,
+// resolves each one's real executable once (a pyenv shim costs ~90 ms per
+// start), keeps one driver process per interpreter for a batch of arms,
+// speaks the line protocol of docs/python.md with it, and kills its whole
+// process group when an arm's time limit passes or its output is garbage.
+package pydriver
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Source is the driver script ctxlab runs with `python3 -u -c Source`.
+//
+//go:embed driver.py
+var Source string
+
+// ErrNoPython says no usable python3 was found; arms that need one are
+// skipped, not failed.
+var ErrNoPython = errors.New("python3 not found on PATH")
+
+// Interpreter is one CPython found on this machine.
+type Interpreter struct {
+	Name         string `json:"name"`       // as asked or found on PATH: "python3", "python3.13t", a path
+	Path         string `json:"executable"` // the real executable (sys.executable): shims resolved
+	Version      string `json:"version"`    // "3.11.7"
+	FreeThreaded bool   `json:"free_threaded"`
+	GILEnabled   bool   `json:"gil_enabled"`
+}
+
+// Build is "GIL" or "free-threaded" (with the GIL on or off at run time).
+func (in *Interpreter) Build() string {
+	switch {
+	case !in.FreeThreaded:
+		return "GIL"
+	case in.GILEnabled:
+		return "free-threaded (GIL re-enabled)"
+	}
+	return "free-threaded"
+}
+
+// Tag is the version with a "t" for free-threaded builds: "3.11.7", "3.13.1t".
+func (in *Interpreter) Tag() string {
+	if in.FreeThreaded {
+		return in.Version + "t"
+	}
+	return in.Version
+}
+
+const probeScript = `import sys, sysconfig, json
+v = sys.version_info
+print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % (v.major, v.minor, v.micro),
+  "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+  "gil_enabled": sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True,
+  "implementation": sys.implementation.name}))`
+
+// probeTimeout bounds one interpreter probe (a cold pyenv shim is slow).
+const probeTimeout = 15 * time.Second
+
+var (
+	cacheMu sync.Mutex
+	cache   = map[string]*Interpreter{} // key: name + "\x00" + PATH
+)
+
+// Resolve finds the interpreter name (a command on PATH or a path) and
+// asks it, once, for its real executable, version and build. The answer
+// is cached per name and PATH.
+func Resolve(name string) (*Interpreter, error) {
+	key := name + "\x00" + os.Getenv("PATH")
+	cacheMu.Lock()
+	if in, ok := cache[key]; ok {
+		cacheMu.Unlock()
+		return in, nil
+	}
+	cacheMu.Unlock()
+	exe, err := exec.LookPath(name)
+	if err != nil {
+		if name == "python3" {
+			return nil, ErrNoPython
+		}
+		return nil, fmt.Errorf("python %q: %w", name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-c", probeScript)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("python %q (%s) does not run: %v%s", name, exe, err, tailText(stderr.Bytes(), 300))
+	}
+	var p struct {
+		Interpreter
+		Implementation string `json:"implementation"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &p); err != nil || p.Version == "" {
+		return nil, fmt.Errorf("python %q (%s) is not a Python 3 ctxlab can drive: %q", name, exe, tailText(out, 200))
+	}
+	if p.Implementation != "cpython" {
+		return nil, fmt.Errorf("python %q (%s) is %s; the driver measures CPython", name, exe, p.Implementation)
+	}
+	in := p.Interpreter
+	in.Name = name
+	if in.Path == "" {
+		in.Path = exe
+	}
+	cacheMu.Lock()
+	cache[key] = &in
+	cacheMu.Unlock()
+	return &in, nil
+}
+
+var pyName = regexp.MustCompile(`^python3(\.[0-9]+t?)?$`)
+
+// FindAll lists every python3, python3.N and python3.Nt on PATH that runs,
+// one per real executable (the first found on PATH wins), by version.
+// Names that do not run (a pyenv shim without that version) are left out.
+func FindAll() []*Interpreter {
+	seen := map[string]bool{}
+	names := map[string]bool{}
+	var out []*Interpreter
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			n := e.Name()
+			if !pyName.MatchString(n) || names[n] {
+				continue
+			}
+			names[n] = true
+			in, err := Resolve(n)
+			if err != nil {
+				continue
+			}
+			real := in.Path
+			if r, err := filepath.EvalSymlinks(real); err == nil {
+				real = r
+			}
+			if seen[real] {
+				continue
+			}
+			seen[real] = true
+			out = append(out, in)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Tag() < out[j].Tag() })
+	return out
+}
+
+func tailText(b []byte, n int) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return ""
+	}
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return ": " + s
+}

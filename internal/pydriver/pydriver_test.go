@@ -1,0 +1,369 @@
+package pydriver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/child"
+)
+
+// fake starts a fake driver script from testdata under /bin/sh.
+func fake(t *testing.T, ctx context.Context, script string, args ...string) (*Session, error) {
+	t.Helper()
+	return StartSession(ctx, "/bin/sh", append([]string{filepath.Join("testdata", script)}, args...))
+}
+
+// gone reports whether no live (non-zombie) process is left in the
+// process group pgid; killed grandchildren may stay zombies until init
+// reaps them. It waits up to two seconds for the kernel to finish.
+func gone(pgid int) bool {
+	for i := 0; i < 40; i++ {
+		if len(liveInGroup(pgid)) == 0 {
+			return true
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// liveInGroup lists the pids in process group pgid that are not zombies.
+func liveInGroup(pgid int) []int {
+	if errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) {
+		return nil
+	}
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp …; comm may hold spaces.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 3 {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid && f[0] != "Z" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func TestProtocolGood(t *testing.T) {
+	ctx := context.Background()
+	s, err := fake(t, ctx, "good.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Hello.Protocol != 1 || s.Hello.Version != "0.0.0" {
+		t.Fatalf("hello = %+v", s.Hello)
+	}
+	for want := 1; want <= 2; want++ { // one driver serves several arms
+		r, err := s.Do(ctx, Request{Bench: "x", Reps: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.OK || r.ID != want || len(r.RepNs) != 2 || r.Ops[1] != 10 || len(r.SamplesNs) != 3 {
+			t.Fatalf("response %d = %+v", want, r)
+		}
+		if r.Switches.Voluntary != 40 || r.Switches.ChildVoluntary != 4 || r.Migrations == nil || *r.Migrations != 3 {
+			t.Fatalf("counts = %+v, migrations %v", r.Switches, r.Migrations)
+		}
+		if r.Metrics["x"] != 1 || len(r.Notes) != 1 {
+			t.Fatalf("metrics %v notes %v", r.Metrics, r.Notes)
+		}
+	}
+	pid := s.PID()
+	s.Close()
+	if !gone(pid) {
+		t.Fatalf("driver group %d still exists after Close", pid)
+	}
+}
+
+func TestProtocolGarbage(t *testing.T) {
+	s, err := fake(t, context.Background(), "garbage.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := s.PID()
+	_, err = s.Do(context.Background(), Request{Bench: "x"})
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("err = %v, want ErrProtocol", err)
+	}
+	for _, want := range []string{"not a JSON result line", "just garbage", "stderr: about to misbehave"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	if !gone(pid) {
+		t.Fatalf("driver group %d not killed after garbage", pid)
+	}
+	if _, err := s.Do(context.Background(), Request{}); err == nil {
+		t.Fatal("a dead session accepted a request")
+	}
+}
+
+func TestProtocolCrash(t *testing.T) {
+	s, err := fake(t, context.Background(), "crash.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Do(context.Background(), Request{Bench: "x"})
+	if err == nil {
+		t.Fatal("no error from a crashed driver")
+	}
+	for _, want := range []string{"exited", "exit status 3", "boom"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestProtocolHangKilledAtLimit(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "grandchild")
+	s, err := fake(t, context.Background(), "hang.sh", pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := s.PID()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = s.Do(ctx, Request{Bench: "x"})
+	if err == nil {
+		t.Fatal("no error from a hung driver")
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Do returned after %v: not at the limit", took)
+	}
+	if !strings.Contains(err.Error(), "killed") || !strings.Contains(err.Error(), "stuck") {
+		t.Errorf("error %q should say the driver was killed and carry its stderr", err)
+	}
+	if !gone(pid) {
+		t.Fatalf("driver group %d survived the limit", pid)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("grandchild pid: %v", err)
+	}
+	gc, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if gc <= 0 || alive(gc) {
+		t.Fatalf("grandchild %d (sleep) survived the driver's kill", gc)
+	}
+	if n := child.Alive(); n != 0 {
+		t.Fatalf("%d children not reaped", n)
+	}
+}
+
+func TestProtocolHangBeforeHello(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := StartSession(ctx, "/bin/sh", []string{"-c", "sleep 300"})
+	if err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("err = %v, want a kill at the limit", err)
+	}
+}
+
+func TestProtocolNoHello(t *testing.T) {
+	_, err := fake(t, context.Background(), "nohello.sh")
+	if !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "Python 2.7.18") {
+		t.Fatalf("err = %v, want ErrProtocol quoting the line", err)
+	}
+}
+
+func TestProtocolBadShape(t *testing.T) {
+	s, err := fake(t, context.Background(), "noreps.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Do(context.Background(), Request{})
+	if !errors.Is(err, ErrProtocol) {
+		t.Fatalf("err = %v, want ErrProtocol", err)
+	}
+}
+
+func TestProtocolFailedAndUnsupported(t *testing.T) {
+	s, err := fake(t, context.Background(), "failing.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Do(context.Background(), Request{})
+	if err != nil || r.OK || !strings.Contains(r.Error, "unknown bench") || !strings.Contains(r.Stderr, "ValueError") {
+		t.Fatalf("failed bench: r=%+v err=%v", r, err)
+	}
+	r, err = s.Do(context.Background(), Request{})
+	if err != nil || r.OK || r.Unsupported == "" {
+		t.Fatalf("unsupported bench: r=%+v err=%v", r, err)
+	}
+	r, err = s.Do(context.Background(), Request{}) // the session goes on
+	if err != nil || !r.OK {
+		t.Fatalf("third request: r=%+v err=%v", r, err)
+	}
+}
+
+func TestResolveWithoutPython(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if _, err := Resolve("python3"); !errors.Is(err, ErrNoPython) {
+		t.Fatalf("err = %v, want ErrNoPython", err)
+	}
+	if ins := FindAll(); len(ins) != 0 {
+		t.Fatalf("FindAll found %d interpreters on an empty PATH", len(ins))
+	}
+}
+
+func TestResolveNotPython(t *testing.T) {
+	dir := t.TempDir()
+	fakePy := filepath.Join(dir, "python3")
+	if err := os.WriteFile(fakePy, []byte("#!/bin/sh\necho hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	_, err := Resolve("python3")
+	if err == nil || errors.Is(err, ErrNoPython) || !strings.Contains(err.Error(), "not a Python 3") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// realPython returns the python3 on PATH, or skips.
+func realPython(t *testing.T) *Interpreter {
+	t.Helper()
+	in, err := Resolve("python3")
+	if err != nil {
+		t.Skipf("no usable python3: %v", err)
+	}
+	return in
+}
+
+func TestRealDriver(t *testing.T) {
+	in := realPython(t)
+	if in.Version == "" || !filepath.IsAbs(in.Path) {
+		t.Fatalf("interpreter = %+v", in)
+	}
+	defer CloseAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req := Request{Bench: "pingpong.asyncio-queue", Reps: 2, BenchNs: int64(5 * time.Millisecond),
+		WarmUpNs: int64(2 * time.Millisecond), WarmUpOps: 1000, MaxSamples: 100}
+	r, h, err := in.Do(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK || len(r.RepNs) != 2 || r.Ops[0] < 1 || len(r.SamplesNs) == 0 || len(r.SamplesNs) > 100+2 {
+		t.Fatalf("response = %+v", r)
+	}
+	if h.Version != in.Version || h.Implementation != "cpython" || h.ClockNs <= 0 {
+		t.Fatalf("hello = %+v, interpreter %+v", h, in)
+	}
+	pid := poolPID(in)
+	// A failing bench is an answer, not a dead driver: the same process goes on.
+	r, _, err = in.Do(ctx, Request{Bench: "no.such.bench", Reps: 1})
+	if err != nil || r.OK || !strings.Contains(r.Error, "unknown bench") || !strings.Contains(r.Stderr, "Traceback") {
+		t.Fatalf("unknown bench: r=%+v err=%v", r, err)
+	}
+	if poolPID(in) != pid {
+		t.Fatal("the driver was restarted after a failed bench")
+	}
+	// A crash inside the real driver is reported with its exit status.
+	_, _, err = in.Do(ctx, Request{Bench: "test.crash", Reps: 1})
+	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
+		t.Fatalf("crash: err = %v", err)
+	}
+}
+
+func poolPID(in *Interpreter) int {
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	if p := pool.sessions[in.Path]; p != nil && p.s != nil {
+		return p.s.PID()
+	}
+	return 0
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(f) > 0 && f[0] != "Z"
+}
+
+// TestRealDriverEveryBench runs every bench of the real driver with tiny
+// sizes: a smoke test that each one runs, answers and cleans up.
+func TestRealDriverEveryBench(t *testing.T) {
+	in := realPython(t)
+	defer CloseAll()
+	cases := []struct {
+		bench  string
+		params map[string]string
+	}{
+		{"pingpong.simplequeue", nil},
+		{"pingpong.simplequeue", map[string]string{"busy": "1", "switch_interval_s": "0.0005"}},
+		{"pingpong.event", nil},
+		{"pingpong.pipe-thread", nil},
+		{"pingpong.pipe-fork", nil},
+		{"pingpong.asyncio-queue", map[string]string{"busy": "1"}},
+		{"pingpong.future", nil},
+		{"ring.thread", map[string]string{"n": "100"}},
+		{"ring.task", map[string]string{"n": "100"}},
+		{"yield.task", map[string]string{"k": "100"}},
+		{"hop", map[string]string{"how": "direct"}},
+		{"hop", map[string]string{"how": "executor"}},
+		{"hop", map[string]string{"how": "two-hop"}},
+		{"hop", map[string]string{"how": "aiosqlite"}},
+		{"callchain.plain", nil},
+		{"callchain.coroutine", nil},
+		{"callchain.task", nil},
+	}
+	for _, c := range cases {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		req := Request{Bench: c.bench, Params: c.params, Reps: 2, BenchNs: int64(2 * time.Millisecond),
+			WarmUpNs: int64(time.Millisecond), WarmUpOps: 100, MaxSamples: 1000, MinOps: 1, CPUs: nil}
+		r, h, err := in.Do(ctx, req)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s %v: %v", c.bench, c.params, err)
+		}
+		if c.params["switch_interval_s"] == "" && r.OK && r.SwitchInterval != h.SwitchInterval {
+			t.Errorf("%s: switch interval %v, want the default %v restored", c.bench, r.SwitchInterval, h.SwitchInterval)
+		}
+		if c.params["how"] == "aiosqlite" && r.Unsupported != "" {
+			continue // aiosqlite not installed: reported, not failed
+		}
+		if !r.OK {
+			t.Fatalf("%s %v: %s; stderr %s", c.bench, c.params, r.Error, r.Stderr)
+		}
+		if len(r.RepNs) != 2 {
+			t.Fatalf("%s: %d repetitions", c.bench, len(r.RepNs))
+		}
+		if c.bench == "pingpong.pipe-fork" && r.Switches.ChildVoluntary == 0 {
+			t.Errorf("pipe-fork: the forked partner's switches were not counted: %+v", r.Switches)
+		}
+		if c.params["switch_interval_s"] != "" && r.SwitchInterval != 0.0005 {
+			t.Errorf("switch interval during the arm = %v", r.SwitchInterval)
+		}
+	}
+}
+
+// The driver travels as one argument (-c SOURCE): Linux caps one argument
+// at 128 KiB (MAX_ARG_STRLEN).
+func TestSourceFitsOneArgument(t *testing.T) {
+	if len(Source) == 0 || len(Source) >= 128<<10 {
+		t.Fatalf("driver source is %d bytes; it must be non-empty and under 128 KiB", len(Source))
+	}
+}

@@ -1,0 +1,84 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// direct measures an arm that times itself (exp.Arm.Direct, the CPython
+// driver) and turns what it returns into the same result as a Go arm:
+// the same summary, percentiles, histogram, switch and noise fields.
+func direct(ctx, actx context.Context, cfg Config, a exp.Arm, r result.Arm, reps int, before sysinfo.Noise) result.Arm {
+	req := exp.DirectRequest{Reps: reps, BenchTime: cfg.BenchTime, WarmUp: cfg.WarmUp,
+		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples}
+	d, err := a.Direct(actx, req)
+	after := sysinfo.Sample(cfg.Host)
+	switch {
+	case ctx.Err() != nil:
+		r.Status, r.Reason = result.StatusInterrupted, "interrupted"
+	case actx.Err() != nil:
+		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("did not finish within %v", cfg.Timeout)
+		if err != nil {
+			r.Reason += "; " + err.Error()
+		}
+	case errors.Is(err, exp.ErrSkipped):
+		r.Status, r.Reason = result.StatusSkipped, err.Error()
+	case errors.Is(err, exp.ErrUnsupported):
+		r.Status, r.Reason = result.StatusUnsupported, err.Error()
+	case err != nil:
+		r.Status, r.Reason = result.StatusFailed, err.Error()
+	}
+	if d == nil || len(d.RepMeans) == 0 {
+		return r
+	}
+	if len(d.Params) > 0 {
+		params := map[string]string{}
+		for k, v := range r.Params {
+			params[k] = v
+		}
+		for k, v := range d.Params {
+			params[k] = v
+		}
+		r.Params = params
+	}
+	var s *measure.Sampler
+	if len(d.Samples) > 0 {
+		s = measure.NewSampler(len(d.Samples), len(d.Samples), 1)
+		for _, v := range d.Samples {
+			s.Record(v)
+		}
+	}
+	// fill summarises the means and samples; the counts are per op of the
+	// driver's own total, which may differ from reps × ops per rep.
+	fill(&r, cfg, d.RepMeans, 0, s, counts{})
+	r.Ops = d.OpsPerRep
+	if d.TotalOps > 0 {
+		n := float64(d.TotalOps)
+		r.Switches = &result.Switches{
+			Voluntary: float64(d.Voluntary) / n, Involuntary: float64(d.Involuntary) / n,
+			ChildVoluntary: float64(d.ChildVoluntary) / n, ChildInvoluntary: float64(d.ChildInvoluntary) / n,
+		}
+		if d.Migrations >= 0 {
+			m := float64(d.Migrations) / n
+			r.Migrations = &m
+		}
+	}
+	if d.SampleEvery > 1 {
+		r.Notes = append(r.Notes, fmt.Sprintf("percentiles from every %d%s op (%d samples)", d.SampleEvery, ordinal(d.SampleEvery), len(d.Samples)))
+	}
+	for k, v := range d.Metrics {
+		if r.Metrics == nil {
+			r.Metrics = map[string]float64{}
+		}
+		r.Metrics[k] = v
+	}
+	r.Notes = append(r.Notes, d.Notes...)
+	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
+	return r
+}

@@ -1,0 +1,91 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+func directArm(f func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error)) exp.Arm {
+	return exp.Arm{Name: "t/direct", Substrate: "pythread", Mechanism: "x", Params: map[string]string{"a": "1"}, Direct: f}
+}
+
+func directConfig() Config {
+	c := ForSuite(exp.SuiteQuick)
+	c.Timeout = 300 * time.Millisecond
+	c.Host = sysinfo.Detect()
+	return c
+}
+
+func TestDirectArmResult(t *testing.T) {
+	var got exp.DirectRequest
+	a := directArm(func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
+		got = req
+		return &exp.DirectResult{RepMeans: []float64{100, 300, 200}, OpsPerRep: 10, TotalOps: 30,
+			Samples: []int64{90, 100, 110, 120}, SampleEvery: 3, Voluntary: 60, Involuntary: 3, ChildVoluntary: 30,
+			Migrations: 6, Params: map[string]string{"python": "3.11.7"}, Metrics: map[string]float64{"task_bytes": 800},
+			Notes: []string{"from python"}}, nil
+	})
+	cfg := directConfig()
+	r := Arm(context.Background(), cfg, &exp.Spec{Name: "t", Op: "round trip"}, a)
+	if r.Status != result.StatusOK {
+		t.Fatalf("status %s: %s", r.Status, r.Reason)
+	}
+	if got.Reps != cfg.Reps || got.BenchTime != cfg.BenchTime || got.MaxSamples != cfg.MaxSamples {
+		t.Fatalf("request = %+v, config %+v", got, cfg)
+	}
+	if r.Median != 200 || r.Min != 100 || r.Max != 300 || r.Ops != 10 || len(r.RepMeans) != 3 {
+		t.Fatalf("summary: median %v min %v max %v ops %v", r.Median, r.Min, r.Max, r.Ops)
+	}
+	if r.Switches == nil || r.Switches.Voluntary != 2 || r.Switches.Involuntary != 0.1 || r.Switches.ChildVoluntary != 1 {
+		t.Fatalf("switches = %+v", r.Switches)
+	}
+	if r.Migrations == nil || *r.Migrations != 0.2 {
+		t.Fatalf("migrations = %v", r.Migrations)
+	}
+	if r.Percentiles == nil || r.Percentiles.Samples != 4 || r.Percentiles.P50 != 100 || r.Percentiles.Max != 120 || len(r.Histogram) == 0 {
+		t.Fatalf("percentiles = %+v", r.Percentiles)
+	}
+	if r.Params["a"] != "1" || r.Params["python"] != "3.11.7" || r.Metrics["task_bytes"] != 800 {
+		t.Fatalf("params %v metrics %v", r.Params, r.Metrics)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "|"), "every 3rd op") || !strings.Contains(strings.Join(r.Notes, "|"), "from python") {
+		t.Fatalf("notes = %v", r.Notes)
+	}
+	if !r.Noise.Noisy || r.Noise.Spread != 3 {
+		t.Fatalf("a 3× spread must be flagged noisy: %+v", r.Noise)
+	}
+}
+
+func TestDirectArmStatuses(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		block  bool
+		status string
+		reason string
+	}{
+		{err: fmt.Errorf("python3 not found: %w", exp.ErrSkipped), status: result.StatusSkipped, reason: "python3 not found"},
+		{err: fmt.Errorf("no aiosqlite: %w", exp.ErrUnsupported), status: result.StatusUnsupported, reason: "no aiosqlite"},
+		{err: errors.New("driver crashed; stderr: boom"), status: result.StatusFailed, reason: "boom"},
+		{block: true, status: result.StatusTimedOut, reason: "did not finish"},
+	} {
+		a := directArm(func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
+			if tc.block {
+				<-ctx.Done()
+				return nil, errors.New("driver killed")
+			}
+			return nil, tc.err
+		})
+		r := Arm(context.Background(), directConfig(), &exp.Spec{Name: "t"}, a)
+		if r.Status != tc.status || !strings.Contains(r.Reason, tc.reason) {
+			t.Errorf("status %q reason %q, want %q containing %q", r.Status, r.Reason, tc.status, tc.reason)
+		}
+	}
+}
