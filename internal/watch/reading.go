@@ -22,6 +22,12 @@ const (
 	// switch, above which cold caches on resume are worth naming.
 	MigrationsPerSec = 50.0
 	MigrationShare   = 0.2
+	// HandoffShare and HandoffRunqNs: a profile with at least this share of
+	// voluntary switches whose run-queue wait per switch is below
+	// HandoffRunqNs (far less than a time slice) is a tight handoff whose
+	// wake-ups preempt the waker, not a shortage of cores.
+	HandoffShare  = 0.3
+	HandoffRunqNs = 50e3
 )
 
 // Reading kinds.
@@ -149,6 +155,9 @@ func ReadThread(t Thread, secs float64, cpus int, subject string, whole bool) []
 			add(KindYield, "mostly involuntary (%.0f%% of %s switches/s) but little run-queue wait (%s per switch, %.0f%% of the time it wanted a CPU): this reads as sched_yield (counted as involuntary) or preemption by higher-priority work, not a shortage of cores",
 				100*invShare, fmtRate(perSec), result.FormatNs(perSw), 100*share)
 		}
+	case volShare >= HandoffShare && t.HasSchedstat && float64(t.RunqNs)/float64(sw) < HandoffRunqNs:
+		add(KindBlocking, "voluntary (%.0f%%) and involuntary switches at %s switches/s with little run-queue wait (%s per switch%s): this reads as a tight blocking handoff — each wake-up of a partner preempts the waker (the kernel counts that as involuntary) and the partner then blocks again; the fix to try is batching (fewer, larger handoffs)",
+			100*volShare, fmtRate(perSec), result.FormatNs(float64(t.RunqNs)/float64(sw)), cpuPerSwitch)
 	default:
 		add(KindBlocking, "a mix of voluntary (%.0f%%) and involuntary switches at %s switches/s: some blocking or handoff and some preemption; neither dominates", 100*volShare, fmtRate(perSec))
 		out[len(out)-1].Kind = "mixed"

@@ -127,7 +127,7 @@ func WriteJSON(w io.Writer, p Profile, phase string, readings []Reading) error {
 func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden int) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s — %.2f s, %d process(es), %d thread(s), %d CPUs\n", title, p.Seconds, p.Procs, p.Total.Threads, p.CPUs)
-	fmt.Fprintf(&b, "%8s %8s  %-16s %9s %9s %8s %6s %10s %10s\n", "PID", "TID", "NAME", "VOL/s", "INVOL/s", "MIGR/s", "CPU%", "RUNQ/s", "RUNQ/SW")
+	fmt.Fprintf(&b, "%8s %8s  %-18s %9s %9s %8s %6s %10s %10s\n", "PID", "TID", "NAME", "VOL/s", "INVOL/s", "MIGR/s", "CPU%", "RUNQ/s", "RUNQ/SW")
 	row := func(pid, tid, name string, t Thread) {
 		r := rowRecord("", "", &p, t)
 		mig, cpu, rq, rqsw := "n/a", "n/a", "n/a", "n/a"
@@ -142,13 +142,16 @@ func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden
 				rqsw = result.FormatNs(*r.RunqUsPerSwitch * 1e3)
 			}
 		}
-		if t.Exited {
-			name += " (exited)"
-		}
-		if len(name) > 16 && !strings.HasSuffix(name, ")") {
+		if len(name) > 16 {
 			name = name[:16]
 		}
-		fmt.Fprintf(&b, "%8s %8s  %-16s %9s %9s %8s %6s %10s %10s\n", pid, tid, name,
+		switch {
+		case t.Exited:
+			name += " -"
+		case t.Started:
+			name += " +"
+		}
+		fmt.Fprintf(&b, "%8s %8s  %-18s %9s %9s %8s %6s %10s %10s\n", pid, tid, name,
 			fmtRate(r.VolPerSec), fmtRate(r.InvolPerSec), mig, cpu, rq, rqsw)
 	}
 	for _, t := range p.Threads {
@@ -168,6 +171,12 @@ func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden
 			quotaText(p.Cgroup.Quota), p.Cgroup.ThrottledPeriods, result.FormatNs(float64(p.Cgroup.ThrottledUs)*1e3))
 	} else {
 		fmt.Fprintln(&b, "cgroup: unavailable (no CPU cgroup with cpu.stat found for this process)")
+	}
+	for _, t := range p.Threads {
+		if t.Started || t.Exited {
+			fmt.Fprintln(&b, "(+ started during the interval, - exited: its counts after the previous reading are lost with it)")
+			break
+		}
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
