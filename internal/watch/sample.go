@@ -87,6 +87,12 @@ func (w *Watcher) live() (pids []int, mainOK bool, reason string) {
 			}
 			return false
 		}
+		if p.State == "Z" { // exited, not yet reaped: read it one last time
+			if pid == w.main {
+				mainOK, reason = false, fmt.Sprintf("process %d has exited", pid)
+			}
+			return true
+		}
 		st, seen := w.starts[pid]
 		if !seen {
 			w.starts[pid] = p.StartTicks

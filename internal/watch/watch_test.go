@@ -327,3 +327,37 @@ func FuzzParseCFSQuota(f *testing.F) {
 		}
 	})
 }
+
+func TestWatcherPIDReuse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../procstat/testdata/proc")); err != nil {
+		t.Fatal(err)
+	}
+	root := procstat.Root(dir)
+	w, err := NewWatcher(root, []int{200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Begin()
+	if _, err := w.Step(); err != nil {
+		t.Fatal(err)
+	}
+	stat := filepath.Join(dir, "200", "stat")
+	b, _ := os.ReadFile(stat)
+	if err := os.WriteFile(stat, bytes.Replace(b, []byte(" 6000 "), []byte(" 9999 "), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.Step()
+	if !errors.Is(err, ErrGone) || !strings.Contains(w.GoneReason, "PID now belongs to another process") {
+		t.Errorf("after reuse: %v (%s)", err, w.GoneReason)
+	}
+	// A zombie is read one last time, then the watch ends.
+	w2, _ := NewWatcher(root, []int{100})
+	w2.Begin()
+	s, _ := os.ReadFile(filepath.Join(dir, "100", "stat"))
+	_ = os.WriteFile(filepath.Join(dir, "100", "stat"), bytes.Replace(s, []byte(") S "), []byte(") Z "), 1), 0o644)
+	p, err := w2.Step()
+	if !errors.Is(err, ErrGone) || len(p.Threads) != 2 || !strings.Contains(w2.GoneReason, "has exited") {
+		t.Errorf("zombie: %v, %+v", err, p)
+	}
+}
