@@ -108,7 +108,9 @@ func TestWatchInterrupt(t *testing.T) {
 	pid, _ := startChild(t, "sleep 30")
 	var out, errb syncBuf
 	res := make(chan int)
-	go func() { res <- Main([]string{"watch", fmt.Sprint(pid), "--interval", "50ms", "--format", "json"}, &out, &errb) }()
+	go func() {
+		res <- Main([]string{"watch", fmt.Sprint(pid), "--interval", "50ms", "--format", "json"}, &out, &errb)
+	}()
 	for i := 0; i < 200 && !strings.Contains(out.String(), `"phase":"interval"`); i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
