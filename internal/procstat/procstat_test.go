@@ -166,12 +166,12 @@ func FuzzReadTaskFiles(f *testing.F) {
 	f.Add(rd("testdata/proc/100/task/100/status"), rd("testdata/proc/100/task/100/sched"),
 		rd("testdata/proc/100/task/100/schedstat"), rd("testdata/proc/100/stat"))
 	f.Add([]byte("Name:\tx\n"), []byte(""), []byte("1 2"), []byte("1 (x)"))
+	root := f.TempDir() // one fake tree per worker, rewritten by each input (inputs run one at a time)
+	dir := filepath.Join(root, "7", "task", "7")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, status, sched, schedstat, stat []byte) {
-		root := t.TempDir()
-		dir := filepath.Join(root, "7", "task", "7")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		for name, b := range map[string][]byte{"status": status, "sched": sched, "schedstat": schedstat, "stat": stat} {
 			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 				t.Fatal(err)
