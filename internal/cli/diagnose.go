@@ -144,9 +144,6 @@ func openCounters(pid int) []*counter {
 		switch {
 		case err != nil:
 			c.unsupported = measure.UnsupportedReason(err)
-		case userOnly && ev.Kind == "software" && (ev.Name == "context-switches" || ev.Name == "cpu-migrations"):
-			_ = unix.Close(fd)
-			c.unsupported = "perf_event_paranoid allows user-mode counting only, and this event happens in the kernel"
 		default:
 			c.fd, c.userOnly = fd, userOnly
 		}
@@ -183,6 +180,10 @@ func readCounters(cs []*counter) []CounterRecord {
 					r.Scaled = true
 				}
 				r.Value = &v
+				if v == 0 && c.userOnly && (c.ev.Name == "context-switches" || c.ev.Name == "cpu-migrations") {
+					r.Value = nil
+					r.Unsupported = "counted 0: perf_event_paranoid allows user-mode counting only here, and this event happens in the kernel"
+				}
 				if c.ev.Name == "task-clock" {
 					taskClock = v
 				}

@@ -45,8 +45,9 @@ type Watcher struct {
 }
 
 // NewWatcher checks that every PID exists and can be read, records its
-// start time and takes the first reading. The first PID is the main one:
-// the watch ends when it is gone. Errors wrap procstat.ErrNoProcess for a
+// start time. The first PID is the main one (its cgroup and, with
+// Descendants, its descendants are read); the watch ends when it is gone, or,
+// with several PIDs and no Descendants, when all of them are. Errors wrap procstat.ErrNoProcess for a
 // PID that does not exist.
 func NewWatcher(root procstat.Root, pids []int) (*Watcher, error) {
 	if len(pids) == 0 {
@@ -110,6 +111,15 @@ func (w *Watcher) live() (pids []int, mainOK bool, reason string) {
 		if check(pid) {
 			pids = append(pids, pid)
 		}
+	}
+	if len(w.pids) > 1 && !w.Descendants { // several peers (--name): the watch lasts while any is alive
+		for _, pid := range pids {
+			if p, err := w.Root.ReadProc(pid); err == nil && p.State == "Z" {
+				continue
+			}
+			return pids, true, ""
+		}
+		return pids, false, "every watched process has exited"
 	}
 	if w.Descendants && mainOK {
 		all, err := w.Root.Procs()

@@ -361,3 +361,30 @@ func TestWatcherPIDReuse(t *testing.T) {
 		t.Errorf("zombie: %v, %+v", err, p)
 	}
 }
+
+func TestWatcherPeers(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../procstat/testdata/proc")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(procstat.Root(dir), []int{100, 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Begin()
+	if err := os.RemoveAll(filepath.Join(dir, "100")); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := w.Step(); err != nil || p.Procs != 1 {
+		t.Fatalf("one peer gone: %v, %+v", err, p)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "200")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Step(); !errors.Is(err, ErrGone) || w.GoneReason != "every watched process has exited" {
+		t.Errorf("all peers gone: %v (%s)", err, w.GoneReason)
+	}
+	if len(w.Summary.Threads) != 3 {
+		t.Errorf("summary keeps threads of exited processes: %+v", w.Summary.Threads)
+	}
+}
