@@ -22,17 +22,19 @@ type syncBuf struct {
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
-// startChild starts a shell command, reaps it in the background and kills
-// it at the end of the test.
+// startChild starts a shell command in its own process group, reaps it in
+// the background and kills the whole group at the end of the test, so a
+// command the shell forked (sleep) does not outlive it.
 func startChild(t *testing.T, script string) (pid int, done <-chan struct{}) {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	ch := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(ch) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-ch })
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); <-ch })
 	return cmd.Process.Pid, ch
 }
 
