@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/prometheus/procfs"
 )
@@ -64,7 +65,8 @@ func safeStat(p procfs.Proc) (st procfs.ProcStat, err error) {
 	return st, err
 }
 
-func isESRCH(err error) bool { return err != nil && strings.Contains(err.Error(), "no such process") }
+// isESRCH: reading the files of a task that is exiting fails with ESRCH.
+func isESRCH(err error) bool { return errors.Is(err, syscall.ESRCH) }
 
 func notExist(pid int, err error) error {
 	if errors.Is(err, os.ErrNotExist) || isESRCH(err) {
