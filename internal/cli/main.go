@@ -55,7 +55,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var ue *UsageError
+	var xs *exitStatusError
 	switch {
+	case errors.As(err, &xs): // diagnose: the command's own status
+		return xs.code
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintln(stderr, "ctxlab: interrupted; results so far are above")
 		return 130

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -80,7 +81,7 @@ func ParseSched(data []byte) (Sched, error) {
 			s.Migrations, seenMig = n, true
 		case "se.statistics.wait_sum", "stats.wait_sum":
 			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 				return s, fmt.Errorf("%w: sched %s %q", ErrParse, k, v)
 			}
 			s.WaitSumNs, s.HasWaitSum = f*1e6, true

@@ -1,0 +1,386 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/watch"
+)
+
+func init() { extraCommands = append(extraCommands, newDiagnoseCmd) }
+
+// exitStatusError carries a command's exit status out through cli.Main,
+// which returns it as ctxlab's own (diagnose exits as its command did).
+type exitStatusError struct{ code int }
+
+func (e *exitStatusError) Error() string { return fmt.Sprintf("command exited with status %d", e.code) }
+
+// DiagnoseOptions are the flags of `ctxlab diagnose`.
+type DiagnoseOptions struct {
+	WatchOptions
+	Args []string
+}
+
+func newDiagnoseCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &DiagnoseOptions{WatchOptions: WatchOptions{Stdout: stdout, Stderr: stderr}}
+	c := &cobra.Command{
+		Use:   "diagnose [flags] -- CMD [ARGS...]",
+		Short: "run a command and print its switching profile and a reading when it exits",
+		Long: `diagnose runs CMD (stdin, stdout and stderr passed through), samples it,
+all its threads and its descendant processes every interval until it exits,
+counts perf software events (context-switches, cpu-migrations, task-clock,
+page-faults) and hardware ones where the machine offers them for the whole
+run, and then prints — on stderr, like perf stat — the profile of its whole
+life, the counters, its rusage and a reading. ctxlab exits with CMD's status.`,
+		Example: `  ctxlab diagnose -- stress-ng --cpu 8 --timeout 3s
+  ctxlab diagnose --by-name -- ./server --bench`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validateDisplay(); err != nil {
+				return err
+			}
+			if o.Interval < minInterval || o.Interval > maxInterval {
+				return usagef("--interval %v: must be between %v and %v", o.Interval, minInterval, maxInterval)
+			}
+			o.Args = args
+			return runDiagnose(cmd.Context(), o)
+		},
+	}
+	c.Flags().SetInterspersed(false) // flags after CMD belong to CMD
+	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings (10ms to 1h)")
+	addDisplayFlags(c, &o.WatchOptions)
+	return c
+}
+
+// counter is one perf counter opened on the command.
+type counter struct {
+	ev          measure.EventSpec
+	fd          int
+	userOnly    bool
+	unsupported string
+}
+
+// CounterRecord is the JSON line for one perf counter of a diagnose run.
+type CounterRecord struct {
+	Kind        string  `json:"kind"` // counter
+	Name        string  `json:"name"`
+	Type        string  `json:"type"` // software, hardware
+	Value       *uint64 `json:"value"`
+	Scaled      bool    `json:"scaled,omitempty"`
+	UserOnly    bool    `json:"user_only,omitempty"`
+	Unsupported string  `json:"unsupported,omitempty"`
+}
+
+// RusageRecord is the JSON line for the command's rusage from wait4.
+type RusageRecord struct {
+	Kind        string  `json:"kind"` // rusage
+	Voluntary   int64   `json:"voluntary"`
+	Involuntary int64   `json:"involuntary"`
+	UserUs      int64   `json:"user_us"`
+	SysUs       int64   `json:"sys_us"`
+	MinorFaults int64   `json:"minor_faults"`
+	MaxRSSKiB   int64   `json:"max_rss_kib"`
+	ExitStatus  int     `json:"exit_status"`
+	WallS       float64 `json:"wall_s"`
+}
+
+// startStopped starts cmd stopped at its exec (ptrace), opens inherited
+// counters on it and lets it go, so the counters cover the whole run. If
+// ptrace is refused it starts cmd normally and opens the counters just
+// after, and says so.
+func startStopped(cmd *exec.Cmd) ([]*counter, string, error) {
+	runtime.LockOSThread() // ptrace requests must come from the tracing thread
+	defer runtime.UnlockOSThread()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}
+	note := ""
+	if err := cmd.Start(); err != nil {
+		if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EACCES) {
+			return nil, "", err
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		cmd.Process = nil
+		if err := cmd.Start(); err != nil {
+			return nil, "", err
+		}
+		note = "ptrace refused: counters opened just after the command started, so its first moments are not counted"
+		return openCounters(cmd.Process.Pid), note, nil
+	}
+	pid := cmd.Process.Pid
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, "", fmt.Errorf("starting %s: did not stop at exec (%v, status %v)", cmd.Path, err, ws)
+	}
+	cs := openCounters(pid)
+	if err := unix.PtraceDetach(pid); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		closeCounters(cs)
+		return nil, "", fmt.Errorf("starting %s: ptrace detach: %w", cmd.Path, err)
+	}
+	return cs, note, nil
+}
+
+func openCounters(pid int) []*counter {
+	var out []*counter
+	for _, ev := range measure.Events {
+		c := &counter{ev: ev, fd: -1}
+		fd, userOnly, err := measure.OpenInherited(ev, pid)
+		switch {
+		case err != nil:
+			c.unsupported = measure.UnsupportedReason(err)
+		default:
+			c.fd, c.userOnly = fd, userOnly
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func closeCounters(cs []*counter) {
+	for _, c := range cs {
+		if c.fd >= 0 {
+			_ = unix.Close(c.fd)
+			c.fd = -1
+		}
+	}
+}
+
+// readCounters reads every open counter once the command has exited.
+func readCounters(cs []*counter) []CounterRecord {
+	var out []CounterRecord
+	var taskClock uint64
+	for _, c := range cs {
+		r := CounterRecord{Kind: "counter", Name: c.ev.Name, Type: c.ev.Kind, UserOnly: c.userOnly, Unsupported: c.unsupported}
+		if c.fd >= 0 {
+			v, en, run, err := measure.ReadCounter(c.fd)
+			switch {
+			case err != nil:
+				r.Unsupported = measure.UnsupportedReason(err)
+			case run == 0 && en > 0:
+				r.Unsupported = "opened but never scheduled on the PMU (no counter time)"
+			default:
+				if run > 0 && run < en {
+					v = uint64(float64(v) * float64(en) / float64(run))
+					r.Scaled = true
+				}
+				r.Value = &v
+				if v == 0 && c.userOnly && (c.ev.Name == "context-switches" || c.ev.Name == "cpu-migrations") {
+					r.Value = nil
+					r.Unsupported = "counted 0: perf_event_paranoid allows user-mode counting only here, and this event happens in the kernel"
+				}
+				if c.ev.Name == "task-clock" {
+					taskClock = v
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	for i := range out {
+		if out[i].Type == "hardware" && out[i].Value != nil && *out[i].Value == 0 && taskClock > 0 {
+			out[i].Value = nil
+			out[i].Unsupported = "opened but counted 0 over real work (the hypervisor exposes no PMU)"
+		}
+	}
+	return out
+}
+
+func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
+	path, err := exec.LookPath(o.Args[0])
+	if err != nil {
+		return usagef("command %q: %v", o.Args[0], err)
+	}
+	cmd := exec.Command(path, o.Args[1:]...)
+	cmd.Args[0] = o.Args[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, o.Stdout, o.Stderr
+	began := time.Now()
+	counters, note, err := startStopped(cmd)
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", o.Args[0], err)
+	}
+	defer closeCounters(counters)
+	pid := cmd.Process.Pid
+	reaped := false
+	defer func() { // never leave the command behind
+		if !reaped {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+
+	exited := make(chan struct{})
+	go func() { // tells when the command has exited, without reaping it
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		close(exited)
+	}()
+
+	w, werr := watch.NewWatcher(procstat.DefaultRoot, []int{pid})
+	if werr == nil {
+		w.Descendants = true
+		w.Begin()
+	}
+	tick := time.NewTicker(o.Interval)
+	defer tick.Stop()
+	var grace <-chan time.Time
+	signalled := 0
+	interrupted := false
+loop:
+	for {
+		select {
+		case <-exited:
+			break loop
+		case <-tick.C:
+			if w != nil {
+				_, _ = w.Step()
+			}
+		case <-ctx.Done():
+			// Ctrl-C on a terminal reaches the command too; give it time to
+			// finish, then ask, then insist.
+			interrupted = true
+			grace = time.After(2 * time.Second)
+			ctx = context.Background()
+		case <-grace:
+			if signalled == 0 {
+				_ = cmd.Process.Signal(os.Interrupt)
+				grace = time.After(3 * time.Second)
+			} else {
+				_ = cmd.Process.Kill()
+				grace = nil
+			}
+			signalled++
+		}
+	}
+	if w != nil {
+		_, _ = w.Step() // the exited command is a zombie until reaped: its last counts are still readable
+	}
+	waitErr := cmd.Wait()
+	reaped = true
+	wall := time.Since(began)
+	status := 0
+	if ps := cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			status = 128 + int(ws.Signal())
+		} else {
+			status = ps.ExitCode()
+		}
+	} else if waitErr != nil {
+		return fmt.Errorf("waiting for %s: %w", o.Args[0], waitErr)
+	}
+	recs := readCounters(counters)
+	ru := RusageRecord{Kind: "rusage", ExitStatus: status, WallS: wall.Seconds()}
+	if r, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		ru.Voluntary, ru.Involuntary = r.Nvcsw, r.Nivcsw
+		ru.UserUs = r.Utime.Sec*1e6 + r.Utime.Usec
+		ru.SysUs = r.Stime.Sec*1e6 + r.Stime.Usec
+		ru.MinorFaults, ru.MaxRSSKiB = r.Minflt, r.Maxrss
+	}
+	var sum watch.Profile
+	if w != nil {
+		sum = w.Summary
+	} else {
+		note = joinNote(note, "the command could not be sampled: "+werr.Error())
+	}
+	if err := printDiagnosis(o, sum, recs, ru, note); err != nil {
+		return err
+	}
+	if interrupted && status == 0 {
+		return errInterrupted
+	}
+	if status != 0 {
+		return &exitStatusError{status}
+	}
+	return nil
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// coverage compares what /proc sampling saw with what rusage counted.
+func coverage(sum watch.Profile, ru RusageRecord) string {
+	seen := sum.Total.Switches()
+	all := uint64(ru.Voluntary + ru.Involuntary)
+	if all == 0 {
+		return ""
+	}
+	return fmt.Sprintf("/proc sampling saw %d of the %d switches rusage counted for the command and its waited-for children (%.0f%%); "+
+		"it misses each thread's last partial interval and processes shorter than an interval",
+		seen, all, 100*float64(seen)/float64(all))
+}
+
+func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord, ru RusageRecord, note string) error {
+	d := newDisplay(&o.WatchOptions, o.Stderr, "")
+	cov := coverage(sum, ru)
+	if d.json {
+		if err := d.summary(sum, ""); err != nil {
+			return err
+		}
+		enc := json.NewEncoder(o.Stderr)
+		for _, r := range recs {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		for _, n := range []string{cov, note} {
+			if n != "" {
+				_ = enc.Encode(map[string]string{"kind": "note", "text": n})
+			}
+		}
+		return enc.Encode(ru)
+	}
+	title := fmt.Sprintf("ctxlab diagnose: %s, whole run (exit status %d, %.2f s)", o.Args[0], ru.ExitStatus, ru.WallS)
+	if err := d.summary(sum, title); err != nil {
+		return err
+	}
+	w := o.Stderr
+	fmt.Fprintln(w, "counters for the whole run (perf_event_open, inherited by every thread and child):")
+	for _, r := range recs {
+		switch {
+		case r.Value != nil && r.Name == "task-clock":
+			fmt.Fprintf(w, "  %-18s %14s\n", r.Name, result.FormatNs(float64(*r.Value)))
+		case r.Value != nil:
+			extra := ""
+			if r.UserOnly {
+				extra += " (user mode only)"
+			}
+			if r.Scaled {
+				extra += " (scaled: multiplexed)"
+			}
+			fmt.Fprintf(w, "  %-18s %14d%s\n", r.Name, *r.Value, extra)
+		default:
+			fmt.Fprintf(w, "  %-18s %14s  %s\n", r.Name, "unsupported:", r.Unsupported)
+		}
+	}
+	fmt.Fprintf(w, "rusage (the command and its waited-for children): %d voluntary, %d involuntary switches; user %s, sys %s; %d minor faults; max RSS %d KiB\n",
+		ru.Voluntary, ru.Involuntary, result.FormatNs(float64(ru.UserUs)*1e3), result.FormatNs(float64(ru.SysUs)*1e3), ru.MinorFaults, ru.MaxRSSKiB)
+	for _, n := range []string{cov, note} {
+		if n != "" {
+			fmt.Fprintf(w, "note: %s\n", n)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/watch"
+)
+
+func init() { extraCommands = append(extraCommands, newWatchCmd) }
+
+// WatchOptions are the flags of `ctxlab watch` (and, for display, diagnose).
+type WatchOptions struct {
+	PID      int
+	Name     string
+	Interval time.Duration
+	Count    int
+	Top      int
+	ByName   bool
+	Sort     string
+	Format   string // auto, table, json
+	ProcRoot string // hidden: a fake /proc for tests
+	Stdout   io.Writer
+	Stderr   io.Writer
+}
+
+const (
+	minInterval = 10 * time.Millisecond
+	maxInterval = time.Hour
+)
+
+func newWatchCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &WatchOptions{Stdout: stdout, Stderr: stderr}
+	c := &cobra.Command{
+		Use:   "watch [PID]",
+		Short: "live per-thread switching profile of a running process, with a reading (no root needed)",
+		Long: `watch samples a running process every interval and shows, per thread:
+voluntary and involuntary context switches per second, CPU migrations per
+second, CPU time, run-queue wait per second and per switch, the process
+total, and the cgroup's CPU quota and throttling — then a reading of what
+the figures suggest. On a terminal the table refreshes in place; otherwise
+(or with --format json) it streams one JSON line per thread per interval.
+Ctrl-C, --count or the process's exit ends it with a summary of the whole
+watch.`,
+		Example: `  ctxlab watch 1234
+  ctxlab watch --name '^postgres$' --interval 2s --top 10
+  ctxlab watch 1234 --by-name --sort runq --format json > profile.jsonl`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(args); err != nil {
+				return err
+			}
+			return runWatch(cmd.Context(), o)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Name, "name", "", "watch the processes whose command name matches this regular expression")
+	f.DurationVar(&o.Interval, "interval", time.Second, "time between readings (10ms to 1h)")
+	f.IntVar(&o.Count, "count", 0, "stop after this many intervals (0: until Ctrl-C or the process exits)")
+	addDisplayFlags(c, o)
+	f.StringVar(&o.ProcRoot, "proc-root", string(procstat.DefaultRoot), "proc filesystem to read (for tests)")
+	_ = f.MarkHidden("proc-root")
+	return c
+}
+
+// addDisplayFlags adds the flags watch and diagnose share.
+func addDisplayFlags(c *cobra.Command, o *WatchOptions) {
+	f := c.Flags()
+	f.IntVar(&o.Top, "top", 20, "show the N threads that matter most (0: all)")
+	f.BoolVar(&o.ByName, "by-name", false, "fold threads with the same name into one row")
+	f.StringVar(&o.Sort, "sort", "switches", "order threads by: "+strings.Join(watch.SortKeys, ", "))
+	f.StringVar(&o.Format, "format", "auto", "auto (table on a terminal, else json), table or json")
+}
+
+func (o *WatchOptions) validateDisplay() error {
+	if o.Top < 0 {
+		return usagef("--top %d: must be 0 (all) or more", o.Top)
+	}
+	if o.Sort != "switches" && o.Sort != "runq" {
+		return usagef("--sort %q: must be one of %s", o.Sort, strings.Join(watch.SortKeys, ", "))
+	}
+	switch o.Format {
+	case "auto", "table", "json":
+	default:
+		return usagef("--format %q: must be auto, table or json", o.Format)
+	}
+	return nil
+}
+
+func (o *WatchOptions) validate(args []string) error {
+	if err := o.validateDisplay(); err != nil {
+		return err
+	}
+	if o.Interval < minInterval || o.Interval > maxInterval {
+		return usagef("--interval %v: must be between %v and %v", o.Interval, minInterval, maxInterval)
+	}
+	if o.Count < 0 {
+		return usagef("--count %d: must be 0 (until stopped) or more", o.Count)
+	}
+	switch {
+	case len(args) == 1 && o.Name != "":
+		return usagef("give a PID or --name, not both")
+	case len(args) == 0 && o.Name == "":
+		return usagef("give the PID to watch, or --name REGEX")
+	case len(args) == 1:
+		pid, err := strconv.Atoi(args[0])
+		if err != nil || pid <= 0 {
+			return usagef("PID %q: must be a positive integer", args[0])
+		}
+		o.PID = pid
+	default:
+		if _, err := regexp.Compile(o.Name); err != nil {
+			return usagef("--name %q: not a regular expression: %v", o.Name, err)
+		}
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// display prints profiles as the options ask.
+type display struct {
+	o     *WatchOptions
+	w     io.Writer
+	json  bool
+	tty   bool
+	title string
+	n     int
+}
+
+func newDisplay(o *WatchOptions, w io.Writer, title string) *display {
+	tty := isTerminal(w)
+	return &display{o: o, w: w, title: title, tty: tty,
+		json: o.Format == "json" || (o.Format == "auto" && !tty)}
+}
+
+// shape folds, sorts and trims a profile for display; readings are taken
+// before trimming so hidden threads still count.
+func (d *display) shape(p watch.Profile) (watch.Profile, []watch.Reading, int) {
+	if d.o.ByName {
+		p = p.ByName()
+	}
+	readings := watch.Read(p, 3)
+	p.Sort(d.o.Sort)
+	hidden := p.Top(d.o.Top)
+	return p, readings, hidden
+}
+
+func (d *display) interval(p watch.Profile) error {
+	q, readings, hidden := d.shape(p)
+	d.n++
+	if d.json {
+		return watch.WriteJSON(d.w, q, "interval", readings)
+	}
+	if d.tty {
+		fmt.Fprint(d.w, "\x1b[H\x1b[2J") // home, clear: refresh in place
+	} else if d.n > 1 {
+		fmt.Fprintln(d.w)
+	}
+	return watch.WriteTable(d.w, fmt.Sprintf("%s, interval %d at %s", d.title, d.n, p.End.Format("15:04:05")), q, readings, hidden)
+}
+
+func (d *display) summary(p watch.Profile, title string) error {
+	q, readings, hidden := d.shape(p)
+	if d.json {
+		return watch.WriteJSON(d.w, q, "summary", readings)
+	}
+	fmt.Fprintln(d.w)
+	return watch.WriteTable(d.w, title, q, readings, hidden)
+}
+
+// targets resolves the PID or --name into the PIDs to watch.
+func (o *WatchOptions) targets(root procstat.Root) ([]int, string, error) {
+	if o.PID > 0 {
+		p, err := root.ReadProc(o.PID)
+		if err != nil {
+			if errors.Is(err, procstat.ErrNoProcess) {
+				return nil, "", usagef("PID %d: no such process", o.PID)
+			}
+			return nil, "", fmt.Errorf("PID %d: cannot read it: %w", o.PID, err)
+		}
+		return []int{o.PID}, fmt.Sprintf("PID %d (%s)", o.PID, p.Comm), nil
+	}
+	re := regexp.MustCompile(o.Name)
+	ps, err := root.FindByName(re, os.Getpid())
+	if err != nil {
+		return nil, "", fmt.Errorf("listing processes: %w", err)
+	}
+	if len(ps) == 0 {
+		return nil, "", usagef("--name %q: no process has a matching command name", o.Name)
+	}
+	var pids []int
+	var names []string
+	for _, p := range ps {
+		pids = append(pids, p.PID)
+		names = append(names, fmt.Sprintf("%d", p.PID))
+	}
+	return pids, fmt.Sprintf("%q: PIDs %s", o.Name, strings.Join(names, ",")), nil
+}
+
+func runWatch(ctx context.Context, o *WatchOptions) error {
+	root := procstat.Root(o.ProcRoot)
+	pids, what, err := o.targets(root)
+	if err != nil {
+		return err
+	}
+	w, err := watch.NewWatcher(root, pids)
+	if err != nil {
+		if errors.Is(err, procstat.ErrNoProcess) {
+			return usagef("%v", err)
+		}
+		return err
+	}
+	d := newDisplay(o, o.Stdout, "ctxlab watch "+what)
+	w.Begin()
+	tick := time.NewTicker(o.Interval)
+	defer tick.Stop()
+	end := ""
+	for n := 0; o.Count == 0 || n < o.Count; n++ {
+		stopped := false
+		select {
+		case <-ctx.Done():
+			stopped = true
+		case <-tick.C:
+		}
+		p, err := w.Step()
+		if p.Seconds > 0.001 && len(p.Threads) > 0 && !stopped {
+			if derr := d.interval(p); derr != nil {
+				return derr
+			}
+		}
+		if errors.Is(err, watch.ErrGone) {
+			end = w.GoneReason
+			break
+		}
+		if stopped {
+			end = "stopped"
+			break
+		}
+	}
+	if end != "" && end != "stopped" {
+		fmt.Fprintf(o.Stderr, "ctxlab watch: %s; stopping\n", end)
+	}
+	return d.summary(w.Summary, fmt.Sprintf("summary of the whole watch of %s (%s to %s)", what,
+		w.Summary.Start.Format("15:04:05"), w.Summary.End.Format("15:04:05")))
+}

@@ -1,0 +1,187 @@
+package procstat
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/prometheus/procfs"
+)
+
+// ErrNoProcess is wrapped when a process does not exist (or has exited), so
+// callers can tell "no such PID" from "cannot read it".
+var ErrNoProcess = errors.New("no such process")
+
+// Proc is what watch needs of /proc/<pid>/stat: identity (comm, parent) and
+// the start time that tells a reused PID from the original process.
+type Proc struct {
+	PID, PPID  int
+	Comm       string
+	State      string
+	StartTicks uint64 // starttime, clock ticks after boot
+	NumThreads int
+	UTicks     uint // utime, clock ticks
+	STicks     uint // stime, clock ticks
+}
+
+// ReadProc reads /proc/<pid>/stat through prometheus/procfs. A missing
+// process wraps ErrNoProcess; a malformed file wraps ErrParse.
+func (r Root) ReadProc(pid int) (Proc, error) {
+	fs, err := procfs.NewFS(string(r))
+	if err != nil {
+		return Proc{}, err
+	}
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return Proc{}, notExist(pid, err)
+	}
+	st, err := safeStat(p)
+	if err != nil {
+		return Proc{}, notExist(pid, err)
+	}
+	return Proc{PID: pid, PPID: st.PPID, Comm: st.Comm, State: st.State, StartTicks: st.Starttime,
+		NumThreads: st.NumThreads, UTicks: st.UTime, STicks: st.STime}, nil
+}
+
+// safeStat calls procfs's Stat and turns its panic on a truncated stat line
+// (procfs v0.23.0 slices past the end when nothing follows the comm) into a
+// parse error; a kernel never writes such a line, but a fixture or a fuzzer does.
+func safeStat(p procfs.Proc) (st procfs.ProcStat, err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			err = fmt.Errorf("%w: stat: %v", ErrParse, e)
+		}
+	}()
+	st, err = p.Stat()
+	if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) && !isESRCH(err) {
+		err = fmt.Errorf("%w: stat: %w", ErrParse, err)
+	}
+	return st, err
+}
+
+// isESRCH: reading the files of a task that is exiting fails with ESRCH.
+func isESRCH(err error) bool { return errors.Is(err, syscall.ESRCH) }
+
+func notExist(pid int, err error) error {
+	if errors.Is(err, os.ErrNotExist) || isESRCH(err) {
+		return fmt.Errorf("PID %d: %w", pid, ErrNoProcess)
+	}
+	return fmt.Errorf("PID %d: %w", pid, err)
+}
+
+// Procs lists every process in the proc tree; entries that vanish while
+// being read are left out.
+func (r Root) Procs() ([]Proc, error) {
+	ents, err := os.ReadDir(string(r))
+	if err != nil {
+		return nil, err
+	}
+	var out []Proc
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		p, err := r.ReadProc(pid)
+		if err != nil {
+			continue // exited, unreadable or malformed: not a candidate
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
+	return out, nil
+}
+
+// FindByName returns the processes whose command name (comm) matches re,
+// leaving out the PIDs in exclude (ctxlab itself).
+func (r Root) FindByName(re *regexp.Regexp, exclude ...int) ([]Proc, error) {
+	all, err := r.Procs()
+	if err != nil {
+		return nil, err
+	}
+	var out []Proc
+outer:
+	for _, p := range all {
+		for _, x := range exclude {
+			if p.PID == x {
+				continue outer
+			}
+		}
+		if re.MatchString(p.Comm) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Descendants returns pid's live descendant processes (children,
+// grandchildren …), found from the PPID of every process, sorted by PID.
+func Descendants(all []Proc, pid int) []int {
+	kids := map[int][]int{}
+	for _, p := range all {
+		kids[p.PPID] = append(kids[p.PPID], p.PID)
+	}
+	var out []int
+	queue := []int{pid}
+	seen := map[int]bool{pid: true}
+	for len(queue) > 0 {
+		q := queue[0]
+		queue = queue[1:]
+		for _, c := range kids[q] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// CgroupPath is one line of /proc/<pid>/cgroup: the hierarchy id, its
+// controllers (empty for the v2 unified hierarchy) and the path in it.
+type CgroupPath struct {
+	ID          int
+	Controllers []string
+	Path        string
+}
+
+// ParseCgroup parses /proc/<pid>/cgroup ("id:controllers:path" lines).
+func ParseCgroup(data []byte) ([]CgroupPath, error) {
+	var out []CgroupPath
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%w: cgroup line %q", ErrParse, line)
+		}
+		id, err := strconv.Atoi(parts[0])
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("%w: cgroup hierarchy id %q", ErrParse, parts[0])
+		}
+		var ctl []string
+		if parts[1] != "" {
+			ctl = strings.Split(parts[1], ",")
+		}
+		out = append(out, CgroupPath{ID: id, Controllers: ctl, Path: parts[2]})
+	}
+	return out, nil
+}
+
+// ReadCgroup reads and parses /proc/<pid>/cgroup.
+func (r Root) ReadCgroup(pid int) ([]CgroupPath, error) {
+	data, err := os.ReadFile(filepath.Join(string(r), strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return nil, notExist(pid, err)
+	}
+	return ParseCgroup(data)
+}
