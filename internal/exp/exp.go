@@ -10,6 +10,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -79,6 +80,9 @@ type Arm struct {
 	Open func(ctx context.Context) (Bench, error)
 	// Reps and BenchTime override the suite's defaults when non-zero.
 	Reps int
+	// Timeout, when non-zero and shorter than the run's --timeout, is this
+	// arm's time limit (an arm expected to starve need not hold the suite up).
+	Timeout time.Duration
 }
 
 // Bench is an opened arm: Run does b.N ops under the runner's clock; Close

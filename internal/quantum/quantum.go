@@ -16,23 +16,12 @@ import (
 	"strings"
 )
 
-// Match modes: how a cluster's location is compared with a quantum.
-const (
-	// Nearest: the location must lie within Tol of k×Period (k = nearest whole multiple).
-	Nearest = iota
-	// AtLeast: a wait of k whole periods lies in [k×Period, (k+1)×Period);
-	// for Go's preemption, which fires once a goroutine has run a full
-	// sysmon period, checked at up to the same period again.
-	AtLeast
-)
-
 // Quantum is one known scheduling period.
 type Quantum struct {
 	Name        string // "Go async preemption (sysmon, 10 ms)"
 	PeriodNs    int64
 	MaxMultiple int     // largest k named; beyond it the cluster is not attributed
-	Mode        int     // Nearest or AtLeast
-	Tol         float64 // relative tolerance for Nearest (0.1 = ±10 %)
+	Tol         float64 // a location within Tol of k×PeriodNs fits (0.1 = ±10 %)
 	// Cause is the reading for a user: "the woken goroutine waited for Go to preempt a hog".
 	Cause string
 	// Unit names one period in the reading: "sysmon period", "tick".
@@ -43,7 +32,7 @@ type Quantum struct {
 type Match struct {
 	Quantum  Quantum
 	Multiple int
-	// Err is |location/(k×period) − 1| for Nearest, 0 for AtLeast.
+	// Err is |location/(k×period) − 1|.
 	Err float64
 }
 
@@ -61,57 +50,120 @@ type Cluster struct {
 type Options struct {
 	// FloorNs: samples below it are never clustered (no quantum is that short).
 	FloorNs int64 // default 500 µs
-	// Gap: a sample more than Gap× its predecessor starts a new cluster.
-	Gap float64 // default 1.15
+	// Width: a cluster spans at most Width× its smallest sample.
+	Width float64 // default 1.3
+	// Contrast: a pile holds at least Contrast× the samples of the
+	// equally wide window on either side of it; a smear is not a pile.
+	Contrast float64 // default 2
 	// MinCount: the fewest samples that make a cluster.
 	MinCount int // default 3
+	// MaxClusters: at most this many clusters are returned.
+	MaxClusters int // default 5
 }
 
 func (o Options) withDefaults() Options {
 	if o.FloorNs <= 0 {
 		o.FloorNs = 500_000
 	}
-	if o.Gap <= 1 {
-		o.Gap = 1.15
+	if o.Width <= 1 {
+		o.Width = 1.3
+	}
+	if o.Contrast <= 0 {
+		o.Contrast = 2
 	}
 	if o.MinCount <= 0 {
 		o.MinCount = 3
 	}
+	if o.MaxClusters <= 0 {
+		o.MaxClusters = 5
+	}
 	return o
 }
 
-// Detect clusters sorted samples (ascending, ns) above the floor and names
-// each cluster's cause from qs. Clusters come back in ascending location.
+// Detect finds piles in sorted samples (ascending, ns) above the floor:
+// repeatedly the densest window Width wide that stands out from its
+// neighbours by Contrast, and names each pile's cause from qs. Clusters
+// come back in ascending location.
 func Detect(sorted []int64, qs []Quantum, o Options) []Cluster {
 	o = o.withDefaults()
 	if len(sorted) == 0 {
 		return nil
 	}
 	start := sort.Search(len(sorted), func(i int) bool { return sorted[i] >= o.FloorNs })
+	type seg struct{ lo, hi int } // sorted[lo:hi], not yet taken
+	segs := []seg{{start, len(sorted)}}
 	var out []Cluster
-	emit := func(lo, hi int) { // samples[lo:hi]
-		n := hi - lo
-		if n < o.MinCount {
-			return
+	for len(out) < o.MaxClusters && len(segs) > 0 {
+		bestSeg, bi, bj := -1, 0, 0
+		for k, s := range segs {
+			i0, j0 := densestPile(sorted, s.lo, s.hi, o)
+			if j0-i0 >= o.MinCount && j0-i0 > bj-bi {
+				bestSeg, bi, bj = k, i0, j0
+			}
 		}
+		if bestSeg < 0 {
+			break
+		}
+		n := bj - bi
 		c := Cluster{
 			Count: n, Fraction: float64(n) / float64(len(sorted)),
-			LowNs: sorted[lo], HighNs: sorted[hi-1], MedianNs: sorted[lo+(n-1)/2],
+			LowNs: sorted[bi], HighNs: sorted[bj-1], MedianNs: sorted[bi+(n-1)/2],
 		}
 		c.Cause = Name(c.MedianNs, qs)
 		if c.Cause == nil {
 			c.RefusalCandidate = tried(qs)
 		}
 		out = append(out, c)
-	}
-	lo := start
-	for i := start + 1; i <= len(sorted); i++ {
-		if i == len(sorted) || float64(sorted[i]) > o.Gap*float64(sorted[i-1]) {
-			emit(lo, i)
-			lo = i
+		s := segs[bestSeg]
+		segs = append(segs[:bestSeg], segs[bestSeg+1:]...)
+		if bi > s.lo {
+			segs = append(segs, seg{s.lo, bi})
+		}
+		if bj < s.hi {
+			segs = append(segs, seg{bj, s.hi})
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].MedianNs < out[j].MedianNs })
 	return out
+}
+
+// densestPile returns the window sorted[i:j] within [lo, hi) holding the
+// most samples with sorted[j-1] ≤ Width × sorted[i] that stands out from
+// its neighbours; i == j when none does.
+func densestPile(sorted []int64, lo, hi int, o Options) (int, int) {
+	bi, bj := lo, lo
+	j := lo
+	for i := lo; i < hi; i++ {
+		if j < i {
+			j = i
+		}
+		for j < hi && float64(sorted[j]) <= o.Width*float64(sorted[i]) {
+			j++
+		}
+		if j-i > bj-bi && j-i >= o.MinCount && standsOut(sorted, i, j, o) {
+			bi, bj = i, j
+		}
+	}
+	return bi, bj
+}
+
+// standsOut: the window holds Contrast× the samples of the window of the
+// same relative width just below it, [lo/Width, lo), and just above it,
+// (hi, hi×Width].
+func standsOut(sorted []int64, i, j int, o Options) bool {
+	lo, hi := float64(sorted[i]), float64(sorted[j-1])
+	below := firstAtLeast(sorted, lo) - firstAtLeast(sorted, lo/o.Width)
+	above := firstAbove(sorted, hi*o.Width) - firstAbove(sorted, hi)
+	n := float64(j - i)
+	return n >= o.Contrast*float64(below) && n >= o.Contrast*float64(above)
+}
+
+func firstAtLeast(sorted []int64, x float64) int {
+	return sort.Search(len(sorted), func(k int) bool { return float64(sorted[k]) >= x })
+}
+
+func firstAbove(sorted []int64, x float64) int {
+	return sort.Search(len(sorted), func(k int) bool { return float64(sorted[k]) > x })
 }
 
 // Name returns the quantum that explains a latency of ns, or nil. Among
@@ -128,23 +180,15 @@ func Name(ns int64, qs []Quantum) *Match {
 			maxK = 4
 		}
 		var m *Match
-		switch q.Mode {
-		case AtLeast:
-			k := int(ns / q.PeriodNs)
-			if k >= 1 && k <= maxK {
-				m = &Match{Quantum: q, Multiple: k}
+		k := int(math.Round(float64(ns) / float64(q.PeriodNs)))
+		if k >= 1 && k <= maxK {
+			e := math.Abs(float64(ns)/float64(int64(k)*q.PeriodNs) - 1)
+			tol := q.Tol
+			if tol <= 0 {
+				tol = 0.1
 			}
-		default:
-			k := int(math.Round(float64(ns) / float64(q.PeriodNs)))
-			if k >= 1 && k <= maxK {
-				e := math.Abs(float64(ns)/float64(int64(k)*q.PeriodNs) - 1)
-				tol := q.Tol
-				if tol <= 0 {
-					tol = 0.1
-				}
-				if e <= tol {
-					m = &Match{Quantum: q, Multiple: k, Err: e}
-				}
+			if e <= tol {
+				m = &Match{Quantum: q, Multiple: k, Err: e}
 			}
 		}
 		if m == nil {

@@ -34,7 +34,7 @@ func TestDetect(t *testing.T) {
 		wantK    int
 		wantIn   string // percentile that must sit in the cluster
 	}{
-		{"10ms Go", synth(100, 400, 10_050_000, 11_500_000), machine, [2]int64{10e6, 12e6}, "Go preemption", 1, "p50"},
+		{"10ms Go", synth(100, 400, 9_500_000, 11_500_000), machine, [2]int64{10e6, 12e6}, "Go preemption", 1, "p50"},
 		{"20ms Go", synth(50, 200, 20_000_000, 22_000_000), machine, [2]int64{20e6, 22e6}, "Go preemption", 2, "p50"},
 		{"4ms tick", synth(900, 100, 3_900_000, 4_100_000), machine, [2]int64{3.9e6, 4.1e6}, "timer tick (CONFIG_HZ=250)", 1, "p99"},
 		{"slice", synth(900, 100, 1_380_000, 1_420_000), machine, [2]int64{1.38e6, 1.42e6}, "EEVDF slice", 1, "p99"},
@@ -116,6 +116,22 @@ func TestNoClusters(t *testing.T) {
 	}
 }
 
+func TestPileOnSmear(t *testing.T) {
+	// A smear from 0.5 to 3.2 ms is not a pile; 60 samples at 10 ms are.
+	s := synth(500, 400, 500_000, 3_200_000)
+	if cl := Detect(s, machine, Options{}); len(cl) != 0 {
+		t.Fatalf("smear alone: got clusters %+v", cl)
+	}
+	for i := 0; i < 60; i++ {
+		s = append(s, 10_000_000+int64(i)*8_000)
+	}
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	cl := Detect(s, machine, Options{})
+	if len(cl) != 1 || cl[0].Count != 60 || cl[0].Cause == nil || cl[0].Cause.Quantum.Name != "Go preemption" {
+		t.Fatalf("want one 60-sample Go cluster, got %+v", cl)
+	}
+}
+
 func TestName(t *testing.T) {
 	for _, c := range []struct {
 		ns   int64
@@ -123,7 +139,9 @@ func TestName(t *testing.T) {
 		k    int
 	}{
 		{10_300_000, "Go preemption", 1},
-		{19_900_000, "Go preemption", 1},
+		{19_900_000, "Go preemption", 2},
+		{12_000_000, "Go preemption", 1},
+		{13_500_000, "", 0}, // between one and two periods: neither fits
 		{20_100_000, "Go preemption", 2},
 		{4_050_000, "timer tick (CONFIG_HZ=250)", 1},
 		{2_800_000, "EEVDF slice", 2},
