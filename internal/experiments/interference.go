@@ -704,7 +704,10 @@ func (x *ifBench) Annotate(r *result.Arm) {
 		x.annotateStarve(r)
 	}
 	if x.sched0 != nil && x.sched1 != nil {
-		if s, ok := diffHist(x.sched0, x.sched1); ok {
+		r.Metrics["go_sched_wakeups"] = 0
+		if s, ok := diffHist(x.sched0, x.sched1); !ok {
+			r.Notes = append(r.Notes, "Go runtime "+schedMetric+": no goroutine wait was sampled over the arm (the runtime samples 1 in 8)")
+		} else {
 			r.Metrics["go_sched_latency_p50_ns"] = s.p50
 			r.Metrics["go_sched_latency_p99_ns"] = s.p99
 			r.Metrics["go_sched_latency_max_ns"] = s.max

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -128,8 +129,13 @@ func interferenceFindings(arms []result.Arm) []string {
 	pct := func(a result.Arm) string {
 		return fmt.Sprintf("p50 %s, p99 %s, max %s", result.FormatNs(a.Percentiles.P50), result.FormatNs(a.Percentiles.P99), result.FormatNs(a.Percentiles.Max))
 	}
+	var counts []int
+	for n := range hogCounts {
+		counts = append(counts, n)
+	}
+	sort.Ints(counts)
 	for _, shape := range []string{shapeTimer, shapeNetpoll, shapeChanPair} {
-		for n := range hogCounts {
+		for _, n := range counts {
 			bad, ok := by[armKey(shape, "goroutine-spin", n, 1)]
 			if !ok {
 				continue
