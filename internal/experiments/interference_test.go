@@ -248,33 +248,40 @@ func TestHogCleanupTimeout(t *testing.T) {
 	}
 }
 
-func TestHogCleanupSIGINT(t *testing.T) {
-	// The CLI turns SIGINT into a cancelled context; do the same with a
-	// real signal to ourselves in the middle of an arm.
+// interruptAfter returns a context cancelled by SIGINT, as the CLI's is,
+// and sends this process a real SIGINT after d. The returned func waits
+// for the signal to have been sent before unregistering, so a stray SIGINT
+// can never kill the test binary.
+func interruptAfter(d time.Duration) (context.Context, func()) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	sent := make(chan struct{})
 	go func() {
-		time.Sleep(400 * time.Millisecond)
+		defer close(sent)
+		time.Sleep(d)
 		syscall.Kill(os.Getpid(), syscall.SIGINT)
 	}()
-	a := ifArm{shape: shapeNetpoll, hog: hogSpec{N: 2, Place: hogProcess, Kind: hogSpin}, gmp: 1}
-	r, x := captured(t, ctx, testCfg(5*time.Second, 20*time.Second), a)
-	if r.Status != result.StatusInterrupted {
-		t.Fatalf("status %s (%s), want interrupted", r.Status, r.Reason)
+	return ctx, func() {
+		<-sent
+		<-ctx.Done()
+		stop()
 	}
-	assertHogsGone(t, x, hogPIDs(x))
-	a = ifArm{shape: shapeTimer, hog: hogSpec{N: 2, Place: hogThread, Kind: hogSpin}, gmp: 1}
-	ctx2, stop2 := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop2()
-	go func() {
-		time.Sleep(400 * time.Millisecond)
-		syscall.Kill(os.Getpid(), syscall.SIGINT)
-	}()
-	r, x = captured(t, ctx2, testCfg(5*time.Second, 20*time.Second), a)
-	if r.Status != result.StatusInterrupted {
-		t.Fatalf("status %s (%s), want interrupted", r.Status, r.Reason)
+}
+
+func TestHogCleanupSIGINT(t *testing.T) {
+	for _, a := range []ifArm{
+		{shape: shapeNetpoll, hog: hogSpec{N: 2, Place: hogProcess, Kind: hogSpin}, gmp: 1},
+		{shape: shapeTimer, hog: hogSpec{N: 2, Place: hogThread, Kind: hogSpin}, gmp: 1},
+	} {
+		t.Run(a.name(), func(t *testing.T) {
+			ctx, done := interruptAfter(400 * time.Millisecond)
+			r, x := captured(t, ctx, testCfg(5*time.Second, 20*time.Second), a)
+			done()
+			if r.Status != result.StatusInterrupted {
+				t.Fatalf("status %s (%s), want interrupted", r.Status, r.Reason)
+			}
+			assertHogsGone(t, x, hogPIDs(x))
+		})
 	}
-	assertHogsGone(t, x, hogPIDs(x))
 }
 
 func TestStarvationTimesOut(t *testing.T) {
