@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/metrics"
 	"sort"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/quantum"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"golang.org/x/sys/unix"
 )
 
 // interference: a latency-sensitive handoff runs while H CPU hogs are busy
@@ -35,7 +37,9 @@ func init() {
 		Doc: `A latency-sensitive worker is woken while H hogs burn CPU (--hogs, default
 0,1; full suite 0,1,2,6). Shapes:
   timer     a goroutine sleeping 1 ms; latency = the wake delay beyond the 1 ms
-  netpoll   a goroutine woken by a child's reply on a pipe (through the netpoller)
+  netpoll   a goroutine woken through the netpoller by a request on a pipe from a
+            child client (one request outstanding, 200 µs think time);
+            latency = the child's CLOCK_MONOTONIC stamp to our receipt
   chanpair  a goroutine pair over a channel; op = a burst of 100 round trips
   futex     two locked threads over a raw futex, all on one CPU with the hogs
   procpipe  two processes over a pipe, all on one CPU with process hogs
@@ -55,6 +59,7 @@ arm is shown beside ctxlab's samples.`,
 		Findings: interferenceFindings,
 	})
 	child.Register("starve", starveChild)
+	child.Register("client", clientChild)
 }
 
 // Shapes of the latency-sensitive side.
@@ -69,16 +74,17 @@ const (
 
 // Sizes of the shapes.
 const (
-	timerDelay   = time.Millisecond // requested sleep of the timer shape
-	pairBurst    = 100              // round trips per chanpair op
-	starveAfter  = 20               // measured samples before the starving hog starts
-	starveLimit  = 3 * time.Second  // the starvation arm's time limit
-	hogStartMark = ^uint64(0)       // the starve child's "hog started" message
+	timerDelay   = time.Millisecond       // requested sleep of the timer shape
+	clientThink  = 200 * time.Microsecond // the netpoll client's pause between requests
+	pairBurst    = 100                    // round trips per chanpair op
+	starveAfter  = 20                     // measured samples before the starving hog starts
+	starveLimit  = 3 * time.Second        // the starvation arm's time limit
+	hogStartMark = ^uint64(0)             // the starve child's "hog started" message
 )
 
 var shapeOps = map[string]string{
 	shapeTimer:    "1 ms timer sleep (percentiles: wake delay beyond the 1 ms)",
-	shapeNetpoll:  "pipe round trip to a child, woken by the netpoller",
+	shapeNetpoll:  "request from a child client over a pipe (percentiles: the wake-up delay, stamp to receipt)",
 	shapeChanPair: "burst of 100 channel round trips",
 	shapeFutex:    "futex round trip between two locked threads on one CPU",
 	shapeProcPipe: "pipe round trip between two processes on one CPU",
@@ -261,8 +267,10 @@ func interferenceArms(p exp.Params) ([]exp.Arm, error) {
 	for _, a := range planInterference(p.Suite, hogs) {
 		a := a
 		a.hog.BufBytes = buf
+		// Go's preemption can only explain a wait where a hog holds a P.
+		inProcess := a.hog.N > 0 && (a.hog.Place == hogGoroutine || a.hog.Place == hogThread)
 		goShape := a.shape == shapeTimer || a.shape == shapeNetpoll || a.shape == shapeChanPair || a.shape == shapeStarve
-		qs, qnote := quantaFor(p.Host, goShape)
+		qs, qnote := quantaFor(p.Host, goShape && inProcess)
 		arm := exp.Arm{
 			Name: a.name(), Substrate: "goroutine", Mechanism: a.shape, Op: shapeOps[a.shape],
 			Params: map[string]string{"shape": a.shape, "hogs": strconv.Itoa(a.hog.N),
@@ -432,55 +440,95 @@ func (x *ifBench) runTimer(b *measure.B) error {
 	return nil
 }
 
-// openNetpoll: a child echoes 8-byte messages; we read its replies through
-// an *os.File, so our goroutine parks in the netpoller between them.
+// openNetpoll: a child plays a client with one request outstanding: it
+// waits clientThink, stamps CLOCK_MONOTONIC (shared by all processes) into
+// an 8-byte request and waits for our ack. We read requests through an
+// *os.File, so between requests our goroutine is parked in the netpoller,
+// as a service's handler is. Latency = our receipt − the child's stamp.
 func (x *ifBench) openNetpoll(ctx context.Context) error {
 	reqR, reqW, err := os.Pipe()
 	if err != nil {
 		return err
 	}
-	repR, repW, err := os.Pipe()
+	ackR, ackW, err := os.Pipe()
 	if err != nil {
 		reqR.Close()
 		reqW.Close()
 		return err
 	}
-	proc, err := child.Start(ctx, child.Options{Role: "echo", Args: []string{"pipe"}, Files: []*os.File{reqR, repW}})
-	reqR.Close() // the child has its copies
-	repW.Close()
+	proc, err := child.Start(ctx, child.Options{Role: "client", Args: []string{strconv.FormatInt(int64(clientThink), 10)},
+		Files: []*os.File{reqW, ackR}})
+	reqW.Close() // the child has its copies
+	ackR.Close()
 	if err != nil {
-		reqW.Close()
-		repR.Close()
+		reqR.Close()
+		ackW.Close()
 		return err
 	}
-	var wbuf, rbuf [8]byte
+	var rbuf, ack [8]byte
 	x.children = func() []int { return []int{proc.PID()} }
 	x.run = func(b *measure.B) error {
 		for i := 0; i < b.N; i++ {
 			if x.closed.Load() {
 				return errClosed
 			}
-			t := b.S.Start(i)
-			binary.LittleEndian.PutUint64(wbuf[:], uint64(i))
-			if _, err := reqW.Write(wbuf[:]); err != nil {
+			if _, err := io.ReadFull(reqR, rbuf[:]); err != nil {
 				return err
 			}
-			if _, err := io.ReadFull(repR, rbuf[:]); err != nil {
+			lat := monoNow() - int64(binary.LittleEndian.Uint64(rbuf[:]))
+			if _, err := ackW.Write(ack[:]); err != nil {
 				return err
 			}
-			if t != 0 {
-				x.rec.put(b, measure.Now()-t)
+			if b.S.Start(i) != 0 {
+				x.rec.put(b, lat)
 			}
 		}
 		return nil
 	}
 	x.closeFn = func() error {
 		proc.Kill()
-		reqW.Close()
-		repR.Close()
+		reqR.Close()
+		ackW.Close()
 		return nil
 	}
 	return nil
+}
+
+// monoNow is CLOCK_MONOTONIC in ns: one clock for every process, so a
+// stamp taken in a child can be compared with a reading here.
+func monoNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// clientChild is the "client" child role: fd 3 carries requests (a
+// CLOCK_MONOTONIC stamp each), fd 4 the parent's acks. Between an ack and
+// the next request it sleeps the think time (args[0], ns) in the kernel.
+func clientChild(args []string, files []*os.File) int {
+	if len(args) != 1 || len(files) < 2 {
+		fmt.Fprintln(os.Stderr, "client child: want think time and two fds")
+		return 2
+	}
+	think, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "client child:", err)
+		return 2
+	}
+	runtime.LockOSThread()
+	out, in := int(files[0].Fd()), int(files[1].Fd())
+	ts := unix.NsecToTimespec(think)
+	var b, ack [8]byte
+	for {
+		unix.Nanosleep(&ts, nil)
+		binary.LittleEndian.PutUint64(b[:], uint64(monoNow()))
+		if _, err := unix.Write(out, b[:]); err != nil {
+			return 0 // the parent is gone
+		}
+		if n, err := unix.Read(in, ack[:]); err != nil || n == 0 {
+			return 0
+		}
+	}
 }
 
 // openChanPair: the runner's goroutine and an echoing goroutine over an

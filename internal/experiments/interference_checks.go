@@ -157,6 +157,10 @@ func interferenceFindings(arms []result.Arm) []string {
 				line += fmt.Sprintf("; Go's own /sched/latencies p99 ≤ %s", result.FormatNs(v))
 			}
 			out = append(out, line)
+			if g, ok := by[armKey(shape, "goroutine-gosched", n, 1)]; ok && g.Metrics["p50_go_preempt_periods"] >= 1 {
+				out = append(out, fmt.Sprintf("%s: even with runtime.Gosched() in the hog, p50 %s sits at Go's preemption quantum: a yielding hog keeps the P busy, and the runtime polls the network only when a P runs out of work or when sysmon looks (every 10 ms)",
+					shape, result.FormatNs(g.Percentiles.P50)))
+			}
 		}
 	}
 	return out
