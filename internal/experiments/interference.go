@@ -182,6 +182,8 @@ func planInterference(suite string, hogs []int) []ifArm {
 }
 
 // checkHogs refuses hog counts the machine cannot hold, before anything starts.
+// Process hogs of the stream kind (full suite) each hold a buffer of buf
+// bytes; every hog process also needs its own runtime.
 func checkHogs(hogs []int, h *sysinfo.Host, buf int64) error {
 	for _, n := range hogs {
 		if n < 0 {
@@ -198,11 +200,10 @@ func checkHogs(hogs []int, h *sysinfo.Host, buf int64) error {
 		if h.NprocLimit > 0 && int64(n) > h.NprocLimit/4 {
 			return fmt.Errorf("--hogs %d: at most %d hogs here (1/4 of RLIMIT_NPROC %d)", n, h.NprocLimit/4, h.NprocLimit)
 		}
-		// Process hogs of the stream kind each hold a buffer (full suite).
 		const perProc = 16 << 20 // a ctxlab child's own footprint, generously
 		if h.MemAvailableB > 0 && int64(n)*(buf+perProc) > h.MemAvailableB/2 {
-			return fmt.Errorf("--hogs %d: %d hog processes with %s stream buffers need more than half the available memory (%s)",
-				n, n, result.FormatValue(float64(buf), "bytes"), result.FormatValue(float64(h.MemAvailableB), "bytes"))
+			return fmt.Errorf("--hogs %d: %d hog processes of %s each need more than half the available memory (%s)",
+				n, n, result.FormatValue(float64(buf+perProc), "bytes"), result.FormatValue(float64(h.MemAvailableB), "bytes"))
 		}
 	}
 	return nil
@@ -258,7 +259,11 @@ func interferenceArms(p exp.Params) ([]exp.Arm, error) {
 		llc = p.Host.LLCBytes()
 	}
 	buf := 2 * llc
-	if err := checkHogs(hogs, p.Host, buf); err != nil {
+	perHog := int64(0)
+	if p.Suite == exp.SuiteFull {
+		perHog = buf // the full suite has stream hogs in processes
+	}
+	if err := checkHogs(hogs, p.Host, perHog); err != nil {
 		return nil, err
 	}
 	unp := exp.Unpinned(p)
