@@ -13,7 +13,7 @@ const (
 	badP50Ns       = 1e6 // the woken goroutine behind one goroutine hog waits ≥ 1 ms at p50
 	fixP99Factor   = 10  // a fix lowers p99 at least 10×
 	pairP50Factor  = 2.0 // "unaffected": the pair's p50 stays within 2× of no hogs
-	quantumMinimum = 1   // sysmon periods the pair's max must reach
+	quantumMinimum = 1   // ops of the pair that must show a whole preemption stall
 )
 
 func armKey(shape, hog string, hogs, gmp int) string {
@@ -65,12 +65,13 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 	base, okBase := ok(armKey(shapeChanPair, "none", 0, 1))
 	hog, okHog := ok(armKey(shapeChanPair, "goroutine-spin", 1, 1))
 	if okBase && okHog {
-		periods := hog.Metrics["max_go_preempt_periods"]
+		stalled := hog.Metrics["go_preempt_samples"]
 		out = append(out, result.Check{
-			Name:  fmt.Sprintf("a goroutine pair over a channel hands its time slice on: p50 with one goroutine hog stays within %.0f× of no hog, while its max shows Go's preemption quantum", pairP50Factor),
-			Holds: hog.Percentiles.P50 <= pairP50Factor*base.Percentiles.P50 && periods >= quantumMinimum,
-			Detail: fmt.Sprintf("p50 %s vs %s without the hog; max %s (%s)", result.FormatNs(hog.Percentiles.P50),
-				result.FormatNs(base.Percentiles.P50), result.FormatNs(hog.Percentiles.Max), periodText(periods, "the max")),
+			Name:  fmt.Sprintf("a goroutine pair over a channel hands its time slice on: p50 with one goroutine hog stays within %.0f× of no hog, while its tail shows Go's preemption quantum", pairP50Factor),
+			Holds: hog.Percentiles.P50 <= pairP50Factor*base.Percentiles.P50 && stalled >= quantumMinimum,
+			Detail: fmt.Sprintf("p50 %s vs %s without the hog; %.0f of %d ops stalled a whole number of sysmon periods; max %s",
+				result.FormatNs(hog.Percentiles.P50), result.FormatNs(base.Percentiles.P50), stalled, hog.Percentiles.Samples,
+				result.FormatNs(hog.Percentiles.Max)),
 			Arms: []string{hog.Name, base.Name},
 		})
 	}

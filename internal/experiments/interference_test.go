@@ -340,7 +340,7 @@ func TestInterferenceChecks(t *testing.T) {
 		mk("interference/timer/process-spin/hogs=1/gomaxprocs=1", 70e3, 2e6, 3e6, nil),
 		mk("interference/timer/goroutine-spin/hogs=1/gomaxprocs=2", 70e3, 6e6, 7e6, nil),
 		mk("interference/chanpair/none/hogs=0/gomaxprocs=1", 29e3, 50e3, 1e6, nil),
-		mk("interference/chanpair/goroutine-spin/hogs=1/gomaxprocs=1", 30e3, 52e3, 20e6, map[string]float64{"max_go_preempt_periods": 2}),
+		mk("interference/chanpair/goroutine-spin/hogs=1/gomaxprocs=1", 30e3, 52e3, 20e6, map[string]float64{"go_preempt_samples": 3}),
 		{Name: "interference/starve/goroutine-spin/hogs=1/gomaxprocs=1/asyncpreemptoff", Mechanism: shapeStarve,
 			Status: result.StatusTimedOut, Params: map[string]string{"hog": "goroutine-spin"}},
 	}
