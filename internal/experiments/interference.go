@@ -808,11 +808,21 @@ func (x *ifBench) Annotate(r *result.Arm) {
 	}
 	cl := quantum.Detect(sorted, x.quanta, quantum.Options{})
 	r.Metrics["latency_clusters"] = float64(len(cl))
+	// Where p50 sits: in a pile named after Go's preemption, or — when the
+	// samples are too few or too smeared for a pile — at a value that is.
 	p50 := sorted[(len(sorted)-1)/2]
+	r.Metrics["p50_in_pile"] = 0
 	for _, c := range cl {
-		if p50 >= c.LowNs && p50 <= c.HighNs && c.Cause != nil && c.Cause.Quantum.Name == quantum.GoPreemption().Name {
-			r.Metrics["p50_go_preempt_periods"] = float64(c.Cause.Multiple)
+		if p50 >= c.LowNs && p50 <= c.HighNs {
+			r.Metrics["p50_in_pile"] = 1
+			if c.Cause != nil && c.Cause.Quantum.Name == quantum.GoPreemption().Name {
+				r.Metrics["p50_go_preempt_periods"] = float64(c.Cause.Multiple)
+			}
 		}
+	}
+	if m := quantum.Name(p50, x.quanta); r.Metrics["p50_in_pile"] == 0 && m != nil && m.Quantum.Name == quantum.GoPreemption().Name {
+		r.Metrics["p50_go_preempt_periods"] = float64(m.Multiple)
+		r.Notes = append(r.Notes, fmt.Sprintf("p50 %s (in no pile): %s", result.FormatNs(float64(p50)), m.Reading()))
 	}
 	// Ops that lost at least one whole preemption period: a rare stall
 	// shows here even when the max itself is pushed further by noise.

@@ -41,7 +41,7 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 			Name:  fmt.Sprintf("a goroutine woken from outside the Go scheduler (%s) next to one goroutine hog at GOMAXPROCS=1 waits ≥ 1 ms at p50, piled at Go's preemption quantum", shape),
 			Holds: bad.Percentiles.P50 >= badP50Ns && periods >= 1,
 			Detail: fmt.Sprintf("%s: p50 %s, %s", strings.TrimPrefix(badName, "interference/"), result.FormatNs(bad.Percentiles.P50),
-				periodText(periods, "the p50 cluster")),
+				periodText(periods, p50What(bad))),
 			Arms: []string{badName},
 		})
 		for _, fix := range []struct{ name, what string }{
@@ -96,6 +96,13 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 		}
 	}
 	return out
+}
+
+func p50What(a result.Arm) string {
+	if a.Metrics["p50_in_pile"] == 0 {
+		return "p50 (in no pile)"
+	}
+	return "the pile p50 sits in"
 }
 
 func periodText(periods float64, what string) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/child"
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/quantum"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
@@ -356,5 +357,35 @@ func TestInterferenceChecks(t *testing.T) {
 	}
 	if f := interferenceFindings(arms); len(f) != 2 || !strings.Contains(f[0], "hogs in a process → p99 2 ms") {
 		t.Errorf("findings: %q", f)
+	}
+}
+
+func TestAnnotateQuantum(t *testing.T) {
+	qs := []quantum.Quantum{quantum.GoPreemption(), quantum.KernelSlice(1_400_000, "EEVDF", "test"), quantum.Tick(250)}
+	x := &ifBench{arm: ifArm{shape: shapeTimer, hog: hogSpec{N: 1, Place: hogGoroutine, Kind: hogSpin}}, quanta: qs}
+	// 30 wake-ups piled at 19.5–21 ms, 10 fast ones: p50 sits in the pile.
+	for i := 0; i < 30; i++ {
+		x.rec.buf = append(x.rec.buf, 19_500_000+int64(i)*50_000)
+	}
+	for i := 0; i < 10; i++ {
+		x.rec.buf = append(x.rec.buf, 60_000+int64(i)*1000)
+	}
+	var r result.Arm
+	x.Annotate(&r)
+	if r.Metrics["p50_go_preempt_periods"] != 2 || r.Metrics["p50_in_pile"] != 1 || r.Metrics["go_preempt_samples"] != 30 {
+		t.Errorf("metrics %v", r.Metrics)
+	}
+	if j := strings.Join(r.Notes, "\n"); !strings.Contains(j, "p50 sits at") || !strings.Contains(j, "2 sysmon periods") {
+		t.Errorf("notes:\n%s", j)
+	}
+	// Smeared over 10–40 ms (no pile): p50 itself is still read.
+	x.rec.buf = x.rec.buf[:0]
+	for i := 0; i < 40; i++ {
+		x.rec.buf = append(x.rec.buf, 10_000_000+int64(i)*750_000)
+	}
+	r = result.Arm{}
+	x.Annotate(&r)
+	if r.Metrics["p50_in_pile"] != 0 || r.Metrics["p50_go_preempt_periods"] != 2 {
+		t.Errorf("smear: metrics %v", r.Metrics)
 	}
 }
