@@ -349,6 +349,7 @@ type ifBench struct {
 	quanta   []quantum.Quantum
 	qnote    string
 	closed   atomic.Bool
+	mu       sync.Mutex // orders hand-overs to a partner thread before Close
 	once     sync.Once
 	closeErr error
 
@@ -416,7 +417,9 @@ func (x *ifBench) Close() error {
 		if x.sched0 != nil {
 			x.sched1 = readSched()
 		}
+		x.mu.Lock()
 		x.closed.Store(true)
+		x.mu.Unlock()
 		x.closeErr = x.closeFn()
 		if x.hogs != nil {
 			x.hogs.Stop()
@@ -591,10 +594,12 @@ func (x *ifBench) openFutex(c0 []int) error {
 	tp := bench.(*threadPair)
 	x.run = func(b *measure.B) error {
 		var err error
-		tp.a.Do(func() {
+		if e := x.onThread(tp.a, func() {
 			b.ResetTimer()
 			err = x.roundTrips(b, tp.pair.A)
-		})
+		}); e != nil {
+			return e
+		}
 		return err
 	}
 	x.closeFn = tp.Close
@@ -620,14 +625,31 @@ func (x *ifBench) openProcPipe(ctx context.Context, c0 []int) error {
 	}
 	x.run = func(b *measure.B) error {
 		var err error
-		pp.a.Do(func() {
+		if e := x.onThread(pp.a, func() {
 			b.ResetTimer()
 			err = x.roundTrips(b, pp.ep)
-		})
+		}); e != nil {
+			return e
+		}
 		return err
 	}
 	x.children = pp.Children
 	x.closeFn = pp.Close
+	return nil
+}
+
+// onThread runs f on t and waits, unless Close has begun: the hand-over
+// to t happens under x.mu, so Close (which stops t, closing its request
+// channel) can never race a new hand-over.
+func (x *ifBench) onThread(t *mech.Thread, f func()) error {
+	x.mu.Lock()
+	if x.closed.Load() {
+		x.mu.Unlock()
+		return errClosed
+	}
+	fin := t.Go(f)
+	x.mu.Unlock()
+	<-fin
 	return nil
 }
 
