@@ -121,7 +121,7 @@ func defaultHogs(suite string) []int {
 }
 
 // planInterference lists the arms of a suite (pure: no I/O).
-func planInterference(suite string, hogs []int) []ifArm {
+func planInterference(suite string, hogs []int, allCPUs int) []ifArm {
 	full := suite == exp.SuiteFull
 	var out []ifArm
 	seen := map[string]bool{}
@@ -146,6 +146,9 @@ func planInterference(suite string, hogs []int) []ifArm {
 			add(ifArm{shape: s, hog: h(n, hogGoroutine, hogSpin), gmp: n + 1, quick: one && s == shapeTimer})
 			add(ifArm{shape: s, hog: h(n, hogGoroutine, hogGosched), gmp: 1})
 			if full {
+				if allCPUs > 1 && allCPUs != n+1 {
+					add(ifArm{shape: s, hog: h(n, hogGoroutine, hogSpin), gmp: allCPUs})
+				}
 				add(ifArm{shape: s, hog: h(n, hogThread, hogSpin), gmp: 1})
 				add(ifArm{shape: s, hog: h(n, hogGoroutine, hogStream), gmp: 1})
 				add(ifArm{shape: s, hog: h(n, hogProcess, hogStream), gmp: 1})
@@ -269,7 +272,7 @@ func interferenceArms(p exp.Params) ([]exp.Arm, error) {
 	unp := exp.Unpinned(p)
 	c0 := []int{p.CPUs[0]}
 	var arms []exp.Arm
-	for _, a := range planInterference(p.Suite, hogs) {
+	for _, a := range planInterference(p.Suite, hogs, len(p.CPUs)) {
 		a := a
 		a.hog.BufBytes = buf
 		// Go's preemption can only explain a wait where a hog holds a P.
@@ -804,6 +807,9 @@ func starveChild(args []string, files []*os.File) int {
 func (x *ifBench) Annotate(r *result.Arm) {
 	if r.Metrics == nil {
 		r.Metrics = map[string]float64{}
+	}
+	if r.Median > 0 {
+		r.Metrics["throughput_ops_per_s"] = 1e9 / r.Median
 	}
 	if x.arm.shape == shapeStarve {
 		x.annotateStarve(r)

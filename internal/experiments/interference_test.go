@@ -22,7 +22,7 @@ import (
 
 func TestPlanInterference(t *testing.T) {
 	for _, suite := range []string{exp.SuiteQuick, exp.SuiteDefault, exp.SuiteFull} {
-		plan := planInterference(suite, defaultHogs(suite))
+		plan := planInterference(suite, defaultHogs(suite), 4)
 		names := map[string]bool{}
 		starve := 0
 		for _, a := range plan {
@@ -62,6 +62,8 @@ func TestPlanInterference(t *testing.T) {
 				"interference/timer/goroutine-stream/hogs=1/gomaxprocs=1",
 				"interference/procpipe/process-stream/hogs=6/gomaxprocs=2",
 				"interference/futex/thread-spin/hogs=6/gomaxprocs=8",
+				"interference/timer/goroutine-spin/hogs=1/gomaxprocs=4", // all CPUs
+				"interference/timer/goroutine-spin/hogs=6/gomaxprocs=4",
 			} {
 				if !names[must] {
 					t.Errorf("full suite lacks %s", must)
