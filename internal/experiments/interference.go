@@ -212,44 +212,42 @@ func checkHogs(hogs []int, h *sysinfo.Host, buf int64) error {
 	return nil
 }
 
-// quanta known on this machine, read once.
-var machineQuanta struct {
+// configHZ is the kernel's tick rate, read once (it means decompressing
+// /proc/config.gz).
+var configHZ struct {
 	once sync.Once
-	goQ  []quantum.Quantum // for goroutine shapes: Go's preemption first
-	osQ  []quantum.Quantum // for thread and process shapes
-	note string
+	hz   int
+	err  error
 }
 
-func quantaFor(h *sysinfo.Host, goShape bool) ([]quantum.Quantum, string) {
-	machineQuanta.once.Do(func() {
-		var kernel []quantum.Quantum
-		var notes []string
-		if h != nil {
-			sched := h.Scheduler
-			switch {
-			case h.SchedSliceNs > 0:
-				kernel = append(kernel, quantum.KernelSlice(h.SchedSliceNs, sched, "read from the kernel"))
-			default:
-				if sched == "" {
-					sched = "EEVDF"
-					notes = append(notes, "scheduler unknown, EEVDF assumed")
-				}
-				kernel = append(kernel, quantum.KernelSlice(quantum.DefaultSliceNs(len(h.OnlineCPUs)), sched, sched+" default"))
-			}
-		}
-		if hz, _, err := sysinfo.ConfigHZ(); err == nil {
-			kernel = append(kernel, quantum.Tick(hz))
-		} else {
-			notes = append(notes, "timer tick unknown ("+err.Error()+")")
-		}
-		machineQuanta.goQ = append([]quantum.Quantum{quantum.GoPreemption()}, kernel...)
-		machineQuanta.osQ = kernel
-		machineQuanta.note = strings.Join(notes, "; ")
-	})
+// quantaFor lists the quanta that can explain a pile on host h: Go's
+// preemption first when a hog holds a P (goShape), then the kernel slice
+// and the tick. note says what had to be assumed or is unknown.
+func quantaFor(h *sysinfo.Host, goShape bool) (qs []quantum.Quantum, note string) {
+	var notes []string
 	if goShape {
-		return machineQuanta.goQ, machineQuanta.note
+		qs = append(qs, quantum.GoPreemption())
 	}
-	return machineQuanta.osQ, machineQuanta.note
+	if h != nil {
+		sched := h.Scheduler
+		switch {
+		case h.SchedSliceNs > 0:
+			qs = append(qs, quantum.KernelSlice(h.SchedSliceNs, sched, "read from the kernel"))
+		default:
+			if sched == "" {
+				sched = "EEVDF"
+				notes = append(notes, "scheduler unknown, EEVDF assumed")
+			}
+			qs = append(qs, quantum.KernelSlice(quantum.DefaultSliceNs(len(h.OnlineCPUs)), sched, sched+" default"))
+		}
+	}
+	configHZ.once.Do(func() { configHZ.hz, _, configHZ.err = sysinfo.ConfigHZ() })
+	if configHZ.err == nil {
+		qs = append(qs, quantum.Tick(configHZ.hz))
+	} else {
+		notes = append(notes, "timer tick unknown ("+configHZ.err.Error()+")")
+	}
+	return qs, strings.Join(notes, "; ")
 }
 
 func interferenceArms(p exp.Params) ([]exp.Arm, error) {
