@@ -92,6 +92,9 @@ type Arm struct {
 	// summarises, checks and flags noise as for any other arm. It must
 	// return when ctx is done.
 	Direct func(ctx context.Context, req DirectRequest) (*DirectResult, error)
+	// Timeout, when non-zero and shorter than the run's --timeout, is this
+	// arm's time limit (an arm expected to starve need not hold the suite up).
+	Timeout time.Duration
 }
 
 // DirectRequest is how hard a self-timed arm should measure: the runner's

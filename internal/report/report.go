@@ -57,6 +57,7 @@ func Table(w io.Writer, run *result.Run) error {
 		fmt.Fprintf(w, "\n%s — op: %s\n", name, op)
 		writeArms(w, name, arms)
 		writePerfStat(w, name, arms)
+		writeHistograms(w, name, arms)
 		writeChecks(w, e.Checks)
 		for _, f := range e.Findings {
 			fmt.Fprintf(w, "  → %s\n", f)

@@ -190,7 +190,11 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	}
 
 	before := sysinfo.Sample(cfg.Host)
-	actx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	limit := cfg.Timeout
+	if a.Timeout > 0 && a.Timeout < limit {
+		limit = a.Timeout
+	}
+	actx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if a.Direct != nil {
 		return direct(ctx, actx, cfg, a, r, reps, before)
@@ -309,7 +313,7 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	case ctx.Err() != nil:
 		r.Status, r.Reason = result.StatusInterrupted, "interrupted"
 	case actx.Err() != nil:
-		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("did not finish within %v", cfg.Timeout)
+		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("did not finish within %v", limit)
 		if abandoned {
 			r.Reason += "; a worker did not stop and was abandoned"
 		}

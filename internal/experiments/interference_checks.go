@@ -1,0 +1,175 @@
+package experiments
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// Thresholds of the interference checks (issue 4).
+const (
+	badP50Ns       = 1e6 // the woken goroutine behind one goroutine hog waits ≥ 1 ms at p50
+	fixP99Factor   = 10  // a fix lowers p99 at least 10×
+	pairP50Factor  = 2.0 // "unaffected": the pair's p50 stays within 2× of no hogs
+	quantumMinimum = 1   // ops of the pair that must show a whole preemption stall
+)
+
+func armKey(shape, hog string, hogs, gmp int) string {
+	return fmt.Sprintf("interference/%s/%s/hogs=%d/gomaxprocs=%d", shape, hog, hogs, gmp)
+}
+
+func interferenceChecks(arms []result.Arm) []result.Check {
+	by := map[string]result.Arm{}
+	for _, a := range arms {
+		by[a.Name] = a
+	}
+	ok := func(name string) (result.Arm, bool) {
+		a, found := by[name]
+		return a, found && a.Status == result.StatusOK && a.Percentiles != nil
+	}
+	var out []result.Check
+	for _, shape := range []string{shapeTimer, shapeNetpoll} {
+		badName := armKey(shape, "goroutine-spin", 1, 1)
+		bad, okBad := ok(badName)
+		if !okBad {
+			continue
+		}
+		periods := bad.Metrics["p50_go_preempt_periods"]
+		out = append(out, result.Check{
+			Name:  fmt.Sprintf("a goroutine woken from outside the Go scheduler (%s) next to one goroutine hog at GOMAXPROCS=1 waits ≥ 1 ms at p50, piled at Go's preemption quantum", shape),
+			Holds: bad.Percentiles.P50 >= badP50Ns && periods >= 1,
+			Detail: fmt.Sprintf("%s: p50 %s, %s", strings.TrimPrefix(badName, "interference/"), result.FormatNs(bad.Percentiles.P50),
+				periodText(periods, p50What(bad))),
+			Arms: []string{badName},
+		})
+		for _, fix := range []struct{ name, what string }{
+			{armKey(shape, "process-spin", 1, 1), "the hog in a separate process"},
+			{armKey(shape, "goroutine-spin", 1, 2), "GOMAXPROCS=2 with one hog"},
+			{armKey(shape, "goroutine-gosched", 1, 1), "runtime.Gosched() in the hog's loop"},
+		} {
+			f, okFix := ok(fix.name)
+			if !okFix {
+				continue
+			}
+			out = append(out, result.Check{
+				Name:  fmt.Sprintf("fix for %s: %s lowers p99 at least %d×", shape, fix.what, fixP99Factor),
+				Holds: f.Percentiles.P99*fixP99Factor <= bad.Percentiles.P99,
+				Detail: fmt.Sprintf("p99 %s with the fix vs %s (%s lower)", result.FormatNs(f.Percentiles.P99),
+					result.FormatNs(bad.Percentiles.P99), ratio(bad.Percentiles.P99, f.Percentiles.P99)),
+				Arms: []string{fix.name, badName},
+			})
+		}
+	}
+	base, okBase := ok(armKey(shapeChanPair, "none", 0, 1))
+	hog, okHog := ok(armKey(shapeChanPair, "goroutine-spin", 1, 1))
+	if okBase && okHog {
+		stalled := hog.Metrics["go_preempt_samples"]
+		out = append(out, result.Check{
+			Name:  fmt.Sprintf("a goroutine pair over a channel hands its time slice on: p50 with one goroutine hog stays within %.0f× of no hog, while its tail shows Go's preemption quantum", pairP50Factor),
+			Holds: hog.Percentiles.P50 <= pairP50Factor*base.Percentiles.P50 && stalled >= quantumMinimum,
+			Detail: fmt.Sprintf("p50 %s vs %s without the hog; %.0f of %d ops stalled a whole number of sysmon periods; max %s",
+				result.FormatNs(hog.Percentiles.P50), result.FormatNs(base.Percentiles.P50), stalled, hog.Percentiles.Samples,
+				result.FormatNs(hog.Percentiles.Max)),
+			Arms: []string{hog.Name, base.Name},
+		})
+	}
+	for _, a := range arms {
+		if a.Mechanism != shapeStarve {
+			continue
+		}
+		if a.Params["hog"] == "goroutine-spin" {
+			out = append(out, result.Check{
+				Name:   "a hog that is never preempted (asyncpreemptoff=1, GOMAXPROCS=1) ends the arm as timed out, not a hang",
+				Holds:  a.Status == result.StatusTimedOut,
+				Detail: fmt.Sprintf("status %s; %.0f wake-ups arrived, %.0f after the hog started", a.Status, a.Metrics["starve_samples"], a.Metrics["starve_samples_after_hog"]),
+				Arms:   []string{a.Name},
+			})
+		} else {
+			out = append(out, result.Check{
+				Name:   "with runtime.Gosched() in the hog's loop the same child finishes even with asyncpreemptoff=1",
+				Holds:  a.Status == result.StatusOK,
+				Detail: fmt.Sprintf("status %s", a.Status),
+				Arms:   []string{a.Name},
+			})
+		}
+	}
+	return out
+}
+
+func p50What(a result.Arm) string {
+	if a.Metrics["p50_in_pile"] == 0 {
+		return "p50 (in no pile)"
+	}
+	return "the pile p50 sits in"
+}
+
+func periodText(periods float64, what string) string {
+	if periods < 1 {
+		return what + " is not attributed to Go's preemption"
+	}
+	return fmt.Sprintf("%s attributed to Go's preemption (%.0f sysmon period(s))", what, periods)
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "∞×"
+	}
+	return fmt.Sprintf("%.0f×", a/b)
+}
+
+// interferenceFindings: each bad case with its remedies beside it, in numbers.
+func interferenceFindings(arms []result.Arm) []string {
+	by := map[string]result.Arm{}
+	hogCounts := map[int]bool{}
+	for _, a := range arms {
+		if a.Status == result.StatusOK && a.Percentiles != nil {
+			by[a.Name] = a
+		}
+		var n int
+		fmt.Sscanf(a.Params["hogs"], "%d", &n)
+		if n > 0 {
+			hogCounts[n] = true
+		}
+	}
+	var out []string
+	pct := func(a result.Arm) string {
+		return fmt.Sprintf("p50 %s, p99 %s, max %s", result.FormatNs(a.Percentiles.P50), result.FormatNs(a.Percentiles.P99), result.FormatNs(a.Percentiles.Max))
+	}
+	var counts []int
+	for n := range hogCounts {
+		counts = append(counts, n)
+	}
+	sort.Ints(counts)
+	for _, shape := range []string{shapeTimer, shapeNetpoll, shapeChanPair} {
+		for _, n := range counts {
+			bad, ok := by[armKey(shape, "goroutine-spin", n, 1)]
+			if !ok {
+				continue
+			}
+			line := fmt.Sprintf("%s with %d goroutine hog(s) at GOMAXPROCS=1: %s", shape, n, pct(bad))
+			if b0, ok := by[armKey(shape, "none", 0, 1)]; ok {
+				line += fmt.Sprintf(" (no hog: %s)", pct(b0))
+			}
+			for _, fix := range []struct{ name, what string }{
+				{armKey(shape, "process-spin", n, 1), "hogs in a process"},
+				{armKey(shape, "goroutine-spin", n, n+1), fmt.Sprintf("GOMAXPROCS=%d", n+1)},
+				{armKey(shape, "goroutine-gosched", n, 1), "Gosched in the hog"},
+			} {
+				if f, ok := by[fix.name]; ok {
+					line += fmt.Sprintf("; %s → p99 %s", fix.what, result.FormatNs(f.Percentiles.P99))
+				}
+			}
+			if v, ok := bad.Metrics["go_sched_latency_p99_ns"]; ok {
+				line += fmt.Sprintf("; Go's own /sched/latencies p99 ≤ %s", result.FormatNs(v))
+			}
+			out = append(out, line)
+			if g, ok := by[armKey(shape, "goroutine-gosched", n, 1)]; ok && g.Metrics["p50_go_preempt_periods"] >= 1 {
+				out = append(out, fmt.Sprintf("%s: even with runtime.Gosched() in the hog, p50 %s sits at Go's preemption quantum: a yielding hog keeps the P busy, and the runtime polls the network only when a P runs out of work or when sysmon looks (every 10 ms)",
+					shape, result.FormatNs(g.Percentiles.P50)))
+			}
+		}
+	}
+	return out
+}
