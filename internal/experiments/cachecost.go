@@ -581,7 +581,7 @@ func openPairBench(cpu []int, wa, wb int64, every int64) (exp.Bench, error) {
 		p.chunkA = max(1, int(float64(every)/max(per, 0.1)))
 	}
 	by, chunkB, slice := p.by, p.chunkB, p.slice
-	p.echoed = p.b.Go(func() {
+	p.echoed, _ = p.b.Go(func() {
 		var pos uint32
 		for {
 			if _, err := pair.B.Recv(); err != nil {

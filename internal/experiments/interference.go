@@ -648,8 +648,11 @@ func (x *ifBench) onThread(t *mech.Thread, f func()) error {
 		x.mu.Unlock()
 		return errClosed
 	}
-	fin := t.Go(f)
+	fin, err := t.Go(f)
 	x.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	<-fin
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ctxlab/ctxlab/internal/child"
 	"github.com/ctxlab/ctxlab/internal/exp"
@@ -162,16 +163,18 @@ func openThreadPair(kind string, pl exp.Placement) (exp.Bench, error) {
 		return nil, fmt.Errorf("start thread B: %w", err)
 	}
 	t := &threadPair{pair: pair, a: ta, b: tb}
-	t.echoed = tb.Go(func() { mech.Echo(pair.B) })
+	t.echoed, _ = tb.Go(func() { mech.Echo(pair.B) })
 	return t, nil
 }
 
 func (t *threadPair) Run(b *measure.B) error {
 	var err error
-	t.a.Do(func() {
+	if derr := t.a.Do(func() {
 		b.ResetTimer() // the batch starts when thread A has it
 		err = mech.RoundTrips(t.pair.A, b.N, b.S)
-	})
+	}); derr != nil {
+		return derr
+	}
 	return err
 }
 
@@ -218,15 +221,39 @@ func openProcessPair(ctx context.Context, kind string, pl exp.Placement) (exp.Be
 		closeAll()
 		return nil, err
 	}
-	return &processPair{ep: ep, stop: stop, closeAll: closeAll, a: ta, proc: proc}, nil
+	pp := &processPair{ep: ep, stop: stop, closeAll: closeAll, a: ta, proc: proc}
+	// One round trip before timing starts: the child's start-up (~ms) must
+	// not land in the warm-up, which sizes the repetitions.
+	ready := make(chan error, 1)
+	go func() {
+		var err error
+		if derr := ta.Do(func() { err = mech.RoundTrips(ep, 1, nil) }); derr != nil {
+			err = derr
+		}
+		ready <- err
+	}()
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-time.After(10 * time.Second):
+		err = fmt.Errorf("child did not answer within 10s")
+	}
+	if err != nil {
+		pp.Close()
+		return nil, fmt.Errorf("first round trip with the %s child: %w", kind, err)
+	}
+	return pp, nil
 }
 
 func (p *processPair) Run(b *measure.B) error {
 	var err error
-	p.a.Do(func() {
+	if derr := p.a.Do(func() {
 		b.ResetTimer()
 		err = mech.RoundTrips(p.ep, b.N, b.S)
-	})
+	}); derr != nil {
+		return derr
+	}
 	return err
 }
 

@@ -100,3 +100,22 @@ func TestRoundTripsDoesNotAllocate(t *testing.T) {
 	}
 	_ = runtime.NumGoroutine()
 }
+
+// A Do racing with Stop (the runner's timeout) is refused, never a panic.
+func TestDoAfterStopIsRefused(t *testing.T) {
+	th, err := StartThread(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th.Stop()
+	th.Stop() // twice is fine
+	ran := false
+	if err := th.Do(func() { ran = true }); err != ErrThreadStopped || ran {
+		t.Fatalf("Do after Stop: err %v, ran %v", err, ran)
+	}
+	if fin, err := th.Go(func() { ran = true }); err != ErrThreadStopped || ran {
+		t.Fatalf("Go after Stop: err %v, ran %v", err, ran)
+	} else {
+		<-fin
+	}
+}

@@ -1,7 +1,9 @@
 package mech
 
 import (
+	"errors"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,8 +16,16 @@ type Thread struct {
 	TID  int
 	reqs chan func()
 	done chan struct{}
-	err  error
+
+	// mu orders Do/Go against Stop: work handed over after Stop is refused,
+	// never sent on a closed channel (Stop may come from the runner's
+	// timeout while a Run is about to start).
+	mu      sync.Mutex
+	stopped bool
 }
+
+// ErrThreadStopped is returned by Do and Go once the thread is stopped.
+var ErrThreadStopped = errors.New("mech: thread stopped")
 
 // StartThread starts a locked thread pinned to cpus (nil = not pinned).
 func StartThread(cpus []int) (*Thread, error) {
@@ -48,22 +58,45 @@ func StartThread(cpus []int) (*Thread, error) {
 	return t, nil
 }
 
-// Do runs f on the thread and waits for it.
-func (t *Thread) Do(f func()) {
-	fin := make(chan struct{})
-	t.reqs <- func() { f(); close(fin) }
+// Do runs f on the thread and waits for it; after Stop it runs nothing
+// and returns ErrThreadStopped.
+func (t *Thread) Do(f func()) error {
+	fin, err := t.hand(f)
+	if err != nil {
+		return err
+	}
 	<-fin
+	return nil
 }
 
-// Go runs f on the thread without waiting; the returned channel closes when f returns.
-func (t *Thread) Go(f func()) <-chan struct{} {
+// Go runs f on the thread without waiting; the returned channel closes
+// when f returns (at once, with ErrThreadStopped, after Stop).
+func (t *Thread) Go(f func()) (<-chan struct{}, error) {
+	return t.hand(f)
+}
+
+func (t *Thread) hand(f func()) (chan struct{}, error) {
 	fin := make(chan struct{})
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		close(fin)
+		return fin, ErrThreadStopped
+	}
+	// The thread is idle between calls (Do waits, Go is used for the one
+	// long-running loop), so this send does not wait long under the lock.
 	t.reqs <- func() { f(); close(fin) }
-	return fin
+	return fin, nil
 }
 
 // Stop ends the thread after its current work and waits for it to exit.
+// It is safe to call more than once and concurrently with Do.
 func (t *Thread) Stop() {
-	close(t.reqs)
+	t.mu.Lock()
+	if !t.stopped {
+		t.stopped = true
+		close(t.reqs)
+	}
+	t.mu.Unlock()
 	<-t.done
 }

@@ -246,7 +246,8 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 		// Warm-up: grow n until the warm-up time or op count is reached,
 		// which also estimates the op's cost for sizing the repetitions.
 		n, ops := 1, 0
-		var spent int64
+		var spent, lastElapsed int64
+		lastN := 0
 		warmStart := measure.Now()
 		for {
 			b := measure.NewB(actx, n, nil, nil)
@@ -258,12 +259,18 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 			b.StopTimer()
 			ops += n
 			spent += b.Elapsed()
+			lastN, lastElapsed = n, b.Elapsed()
 			if measure.Now()-warmStart >= int64(cfg.WarmUp) || ops >= cfg.WarmUpOps || actx.Err() != nil {
 				break
 			}
 			n = growN(n, b.Elapsed(), cfg.WarmUp)
 		}
+		// The last (largest) warm-up batch estimates the op's cost best: the
+		// first ones carry cold caches and lazy set-up.
 		perOp := float64(spent) / float64(ops)
+		if lastN > 0 && lastElapsed > 0 {
+			perOp = float64(lastElapsed) / float64(lastN)
+		}
 		if perOp <= 0 {
 			perOp = 1
 		}
