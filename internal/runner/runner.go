@@ -76,6 +76,9 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 			mine = append(mine, r)
 		}
 		e := result.Experiment{Name: s.Spec.Name, Summary: s.Spec.Summary, Op: s.Spec.Op}
+		if s.Spec.Derive != nil {
+			s.Spec.Derive(mine)
+		}
 		if s.Spec.Checks != nil {
 			e.Checks = s.Spec.Checks(mine)
 			for _, c := range e.Checks {

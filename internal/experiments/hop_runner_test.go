@@ -1,0 +1,53 @@
+package experiments
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/runner"
+)
+
+// The run is interrupted (Ctrl-C cancels the run's context) while a hop arm
+// on a database file is measuring: the runner closes the arm, the arm
+// reports "interrupted", and the temp dir and the workers are gone.
+func TestHopInterruptedRunRemovesTempDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the runner for a fraction of a second")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	spec, ok := exp.Lookup("hop")
+	if !ok {
+		t.Fatal("hop not registered")
+	}
+	arms, err := spec.Arms(hopParams(exp.SuiteFull, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var arm exp.Arm
+	for _, a := range arms {
+		if a.Name == "hop/modernc-file/thread/gomaxprocs=all" {
+			arm = a
+		}
+	}
+	if arm.Open == nil {
+		t.Fatal("arm hop/modernc-file/thread/gomaxprocs=all not found")
+	}
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.BenchTime, cfg.Reps, cfg.Timeout = 2*time.Second, 3, time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	before := runtime.NumGoroutine()
+	r := runner.Arm(ctx, cfg, spec, arm)
+	if r.Status != result.StatusInterrupted {
+		t.Errorf("status %q (%s), want %q", r.Status, r.Reason, result.StatusInterrupted)
+	}
+	if left := tempDirs(t, tmp); len(left) > 0 {
+		t.Errorf("temp dirs left after the interrupted run: %v", left)
+	}
+	waitGoroutines(t, before)
+}
