@@ -76,7 +76,7 @@ func callchainArms(p exp.Params) ([]exp.Arm, error) {
 		key := "goroutine/gomaxprocs=" + gmpNames[i]
 		arms = append(arms, exp.Arm{
 			Name: "callchain/" + key, Substrate: "goroutine", Mechanism: "chan", Op: "chain",
-			Params: map[string]string{"kind": "goroutine", "levels": "3", "gomaxprocs": strconv.Itoa(g)},
+			Params:     map[string]string{"kind": "goroutine", "levels": "3", "gomaxprocs": strconv.Itoa(g)},
 			GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain[key],
 			Open: func(context.Context) (exp.Bench, error) { return newChainBench("goroutine"), nil },
 		})

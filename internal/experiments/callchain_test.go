@@ -43,7 +43,7 @@ func TestCallchainChainsAgree(t *testing.T) {
 			case "goroutine":
 				got = c.async.call(x)
 			}
-			if want := ((x+1)^5+7+1)*3; got != want {
+			if want := ((x + 1) ^ 5 + 7 + 1) * 3; got != want {
 				t.Errorf("%s(%d) = %d, want %d", kind, x, got, want)
 			}
 		}
