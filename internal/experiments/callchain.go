@@ -48,7 +48,7 @@ const (
 )
 
 var quickCallchain = map[string]bool{
-	"plain": true, "interface": true, "closure": true, "goroutine/gomaxprocs=all": true,
+	"plain": true, "interface": true, "goroutine/gomaxprocs=all": true,
 	"items-inline": true, "task-per-item/gomaxprocs=all": true, "task-per-batch/gomaxprocs=all": true,
 }
 

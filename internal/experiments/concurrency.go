@@ -50,7 +50,7 @@ const (
 
 var (
 	concDefaultLevels = []int{1, 10, 50}
-	quickConcurrency  = map[string]bool{"modernc-file/sem/c=1": true, "modernc-file/sem/c=10": true, "modernc-file/threadpool/c=10": true}
+	quickConcurrency  = map[string]bool{"modernc-file/sem/c=10": true, "modernc-file/threadpool/c=10": true}
 )
 
 func concurrencyArms(p exp.Params) ([]exp.Arm, error) {

@@ -344,10 +344,14 @@ func sortInts(xs []int) {
 	}
 }
 
+// hopPreferred is the order in which ops stand for all in the switch
+// checks and explanations: the SQLite lookup the issue is about first.
+var hopPreferred = []string{"modernc-memory", "mattn-memory", "modernc-file", "mattn-file", "map"}
+
 // hopRepresentative is the op whose arms stand for all in the switch
-// checks and explanations: the first measured of a preference order.
+// checks and explanations: the first measured of hopPreferred.
 func hopRepresentative(idx map[hopKey]*result.Arm, gmp int) string {
-	for _, op := range []string{"modernc-memory", "mattn-memory", "modernc-file", "mattn-file", "map"} {
+	for _, op := range hopPreferred {
 		if _, ok := idx[hopKey{op, "direct", gmp}]; ok {
 			return op
 		}
@@ -390,7 +394,7 @@ func hopFindings(arms []result.Arm) []string {
 	sortInts(gmps)
 	if len(gmps) >= 2 {
 		lo, hi := gmps[0], gmps[len(gmps)-1]
-		for _, op := range hopOps {
+		for _, op := range hopPreferred {
 			d1, ok1 := idx[hopKey{op, "direct", lo}]
 			g1, ok2 := idx[hopKey{op, "goroutine", lo}]
 			dn, ok3 := idx[hopKey{op, "direct", hi}]
