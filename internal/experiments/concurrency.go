@@ -97,9 +97,9 @@ func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
 						Unsupported: sqlop.Unsupported(op),
 						Open: func(ctx context.Context) (exp.Bench, error) {
 							if way == "sem" {
-								return openConcSem(op, c)
+								return openConcSem(ctx, op, c)
 							}
-							return openHop(hopConfig{op: op, way: "threadpool", callers: c, pool: pool})
+							return openHop(ctx, hopConfig{op: op, way: "threadpool", callers: c, pool: pool})
 						},
 					})
 				}
@@ -122,7 +122,7 @@ type concSem struct {
 	err     error
 }
 
-func openConcSem(op string, c int) (_ *concSem, err error) {
+func openConcSem(ctx context.Context, op string, c int) (_ *concSem, err error) {
 	src, err := sqlop.NewSource(op)
 	if err != nil {
 		if errors.Is(err, sqlop.ErrUnsupported) {
@@ -137,6 +137,9 @@ func openConcSem(op string, c int) (_ *concSem, err error) {
 		}
 	}()
 	for i := 0; i < c; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		h, err := src.Open()
 		if err != nil {
 			return nil, err

@@ -40,7 +40,7 @@ set C and N. cgo-call is one bare call of a trivial C function.`,
 		Findings: hopFindings,
 	})
 	exp.RegisterOption("hop.callers", "hop: concurrent callers C of the pool way, 1..10000 (default 8)")
-	exp.RegisterOption("hop.pool", "hop: worker goroutines N of the pool way, 1..10000 (default 2)")
+	exp.RegisterOption("hop.pool", "hop: worker goroutines N of the pool way, 1..1000 (default 2)")
 }
 
 // The operations hop wraps, and the ways it calls them.
@@ -54,7 +54,7 @@ const (
 	hopDefaultCallers = 8
 	hopDefaultPool    = 2
 	hopMaxCallers     = 10000
-	hopMaxPool        = 10000
+	hopMaxPool        = 1000 // each worker opens its own connection
 )
 
 // quickHop are the arms (op/way/gomaxprocs) of the quick suite.
@@ -101,7 +101,7 @@ func hopArms(p exp.Params) ([]exp.Arm, error) {
 			Params: params, GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process,
 			Quick:       quickHop[op+"/"+way+"/"+gname],
 			Unsupported: sqlop.Unsupported(op),
-			Open:        func(ctx context.Context) (exp.Bench, error) { return openHop(cfg) },
+			Open:        func(ctx context.Context) (exp.Bench, error) { return openHop(ctx, cfg) },
 		})
 	}
 	for _, op := range hopOps {
@@ -145,7 +145,7 @@ type hopBench struct {
 	err     error
 }
 
-func openHop(cfg hopConfig) (_ *hopBench, err error) {
+func openHop(ctx context.Context, cfg hopConfig) (_ *hopBench, err error) {
 	src, err := sqlop.NewSource(cfg.op)
 	if err != nil {
 		if errors.Is(err, sqlop.ErrUnsupported) {
@@ -164,13 +164,13 @@ func openHop(cfg hopConfig) (_ *hopBench, err error) {
 		h.direct, err = src.Open()
 		return h, err
 	case "goroutine", "thread", "thread-2hop":
-		h.workers, err = startHopWorkers(src, 1, cfg.way != "goroutine")
+		h.workers, err = startHopWorkers(ctx, src, 1, cfg.way != "goroutine")
 		if err != nil {
 			return nil, err
 		}
 		h.callers = []*hopCaller{newHopCaller(h.workers.reqs, 0, &h.closed)}
 	case "pool", "threadpool":
-		h.workers, err = startHopWorkers(src, cfg.pool, cfg.way == "threadpool")
+		h.workers, err = startHopWorkers(ctx, src, cfg.pool, cfg.way == "threadpool")
 		if err != nil {
 			return nil, err
 		}

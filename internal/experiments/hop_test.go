@@ -170,7 +170,7 @@ func TestHopCloseDuringRun(t *testing.T) {
 		{op: "modernc-file", way: "direct"},
 	} {
 		before := runtime.NumGoroutine()
-		h, err := openHop(cfg)
+		h, err := openHop(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,14 +202,25 @@ func TestHopCloseDuringRun(t *testing.T) {
 	}
 }
 
-// An error while opening (here an unknown way, after the database file was
-// made) still removes the temp dir: Open cleans up after itself.
+// An error while opening (an unknown way, or a start-up cancelled by
+// Ctrl-C, after the database file was made) still removes the temp dir and
+// stops the workers started so far: Open cleans up after itself.
 func TestHopOpenErrorRemovesTempDir(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	if _, err := openHop(hopConfig{op: "modernc-file", way: "sideways"}); err == nil {
+	before := runtime.NumGoroutine()
+	if _, err := openHop(context.Background(), hopConfig{op: "modernc-file", way: "sideways"}); err == nil {
 		t.Fatal("unknown way: no error")
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := openHop(ctx, hopConfig{op: "modernc-file", way: "pool", callers: 2, pool: 3}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled open: %v, want context.Canceled", err)
+	}
+	if _, err := openConcSem(ctx, "modernc-file", 3); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled sem open: %v, want context.Canceled", err)
+	}
+	waitGoroutines(t, before)
 	if left := tempDirs(t, tmp); len(left) > 0 {
 		t.Errorf("temp dirs left after a failed open: %v", left)
 	}
@@ -221,7 +232,8 @@ func TestHopBadParameters(t *testing.T) {
 		arms  func(exp.Params) ([]exp.Arm, error)
 		want  []string // in the message
 	}{
-		{map[string]string{"hop.pool": "0"}, hopArms, []string{"hop.pool=0", "1 and 10000"}},
+		{map[string]string{"hop.pool": "0"}, hopArms, []string{"hop.pool=0", "1 and 1000"}},
+		{map[string]string{"hop.pool": "1001"}, hopArms, []string{"hop.pool=1001", "1 and 1000"}},
 		{map[string]string{"hop.callers": "-3"}, hopArms, []string{"hop.callers=-3", "between 1"}},
 		{map[string]string{"hop.pool": "two"}, hopArms, []string{"hop.pool=two", "not a whole number"}},
 		{map[string]string{"concurrency.levels": "1,0,50"}, concurrencyArms, []string{"concurrency.levels=1,0,50", "0 must be between 1 and 1000"}},

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -70,9 +71,15 @@ type hopWorkers struct {
 	wg      sync.WaitGroup
 }
 
-func startHopWorkers(src *sqlop.Source, n int, locked bool) (*hopWorkers, error) {
+// startHopWorkers starts n workers; a cancelled ctx (timeout, Ctrl-C) stops
+// a long start-up between two workers.
+func startHopWorkers(ctx context.Context, src *sqlop.Source, n int, locked bool) (*hopWorkers, error) {
 	w := &hopWorkers{reqs: make(chan hopReq)}
 	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			w.stop()
+			return nil, err
+		}
 		h, err := src.Open()
 		if err != nil {
 			w.stop()
