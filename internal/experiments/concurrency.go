@@ -317,9 +317,13 @@ func concurrencyFindings(arms []result.Arm) []string {
 		}
 		base := idx[concKey{k.op, k.way, cs[0], k.gmp}]
 		var parts []string
-		for _, c := range cs {
+		for i, c := range cs {
 			x := idx[concKey{k.op, k.way, c, k.gmp}]
-			parts = append(parts, fmt.Sprintf("C=%d %.1f ms (speed-up %.2f× over C=%d)", c, x.Median*concTotal/1e6, base.Median/x.Median, cs[0]))
+			part := fmt.Sprintf("C=%d %.1f ms", c, x.Median*concTotal/1e6)
+			if i > 0 {
+				part += fmt.Sprintf(" (speed-up %.2f× over C=%d)", base.Median/x.Median, cs[0])
+			}
+			parts = append(parts, part)
 		}
 		label := "goroutines under a semaphore"
 		if k.way == "threadpool" {

@@ -53,7 +53,7 @@ func TestConcurrencyDeriveAndChecks(t *testing.T) {
 		}
 	}
 	f := strings.Join(concurrencyFindings(arms), "\n")
-	if !strings.Contains(f, "C=10 30.0 ms") || !strings.Contains(f, "6 locked threads") {
+	if !strings.Contains(f, "C=1 50.0 ms · C=10 30.0 ms (speed-up 1.67× over C=1)") || !strings.Contains(f, "6 locked threads") {
 		t.Errorf("findings:\n%s", f)
 	}
 }
