@@ -11,9 +11,10 @@ import (
 	"github.com/ctxlab/ctxlab/internal/runner"
 )
 
-// The run is interrupted (Ctrl-C cancels the run's context) while a hop arm
-// on a database file is measuring: the runner closes the arm, the arm
-// reports "interrupted", and the temp dir and the workers are gone.
+// The run is interrupted (Ctrl-C cancels the run's context), or the arm
+// hits its time limit, while a hop arm on a database file is measuring: the
+// runner closes the arm, the arm reports "interrupted" or "timed out", and
+// the temp dir and the workers are gone.
 func TestHopInterruptedRunRemovesTempDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the runner for a fraction of a second")
@@ -37,17 +38,31 @@ func TestHopInterruptedRunRemovesTempDir(t *testing.T) {
 	if arm.Open == nil {
 		t.Fatal("arm hop/modernc-file/thread/gomaxprocs=all not found")
 	}
-	cfg := runner.ForSuite(exp.SuiteQuick)
-	cfg.BenchTime, cfg.Reps, cfg.Timeout = 2*time.Second, 3, time.Minute
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	before := runtime.NumGoroutine()
-	r := runner.Arm(ctx, cfg, spec, arm)
-	if r.Status != result.StatusInterrupted {
-		t.Errorf("status %q (%s), want %q", r.Status, r.Reason, result.StatusInterrupted)
+	// Ctrl-C: the run's context is cancelled; timeout: the arm's limit ends it.
+	for _, c := range []struct {
+		name    string
+		cancel  bool
+		timeout time.Duration
+		want    string
+	}{
+		{"interrupt", true, time.Minute, result.StatusInterrupted},
+		{"timeout", false, 400 * time.Millisecond, result.StatusTimedOut},
+	} {
+		cfg := runner.ForSuite(exp.SuiteQuick)
+		cfg.BenchTime, cfg.Reps, cfg.Timeout = 2*time.Second, 3, c.timeout
+		ctx, cancel := context.WithCancel(context.Background())
+		if c.cancel {
+			time.AfterFunc(300*time.Millisecond, cancel)
+		}
+		before := runtime.NumGoroutine()
+		r := runner.Arm(ctx, cfg, spec, arm)
+		cancel()
+		if r.Status != c.want {
+			t.Errorf("%s: status %q (%s), want %q", c.name, r.Status, r.Reason, c.want)
+		}
+		if left := tempDirs(t, tmp); len(left) > 0 {
+			t.Errorf("%s: temp dirs left after the run: %v", c.name, left)
+		}
+		waitGoroutines(t, before)
 	}
-	if left := tempDirs(t, tmp); len(left) > 0 {
-		t.Errorf("temp dirs left after the interrupted run: %v", left)
-	}
-	waitGoroutines(t, before)
 }

@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -343,5 +344,45 @@ func TestHopDeriveAndChecks(t *testing.T) {
 		if !strings.Contains(f, w) {
 			t.Errorf("findings lack %q:\n%s", w, f)
 		}
+	}
+}
+
+// osThreads counts this process's OS threads.
+func osThreads(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Skipf("no /proc/self/task: %v", err)
+	}
+	return len(ents)
+}
+
+// Locked-thread workers destroy their OS threads on Close: opening and
+// closing a pool of 4 locked threads five times leaves the thread count
+// where it was (give or take the runtime's own spare threads).
+func TestHopThreadWorkersLeaveNoThread(t *testing.T) {
+	cfg := hopConfig{op: "map", way: "threadpool", callers: 2, pool: 4}
+	// One cycle first, so the runtime's own helper threads exist already.
+	h, err := openHop(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	before := osThreads(t)
+	for i := 0; i < 5; i++ {
+		h, err := openHop(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := measure.NewB(context.Background(), 100, nil, nil)
+		if err := h.Run(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := osThreads(t); after > before+2 {
+		t.Errorf("OS threads: %d before, %d after 5 × (4 locked workers opened and closed)", before, after)
 	}
 }
