@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -243,7 +244,7 @@ func concLevels(idx map[concKey]result.Arm, op, way string, gmp int) []int {
 			cs = append(cs, k.c)
 		}
 	}
-	sortInts(cs)
+	slices.Sort(cs)
 	return cs
 }
 
@@ -289,16 +290,8 @@ func concurrencyChecks(arms []result.Arm) []result.Check {
 			Arms: []string{prev.Name, a.Name},
 		})
 	}
-	sortChecks(out)
+	slices.SortFunc(out, func(a, b result.Check) int { return strings.Compare(a.Name+a.Detail, b.Name+b.Detail) })
 	return out
-}
-
-func sortChecks(cs []result.Check) {
-	for i := 1; i < len(cs); i++ {
-		for j := i; j > 0 && cs[j].Name+cs[j].Detail < cs[j-1].Name+cs[j-1].Detail; j-- {
-			cs[j], cs[j-1] = cs[j-1], cs[j]
-		}
-	}
 }
 
 func concurrencyFindings(arms []result.Arm) []string {

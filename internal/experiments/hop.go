@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -328,20 +329,12 @@ func hopSortedKeys(idx map[hopKey]*result.Arm, way string) []hopKey {
 				gs = append(gs, k.gmp)
 			}
 		}
-		sortInts(gs)
+		slices.Sort(gs)
 		for _, g := range gs {
 			out = append(out, hopKey{op, way, g})
 		}
 	}
 	return out
-}
-
-func sortInts(xs []int) {
-	for i := 1; i < len(xs); i++ {
-		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
-			xs[j], xs[j-1] = xs[j-1], xs[j]
-		}
-	}
 }
 
 // hopPreferred is the order in which ops stand for all in the switch
@@ -391,7 +384,7 @@ func hopFindings(arms []result.Arm) []string {
 			gmps = append(gmps, k.gmp)
 		}
 	}
-	sortInts(gmps)
+	slices.Sort(gmps)
 	if len(gmps) >= 2 {
 		lo, hi := gmps[0], gmps[len(gmps)-1]
 		for _, op := range hopPreferred {
