@@ -58,6 +58,10 @@ type Spec struct {
 	// Arms returns the configurations to measure for these params. An
 	// error here is a usage error (bad worker count …): nothing has started.
 	Arms func(p Params) ([]Arm, error)
+	// Derive, if set, adds figures that compare arms (a multiple of a
+	// baseline arm) to the measured arms in place, before Checks and
+	// Findings see them; only Metrics and Notes should be changed.
+	Derive func(arms []result.Arm)
 	// Checks evaluates the experiment's invariants over its measured arms.
 	Checks func(arms []result.Arm) []result.Check
 	// Findings returns one-line readings of the results ("same CPU is 8× faster").

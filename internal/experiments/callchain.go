@@ -1,0 +1,463 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// callchain: the per-call and per-task floor (SPEC §5.7). A 3-level chain
+// of calls made plainly, through interfaces, through closures and with
+// every level a goroutine; and tiny items processed inline, one goroutine
+// per item, or one goroutine per batch.
+func init() {
+	exp.Register(&exp.Spec{
+		Name:    "callchain",
+		Summary: "the per-call and per-task floor: a 3-level call chain plain, dynamic and as goroutines; a goroutine per item vs per batch",
+		Op:      "chain (3 nested calls) or item",
+		Doc: `Chain arms (op = one chain of 3 nested calls, each doing one arithmetic step):
+plain (each level marked //go:noinline, so the three calls really happen),
+inlined (the same code left to the compiler, which folds it into the loop),
+interface (each level calls the next through an interface method),
+closure (each level calls the next through a func value it captured),
+goroutine (every level starts the next as a goroutine and waits for its
+result over a channel — "async all the way down").
+Item arms (op = one tiny item of callchain.items, default 100 000):
+items-inline (a plain loop), task-per-item (go + WaitGroup per item, all
+started, then all awaited), task-per-batch-B (one goroutine per batch of
+callchain.batch items, default 100).`,
+		Arms:     callchainArms,
+		Derive:   callchainDerive,
+		Checks:   callchainChecks,
+		Findings: callchainFindings,
+	})
+	exp.RegisterOption("callchain.items", "callchain: items per round of the item arms, 1..10000000 (default 100000)")
+	exp.RegisterOption("callchain.batch", "callchain: items per goroutine of task-per-batch, 1..items (default 100)")
+}
+
+const (
+	ccDefaultItems = 100000
+	ccDefaultBatch = 100
+	ccMaxItems     = 10000000
+)
+
+var quickCallchain = map[string]bool{
+	"plain": true, "interface": true, "goroutine/gomaxprocs=all": true,
+	"items-inline": true, "task-per-item/gomaxprocs=all": true, "task-per-batch/gomaxprocs=all": true,
+}
+
+func callchainArms(p exp.Params) ([]exp.Arm, error) {
+	items, err := hopOptInt(p, "callchain.items", ccDefaultItems, 1, ccMaxItems)
+	if err != nil {
+		return nil, err
+	}
+	batch, err := hopOptInt(p, "callchain.batch", ccDefaultBatch, 1, items)
+	if err != nil {
+		return nil, err
+	}
+	gmps, gmpNames := hopGomaxprocs(p)
+	unp := exp.Unpinned(p)
+	var arms []exp.Arm
+	for _, kind := range []string{"plain", "inlined", "interface", "closure"} {
+		arms = append(arms, exp.Arm{
+			Name: "callchain/" + kind, Substrate: "caller", Mechanism: kind, Op: "chain",
+			Params: map[string]string{"kind": kind, "levels": "3"}, Placement: unp.Name, CPUs: unp.Process,
+			Quick: quickCallchain[kind],
+			Open:  func(context.Context) (exp.Bench, error) { return newChainBench(kind), nil },
+		})
+	}
+	for i, g := range gmps {
+		key := "goroutine/gomaxprocs=" + gmpNames[i]
+		arms = append(arms, exp.Arm{
+			Name: "callchain/" + key, Substrate: "goroutine", Mechanism: "chan", Op: "chain",
+			Params:     map[string]string{"kind": "goroutine", "levels": "3", "gomaxprocs": strconv.Itoa(g)},
+			GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain[key],
+			Open: func(context.Context) (exp.Bench, error) { return newChainBench("goroutine"), nil },
+		})
+	}
+	itemArm := func(mode, name, key string, g int) exp.Arm {
+		params := map[string]string{"kind": mode, "items": strconv.Itoa(items)}
+		if mode == "task-per-batch" {
+			params["batch"] = strconv.Itoa(batch)
+		}
+		if g > 0 {
+			params["gomaxprocs"] = strconv.Itoa(g)
+		}
+		sub := "goroutine"
+		if mode == "items-inline" {
+			sub = "caller"
+		}
+		return exp.Arm{
+			Name: "callchain/" + name, Substrate: sub, Mechanism: "go+waitgroup", Op: "item",
+			Params: params, GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain[key],
+			Open: func(context.Context) (exp.Bench, error) { return newTaskBench(mode, items, batch), nil },
+		}
+	}
+	arms = append(arms, itemArm("items-inline", "items-inline", "items-inline", 0))
+	for i, g := range gmps {
+		arms = append(arms, itemArm("task-per-item", "task-per-item/gomaxprocs="+gmpNames[i], "task-per-item/gomaxprocs="+gmpNames[i], g))
+		arms = append(arms, itemArm("task-per-batch", fmt.Sprintf("task-per-batch-%d/gomaxprocs=%s", batch, gmpNames[i]), "task-per-batch/gomaxprocs="+gmpNames[i], g))
+	}
+	return arms, nil
+}
+
+// The chain's levels: each does one arithmetic step around the next call.
+// ccPlain* are kept out of line (//go:noinline) so the chain measures three
+// real calls; ccInl* are the same code, which the compiler inlines.
+
+//go:noinline
+func ccPlain1(x int64) int64 { return ccPlain2(x+1) * 3 }
+
+//go:noinline
+func ccPlain2(x int64) int64 { return ccPlain3(x^5) + 1 }
+
+//go:noinline
+func ccPlain3(x int64) int64 { return x + 7 }
+
+func ccInl1(x int64) int64 { return ccInl2(x+1) * 3 }
+func ccInl2(x int64) int64 { return ccInl3(x^5) + 1 }
+func ccInl3(x int64) int64 { return x + 7 }
+
+// Interface levels: the next level's type is only known at run time.
+type ccLevel interface{ call(x int64) int64 }
+
+type ccI1 struct{ next ccLevel }
+type ccI2 struct{ next ccLevel }
+type ccI3 struct{}
+
+func (l *ccI1) call(x int64) int64 { return l.next.call(x+1) * 3 }
+func (l *ccI2) call(x int64) int64 { return l.next.call(x^5) + 1 }
+func (*ccI3) call(x int64) int64   { return x + 7 }
+
+// ccClosures builds the chain from func values that capture the next level
+// (as middleware does); kept out of line so the compiler cannot see which
+// function each captured value is and inline it.
+//
+//go:noinline
+func ccClosures() func(int64) int64 {
+	f3 := ccWrap(nil, 3)
+	f2 := ccWrap(f3, 2)
+	return ccWrap(f2, 1)
+}
+
+//go:noinline
+func ccWrap(next func(int64) int64, level int) func(int64) int64 {
+	switch level {
+	case 1:
+		return func(x int64) int64 { return next(x+1) * 3 }
+	case 2:
+		return func(x int64) int64 { return next(x^5) + 1 }
+	}
+	return func(x int64) int64 { return x + 7 }
+}
+
+// ccAsync runs every level as a goroutine that sends its result back on a
+// channel (buffered, reused: one chain runs at a time).
+type ccAsync struct{ ch [3]chan int64 }
+
+func (c *ccAsync) level1(x int64) {
+	go c.level2(x + 1)
+	c.ch[0] <- (<-c.ch[1]) * 3
+}
+
+func (c *ccAsync) level2(x int64) {
+	go c.level3(x ^ 5)
+	c.ch[1] <- (<-c.ch[2]) + 1
+}
+
+func (c *ccAsync) level3(x int64) { c.ch[2] <- x + 7 }
+
+func (c *ccAsync) call(x int64) int64 {
+	go c.level1(x)
+	return <-c.ch[0]
+}
+
+// chainBench runs b.N chains of one kind and checks the last result
+// against the plain chain, so the work provably ran.
+type chainBench struct {
+	kind    string
+	iface   ccLevel
+	closure func(int64) int64
+	async   *ccAsync
+	sink    int64
+	closed  atomic.Bool
+}
+
+func newChainBench(kind string) *chainBench {
+	c := &chainBench{kind: kind}
+	switch kind {
+	case "interface":
+		c.iface = &ccI1{next: &ccI2{next: &ccI3{}}}
+	case "closure":
+		c.closure = ccClosures()
+	case "goroutine":
+		c.async = &ccAsync{}
+		for i := range c.async.ch {
+			c.async.ch[i] = make(chan int64, 1)
+		}
+	}
+	return c
+}
+
+// Run makes b.N chains. The call-only kinds are not sampled per op: a
+// chain of a few ns is below the clock's resolution, and the sampler's own
+// bookkeeping would cost more than the chain.
+func (c *chainBench) Run(b *measure.B) error {
+	var sum, last, x int64
+	n := b.N
+	switch c.kind {
+	case "plain":
+		for i := 0; i < n; i++ {
+			x = int64(i)
+			last = ccPlain1(x)
+			sum += last
+		}
+	case "inlined":
+		for i := 0; i < n; i++ {
+			x = int64(i)
+			last = ccInl1(x)
+			sum += last
+		}
+	case "interface":
+		for i := 0; i < n; i++ {
+			x = int64(i)
+			last = c.iface.call(x)
+			sum += last
+		}
+	case "closure":
+		for i := 0; i < n; i++ {
+			x = int64(i)
+			last = c.closure(x)
+			sum += last
+		}
+	case "goroutine":
+		s := b.S
+		for i := 0; i < n; i++ {
+			if i&1023 == 0 && c.closed.Load() {
+				return errHopClosed
+			}
+			x = int64(i)
+			t := s.Start(i)
+			last = c.async.call(x)
+			s.Stop(t)
+			sum += last
+		}
+	default:
+		return fmt.Errorf("unknown chain kind %q", c.kind)
+	}
+	b.StopTimer()
+	c.sink = sum
+	if n > 0 && last != ccPlain1(x) {
+		return fmt.Errorf("%s chain of %d returned %d, want %d", c.kind, x, last, ccPlain1(x))
+	}
+	return nil
+}
+
+func (c *chainBench) Close() error { c.closed.Store(true); return nil }
+
+// ccItem is one tiny item's work.
+func ccItem(i int, round int64) int64 { return int64(i)*int64(i) + round + 1 }
+
+// taskBench processes b.N items in rounds of `items`: inline, one goroutine
+// per item or one per batch, all started and then awaited. Items are not
+// sampled one by one: an item's cost only exists as a share of its round.
+type taskBench struct {
+	mode         string
+	items, batch int
+	res          []int64
+	round        int64
+	closed       atomic.Bool
+	wg           sync.WaitGroup
+}
+
+func newTaskBench(mode string, items, batch int) *taskBench {
+	return &taskBench{mode: mode, items: items, batch: batch, res: make([]int64, items)}
+}
+
+func (t *taskBench) Run(b *measure.B) error {
+	res := t.res
+	var n int
+	for done := 0; done < b.N; done += n {
+		if t.closed.Load() {
+			return errHopClosed
+		}
+		n = min(t.items, b.N-done)
+		t.round++
+		round := t.round
+		switch t.mode {
+		case "items-inline":
+			for i := 0; i < n; i++ {
+				res[i] = ccItem(i, round)
+			}
+		case "task-per-item":
+			t.wg.Add(n)
+			for i := 0; i < n; i++ {
+				go func() {
+					res[i] = ccItem(i, round)
+					t.wg.Done()
+				}()
+			}
+			t.wg.Wait()
+		case "task-per-batch":
+			t.wg.Add((n + t.batch - 1) / t.batch)
+			for lo := 0; lo < n; lo += t.batch {
+				hi := min(lo+t.batch, n)
+				go func() {
+					for i := lo; i < hi; i++ {
+						res[i] = ccItem(i, round)
+					}
+					t.wg.Done()
+				}()
+			}
+			t.wg.Wait()
+		default:
+			return fmt.Errorf("unknown task mode %q", t.mode)
+		}
+	}
+	b.StopTimer()
+	for i := 0; i < n; i++ {
+		if res[i] != ccItem(i, t.round) {
+			return fmt.Errorf("%s: item %d of round %d holds %d, want %d", t.mode, i, t.round, res[i], ccItem(i, t.round))
+		}
+	}
+	return nil
+}
+
+func (t *taskBench) Close() error { t.closed.Store(true); return nil }
+
+// callchainDerive adds each chain arm's multiple of the plain chain and each
+// item arm's multiple of the inline loop ("x-plain", "x-inline").
+func callchainDerive(arms []result.Arm) {
+	var plain, inline float64
+	for _, a := range arms {
+		if a.Status != result.StatusOK {
+			continue
+		}
+		switch a.Params["kind"] {
+		case "plain":
+			plain = a.Median
+		case "items-inline":
+			inline = a.Median
+		}
+	}
+	for i := range arms {
+		a := &arms[i]
+		if a.Status != result.StatusOK || a.Median <= 0 {
+			continue
+		}
+		base, key := plain, "x-plain"
+		if a.Op == "item" {
+			base, key = inline, "x-inline"
+		}
+		if base > 0 {
+			if a.Metrics == nil {
+				a.Metrics = map[string]float64{}
+			}
+			a.Metrics[key] = a.Median / base
+		}
+	}
+}
+
+// Check thresholds for callchain.
+const (
+	ccMinAsyncMultiple   = 10 // a goroutine per level ≫ three calls
+	ccMaxDynamicMultiple = 4  // an interface or closure call stays near a plain call
+)
+
+func callchainChecks(arms []result.Arm) []result.Check {
+	by := ccByKind(arms)
+	var out []result.Check
+	plain, ok := by["plain"]
+	if ok {
+		for _, kind := range []string{"interface", "closure"} {
+			if a, ok := by[kind]; ok {
+				r := a.Median / plain.Median
+				out = append(out, result.Check{
+					Name:   fmt.Sprintf("a chain through %ss costs about what plain calls cost (within %d×)", kind, ccMaxDynamicMultiple),
+					Holds:  r <= ccMaxDynamicMultiple,
+					Detail: fmt.Sprintf("%s %s vs plain %s (%.2f×)", kind, result.FormatNs(a.Median), result.FormatNs(plain.Median), r),
+					Arms:   []string{plain.Name, a.Name},
+				})
+			}
+		}
+		for _, a := range arms {
+			if a.Status == result.StatusOK && a.Params["kind"] == "goroutine" {
+				r := a.Median / plain.Median
+				out = append(out, result.Check{
+					Name:   fmt.Sprintf("a goroutine per level costs far more than plain calls (≥ %d×)", ccMinAsyncMultiple),
+					Holds:  r >= ccMinAsyncMultiple,
+					Detail: fmt.Sprintf("%s %s vs plain %s (%.0f×)", a.Name, result.FormatNs(a.Median), result.FormatNs(plain.Median), r),
+					Arms:   []string{plain.Name, a.Name},
+				})
+			}
+		}
+	}
+	for _, a := range arms {
+		if a.Status != result.StatusOK || a.Params["kind"] != "task-per-item" {
+			continue
+		}
+		for _, bt := range arms {
+			if bt.Status == result.StatusOK && bt.Params["kind"] == "task-per-batch" && bt.GOMAXPROCS == a.GOMAXPROCS {
+				out = append(out, result.Check{
+					Name:  "batching amortises the task: a goroutine per batch costs less per item than a goroutine per item",
+					Holds: bt.Median < a.Median,
+					Detail: fmt.Sprintf("GOMAXPROCS=%d: %s per item per batch of %s vs %s per item alone (%.1f×)",
+						a.GOMAXPROCS, result.FormatNs(bt.Median), bt.Params["batch"], result.FormatNs(a.Median), a.Median/bt.Median),
+					Arms: []string{a.Name, bt.Name},
+				})
+			}
+		}
+	}
+	return out
+}
+
+func ccByKind(arms []result.Arm) map[string]result.Arm {
+	by := map[string]result.Arm{}
+	for _, a := range arms {
+		if a.Status == result.StatusOK && a.Median > 0 {
+			by[a.Params["kind"]] = a
+		}
+	}
+	return by
+}
+
+func callchainFindings(arms []result.Arm) []string {
+	var out []string
+	by := ccByKind(arms)
+	if plain, ok := by["plain"]; ok {
+		line := fmt.Sprintf("a chain of 3 calls: plain %s (//go:noinline)", result.FormatNs(plain.Median))
+		for _, a := range arms {
+			if a.Status != result.StatusOK || a.Op != "chain" || a.Params["kind"] == "plain" {
+				continue
+			}
+			label := a.Params["kind"]
+			if g := a.Params["gomaxprocs"]; g != "" {
+				label += " at GOMAXPROCS=" + g
+			}
+			line += fmt.Sprintf(" · %s %s (%.1f×)", label, result.FormatNs(a.Median), a.Median/plain.Median)
+		}
+		out = append(out, line)
+	}
+	if in, ok := by["items-inline"]; ok {
+		for _, a := range arms {
+			if a.Status != result.StatusOK || a.Params["kind"] != "task-per-item" {
+				continue
+			}
+			line := fmt.Sprintf("%s tiny items at GOMAXPROCS=%d: inline %s per item · a goroutine per item %s (%.0f×, so starting and awaiting one costs ≈ %s)",
+				a.Params["items"], a.GOMAXPROCS, result.FormatNs(in.Median), result.FormatNs(a.Median), a.Median/in.Median, result.FormatNs(a.Median-in.Median))
+			for _, bt := range arms {
+				if bt.Status == result.StatusOK && bt.Params["kind"] == "task-per-batch" && bt.GOMAXPROCS == a.GOMAXPROCS {
+					line += fmt.Sprintf(" · a goroutine per batch of %s %s per item (%.1f×)", bt.Params["batch"], result.FormatNs(bt.Median), bt.Median/in.Median)
+				}
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}

@@ -1,0 +1,328 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
+)
+
+// concurrency: the hop experiment's SQLite lookup at concurrency C, through
+// goroutines limited by a semaphore vs a fixed pool of locked-thread
+// workers; op = one lookup, plus the total for 10 000 lookups.
+func init() {
+	exp.Register(&exp.Spec{
+		Name:    "concurrency",
+		Summary: "a microsecond SQLite lookup at concurrency 1, 10, 50: goroutines under a semaphore vs a pool of locked threads",
+		Op:      "lookup",
+		Doc: `One op is one indexed SQLite lookup (as in hop); the figure is wall time
+per lookup with C lookups in flight, and the metric ms/10000-lookups is the
+total for 10 000. sem/c=C: one goroutine per lookup, at most C at a time —
+the semaphore is a channel of C connections, which a goroutine takes before
+its lookup and gives back after (what database/sql's pool does with
+SetMaxOpenConns(C)). threadpool-nN/c=C: C caller goroutines send their
+lookups to N workers locked to their own OS threads, each with its own
+connection (the shape of a thread-backed async wrapper's executor).
+concurrency.levels sets C (default 1,10,50), concurrency.pool sets N
+(default: CPUs + 4, at most 32, as Python's ThreadPoolExecutor).`,
+		Arms:     concurrencyArms,
+		Derive:   concurrencyDerive,
+		Checks:   concurrencyChecks,
+		Findings: concurrencyFindings,
+	})
+	exp.RegisterOption("concurrency.levels", "concurrency: lookups in flight C, a list like 1,10,50, each 1..1000")
+	exp.RegisterOption("concurrency.pool", "concurrency: locked-thread workers N, 1..256 (default CPUs+4, at most 32)")
+}
+
+const (
+	concMaxLevel = 1000 // each in-flight lookup holds its own connection
+	concMaxPool  = 256  // OS threads
+	concTotal    = 10000
+)
+
+var (
+	concDefaultLevels = []int{1, 10, 50}
+	quickConcurrency  = map[string]bool{"modernc-file/sem/c=10": true, "modernc-file/threadpool/c=10": true}
+)
+
+func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
+	levels, err := hopOptIntList(p, "concurrency.levels", concDefaultLevels, 1, concMaxLevel)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := hopOptInt(p, "concurrency.pool", min(len(p.CPUs)+4, 32), 1, concMaxPool)
+	if err != nil {
+		return nil, err
+	}
+	ops := []string{"modernc-file"}
+	if p.Suite == exp.SuiteFull {
+		ops = append(ops, "modernc-memory", "mattn-file")
+	}
+	gmps := []int{len(p.CPUs)}
+	if p.GOMAXPROCS != nil {
+		gmps = p.GOMAXPROCS
+	}
+	unp := exp.Unpinned(p)
+	var arms []exp.Arm
+	for _, op := range ops {
+		for _, way := range []string{"sem", "threadpool"} {
+			for _, c := range levels {
+				for _, g := range gmps {
+					wayName := way
+					sub := "goroutine"
+					if way == "threadpool" {
+						wayName = fmt.Sprintf("threadpool-n%d", pool)
+						sub = "thread"
+					}
+					name := fmt.Sprintf("concurrency/%s/%s/c=%d", op, wayName, c)
+					if p.GOMAXPROCS != nil {
+						name += "/gomaxprocs=" + strconv.Itoa(g)
+					}
+					params := map[string]string{"op": op, "way": way, "c": strconv.Itoa(c)}
+					if way == "threadpool" {
+						params["pool"] = strconv.Itoa(pool)
+					}
+					arms = append(arms, exp.Arm{
+						Name: name, Substrate: sub, Mechanism: "chan", Params: params,
+						GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process,
+						Quick:       quickConcurrency[fmt.Sprintf("%s/%s/c=%d", op, way, c)],
+						Unsupported: sqlop.Unsupported(op),
+						Open: func(ctx context.Context) (exp.Bench, error) {
+							if way == "sem" {
+								return openConcSem(ctx, op, c)
+							}
+							return openHop(ctx, hopConfig{op: op, way: "threadpool", callers: c, pool: pool})
+						},
+					})
+				}
+			}
+		}
+	}
+	return arms, nil
+}
+
+// concSem runs one goroutine per lookup; a goroutine must first take one
+// of the c connections from conns (the semaphore) and gives it back after.
+type concSem struct {
+	src     *sqlop.Source
+	handles []sqlop.Handle
+	conns   chan sqlop.Handle
+	closed  atomic.Bool
+	runMu   sync.Mutex
+	once    sync.Once
+	errMu   sync.Mutex
+	err     error
+}
+
+func openConcSem(ctx context.Context, op string, c int) (_ *concSem, err error) {
+	src, err := sqlop.NewSource(op)
+	if err != nil {
+		if errors.Is(err, sqlop.ErrUnsupported) {
+			err = fmt.Errorf("%w: %v", exp.ErrUnsupported, err)
+		}
+		return nil, err
+	}
+	s := &concSem{src: src, conns: make(chan sqlop.Handle, c)}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	for i := 0; i < c; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		h, err := src.Open()
+		if err != nil {
+			return nil, err
+		}
+		s.handles = append(s.handles, h)
+		s.conns <- h
+	}
+	return s, nil
+}
+
+func (s *concSem) fail(err error) {
+	s.errMu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.errMu.Unlock()
+}
+
+func (s *concSem) Run(b *measure.B) error {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	var wg sync.WaitGroup
+	for i := 0; i < b.N; i++ {
+		if i&63 == 0 && s.closed.Load() {
+			s.fail(errHopClosed)
+			break
+		}
+		h := <-s.conns
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := sqlop.Key(i)
+			v, err := h.Lookup(id)
+			if err == nil && v != sqlop.Want(id) {
+				err = fmt.Errorf("id %d: got %d, want %d", id, v, sqlop.Want(id))
+			}
+			if err != nil {
+				s.fail(err)
+			}
+			s.conns <- h
+		}()
+	}
+	wg.Wait()
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.err
+}
+
+func (s *concSem) Close() error {
+	var err error
+	s.once.Do(func() {
+		s.closed.Store(true)
+		s.runMu.Lock()
+		defer s.runMu.Unlock()
+		var errs []error
+		for _, h := range s.handles {
+			errs = append(errs, h.Close())
+		}
+		errs = append(errs, s.src.Close())
+		err = errors.Join(errs...)
+	})
+	return err
+}
+
+// concurrencyDerive adds the total for 10 000 lookups.
+func concurrencyDerive(arms []result.Arm) {
+	for i := range arms {
+		a := &arms[i]
+		if a.Status != result.StatusOK || a.Median <= 0 {
+			continue
+		}
+		if a.Metrics == nil {
+			a.Metrics = map[string]float64{}
+		}
+		a.Metrics["ms/10000-lookups"] = a.Median * concTotal / 1e6
+	}
+}
+
+type concKey struct {
+	op, way string
+	c, gmp  int
+}
+
+func concIndex(arms []result.Arm) map[concKey]result.Arm {
+	out := map[concKey]result.Arm{}
+	for _, a := range arms {
+		if a.Status != result.StatusOK || a.Median <= 0 {
+			continue
+		}
+		c, _ := strconv.Atoi(a.Params["c"])
+		out[concKey{a.Params["op"], a.Params["way"], c, a.GOMAXPROCS}] = a
+	}
+	return out
+}
+
+// concLevels are the measured levels of one op/way/gmp, ascending.
+func concLevels(idx map[concKey]result.Arm, op, way string, gmp int) []int {
+	var cs []int
+	for k := range idx {
+		if k.op == op && k.way == way && k.gmp == gmp {
+			cs = append(cs, k.c)
+		}
+	}
+	slices.Sort(cs)
+	return cs
+}
+
+// concMinGain: beyond the CPU count, more lookups in flight should not
+// make the total drop below this fraction.
+const concMinGain = 0.8
+
+func concurrencyChecks(arms []result.Arm) []result.Check {
+	idx := concIndex(arms)
+	var out []result.Check
+	for k, s := range idx {
+		if k.way != "sem" || k.c != 1 {
+			continue
+		}
+		if t, ok := idx[concKey{k.op, "threadpool", 1, k.gmp}]; ok {
+			out = append(out, result.Check{
+				Name:  "at C=1, a goroutine per lookup beats handing the lookup to a locked-thread pool",
+				Holds: s.Median < t.Median,
+				Detail: fmt.Sprintf("%s: %s per lookup with a goroutine vs %s through the thread pool",
+					k.op, result.FormatNs(s.Median), result.FormatNs(t.Median)),
+				Arms: []string{s.Name, t.Name},
+			})
+		}
+	}
+	for k, a := range idx {
+		if k.way != "sem" {
+			continue
+		}
+		cs := concLevels(idx, k.op, k.way, k.gmp)
+		// compare the largest level with the next smaller one at or above the CPU count
+		if len(cs) < 2 || k.c != cs[len(cs)-1] {
+			continue
+		}
+		prev := idx[concKey{k.op, k.way, cs[len(cs)-2], k.gmp}]
+		if cs[len(cs)-2] < k.gmp {
+			continue
+		}
+		out = append(out, result.Check{
+			Name:  fmt.Sprintf("beyond the CPU count, more lookups in flight buy little (time at the highest C ≥ %.1f× the next)", concMinGain),
+			Holds: a.Median >= concMinGain*prev.Median,
+			Detail: fmt.Sprintf("%s at GOMAXPROCS=%d: C=%d %s per lookup vs C=%d %s",
+				k.op, k.gmp, k.c, result.FormatNs(a.Median), cs[len(cs)-2], result.FormatNs(prev.Median)),
+			Arms: []string{prev.Name, a.Name},
+		})
+	}
+	slices.SortFunc(out, func(a, b result.Check) int { return strings.Compare(a.Name+a.Detail, b.Name+b.Detail) })
+	return out
+}
+
+func concurrencyFindings(arms []result.Arm) []string {
+	idx := concIndex(arms)
+	var out []string
+	seen := map[concKey]bool{}
+	for _, a := range arms {
+		k := concKey{a.Params["op"], a.Params["way"], 0, a.GOMAXPROCS}
+		if seen[k] || a.Status != result.StatusOK {
+			continue
+		}
+		seen[k] = true
+		cs := concLevels(idx, k.op, k.way, k.gmp)
+		if len(cs) == 0 {
+			continue
+		}
+		base := idx[concKey{k.op, k.way, cs[0], k.gmp}]
+		var parts []string
+		for i, c := range cs {
+			x := idx[concKey{k.op, k.way, c, k.gmp}]
+			part := fmt.Sprintf("C=%d %.1f ms", c, x.Median*concTotal/1e6)
+			if i > 0 {
+				part += fmt.Sprintf(" (speed-up %.2f× over C=%d)", base.Median/x.Median, cs[0])
+			}
+			parts = append(parts, part)
+		}
+		label := "goroutines under a semaphore"
+		if k.way == "threadpool" {
+			label = "a pool of " + a.Params["pool"] + " locked threads"
+		}
+		out = append(out, fmt.Sprintf("10 000 %s lookups through %s at GOMAXPROCS=%d: %s", k.op, label, k.gmp, strings.Join(parts, " · ")))
+	}
+	return out
+}

@@ -1,0 +1,454 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
+)
+
+// hop: one fast local operation called directly and through wrappers that
+// hop to another worker; op = one call (SPEC §5.6).
+func init() {
+	exp.Register(&exp.Spec{
+		Name:    "hop",
+		Summary: "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
+		Op:      "call",
+		Doc: `One op is one call of a fast local operation: an indexed SQLite lookup
+(select v from t where id = ?, 1 000 rows, prepared statement) in :memory: or
+in a database file in a temp dir, through modernc.org/sqlite (pure Go) or
+mattn/go-sqlite3 (cgo; unavailable in a build without cgo), or a Go map
+lookup as the pure-compute control. Ways: direct (the caller runs it);
+goroutine (one hop to a worker goroutine, request and reply over channels);
+thread (one hop to a worker locked to its own OS thread); thread-2hop (two
+hops to that worker per call: execute, then fetch the row — the shape of
+thread-backed async database wrappers); pool-cC-nN (C concurrent callers
+share N worker goroutines; the figure is wall time per call, p50 is one
+caller's latency). At GOMAXPROCS=1 and all CPUs. hop.callers and hop.pool
+set C and N. cgo-call is one bare call of a trivial C function.`,
+		Arms:     hopArms,
+		Derive:   hopDerive,
+		Checks:   hopChecks,
+		Findings: hopFindings,
+	})
+	exp.RegisterOption("hop.callers", "hop: concurrent callers C of the pool way, 1..10000 (default 8)")
+	exp.RegisterOption("hop.pool", "hop: worker goroutines N of the pool way, 1..1000 (default 2)")
+}
+
+// The operations hop wraps, and the ways it calls them.
+var (
+	hopOps  = []string{"map", "modernc-memory", "modernc-file", "mattn-memory", "mattn-file"}
+	hopWays = []string{"direct", "goroutine", "thread", "thread-2hop", "pool"}
+)
+
+// Default pool shape: more callers than workers, workers = a small pool.
+const (
+	hopDefaultCallers = 8
+	hopDefaultPool    = 2
+	hopMaxCallers     = 10000
+	hopMaxPool        = 1000 // each worker opens its own connection
+)
+
+// quickHop are the arms (op/way/gomaxprocs) of the quick suite.
+var quickHop = map[string]bool{
+	"modernc-memory/direct/all": true, "modernc-memory/goroutine/all": true, "modernc-memory/thread/all": true,
+	"modernc-memory/thread-2hop/all": true, "modernc-memory/pool/all": true,
+	"modernc-memory/direct/1": true, "modernc-memory/goroutine/1": true,
+	"mattn-memory/direct/all": true, "map/direct/1": true, "map/goroutine/1": true,
+}
+
+func hopArms(p exp.Params) ([]exp.Arm, error) {
+	callers, err := hopOptInt(p, "hop.callers", hopDefaultCallers, 1, hopMaxCallers)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := hopOptInt(p, "hop.pool", hopDefaultPool, 1, hopMaxPool)
+	if err != nil {
+		return nil, err
+	}
+	gmps, gmpNames := hopGomaxprocs(p)
+	unp := exp.Unpinned(p)
+	var arms []exp.Arm
+	add := func(op, way string, g int, gname string) {
+		wayName := way
+		if way == "pool" {
+			wayName = fmt.Sprintf("pool-c%d-n%d", callers, pool)
+		}
+		sub, mechanism, hops := "goroutine", "chan", 1
+		switch way {
+		case "direct":
+			sub, mechanism, hops = "caller", "call", 0
+		case "thread":
+			sub = "thread"
+		case "thread-2hop":
+			sub, hops = "thread", 2
+		}
+		params := map[string]string{"op": op, "way": way, "hops": strconv.Itoa(hops), "gomaxprocs": strconv.Itoa(g)}
+		if way == "pool" {
+			params["callers"], params["pool"] = strconv.Itoa(callers), strconv.Itoa(pool)
+		}
+		cfg := hopConfig{op: op, way: way, callers: callers, pool: pool}
+		arms = append(arms, exp.Arm{
+			Name: fmt.Sprintf("hop/%s/%s/gomaxprocs=%s", op, wayName, gname), Substrate: sub, Mechanism: mechanism,
+			Params: params, GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process,
+			Quick:       quickHop[op+"/"+way+"/"+gname],
+			Unsupported: sqlop.Unsupported(op),
+			Open:        func(ctx context.Context) (exp.Bench, error) { return openHop(ctx, cfg) },
+		})
+	}
+	for _, op := range hopOps {
+		for _, way := range hopWays {
+			for i, g := range gmps {
+				// The default suite shows the file stores at all CPUs only.
+				if p.Suite != exp.SuiteFull && strings.HasSuffix(op, "-file") && p.GOMAXPROCS == nil && gmpNames[i] == "1" {
+					continue
+				}
+				add(op, way, g, gmpNames[i])
+			}
+		}
+	}
+	// The cgo crossing alone, next to the cgo driver's direct lookup.
+	for i, g := range gmps {
+		if gmpNames[i] != "1" || p.Suite == exp.SuiteFull {
+			add("cgo-call", "direct", g, gmpNames[i])
+		}
+	}
+	return arms, nil
+}
+
+// hopConfig is what one hop arm opens.
+type hopConfig struct {
+	op, way       string
+	callers, pool int
+}
+
+// hopBench is an opened hop arm. Close may come from another goroutine
+// while Run is going (timeout, Ctrl-C): it sets closed, waits for Run to
+// notice (runMu), then stops the workers and removes the temp dir.
+type hopBench struct {
+	cfg     hopConfig
+	src     *sqlop.Source
+	direct  sqlop.Handle
+	workers *hopWorkers
+	callers []*hopCaller
+	closed  atomic.Bool
+	runMu   sync.Mutex
+	once    sync.Once
+	err     error
+}
+
+func openHop(ctx context.Context, cfg hopConfig) (_ *hopBench, err error) {
+	src, err := sqlop.NewSource(cfg.op)
+	if err != nil {
+		if errors.Is(err, sqlop.ErrUnsupported) {
+			err = fmt.Errorf("%w: %v", exp.ErrUnsupported, err)
+		}
+		return nil, err
+	}
+	h := &hopBench{cfg: cfg, src: src}
+	defer func() {
+		if err != nil {
+			h.Close()
+		}
+	}()
+	switch cfg.way {
+	case "direct":
+		h.direct, err = src.Open()
+		return h, err
+	case "goroutine", "thread", "thread-2hop":
+		h.workers, err = startHopWorkers(ctx, src, 1, cfg.way != "goroutine")
+		if err != nil {
+			return nil, err
+		}
+		h.callers = []*hopCaller{newHopCaller(h.workers.reqs, 0, &h.closed)}
+	case "pool", "threadpool":
+		h.workers, err = startHopWorkers(ctx, src, cfg.pool, cfg.way == "threadpool")
+		if err != nil {
+			return nil, err
+		}
+		for k := 0; k < cfg.callers; k++ {
+			h.callers = append(h.callers, newHopCaller(h.workers.reqs, k*97, &h.closed))
+		}
+	default:
+		return nil, fmt.Errorf("unknown way %q", cfg.way)
+	}
+	return h, nil
+}
+
+func (h *hopBench) Run(b *measure.B) error {
+	h.runMu.Lock()
+	defer h.runMu.Unlock()
+	if h.closed.Load() {
+		return errHopClosed
+	}
+	switch h.cfg.way {
+	case "direct":
+		return directLoop(h.direct, b.N, b.S, &h.closed)
+	case "goroutine", "thread":
+		return h.callers[0].loop(b.N, 1, b.S)
+	case "thread-2hop":
+		return h.callers[0].loop(b.N, 2, b.S)
+	default:
+		return poolCalls(h.callers, b.N, b.S)
+	}
+}
+
+func (h *hopBench) Close() error {
+	h.once.Do(func() {
+		h.closed.Store(true)
+		h.runMu.Lock()
+		defer h.runMu.Unlock()
+		var errs []error
+		if h.workers != nil {
+			errs = append(errs, h.workers.stop())
+		}
+		if h.direct != nil {
+			errs = append(errs, h.direct.Close())
+		}
+		errs = append(errs, h.src.Close())
+		h.err = errors.Join(errs...)
+	})
+	return h.err
+}
+
+// hopKey is an arm's op, way and GOMAXPROCS, to find its direct baseline.
+type hopKey struct {
+	op, way string
+	gmp     int
+}
+
+func hopIndex(arms []result.Arm) map[hopKey]*result.Arm {
+	out := map[hopKey]*result.Arm{}
+	for i := range arms {
+		a := &arms[i]
+		if a.Experiment != "hop" || a.Status != result.StatusOK || a.Median <= 0 {
+			continue
+		}
+		out[hopKey{a.Params["op"], a.Params["way"], a.GOMAXPROCS}] = a
+	}
+	return out
+}
+
+// hopDerive adds each arm's multiple of the direct call and the time the
+// hops added (Metrics "x-direct" and "added-ns/op").
+func hopDerive(arms []result.Arm) {
+	idx := hopIndex(arms)
+	for k, a := range idx {
+		d, ok := idx[hopKey{k.op, "direct", k.gmp}]
+		if !ok {
+			continue
+		}
+		if a.Metrics == nil {
+			a.Metrics = map[string]float64{}
+		}
+		a.Metrics["x-direct"] = a.Median / d.Median
+		a.Metrics["added-ns/op"] = a.Median - d.Median
+	}
+	// The cgo crossing next to the cgo driver's lookup.
+	for k, a := range idx {
+		if k.op != "cgo-call" {
+			continue
+		}
+		if m, ok := idx[hopKey{"mattn-memory", "direct", k.gmp}]; ok {
+			if m.Metrics == nil {
+				m.Metrics = map[string]float64{}
+			}
+			m.Metrics["cgo-call-ns"] = a.Median
+		}
+	}
+}
+
+// Check thresholds: two hops cost twice one, within ±25%.
+const (
+	hopTwoLow, hopTwoHigh = 1.5, 2.5
+	hopMaxGoroutineSw     = 0.05 // goroutine hop at GOMAXPROCS=1: no OS switch
+	hopMinThreadSw        = 1.5  // locked-thread hop: a sleeping thread woken each way
+)
+
+func hopChecks(arms []result.Arm) []result.Check {
+	idx := hopIndex(arms)
+	var out []result.Check
+	for _, k := range hopSortedKeys(idx, "direct") {
+		d := idx[k]
+		if t, ok := idx[hopKey{k.op, "thread", k.gmp}]; ok {
+			added := t.Median - d.Median
+			out = append(out, result.Check{
+				Name:  "one hop costs more than the operation itself (thread − direct > direct)",
+				Holds: added > d.Median,
+				Detail: fmt.Sprintf("%s at GOMAXPROCS=%d: the hop to a locked thread adds %s to a %s call",
+					k.op, k.gmp, result.FormatNs(added), result.FormatNs(d.Median)),
+				Arms: []string{d.Name, t.Name},
+			})
+			if t2, ok := idx[hopKey{k.op, "thread-2hop", k.gmp}]; ok && added > 0 {
+				r := (t2.Median - d.Median) / added
+				out = append(out, result.Check{
+					Name:  fmt.Sprintf("two hops ≈ twice one hop ((2 hops − direct) / (1 hop − direct) in %.1f..%.1f)", hopTwoLow, hopTwoHigh),
+					Holds: r >= hopTwoLow && r <= hopTwoHigh,
+					Detail: fmt.Sprintf("%s at GOMAXPROCS=%d: two hops add %s, one adds %s (%.2f×)",
+						k.op, k.gmp, result.FormatNs(t2.Median-d.Median), result.FormatNs(added), r),
+					Arms: []string{d.Name, t.Name, t2.Name},
+				})
+			}
+			if t.Switches != nil && k.op == hopRepresentative(idx, k.gmp) {
+				out = append(out, result.Check{
+					Name:   fmt.Sprintf("a hop to a locked-thread worker costs OS switches (≥ %.1f per call)", hopMinThreadSw),
+					Holds:  t.Switches.Total() >= hopMinThreadSw,
+					Detail: fmt.Sprintf("%s: %.2f switches per call", t.Name, t.Switches.Total()),
+					Arms:   []string{t.Name},
+				})
+			}
+		}
+		if g, ok := idx[hopKey{k.op, "goroutine", k.gmp}]; ok && k.gmp == 1 && g.Switches != nil && k.op == hopRepresentative(idx, 1) {
+			out = append(out, result.Check{
+				Name:   fmt.Sprintf("a hop to a goroutine at GOMAXPROCS=1 causes no OS switch (< %.2f per call)", hopMaxGoroutineSw),
+				Holds:  g.Switches.Total() < hopMaxGoroutineSw,
+				Detail: fmt.Sprintf("%s: %.4f switches per call", g.Name, g.Switches.Total()),
+				Arms:   []string{g.Name},
+			})
+		}
+	}
+	return out
+}
+
+// hopSortedKeys lists the keys of one way in the order of hopOps, then GOMAXPROCS.
+func hopSortedKeys(idx map[hopKey]*result.Arm, way string) []hopKey {
+	var out []hopKey
+	for _, op := range append(append([]string{}, hopOps...), "cgo-call") {
+		var gs []int
+		for k := range idx {
+			if k.op == op && k.way == way {
+				gs = append(gs, k.gmp)
+			}
+		}
+		slices.Sort(gs)
+		for _, g := range gs {
+			out = append(out, hopKey{op, way, g})
+		}
+	}
+	return out
+}
+
+// hopPreferred is the order in which ops stand for all in the switch
+// checks and explanations: the SQLite lookup the issue is about first.
+var hopPreferred = []string{"modernc-memory", "mattn-memory", "modernc-file", "mattn-file", "map"}
+
+// hopRepresentative is the op whose arms stand for all in the switch
+// checks and explanations: the first measured of hopPreferred.
+func hopRepresentative(idx map[hopKey]*result.Arm, gmp int) string {
+	for _, op := range hopPreferred {
+		if _, ok := idx[hopKey{op, "direct", gmp}]; ok {
+			return op
+		}
+	}
+	return ""
+}
+
+func hopFindings(arms []result.Arm) []string {
+	idx := hopIndex(arms)
+	var out []string
+	wayLabel := map[string]string{"goroutine": "goroutine hop", "thread": "thread hop", "thread-2hop": "2 thread hops", "pool": "pool"}
+	for _, k := range hopSortedKeys(idx, "direct") {
+		if k.op == "cgo-call" {
+			continue
+		}
+		d := idx[k]
+		parts := []string{"direct " + result.FormatNs(d.Median)}
+		for _, w := range hopWays[1:] {
+			a, ok := idx[hopKey{k.op, w, k.gmp}]
+			if !ok {
+				continue
+			}
+			label := wayLabel[w]
+			if w == "pool" {
+				label = fmt.Sprintf("pool of %s workers for %s callers", a.Params["pool"], a.Params["callers"])
+			}
+			parts = append(parts, fmt.Sprintf("%s %s (%.1f×)", label, result.FormatNs(a.Median), a.Median/d.Median))
+		}
+		if len(parts) > 1 {
+			out = append(out, fmt.Sprintf("%s at GOMAXPROCS=%d: %s", k.op, k.gmp, strings.Join(parts, " · ")))
+		}
+	}
+	// Which effect made the goroutine hop cost what it did.
+	var gmps []int
+	for k := range idx {
+		if k.way == "direct" && k.op != "cgo-call" && !containsInt(gmps, k.gmp) {
+			gmps = append(gmps, k.gmp)
+		}
+	}
+	slices.Sort(gmps)
+	if len(gmps) >= 2 {
+		lo, hi := gmps[0], gmps[len(gmps)-1]
+		for _, op := range hopPreferred {
+			d1, ok1 := idx[hopKey{op, "direct", lo}]
+			g1, ok2 := idx[hopKey{op, "goroutine", lo}]
+			dn, ok3 := idx[hopKey{op, "direct", hi}]
+			gn, ok4 := idx[hopKey{op, "goroutine", hi}]
+			if !(ok1 && ok2 && ok3 && ok4) {
+				continue
+			}
+			a1, an := g1.Median-d1.Median, gn.Median-dn.Median
+			sw := 0.0
+			if gn.Switches != nil {
+				sw = gn.Switches.Total()
+			}
+			if an > 1.5*a1 && an > 0 {
+				out = append(out, fmt.Sprintf("seen: idle P wake-up and steal — over %s a goroutine hop adds %s at GOMAXPROCS=%d but %s at GOMAXPROCS=%d (%.2f OS switches per call): with a P idle, the request wakes another OS thread that steals the worker goroutine, so each hop crosses threads; at GOMAXPROCS=%d the worker simply runs next on the caller's thread",
+					op, result.FormatNs(an), hi, result.FormatNs(a1), lo, sw, lo))
+			} else {
+				out = append(out, fmt.Sprintf("not seen: idle P wake-up and steal — over %s a goroutine hop adds %s at GOMAXPROCS=%d and %s at GOMAXPROCS=%d (%.2f OS switches per call): here the worker mostly ran on the caller's thread either way",
+					op, result.FormatNs(an), hi, result.FormatNs(a1), lo, sw))
+			}
+			break
+		}
+	}
+	for _, g := range gmps {
+		op := hopRepresentative(idx, g)
+		d, ok1 := idx[hopKey{op, "direct", g}]
+		t, ok2 := idx[hopKey{op, "thread", g}]
+		if !ok1 || !ok2 || t.Switches == nil {
+			continue
+		}
+		out = append(out, fmt.Sprintf("locked-thread hop at GOMAXPROCS=%d over %s adds %s with %.2f OS switches per call: the worker may run only on its own OS thread, so each direction wakes a sleeping thread and puts another to sleep",
+			g, op, result.FormatNs(t.Median-d.Median), t.Switches.Total()))
+	}
+	for _, g := range gmps {
+		m, ok1 := idx[hopKey{"mattn-memory", "direct", g}]
+		p, ok2 := idx[hopKey{"modernc-memory", "direct", g}]
+		if !ok1 || !ok2 {
+			continue
+		}
+		line := fmt.Sprintf("drivers at GOMAXPROCS=%d: a :memory: lookup through the cgo driver costs %s, through the pure-Go driver %s (%.2f×)",
+			g, result.FormatNs(m.Median), result.FormatNs(p.Median), m.Median/p.Median)
+		if c, ok := idx[hopKey{"cgo-call", "direct", g}]; ok {
+			line += fmt.Sprintf("; one bare cgo call costs %s, and a lookup makes several (bind, step, column, reset)", result.FormatNs(c.Median))
+		}
+		out = append(out, line)
+	}
+	for _, g := range gmps {
+		f, ok1 := idx[hopKey{"modernc-file", "direct", g}]
+		m, ok2 := idx[hopKey{"modernc-memory", "direct", g}]
+		if ok1 && ok2 {
+			out = append(out, fmt.Sprintf("file vs :memory: at GOMAXPROCS=%d: %s vs %s per lookup; on a file SQLite takes and drops a POSIX lock and checks the file header in every read transaction (system calls)",
+				g, result.FormatNs(f.Median), result.FormatNs(m.Median)))
+		}
+	}
+	return out
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

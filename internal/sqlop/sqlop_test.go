@@ -1,0 +1,131 @@
+package sqlop
+
+import (
+	"errors"
+	"os"
+	"testing"
+)
+
+// Every operation that this build supports returns Want(id) for known keys,
+// in one step and split into execute + fetch.
+func TestOpsReturnTheRightRow(t *testing.T) {
+	for _, op := range Ops() {
+		t.Run(op, func(t *testing.T) {
+			if why := Unsupported(op); why != "" {
+				t.Skipf("unsupported in this build: %s", why)
+			}
+			s, err := NewSource(op)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			h, err := s.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			for _, id := range []int64{1, 2, 500, Rows} {
+				v, err := h.Lookup(id)
+				if err != nil || v != Want(id) {
+					t.Fatalf("Lookup(%d) = %d, %v; want %d", id, v, err, Want(id))
+				}
+				c, err := h.Exec(id)
+				if err != nil {
+					t.Fatalf("Exec(%d): %v", id, err)
+				}
+				if v, err := c.Fetch(); err != nil || v != Want(id) {
+					t.Fatalf("Exec+Fetch(%d) = %d, %v; want %d", id, v, err, Want(id))
+				}
+			}
+			if op != "cgo-call" {
+				if _, err := h.Lookup(Rows + 1); err == nil {
+					t.Errorf("Lookup(%d) of a missing key: no error", Rows+1)
+				}
+			}
+		})
+	}
+}
+
+func TestKeyCoversEveryRow(t *testing.T) {
+	seen := map[int64]bool{}
+	for i := 0; i < Rows; i++ {
+		k := Key(i)
+		if k < 1 || k > Rows {
+			t.Fatalf("Key(%d) = %d, outside 1..%d", i, k, Rows)
+		}
+		seen[k] = true
+	}
+	if len(seen) != Rows {
+		t.Errorf("Key over %d calls hits %d distinct rows, want %d", Rows, len(seen), Rows)
+	}
+}
+
+// A file source keeps its database in a temp dir that Close removes, even
+// with handles still open, and a second Close is harmless.
+func TestFileSourceRemovesTempDir(t *testing.T) {
+	for _, op := range []string{"modernc-file", "mattn-file"} {
+		if Unsupported(op) != "" {
+			continue
+		}
+		s, err := NewSource(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Dir == "" {
+			t.Fatalf("%s: no temp dir", op)
+		}
+		if _, err := os.Stat(s.Dir); err != nil {
+			t.Fatalf("%s: temp dir missing while open: %v", op, err)
+		}
+		h, err := s.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		h.Close()
+		if _, err := os.Stat(s.Dir); !os.IsNotExist(err) {
+			t.Errorf("%s: temp dir %s still there after Close (stat: %v)", op, s.Dir, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	}
+}
+
+func TestMemoryHandlesAreIndependent(t *testing.T) {
+	s, err := NewSource("modernc-memory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, _ := s.Open()
+	b, _ := s.Open()
+	defer a.Close()
+	defer b.Close()
+	for _, h := range []Handle{a, b} {
+		if v, err := h.Lookup(7); err != nil || v != Want(7) {
+			t.Fatalf("Lookup(7) = %d, %v", v, err)
+		}
+	}
+}
+
+func TestUnknownAndUnsupported(t *testing.T) {
+	if _, err := NewSource("postgres"); err == nil {
+		t.Error("NewSource(postgres): no error")
+	}
+	if Unsupported("postgres") == "" {
+		t.Error("Unsupported(postgres) is empty")
+	}
+	if CgoUnsupported != "" {
+		for _, op := range []string{"mattn-memory", "mattn-file", "cgo-call"} {
+			if got := Unsupported(op); got != "built without cgo" {
+				t.Errorf("Unsupported(%s) = %q, want %q", op, got, "built without cgo")
+			}
+			if _, err := NewSource(op); !errors.Is(err, ErrUnsupported) {
+				t.Errorf("NewSource(%s) = %v, want ErrUnsupported", op, err)
+			}
+		}
+	}
+}
