@@ -93,7 +93,8 @@ func startHopWorkers(ctx context.Context, src *sqlop.Source, n int, locked bool)
 				return nil, fmt.Errorf("start worker thread: %w", err)
 			}
 			w.threads = append(w.threads, t)
-			w.fins = append(w.fins, t.Go(func() { serveHop(h, w.reqs) }))
+			fin, _ := t.Go(func() { serveHop(h, w.reqs) }) // t is new: never stopped here
+			w.fins = append(w.fins, fin)
 		} else {
 			w.wg.Add(1)
 			go func() { defer w.wg.Done(); serveHop(h, w.reqs) }()

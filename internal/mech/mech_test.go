@@ -100,7 +100,13 @@ func TestRoundTripsDoesNotAllocate(t *testing.T) {
 	defer p.Close()
 	go Echo(p.B)
 	defer p.Stop()
-	allocs := testing.AllocsPerRun(3, func() { RoundTrips(p.A, 100, nil) })
+	// AllocsPerRun counts the whole process: a background goroutine of an
+	// earlier test can allocate meanwhile. An allocation in the loop shows
+	// in every attempt, so take the smallest of a few.
+	allocs := 1e9
+	for try := 0; try < 5 && allocs != 0; try++ {
+		allocs = min(allocs, testing.AllocsPerRun(3, func() { RoundTrips(p.A, 100, nil) }))
+	}
 	if allocs != 0 {
 		t.Fatalf("RoundTrips allocates %v times", allocs)
 	}
