@@ -116,19 +116,19 @@ func TestMetricsParse(t *testing.T) {
 		t.Fatalf("the page does not parse: %v", err)
 	}
 	wantType := map[string]dto.MetricType{
-		"ctxlab_roundtrip_seconds":            dto.MetricType_SUMMARY,
-		"ctxlab_roundtrip_mean_seconds":       dto.MetricType_GAUGE,
-		"ctxlab_op_seconds":                   dto.MetricType_SUMMARY,
-		"ctxlab_switches_per_op":              dto.MetricType_GAUGE,
-		"ctxlab_probe_success":                dto.MetricType_GAUGE,
-		"ctxlab_probe_duration_seconds":       dto.MetricType_GAUGE,
-		"ctxlab_noisy":                        dto.MetricType_GAUGE,
-		"ctxlab_probe_cpu_seconds_total":      dto.MetricType_COUNTER,
-		"ctxlab_budget_exceeded_total":        dto.MetricType_COUNTER,
-		"ctxlab_probe_skipped_total":          dto.MetricType_COUNTER,
-		"ctxlab_host_context_switches_total":  dto.MetricType_COUNTER,
-		"ctxlab_host_procs_running":           dto.MetricType_GAUGE,
-		"ctxlab_host_cpu_steal_seconds_total": dto.MetricType_COUNTER,
+		"ctxlab_roundtrip_seconds":                  dto.MetricType_SUMMARY,
+		"ctxlab_roundtrip_mean_seconds":             dto.MetricType_GAUGE,
+		"ctxlab_op_seconds":                         dto.MetricType_SUMMARY,
+		"ctxlab_switches_per_op":                    dto.MetricType_GAUGE,
+		"ctxlab_probe_success":                      dto.MetricType_GAUGE,
+		"ctxlab_probe_duration_seconds":             dto.MetricType_GAUGE,
+		"ctxlab_noisy":                              dto.MetricType_GAUGE,
+		"ctxlab_probe_cpu_seconds_total":            dto.MetricType_COUNTER,
+		"ctxlab_budget_exceeded_total":              dto.MetricType_COUNTER,
+		"ctxlab_probe_skipped_total":                dto.MetricType_COUNTER,
+		"ctxlab_host_context_switches_total":        dto.MetricType_COUNTER,
+		"ctxlab_host_procs_running":                 dto.MetricType_GAUGE,
+		"ctxlab_host_cpu_steal_seconds_total":       dto.MetricType_COUNTER,
 		"ctxlab_cgroup_cpu_throttled_seconds_total": dto.MetricType_COUNTER,
 	}
 	for name, typ := range wantType {

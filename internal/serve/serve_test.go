@@ -119,11 +119,15 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // set success to 0; the good probe between them still reports 1; the
 // server answers throughout.
 func TestProbeFailureAndTimeout(t *testing.T) {
-	good := probe("fake/good", func(context.Context) (exp.Bench, error) { return &stuckBench{okOps: 1 << 30, closed: make(chan struct{})}, nil })
+	good := probe("fake/good", func(context.Context) (exp.Bench, error) {
+		return &stuckBench{okOps: 1 << 30, closed: make(chan struct{})}, nil
+	})
 	fails := probe("fake/fails", func(context.Context) (exp.Bench, error) { return &failBench{}, nil })
 	setupFails := probe("fake/setup-fails", func(context.Context) (exp.Bench, error) { return nil, errors.New("no partner") })
 	stuckFirst := probe("fake/stuck-first-op", func(context.Context) (exp.Bench, error) { return &stuckBench{closed: make(chan struct{})}, nil })
-	stuckLater := probe("fake/stuck-later", func(context.Context) (exp.Bench, error) { return &stuckBench{okOps: 50, closed: make(chan struct{})}, nil })
+	stuckLater := probe("fake/stuck-later", func(context.Context) (exp.Bench, error) {
+		return &stuckBench{okOps: 50, closed: make(chan struct{})}, nil
+	})
 	s := newServer(t, []serve.Probe{fails, setupFails, stuckFirst, good, stuckLater})
 
 	srv := &http.Server{Handler: s.Handler()}
