@@ -25,11 +25,18 @@ const (
 // run its measured CPU (getrusage, self and reaped children) resizes its
 // next repetition time. A probe that costs more than its share even at the
 // smallest size runs only every k-th cycle, so its average fits. Every run
-// over its share is counted, and the skips are counted too.
+// over its share is counted, and the skips are counted too. On top of that
+// a running account keeps the total since start within the allowance
+// (perCycle for every interval begun), so noise that makes every probe
+// overshoot for a while cannot raise the long-run average.
 type budget struct {
 	perCycle float64 // CPU seconds per cycle for all probes
 	share    float64 // CPU seconds per probe per cycle
 	probes   map[string]*probeBudget
+	interval time.Duration
+	start    time.Time
+	spent    float64 // CPU seconds used by all probes since start
+	now      func() time.Time
 }
 
 type probeBudget struct {
@@ -40,7 +47,9 @@ type probeBudget struct {
 }
 
 func newBudget(fraction float64, interval time.Duration, names []string) *budget {
-	b := &budget{perCycle: probeShare * fraction * interval.Seconds(), probes: map[string]*probeBudget{}}
+	b := &budget{perCycle: probeShare * fraction * interval.Seconds(), probes: map[string]*probeBudget{},
+		interval: interval, now: time.Now}
+	b.start = b.now()
 	if len(names) > 0 {
 		b.share = b.perCycle / float64(len(names))
 	}
@@ -53,14 +62,23 @@ func newBudget(fraction float64, interval time.Duration, names []string) *budget
 	return b
 }
 
-// due says whether a probe runs this cycle; false means skipped for budget.
+// due says whether a probe runs this cycle; false means skipped for budget:
+// its turn in an every-k rotation has not come, or its last cost would take
+// the running total past the allowance.
 func (b *budget) due(name string) bool {
 	p := b.probes[name]
 	if p.wait > 0 {
 		p.wait--
 		return false
 	}
-	return true
+	return b.spent+p.lastCPU <= b.allowance()
+}
+
+// allowance is the CPU the probes may have used by now: perCycle for every
+// interval begun since start.
+func (b *budget) allowance() float64 {
+	cycles := math.Floor(b.now().Sub(b.start).Seconds()/b.interval.Seconds()) + 1
+	return cycles * b.perCycle
 }
 
 // observe records a run's CPU seconds and resizes the probe; it reports
@@ -68,6 +86,7 @@ func (b *budget) due(name string) bool {
 func (b *budget) observe(name string, cpu float64) (over bool) {
 	p := b.probes[name]
 	p.lastCPU = cpu
+	b.spent += max(cpu, 0)
 	if cpu <= 0 || b.share <= 0 {
 		return false
 	}

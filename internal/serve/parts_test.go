@@ -64,6 +64,8 @@ func TestHostCollectorUnsupported(t *testing.T) {
 func TestBudgetShrinksGrowsAndSpreads(t *testing.T) {
 	// 1% of one core over 60 s, two probes: 0.27 CPU-s each.
 	b := newBudget(0.01, time.Minute, []string{"a", "b"})
+	now := time.Unix(1000, 0)
+	b.now, b.start = func() time.Time { return now }, now
 	if got, want := b.perCycle, probeShare*0.6; abs(got-want) > 1e-12 {
 		t.Fatalf("perCycle = %v, want %v", got, want)
 	}
@@ -98,6 +100,7 @@ func TestBudgetShrinksGrowsAndSpreads(t *testing.T) {
 	}
 	var ran int
 	for i := 0; i < 6; i++ {
+		now = now.Add(10 * time.Minute) // the running account is not what this test is about
 		if b.due("a") {
 			ran++
 			b.observe("a", 3*b.share)
@@ -114,6 +117,39 @@ func TestBudgetShrinksGrowsAndSpreads(t *testing.T) {
 	// The other probe is untouched by all this.
 	if b.probes["b"].benchTime != start || !b.due("b") {
 		t.Error("probe b was resized by probe a's runs")
+	}
+}
+
+func TestBudgetRunningAccount(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := newBudget(0.01, time.Minute, []string{"a", "b"})
+	b.now = func() time.Time { return now }
+	b.start = now
+	if !b.due("a") || !b.due("b") {
+		t.Fatal("first runs not due")
+	}
+	// A noisy run of a costs 3 shares: 1.5 cycles' allowance, overdrawn.
+	b.observe("a", 3*b.share)
+	if b.due("b") {
+		t.Error("b due although the account is overdrawn")
+	}
+	// One interval later the allowance is 4 shares: b (no cost known) fits,
+	// a (3 shares more) does not.
+	now = now.Add(time.Minute)
+	if b.allowance() != 2*b.perCycle {
+		t.Errorf("allowance after one interval = %v, want %v", b.allowance(), 2*b.perCycle)
+	}
+	b.probes["a"].wait = 0
+	if b.due("a") {
+		t.Error("a due although its last cost would overdraw the account")
+	}
+	if !b.due("b") {
+		t.Error("b not due although the allowance covers it")
+	}
+	// Another interval: 6 shares, a fits again.
+	now = now.Add(time.Minute)
+	if !b.due("a") {
+		t.Error("a not due once the allowance covers it")
 	}
 }
 
