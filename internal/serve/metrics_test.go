@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +251,37 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestDeployFilesNameRealMetrics keeps the Grafana dashboard honest: every
+// ctxlab_* name it queries is one the exporter describes.
+func TestDeployFilesNameRealMetrics(t *testing.T) {
+	known := map[string]bool{}
+	ch := make(chan *prometheus.Desc, 100)
+	NewMetrics(nil, time.Minute, 1, "v", "go").Describe(ch)
+	NewHostCollector("testdata/proc", "", 0, nil).Describe(ch)
+	close(ch)
+	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range ch {
+		if m := fq.FindStringSubmatch(d.String()); m != nil {
+			known[m[1]] = true
+		}
+	}
+	if len(known) < 20 {
+		t.Fatalf("only %d metric names described", len(known))
+	}
+	dash, err := os.ReadFile("../../deploy/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`ctxlab_[a-z0-9_]+`).FindAllString(string(dash), -1)
+	if len(used) == 0 {
+		t.Fatal("the dashboard queries no ctxlab metric")
+	}
+	for _, name := range used {
+		base := strings.TrimSuffix(strings.TrimSuffix(name, "_sum"), "_count")
+		if !known[name] && !known[base] {
+			t.Errorf("the dashboard queries %s, which the exporter does not export", name)
+		}
+	}
 }
