@@ -330,3 +330,94 @@ func withMarker(marker string) []int {
 	}
 	return out
 }
+
+// TestServeRealProbes serves the default probes of this build for one
+// cycle and reads /metrics back with the Prometheus text parser: every
+// probe reports success, latency, switches and CPU, and the host signals
+// are there.
+func TestServeRealProbes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures real arms")
+	}
+	host := sysinfo.Detect()
+	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs}
+	if allowed, err := measure.Affinity(); err == nil && len(allowed) > 0 {
+		p.CPUs = allowed
+	}
+	probes, notes, err := serve.Resolve(nil, p, exp.Lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d probes; notes: %q", len(probes), notes)
+	s := serve.New(serve.Options{Probes: probes, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: 30 * time.Second,
+		Host: host, Version: "test"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if n := child.Alive(); n != 0 {
+			t.Errorf("%d children alive after shutdown", n)
+		}
+	}()
+	// Wait for the first cycle: every probe has a success metric.
+	deadline := time.Now().Add(2 * time.Minute)
+	var got map[string]float64
+	for {
+		got = scrape(t, url)
+		if len(got) == len(probes) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 2 minutes only %d of %d probes reported", len(got), len(probes))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("live page does not parse: %v", err)
+	}
+	perArm := func(family string) map[string]bool {
+		out := map[string]bool{}
+		for _, m := range fams[family].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "arm" {
+					out[l.GetValue()] = true
+				}
+			}
+		}
+		return out
+	}
+	for _, pr := range probes {
+		if got[pr.Name()] != 1 {
+			t.Errorf("%s: success %v; see the log", pr.Name(), got[pr.Name()])
+			continue
+		}
+		for _, fam := range []string{"ctxlab_roundtrip_seconds", "ctxlab_roundtrip_mean_seconds", "ctxlab_switches_per_op",
+			"ctxlab_probe_cpu_seconds_total", "ctxlab_probe_duration_seconds", "ctxlab_noisy"} {
+			if !perArm(fam)[pr.Name()] {
+				t.Errorf("%s: no %s", pr.Name(), fam)
+			}
+		}
+	}
+	for _, fam := range []string{"ctxlab_host_context_switches_total", "ctxlab_host_procs_running",
+		"ctxlab_host_cpu_steal_seconds_total", "process_cpu_seconds_total", "ctxlab_build_info"} {
+		if _, ok := fams[fam]; !ok {
+			t.Errorf("no %s on the live page", fam)
+		}
+	}
+}
