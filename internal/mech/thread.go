@@ -2,6 +2,7 @@ package mech
 
 import (
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,13 +14,15 @@ import (
 type Thread struct {
 	TID  int
 	reqs chan func()
+	quit chan struct{} // closed by Stop; Do and Go may race with it safely
+	once sync.Once
 	done chan struct{}
 	err  error
 }
 
 // StartThread starts a locked thread pinned to cpus (nil = not pinned).
 func StartThread(cpus []int) (*Thread, error) {
-	t := &Thread{reqs: make(chan func()), done: make(chan struct{})}
+	t := &Thread{reqs: make(chan func()), quit: make(chan struct{}), done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -37,8 +40,13 @@ func StartThread(cpus []int) (*Thread, error) {
 			}
 		}
 		ready <- nil
-		for f := range t.reqs {
-			f()
+		for {
+			select {
+			case f := <-t.reqs:
+				f()
+			case <-t.quit:
+				return
+			}
 		}
 	}()
 	if err := <-ready; err != nil {
@@ -48,22 +56,33 @@ func StartThread(cpus []int) (*Thread, error) {
 	return t, nil
 }
 
-// Do runs f on the thread and waits for it.
+// Do runs f on the thread and waits for it. On a stopped thread f does not
+// run and Do returns at once: a bench's Close (which stops its threads) may
+// run concurrently with its Run, as exp.Bench requires.
 func (t *Thread) Do(f func()) {
 	fin := make(chan struct{})
-	t.reqs <- func() { f(); close(fin) }
-	<-fin
+	select {
+	case t.reqs <- func() { f(); close(fin) }:
+		<-fin
+	case <-t.quit:
+	}
 }
 
-// Go runs f on the thread without waiting; the returned channel closes when f returns.
+// Go runs f on the thread without waiting; the returned channel closes when
+// f returns, or at once if the thread is stopped and f did not run.
 func (t *Thread) Go(f func()) <-chan struct{} {
 	fin := make(chan struct{})
-	t.reqs <- func() { f(); close(fin) }
+	select {
+	case t.reqs <- func() { f(); close(fin) }:
+	case <-t.quit:
+		close(fin)
+	}
 	return fin
 }
 
 // Stop ends the thread after its current work and waits for it to exit.
+// It may be called more than once, and concurrently with Do and Go.
 func (t *Thread) Stop() {
-	close(t.reqs)
+	t.once.Do(func() { close(t.quit) })
 	<-t.done
 }
