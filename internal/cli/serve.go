@@ -62,11 +62,12 @@ scrape time. A probe that fails or times out sets ctxlab_probe_success 0;
 the server keeps serving. SIGTERM or SIGINT abandons the probe in flight,
 reaps its children, closes the listener and exits 0.
 
-Default probes: ` + strings.Join(serve.DefaultProbes, ", ") + `,
-and the one-hog interference arm when this build has that experiment.
+Default probes:
+  ` + strings.Join(serve.DefaultProbes, "\n  ") + `
+  and the one-hog interference arm, when this build has that experiment.
 
 It listens on 127.0.0.1 unless told otherwise: binding another address
-exposes host details (CPU model, kernel, load) to the network, so a
+exposes how this host is loaded and scheduled to the network, so a
 non-loopback --listen needs --allow-remote.`,
 		Example: `  ctxlab serve
   ctxlab serve --interval 10s --probes 'pingpong/thread/futex/*'
