@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -194,12 +195,12 @@ func parseCPUMax(b []byte) (float64, bool) {
 		return 0, false
 	}
 	q, err := strconv.ParseFloat(string(f[0]), 64)
-	if err != nil || q <= 0 {
+	if err != nil || !(q > 0) || math.IsInf(q, 0) {
 		return 0, false
 	}
 	period := 100000.0
 	if len(f) > 1 {
-		if p, err := strconv.ParseFloat(string(f[1]), 64); err == nil && p > 0 {
+		if p, err := strconv.ParseFloat(string(f[1]), 64); err == nil && p > 0 && !math.IsInf(p, 0) {
 			period = p
 		}
 	}

@@ -37,7 +37,7 @@ func TestQuota(t *testing.T) {
 		in   string
 		want float64
 		ok   bool
-	}{{"max 100000", 0, false}, {"50000 100000", 0.5, true}, {"150000", 1.5, true}, {"", 0, false}, {"x 1", 0, false}} {
+	}{{"max 100000", 0, false}, {"50000 100000", 0.5, true}, {"150000", 1.5, true}, {"", 0, false}, {"x 1", 0, false}, {"NaN 100000", 0, false}, {"Inf 100000", 0, false}} {
 		got, ok := parseCPUMax([]byte(tc.in))
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("parseCPUMax(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
@@ -259,4 +259,23 @@ func TestResolveLimitsAndUnsupported(t *testing.T) {
 	if err != ErrNoProbes || len(notes) != 1 || !strings.Contains(notes[0], "needs two CPUs") {
 		t.Errorf("only unsupported arms: err = %v, notes = %q", err, notes)
 	}
+}
+
+func FuzzParseCgroupFiles(f *testing.F) {
+	for _, file := range []string{"testdata/cgroup/v1/cpu.stat", "testdata/cgroup/v2/cpu.stat", "testdata/cgroup/v2/cpu.max"} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := parseCPUStat(b)
+		if s.ThrottledSeconds < 0 {
+			t.Errorf("negative throttled time %v", s.ThrottledSeconds)
+		}
+		if q, ok := parseCPUMax(b); ok && !(q > 0) {
+			t.Errorf("quota %v reported ok", q)
+		}
+	})
 }
