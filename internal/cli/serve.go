@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/serve"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+func init() { extraCommands = append(extraCommands, newServeCmd) }
+
+// ServeOptions are the flags of `ctxlab serve`.
+type ServeOptions struct {
+	Listen       string
+	AllowRemote  bool
+	Interval     time.Duration
+	Probes       []string
+	BudgetPct    float64
+	ProbeTimeout time.Duration
+	Verbose      bool
+	// Serve is what the serve package gets; flag hooks (the store's --db)
+	// may set Serve.Save.
+	Serve serve.Options
+	// Extra holds flags that other command files add through serveFlagHooks.
+	Extra map[string]any
+}
+
+// serveFlagHooks let other files add flags to serve (the store adds --db
+// and sets Serve.Save) without editing this one. Each runs after the flags
+// are parsed and validated, before anything starts.
+var serveFlagHooks []struct {
+	Add   func(c *cobra.Command, o *ServeOptions)
+	Apply func(o *ServeOptions) error
+}
+
+func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &ServeOptions{Extra: map[string]any{}}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Prometheus exporter: a few probes re-measured on a schedule, plus host switching signals",
+		Long: `Serve Prometheus metrics at /metrics (plus /healthz and an index page at /).
+
+A small set of arms (probes) is measured at start and then every --interval,
+one after another, never overlapping; their CPU use is measured (getrusage)
+and kept within --cpu-budget percent of one core averaged over time: probes
+shrink their repetitions, and one that still costs too much runs less often
+(ctxlab_probe_skipped_total, ctxlab_budget_exceeded_total). Host signals
+(/proc/stat switches, run queue, steal; cgroup throttling) are read at
+scrape time. A probe that fails or times out sets ctxlab_probe_success 0;
+the server keeps serving. SIGTERM or SIGINT abandons the probe in flight,
+reaps its children, closes the listener and exits 0.
+
+Default probes:
+  ` + strings.Join(serve.DefaultProbes, "\n  ") + `
+  and the one-hog interference arm, when this build has that experiment.
+
+It listens on 127.0.0.1 unless told otherwise: binding another address
+exposes how this host is loaded and scheduled to the network, so a
+non-loopback --listen needs --allow-remote.`,
+		Example: `  ctxlab serve
+  ctxlab serve --interval 10s --probes 'pingpong/thread/futex/*'
+  ctxlab serve --listen 0.0.0.0:9477 --allow-remote   # in a container or DaemonSet`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runServe(cmd, o, stderr)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.Listen, "listen", serve.DefaultListen, "address to serve metrics on, host:port")
+	f.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --listen address other than loopback")
+	f.DurationVar(&o.Interval, "interval", serve.DefaultInterval,
+		fmt.Sprintf("time between probe cycles, %v..%v", serve.MinInterval, serve.MaxInterval))
+	f.StringSliceVar(&o.Probes, "probes", nil, "arm names or globs to probe, comma-separated (default: the set above)")
+	f.Float64Var(&o.BudgetPct, "cpu-budget", serve.DefaultBudget,
+		fmt.Sprintf("CPU the probes may use, percent of one core averaged, %g..%g", serve.MinBudgetPct, float64(serve.MaxBudgetPct)))
+	f.DurationVar(&o.ProbeTimeout, "probe-timeout", serve.DefaultTimeout,
+		fmt.Sprintf("time limit of one probe run, %v..%v", serve.MinTimeout, serve.MaxTimeout))
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every skipped probe too")
+	for _, h := range serveFlagHooks {
+		h.Add(c, o)
+	}
+	return c
+}
+
+// validateServe checks every flag before anything starts; errors are usage errors.
+func validateServe(o *ServeOptions, host *sysinfo.Host) error {
+	if o.Interval < serve.MinInterval || o.Interval > serve.MaxInterval {
+		return usagef("--interval %v: must be between %v and %v", o.Interval, serve.MinInterval, serve.MaxInterval)
+	}
+	if o.BudgetPct < serve.MinBudgetPct || o.BudgetPct > serve.MaxBudgetPct {
+		return usagef("--cpu-budget %g: must be between %g and %g (percent of one core)", o.BudgetPct, serve.MinBudgetPct, float64(serve.MaxBudgetPct))
+	}
+	if o.ProbeTimeout < serve.MinTimeout || o.ProbeTimeout > serve.MaxTimeout {
+		return usagef("--probe-timeout %v: must be between %v and %v", o.ProbeTimeout, serve.MinTimeout, serve.MaxTimeout)
+	}
+	if err := checkListen(o.Listen, o.AllowRemote); err != nil {
+		return err
+	}
+	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs, Extra: map[string]string{}}
+	if allowed, err := measure.Affinity(); err == nil && len(allowed) > 0 {
+		p.CPUs = allowed // a container's cpuset: pin only where we may run
+	}
+	probes, notes, err := serve.Resolve(o.Probes, p, exp.Lookup)
+	if err != nil {
+		if errors.Is(err, serve.ErrNoProbes) {
+			return usagef("--probes %s: %v: %s", strings.Join(o.Probes, ","), err, strings.Join(notes, "; "))
+		}
+		return &UsageError{err}
+	}
+	o.Serve.Probes, o.Serve.Notes = probes, notes
+	return nil
+}
+
+// checkListen wants host:port with a port in 1..65535 and, unless remote
+// access is allowed, a loopback host: an exporter on every interface shows
+// host details to whoever can reach the port.
+func checkListen(addr string, allowRemote bool) error {
+	h, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--listen %q: want host:port, e.g. %s: %v", addr, serve.DefaultListen, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return usagef("--listen %q: port %q must be a number between 1 and 65535", addr, port)
+	}
+	if allowRemote || isLoopback(h) {
+		return nil
+	}
+	what := h
+	if h == "" {
+		what = "every interface"
+	}
+	return usagef("--listen %q binds %s, not loopback: add --allow-remote to expose the metrics to the network", addr, what)
+}
+
+func isLoopback(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func runServe(cmd *cobra.Command, o *ServeOptions, stderr io.Writer) error {
+	host := sysinfo.Detect()
+	if err := validateServe(o, host); err != nil {
+		return err
+	}
+	for _, h := range serveFlagHooks {
+		if h.Apply != nil {
+			if err := h.Apply(o); err != nil {
+				return err
+			}
+		}
+	}
+	level := slog.LevelInfo
+	if o.Verbose {
+		level = slog.LevelDebug
+	}
+	so := o.Serve
+	so.Interval, so.BudgetPct, so.ProbeTimeout = o.Interval, o.BudgetPct, o.ProbeTimeout
+	so.Host, so.Version = host, version()
+	so.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("--listen %s: the address is already in use (another ctxlab serve or exporter?); stop it or choose another port", o.Listen)
+		}
+		return fmt.Errorf("--listen %s: %w", o.Listen, err)
+	}
+	return serve.New(so).Serve(cmd.Context(), ln)
+}

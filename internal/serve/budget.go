@@ -1,0 +1,119 @@
+package serve
+
+import (
+	"math"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sizing limits of one probe repetition. Below minBenchTime a repetition
+// is mostly set-up and timer noise; above maxBenchTime a probe costs more
+// than a fleet-wide signal is worth.
+const (
+	minBenchTime = time.Millisecond
+	maxBenchTime = 50 * time.Millisecond
+	// probeReps is the repetitions per probe: the fewest that still give a spread.
+	probeReps = 3
+	// probeShare is the part of the budget the probes may use; the rest is
+	// left to the exporter itself (scrapes, host signals, the Go runtime).
+	probeShare = 0.9
+)
+
+// budget keeps the probes' CPU within a fraction of one core averaged over
+// time. Each probe gets an equal share of the cycle's allowance; after each
+// run its measured CPU (getrusage, self and reaped children) resizes its
+// next repetition time. A probe that costs more than its share even at the
+// smallest size runs only every k-th cycle, so its average fits. Every run
+// over its share is counted, and the skips are counted too. On top of that
+// a running account keeps the total since start within the allowance
+// (perCycle for every interval begun), so noise that makes every probe
+// overshoot for a while cannot raise the long-run average.
+type budget struct {
+	perCycle float64 // CPU seconds per cycle for all probes
+	share    float64 // CPU seconds per probe per cycle
+	probes   map[string]*probeBudget
+	interval time.Duration
+	start    time.Time
+	spent    float64 // CPU seconds used by all probes since start
+	now      func() time.Time
+}
+
+type probeBudget struct {
+	benchTime time.Duration
+	every     int // run once every `every` cycles
+	wait      int // cycles still to skip
+	lastCPU   float64
+}
+
+func newBudget(fraction float64, interval time.Duration, names []string) *budget {
+	b := &budget{perCycle: probeShare * fraction * interval.Seconds(), probes: map[string]*probeBudget{},
+		interval: interval, now: time.Now}
+	b.start = b.now()
+	if len(names) > 0 {
+		b.share = b.perCycle / float64(len(names))
+	}
+	// First guess: warm-up plus reps repetitions, two busy threads each.
+	bt := time.Duration(b.share / float64(2*(probeReps+1)) * float64(time.Second))
+	bt = clampDur(bt, minBenchTime, maxBenchTime)
+	for _, n := range names {
+		b.probes[n] = &probeBudget{benchTime: bt, every: 1}
+	}
+	return b
+}
+
+// due says whether a probe runs this cycle; false means skipped for budget:
+// its turn in an every-k rotation has not come, or its last cost would take
+// the running total past the allowance.
+func (b *budget) due(name string) bool {
+	p := b.probes[name]
+	if p.wait > 0 {
+		p.wait--
+		return false
+	}
+	return b.spent+p.lastCPU <= b.allowance()
+}
+
+// allowance is the CPU the probes may have used by now: perCycle for every
+// interval begun since start.
+func (b *budget) allowance() float64 {
+	cycles := math.Floor(b.now().Sub(b.start).Seconds()/b.interval.Seconds()) + 1
+	return cycles * b.perCycle
+}
+
+// observe records a run's CPU seconds and resizes the probe; it reports
+// whether the run went over its share.
+func (b *budget) observe(name string, cpu float64) (over bool) {
+	p := b.probes[name]
+	p.lastCPU = cpu
+	b.spent += max(cpu, 0)
+	if cpu <= 0 || b.share <= 0 {
+		return false
+	}
+	over = cpu > b.share
+	// Aim at 80% of the share, changing size by at most 4× down or 2× up.
+	ratio := math.Max(0.25, math.Min(2, 0.8*b.share/cpu))
+	bt := clampDur(time.Duration(float64(p.benchTime)*ratio), minBenchTime, maxBenchTime)
+	p.every = 1
+	if over && bt == p.benchTime && p.benchTime == minBenchTime {
+		// Cannot shrink further: spread the cost over several cycles.
+		p.every = int(math.Ceil(cpu / b.share))
+	}
+	p.benchTime = bt
+	p.wait = p.every - 1
+	return over
+}
+
+func clampDur(d, lo, hi time.Duration) time.Duration {
+	return max(lo, min(hi, d))
+}
+
+// cpuSeconds is this process's CPU time plus that of its reaped children
+// (a process probe's partner is reaped when the probe closes).
+func cpuSeconds() float64 {
+	var self, kids unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &self)
+	unix.Getrusage(unix.RUSAGE_CHILDREN, &kids)
+	tv := func(t unix.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(self.Utime) + tv(self.Stime) + tv(kids.Utime) + tv(kids.Stime)
+}

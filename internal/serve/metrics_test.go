@@ -1,0 +1,287 @@
+package serve
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func fakeArms() []result.Arm {
+	migr := 0.25
+	return []result.Arm{
+		{
+			Name: "pingpong/thread/futex/cross-cpu", Experiment: "pingpong", Op: "round trip", Unit: "ns/op",
+			Placement: "cross-cpu", Status: result.StatusOK, Ops: 1000, RepMeans: []float64{5000, 5200, 5100},
+			Median: 5100, Min: 5000, Max: 5200,
+			Percentiles: &result.Percentiles{Samples: 3000, P50: 4800, P90: 6000, P95: 7000, P99: 12000, P999: 40000, Max: 90000},
+			Switches:    &result.Switches{Voluntary: 2, Involuntary: 0.125},
+			Migrations:  &migr,
+			Noise:       result.Noise{Spread: 1.04},
+		},
+		{
+			Name: "pingpong/goroutine/chan/gomaxprocs=1", Experiment: "pingpong", Op: "round trip", Unit: "ns/op",
+			Placement: "unpinned", Status: result.StatusOK, Ops: 100000, RepMeans: []float64{300, 310, 900},
+			Median: 310, Min: 300, Max: 900,
+			Percentiles: &result.Percentiles{Samples: 20000, P50: 250, P90: 300, P95: 320, P99: 500, P999: 2000, Max: 10000},
+			Switches:    &result.Switches{},
+			Noise:       result.Noise{Spread: 3, Noisy: true, Reasons: []string{"repetitions spread 3.00x"}},
+		},
+		{
+			Name: "ring/thread/futex/n=2", Experiment: "ring", Op: "hop", Unit: "ns/op", Placement: "unpinned",
+			Status: result.StatusOK, Ops: 500, RepMeans: []float64{4000, 4000, 4000}, Median: 4000, Min: 4000, Max: 4000,
+			Percentiles: &result.Percentiles{Samples: 1500, P50: 3900, P90: 4100, P95: 4200, P99: 5000, P999: 8000, Max: 9000},
+			Noise:       result.Noise{Spread: 1},
+		},
+		{
+			Name: "pingpong/process/pipe/unpinned", Experiment: "pingpong", Op: "round trip", Unit: "ns/op",
+			Placement: "unpinned", Status: result.StatusTimedOut, Reason: "did not finish within 10s",
+		},
+	}
+}
+
+// goldenRegistry is a registry with fake probe results and the host
+// collector reading the fixture /proc and a cgroup v1 directory.
+func goldenRegistry(t *testing.T) *prometheus.Registry {
+	t.Helper()
+	arms := fakeArms()
+	var names []string
+	for _, a := range arms {
+		names = append(names, a.Name)
+	}
+	m := NewMetrics(names, time.Minute, 0.54, "1.2.3-test", "go-test")
+	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i, a := range arms {
+		m.Record(a, time.Duration(i+1)*100*time.Millisecond, 0.01*float64(i+1), end, i == 3, 5*time.Millisecond)
+	}
+	m.Skip("pingpong/process/pipe/unpinned")
+	h := NewHostCollector("testdata/proc", "testdata/cgroup/v1", 1, nil)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m, h)
+	return reg
+}
+
+func render(t *testing.T, reg *prometheus.Registry) []byte {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func TestMetricsGolden(t *testing.T) {
+	got := render(t, goldenRegistry(t))
+	golden := filepath.Join("testdata", "metrics.golden")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("metrics page differs from %s (rerun with -update if intended):\n%s", golden, lineDiff(string(want), string(got)))
+	}
+}
+
+// TestMetricsParse reads the page back as Prometheus would, and checks
+// the families, types and labels the dashboards rely on.
+func TestMetricsParse(t *testing.T) {
+	page := render(t, goldenRegistry(t))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(page))
+	if err != nil {
+		t.Fatalf("the page does not parse: %v", err)
+	}
+	wantType := map[string]dto.MetricType{
+		"ctxlab_roundtrip_seconds":                  dto.MetricType_SUMMARY,
+		"ctxlab_roundtrip_mean_seconds":             dto.MetricType_GAUGE,
+		"ctxlab_op_seconds":                         dto.MetricType_SUMMARY,
+		"ctxlab_switches_per_op":                    dto.MetricType_GAUGE,
+		"ctxlab_probe_success":                      dto.MetricType_GAUGE,
+		"ctxlab_probe_duration_seconds":             dto.MetricType_GAUGE,
+		"ctxlab_noisy":                              dto.MetricType_GAUGE,
+		"ctxlab_probe_cpu_seconds_total":            dto.MetricType_COUNTER,
+		"ctxlab_budget_exceeded_total":              dto.MetricType_COUNTER,
+		"ctxlab_probe_skipped_total":                dto.MetricType_COUNTER,
+		"ctxlab_host_context_switches_total":        dto.MetricType_COUNTER,
+		"ctxlab_host_procs_running":                 dto.MetricType_GAUGE,
+		"ctxlab_host_cpu_steal_seconds_total":       dto.MetricType_COUNTER,
+		"ctxlab_cgroup_cpu_throttled_seconds_total": dto.MetricType_COUNTER,
+	}
+	for name, typ := range wantType {
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("family %s missing", name)
+			continue
+		}
+		if f.GetType() != typ {
+			t.Errorf("%s is %v, want %v", name, f.GetType(), typ)
+		}
+	}
+	// Every probe has a success metric; only the timed-out one is 0.
+	success := map[string]float64{}
+	for _, m := range fams["ctxlab_probe_success"].GetMetric() {
+		success[label(m, "arm")] = m.GetGauge().GetValue()
+	}
+	if len(success) != 4 || success["pingpong/process/pipe/unpinned"] != 0 || success["pingpong/thread/futex/cross-cpu"] != 1 {
+		t.Errorf("ctxlab_probe_success = %v; want 4 arms, the timed-out one 0", success)
+	}
+	// The round-trip summary: 3 arms (not the hop arm, not the failed one),
+	// five quantiles each, count = every timed op, sum in seconds.
+	rt := fams["ctxlab_roundtrip_seconds"].GetMetric()
+	if len(rt) != 2 {
+		t.Fatalf("ctxlab_roundtrip_seconds has %d series, want 2", len(rt))
+	}
+	for _, m := range rt {
+		s := m.GetSummary()
+		if len(s.GetQuantile()) != 5 {
+			t.Errorf("%s: %d quantiles, want 5", label(m, "arm"), len(s.GetQuantile()))
+		}
+		if label(m, "arm") == "pingpong/thread/futex/cross-cpu" {
+			if s.GetSampleCount() != 3000 {
+				t.Errorf("count = %d, want 3 reps × 1000 ops", s.GetSampleCount())
+			}
+			if want := (5000 + 5200 + 5100) * 1000 / 1e9; abs(s.GetSampleSum()-want) > 1e-12 {
+				t.Errorf("sum = %g s, want %g", s.GetSampleSum(), want)
+			}
+			if label(m, "placement") != "cross-cpu" {
+				t.Errorf("placement label %q", label(m, "placement"))
+			}
+		}
+	}
+	if got := fams["ctxlab_host_context_switches_total"].GetMetric()[0].GetCounter().GetValue(); got != 6798135 {
+		t.Errorf("host switches = %v, want the fixture's ctxt 6798135", got)
+	}
+	if got := fams["ctxlab_cgroup_cpu_quota_cores"].GetMetric()[0].GetGauge().GetValue(); got != 0.5 {
+		t.Errorf("quota = %v cores, want 0.5", got)
+	}
+	// Units are in the names: every ctxlab family that is a time ends in _seconds or _seconds_total.
+	for name := range fams {
+		if strings.Contains(name, "time") && !strings.HasSuffix(name, "_seconds") {
+			t.Errorf("%s: a time without its unit in the name", name)
+		}
+	}
+}
+
+func TestMetricsAccumulate(t *testing.T) {
+	a := fakeArms()[0]
+	m := NewMetrics([]string{a.Name}, time.Minute, 1, "v", "go")
+	m.Record(a, time.Second, 0.5, time.Now(), false, time.Millisecond)
+	m.Record(a, time.Second, 0.25, time.Now(), true, time.Millisecond)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(render(t, reg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fams["ctxlab_roundtrip_seconds"].GetMetric()[0].GetSummary().GetSampleCount(); got != 6000 {
+		t.Errorf("summary count after two runs = %d, want 6000", got)
+	}
+	if got := fams["ctxlab_probe_cpu_seconds_total"].GetMetric()[0].GetCounter().GetValue(); got != 0.75 {
+		t.Errorf("probe cpu = %v, want 0.75", got)
+	}
+	if got := fams["ctxlab_budget_exceeded_total"].GetMetric()[0].GetCounter().GetValue(); got != 1 {
+		t.Errorf("exceeded = %v, want 1", got)
+	}
+	if got := fams["ctxlab_probe_runs_total"].GetMetric()[0].GetCounter().GetValue(); got != 2 {
+		t.Errorf("runs = %v, want 2", got)
+	}
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// lineDiff lists the lines only in want (-) or only in got (+).
+func lineDiff(want, got string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// TestDeployFilesNameRealMetrics keeps the Grafana dashboard honest: every
+// ctxlab_* name it queries is one the exporter describes.
+func TestDeployFilesNameRealMetrics(t *testing.T) {
+	known := map[string]bool{}
+	ch := make(chan *prometheus.Desc, 100)
+	NewMetrics(nil, time.Minute, 1, "v", "go").Describe(ch)
+	NewHostCollector("testdata/proc", "", 0, nil).Describe(ch)
+	close(ch)
+	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range ch {
+		if m := fq.FindStringSubmatch(d.String()); m != nil {
+			known[m[1]] = true
+		}
+	}
+	if len(known) < 20 {
+		t.Fatalf("only %d metric names described", len(known))
+	}
+	dash, err := os.ReadFile("../../deploy/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := regexp.MustCompile(`ctxlab_[a-z0-9_]+`).FindAllString(string(dash), -1)
+	if len(used) == 0 {
+		t.Fatal("the dashboard queries no ctxlab metric")
+	}
+	for _, name := range used {
+		base := strings.TrimSuffix(strings.TrimSuffix(name, "_sum"), "_count")
+		if !known[name] && !known[base] {
+			t.Errorf("the dashboard queries %s, which the exporter does not export", name)
+		}
+	}
+}

@@ -1,0 +1,435 @@
+package serve_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/ctxlab/ctxlab/internal/child"
+	"github.com/ctxlab/ctxlab/internal/cli"
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/runner"
+	"github.com/ctxlab/ctxlab/internal/serve"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// envServeMain makes this test binary act as ctxlab itself, so a test can
+// run `ctxlab serve` as a real process and send it SIGTERM.
+const envServeMain = "CTXLAB_TEST_SERVE_ARGS"
+
+func TestMain(m *testing.M) {
+	if args := os.Getenv(envServeMain); args != "" {
+		os.Exit(cli.Main(strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+	}
+	if handled, code := child.Main(); handled {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// stuckBench blocks in Run until Close, like an arm whose partner starved.
+type stuckBench struct {
+	okOps  int // ops that succeed before it sticks
+	done   int
+	closed chan struct{}
+	once   sync.Once
+}
+
+func (b *stuckBench) Run(mb *measure.B) error {
+	for i := 0; i < mb.N; i++ {
+		if b.done >= b.okOps {
+			<-b.closed
+			return errors.New("closed while stuck")
+		}
+		b.done++
+	}
+	return nil
+}
+
+func (b *stuckBench) Close() error { b.once.Do(func() { close(b.closed) }); return nil }
+
+type failBench struct{ calls int }
+
+func (b *failBench) Run(mb *measure.B) error {
+	b.calls++
+	if b.calls > 2 {
+		return errors.New("partner died")
+	}
+	return nil
+}
+func (b *failBench) Close() error { return nil }
+
+func probe(name string, open func(context.Context) (exp.Bench, error)) serve.Probe {
+	spec := &exp.Spec{Name: "fake", Op: "round trip"}
+	return serve.Probe{Spec: spec, Arm: exp.Arm{Name: name, Op: "round trip", Placement: "unpinned", Open: open}}
+}
+
+func newServer(t *testing.T, probes []serve.Probe) *serve.Server {
+	t.Helper()
+	host := sysinfo.Detect()
+	return serve.New(serve.Options{Probes: probes, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: time.Second,
+		Host: host, Version: "test", NoRuntimeMetrics: true})
+}
+
+// scrape reads /metrics and returns each probe's success value.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("scrape: status %d", resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("scrape does not parse: %v", err)
+	}
+	out := map[string]float64{}
+	for _, m := range fams["ctxlab_probe_success"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "arm" {
+				out[l.GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// TestProbeFailureAndTimeout: a failing probe and two kinds of stuck probe
+// set success to 0; the good probe between them still reports 1; the
+// server answers throughout.
+func TestProbeFailureAndTimeout(t *testing.T) {
+	good := probe("fake/good", func(context.Context) (exp.Bench, error) {
+		return &stuckBench{okOps: 1 << 30, closed: make(chan struct{})}, nil
+	})
+	fails := probe("fake/fails", func(context.Context) (exp.Bench, error) { return &failBench{}, nil })
+	setupFails := probe("fake/setup-fails", func(context.Context) (exp.Bench, error) { return nil, errors.New("no partner") })
+	stuckFirst := probe("fake/stuck-first-op", func(context.Context) (exp.Bench, error) { return &stuckBench{closed: make(chan struct{})}, nil })
+	stuckLater := probe("fake/stuck-later", func(context.Context) (exp.Bench, error) {
+		return &stuckBench{okOps: 50, closed: make(chan struct{})}, nil
+	})
+	s := newServer(t, []serve.Probe{fails, setupFails, stuckFirst, good, stuckLater})
+
+	srv := &http.Server{Handler: s.Handler()}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	url := "http://" + ln.Addr().String()
+
+	cycleDone := make(chan struct{})
+	go func() { s.Cycle(context.Background()); close(cycleDone) }()
+	// Scrapes answer while the stuck probes hold the cycle.
+	for polling := true; polling; {
+		select {
+		case <-cycleDone:
+			polling = false
+		case <-time.After(100 * time.Millisecond):
+			scrape(t, url)
+		}
+	}
+	got := scrape(t, url)
+	want := map[string]float64{"fake/good": 1, "fake/fails": 0, "fake/setup-fails": 0, "fake/stuck-first-op": 0, "fake/stuck-later": 0}
+	for arm, v := range want {
+		if g, ok := got[arm]; !ok || g != v {
+			t.Errorf("ctxlab_probe_success{arm=%q} = %v (present %v), want %v", arm, g, ok, v)
+		}
+	}
+	statuses := map[string]string{}
+	for _, sn := range s.Metrics().Snapshots() {
+		statuses[sn.Name] = sn.Last.Status
+	}
+	if statuses["fake/stuck-first-op"] != result.StatusTimedOut || statuses["fake/stuck-later"] != result.StatusTimedOut {
+		t.Errorf("stuck probes: statuses %v, want both %q", statuses, result.StatusTimedOut)
+	}
+	if statuses["fake/fails"] != result.StatusFailed {
+		t.Errorf("failing probe: status %q, want %q", statuses["fake/fails"], result.StatusFailed)
+	}
+	resp, err := http.Get(url + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz after failing probes: %v %v", resp, err)
+	}
+	resp, err = http.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "fake/stuck-later") || !strings.Contains(string(body), "timed out") {
+		t.Errorf("index page does not list the probes and their status:\n%s", body)
+	}
+}
+
+// TestCancelDuringProbeLeavesNoChild runs the real process×pipe probe and
+// cancels (what SIGTERM does through the cli's context) while its child is
+// alive: Serve returns nil, every child is reaped, the listener is closed.
+func TestCancelDuringProbeLeavesNoChild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	host := sysinfo.Detect()
+	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs}
+	probes, _, err := serve.Resolve([]string{"pingpong/process/pipe/unpinned"}, p, exp.Lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 8)
+	slow := func(ctx context.Context, cfg runner.Config, spec *exp.Spec, a exp.Arm) result.Arm {
+		cfg.BenchTime, cfg.Reps = time.Second, 20 // long enough to be caught mid-run
+		started <- struct{}{}
+		return runner.Arm(ctx, cfg, spec, a)
+	}
+	s := serve.New(serve.Options{Probes: probes, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: time.Minute,
+		Host: host, Version: "test", NoRuntimeMetrics: true, RunArm: slow})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	<-started
+	deadline := time.Now().Add(20 * time.Second)
+	for child.Alive() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the probe's child never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve after cancel = %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after cancel")
+	}
+	if n := child.Alive(); n != 0 {
+		t.Errorf("%d children still alive after shutdown", n)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Errorf("listener %s still accepts after shutdown", addr)
+	}
+}
+
+// TestSIGTERMBinary runs `ctxlab serve` as a real process (this test
+// binary acting as ctxlab), waits until a probe's child process exists,
+// sends SIGTERM, and checks: exit status 0, and no process carrying this
+// test's marker is left.
+func TestSIGTERMBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ctxlab serve as a process")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	marker := "ctxlab-serve-test-" + strconv.Itoa(os.Getpid())
+	args := []string{"serve", "--listen", addr, "--interval", "5s", "--cpu-budget", "50", "--probes", "pingpong/process/pipe/unpinned"}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envServeMain+"="+strings.Join(args, "\x1f"), "CTXLAB_TEST_MARKER="+marker)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Wait for a child of the server: the probe is running.
+	deadline := time.Now().Add(30 * time.Second)
+	for len(childrenOf(cmd.Process.Pid)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no probe child appeared; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ctxlab serve after SIGTERM: %v, want exit 0; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("ctxlab serve did not stop after SIGTERM; stderr:\n%s", stderr.String())
+	}
+	if left := withMarker(marker); len(left) > 0 {
+		t.Errorf("processes left behind after SIGTERM: %v", left)
+	}
+	if !strings.Contains(stderr.String(), "stopped") {
+		t.Errorf("no shutdown line in the log:\n%s", stderr.String())
+	}
+}
+
+// childrenOf lists the pids whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue
+		}
+		// The fields after the command name (which may hold spaces) in parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			n, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// withMarker lists live processes whose environment holds marker.
+func withMarker(marker string) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil || !bytes.Contains(b, []byte(marker)) {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join(filepath.Dir(d), "stat"))
+		if err == nil && bytes.Contains(st[bytes.LastIndexByte(st, ')'):], []byte(") Z")) {
+			continue // a zombie is dead already
+		}
+		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(d)))
+		if n != os.Getpid() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestServeRealProbes serves the default probes of this build for one
+// cycle and reads /metrics back with the Prometheus text parser: every
+// probe reports success, latency, switches and CPU, and the host signals
+// are there.
+func TestServeRealProbes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures real arms")
+	}
+	host := sysinfo.Detect()
+	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs}
+	if allowed, err := measure.Affinity(); err == nil && len(allowed) > 0 {
+		p.CPUs = allowed
+	}
+	probes, notes, err := serve.Resolve(nil, p, exp.Lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d probes; notes: %q", len(probes), notes)
+	s := serve.New(serve.Options{Probes: probes, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: 30 * time.Second,
+		Host: host, Version: "test"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if n := child.Alive(); n != 0 {
+			t.Errorf("%d children alive after shutdown", n)
+		}
+	}()
+	// Wait for the first cycle: every probe has a success metric.
+	deadline := time.Now().Add(2 * time.Minute)
+	var got map[string]float64
+	for {
+		got = scrape(t, url)
+		if len(got) == len(probes) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 2 minutes only %d of %d probes reported", len(got), len(probes))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("live page does not parse: %v", err)
+	}
+	perArm := func(family string) map[string]bool {
+		out := map[string]bool{}
+		for _, m := range fams[family].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "arm" {
+					out[l.GetValue()] = true
+				}
+			}
+		}
+		return out
+	}
+	for _, pr := range probes {
+		if got[pr.Name()] != 1 {
+			t.Errorf("%s: success %v; see the log", pr.Name(), got[pr.Name()])
+			continue
+		}
+		latency := []string{"ctxlab_roundtrip_seconds", "ctxlab_roundtrip_mean_seconds"}
+		if op := probeOp(pr); op != "round trip" {
+			latency = []string{"ctxlab_op_seconds", "ctxlab_op_mean_seconds"} // e.g. interference's wake-up
+		}
+		for _, fam := range append(latency, "ctxlab_switches_per_op",
+			"ctxlab_probe_cpu_seconds_total", "ctxlab_probe_duration_seconds", "ctxlab_noisy") {
+			if !perArm(fam)[pr.Name()] {
+				t.Errorf("%s: no %s", pr.Name(), fam)
+			}
+		}
+	}
+	for _, fam := range []string{"ctxlab_host_context_switches_total", "ctxlab_host_procs_running",
+		"ctxlab_host_cpu_steal_seconds_total", "process_cpu_seconds_total", "ctxlab_build_info"} {
+		if _, ok := fams[fam]; !ok {
+			t.Errorf("no %s on the live page", fam)
+		}
+	}
+}
+
+// probeOp is the op a probe's arm reports, as the runner fills it in.
+func probeOp(p serve.Probe) string {
+	if p.Arm.Op != "" {
+		return p.Arm.Op
+	}
+	return p.Spec.Op
+}
