@@ -203,8 +203,12 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 		return direct(ctx, actx, cfg, a, r, reps, before)
 	}
 
-	bench, err := a.Open(actx)
+	bench, err := open(actx, a)
 	if err != nil {
+		if actx.Err() != nil && ctx.Err() == nil {
+			r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("setup did not finish within %v", limit)
+			return r
+		}
 		r.Status, r.Reason = result.StatusFailed, "setup: "+err.Error()
 		if errors.Is(err, exp.ErrUnsupported) {
 			r.Status = result.StatusUnsupported
@@ -458,4 +462,30 @@ func noise(r result.Arm, before, after sysinfo.Noise, h *sysinfo.Host, startLoad
 // Describe is a one-line description of a config for logs.
 func (c Config) Describe() string {
 	return strings.TrimSpace(fmt.Sprintf("%d reps × %v, warm-up %v, timeout %v", c.Reps, c.BenchTime, c.WarmUp, c.Timeout))
+}
+
+// open sets the arm up under the arm's time limit: a setup that hangs (a
+// child that never answers) is abandoned when ctx ends, and whatever it
+// opens later is closed as soon as it returns.
+func open(ctx context.Context, a exp.Arm) (exp.Bench, error) {
+	type opened struct {
+		b   exp.Bench
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		b, err := a.Open(ctx)
+		ch <- opened{b, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.b, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-ch; o.err == nil && o.b != nil {
+				o.b.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }

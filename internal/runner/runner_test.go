@@ -150,3 +150,26 @@ func TestNoiseFlagsStartLoadNotOwnLoad(t *testing.T) {
 		t.Fatalf("%+v", n)
 	}
 }
+
+// A setup that hangs is abandoned at the arm's limit, and closed when it returns.
+func TestArmSetupTimesOut(t *testing.T) {
+	c := cfg()
+	c.Timeout = 200 * time.Millisecond
+	release := make(chan struct{})
+	s := &spin{}
+	r := Arm(context.Background(), c, spec, exp.Arm{Name: "fake/slowopen", Open: func(context.Context) (exp.Bench, error) {
+		<-release
+		return s, nil
+	}})
+	if r.Status != result.StatusTimedOut || !strings.Contains(r.Reason, "setup") {
+		t.Fatalf("status %q reason %q", r.Status, r.Reason)
+	}
+	close(release)
+	deadline := time.Now().Add(2 * time.Second)
+	for s.closed.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s.closed.Load() != 1 {
+		t.Fatal("the late bench was not closed")
+	}
+}
