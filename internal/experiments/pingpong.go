@@ -111,9 +111,10 @@ func pingpongArms(p exp.Params) ([]exp.Arm, error) {
 
 // goroutinePair: A is the runner's goroutine, B an echoing goroutine.
 type goroutinePair struct {
-	pair *mech.Pair
-	done chan error
-	once sync.Once
+	pair    *mech.Pair
+	done    chan error
+	once    sync.Once
+	running sync.WaitGroup // Run in progress: Close waits for it before ending the pair's pump
 }
 
 func openGoroutinePair(kind string) (exp.Bench, error) {
@@ -126,13 +127,20 @@ func openGoroutinePair(kind string) (exp.Bench, error) {
 	return g, nil
 }
 
-func (g *goroutinePair) Run(b *measure.B) error { return mech.RoundTrips(g.pair.A, b.N, b.S) }
+func (g *goroutinePair) Run(b *measure.B) error {
+	g.running.Add(1)
+	defer g.running.Done()
+	return mech.RoundTrips(g.pair.A, b.N, b.S)
+}
 
+// Close may run while Run is blocked (timeout, Ctrl-C): Stop unblocks both
+// sides, and the pair is closed only after both have returned.
 func (g *goroutinePair) Close() error {
 	var err error
 	g.once.Do(func() {
 		g.pair.Stop()
 		err = <-g.done
+		g.running.Wait()
 		g.pair.Close()
 	})
 	return err

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/child"
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -129,4 +131,38 @@ func TestPingpongGomaxprocsFlagMultipliesArms(t *testing.T) {
 		t.Fatalf("GOMAXPROCS values %v", seen)
 	}
 	_ = runtime.NumCPU()
+}
+
+// Close during a long Run (what a timeout or Ctrl-C does) returns promptly
+// for every pingpong arm, and Run returns too.
+func TestPingpongCloseDuringRun(t *testing.T) {
+	spec, _ := exp.Lookup("pingpong")
+	arms, err := spec.Arms(testParams(exp.SuiteDefault))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range arms {
+		if a.Unsupported != "" {
+			continue
+		}
+		bench, err := a.Open(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", a.Name, err)
+		}
+		ran := make(chan error, 1)
+		go func() { ran <- bench.Run(measure.NewB(context.Background(), 1<<40, nil, nil)) }()
+		time.Sleep(10 * time.Millisecond)
+		closed := make(chan error, 1)
+		go func() { closed <- bench.Close() }()
+		for what, c := range map[string]chan error{"Run": ran, "Close": closed} {
+			select {
+			case <-c:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: %s did not return after Close", a.Name, what)
+			}
+		}
+	}
+	if n := child.Alive(); n != 0 {
+		t.Fatalf("%d children alive", n)
+	}
 }

@@ -1,9 +1,6 @@
 package mech
 
-import (
-	"sync"
-	"time"
-)
+import "sync"
 
 func init() {
 	threadKinds["chan"] = func() (*Pair, error) { return chanPair(0), nil }
@@ -25,21 +22,34 @@ func (e *chanEnd) Recv() (uint64, error) {
 func chanPair(buf int) *Pair {
 	ab, ba := make(chan uint64, buf), make(chan uint64, buf)
 	a, b := &chanEnd{in: ba, out: ab}, &chanEnd{in: ab, out: ba}
+	// Stop pumps both channels until Close: each side blocked in a send
+	// has it taken, each side blocked in a receive gets Stop. Plain channel
+	// operations stay in the timed path; the teardown pays instead.
+	quit := make(chan struct{})
+	var once sync.Once
 	stop := func() {
-		// Deliver Stop to whichever side receives next; a side that has
-		// already finished never takes it, so give up after a while.
-		for _, c := range []chan uint64{ab, ba} {
-			go func(c chan uint64) {
-				t := time.NewTimer(2 * time.Second)
-				defer t.Stop()
-				select {
-				case c <- Stop:
-				case <-t.C:
+		once.Do(func() {
+			go func() {
+				for {
+					select {
+					case ab <- Stop:
+					case ba <- Stop:
+					case <-ab:
+					case <-ba:
+					case <-quit:
+						return
+					}
 				}
-			}(c)
-		}
+			}()
+		})
 	}
-	return &Pair{A: a, B: b, Stop: stop, Close: func() error { return nil }}
+	closeOnce := sync.Once{}
+	closeAll := func() error {
+		stop() // a pump that never started still has to end
+		closeOnce.Do(func() { close(quit) })
+		return nil
+	}
+	return &Pair{A: a, B: b, Stop: stop, Close: closeAll}
 }
 
 // condSide is one direction of a mutex+condition-variable handoff.

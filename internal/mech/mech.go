@@ -33,7 +33,8 @@ type Endpoint interface {
 }
 
 // Pair is two connected endpoints in one process. Stop unblocks both sides
-// from any goroutine; Close releases the resources once both sides are done.
+// from any goroutine, whatever they are doing (each then sees ErrStopped or
+// the Stop value); Close releases the resources once both sides are done.
 type Pair struct {
 	A, B  Endpoint
 	Stop  func()
@@ -70,8 +71,12 @@ func RoundTrips(a Endpoint, n int, s *measure.Sampler) error {
 		if err := a.Send(uint64(i)); err != nil {
 			return err
 		}
-		if _, err := a.Recv(); err != nil {
+		v, err := a.Recv()
+		if err != nil {
 			return err
+		}
+		if v == Stop { // the pair is being torn down (Pair.Stop)
+			return ErrStopped
 		}
 		s.Stop(t)
 	}

@@ -131,3 +131,31 @@ func TestDoAfterStopIsRefused(t *testing.T) {
 		<-fin
 	}
 }
+
+// Stop while both sides are mid-handoff (a timeout or Ctrl-C): both return.
+func TestStopDuringRoundTrips(t *testing.T) {
+	for _, kind := range ThreadKinds() {
+		t.Run(kind, func(t *testing.T) {
+			for trial := 0; trial < 20; trial++ {
+				p, err := NewPair(kind)
+				if err != nil {
+					t.Fatal(err)
+				}
+				echoed := make(chan error, 1)
+				go func() { echoed <- Echo(p.B) }()
+				ran := make(chan error, 1)
+				go func() { ran <- RoundTrips(p.A, 1<<40, nil) }()
+				time.Sleep(time.Duration(trial%5) * time.Millisecond)
+				p.Stop()
+				for _, c := range []chan error{echoed, ran} {
+					select {
+					case <-c:
+					case <-time.After(5 * time.Second):
+						t.Fatalf("trial %d: a side stayed blocked after Stop", trial)
+					}
+				}
+				p.Close()
+			}
+		})
+	}
+}
