@@ -22,6 +22,12 @@ import (
 // measured per repetition. Arms without figures become "#" comment lines,
 // which benchfmt readers skip.
 func Bench(w io.Writer, run *result.Run) error {
+	// The run id goes in a comment: as a config key it would differ
+	// between two runs and make benchstat put them in separate tables
+	// instead of side by side.
+	if _, err := fmt.Fprintf(w, "# ctxlab run %s, %s, suite %s\n", run.ID, run.Time.UTC().Format("2006-01-02T15:04:05Z"), run.Suite); err != nil {
+		return err
+	}
 	bw := benchfmt.NewWriter(w)
 	res := &benchfmt.Result{}
 	res.SetConfig("goos", "linux")
@@ -30,7 +36,6 @@ func Bench(w io.Writer, run *result.Run) error {
 		res.SetConfig("cpu", run.Env.CPUModel)
 	}
 	res.SetConfig("pkg", "ctxlab")
-	res.SetConfig("ctxlab-run", run.ID)
 	if run.Env.Hostname != "" {
 		res.SetConfig("host", run.Env.Hostname)
 	}
@@ -126,7 +131,6 @@ func benchUnit(u string) string {
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
-
 
 // goarch is written into the bench header; the result model does not record
 // the architecture, and runs are usually rendered where they were measured.

@@ -32,7 +32,8 @@ type Config struct {
 	MaxSamples int           // per-op latency samples kept per arm
 	ClockCost  float64       // ns per timestamp, from measure.ClockCost
 	Host       *sysinfo.Host
-	// Progress, if not nil, gets one line per arm as it starts.
+	// Progress, if not nil, gets a status line (arm i of n, elapsed,
+	// estimate) rewritten in place as each arm starts: a terminal only.
 	Progress io.Writer
 }
 
@@ -61,6 +62,8 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 	}
 	i := 0
 	interrupted := false
+	pr := newProgress(cfg.Progress, total)
+	defer pr.done()
 	for _, s := range sel {
 		var mine []result.Arm
 		for _, a := range s.Arms {
@@ -69,9 +72,7 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 				interrupted = true
 				break
 			}
-			if cfg.Progress != nil {
-				fmt.Fprintf(cfg.Progress, "[%d/%d] %s\n", i, total, a.Name)
-			}
+			pr.arm(i, a.Name)
 			r := Arm(ctx, cfg, s.Spec, a)
 			mine = append(mine, r)
 		}
