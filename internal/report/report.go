@@ -13,7 +13,7 @@ import (
 )
 
 // Formats are the output formats Write accepts.
-var Formats = []string{"table", "json", "csv", "markdown", "bench"}
+var Formats = []string{"table", "json", "csv", "markdown", "bench", "html"}
 
 // Write renders run in format.
 func Write(w io.Writer, run *result.Run, format string) error {
@@ -28,6 +28,8 @@ func Write(w io.Writer, run *result.Run, format string) error {
 		return Markdown(w, run)
 	case "bench":
 		return Bench(w, run)
+	case "html":
+		return HTML(w, run)
 	}
 	return fmt.Errorf("unknown format %q (have %s)", format, strings.Join(Formats, ", "))
 }
