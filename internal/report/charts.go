@@ -96,7 +96,9 @@ func ExperimentCharts(exp string, arms []result.Arm) []*Chart {
 	return out
 }
 
-func measured(a result.Arm) bool { return a.Median > 0 && (a.Status == result.StatusOK || len(a.RepMeans) > 0) }
+func measured(a result.Arm) bool {
+	return a.Median > 0 && (a.Status == result.StatusOK || len(a.RepMeans) > 0)
+}
 
 func short(exp, name string) string { return strings.TrimPrefix(name, exp+"/") }
 
