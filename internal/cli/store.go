@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"testing"
 
 	"github.com/spf13/cobra"
 
@@ -43,7 +44,7 @@ func addStoreFlags(c *cobra.Command, o *RunOptions) {
 				return err
 			}
 		}
-		if so.NoStore {
+		if so.NoStore || testingWithoutStore(so) {
 			return nil
 		}
 		s, err := openStore(so.DB, true)
@@ -58,7 +59,7 @@ func addStoreFlags(c *cobra.Command, o *RunOptions) {
 // is not stored: it would be a partial run in the history.
 func saveRun(ctx context.Context, o *RunOptions, run *result.Run) error {
 	so, _ := o.Extra["store"].(*storeOptions)
-	if so == nil || so.NoStore {
+	if so == nil || so.NoStore || testingWithoutStore(so) {
 		return nil
 	}
 	if run.Interrupted {
@@ -75,6 +76,13 @@ func saveRun(ctx context.Context, o *RunOptions, run *result.Run) error {
 	}
 	fmt.Fprintf(o.Stderr, "ctxlab: stored as run %s in %s\n", run.ID, s.Path())
 	return nil
+}
+
+// testingWithoutStore keeps go test runs of other packages' CLI tests out
+// of the real home: under go test, run stores only where a test said to
+// (--db, or XDG_DATA_HOME pointed at a temporary directory).
+func testingWithoutStore(so *storeOptions) bool {
+	return testing.Testing() && so.DB == "" && os.Getenv("XDG_DATA_HOME") == ""
 }
 
 // openStore opens the store at path (the default when empty). With create

@@ -155,4 +155,10 @@ func TestRunStoresThenCompare(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "~") {
 		t.Fatalf("compare: %d %q %q", code, out, errs)
 	}
+	// The report of a real run has the experiment's charts and readings.
+	code, out, errs = ctxlab(t, "report", "--db", db)
+	if code != 0 || !strings.Contains(out, `data-experiment="pingpong"`) || !strings.Contains(out, `data-chart="bars"`) ||
+		!strings.Contains(out, `<figcaption class="reading">a `) {
+		t.Fatalf("report of a real run: %d %q", code, errs)
+	}
 }
