@@ -343,7 +343,7 @@ func sweepParam(exp string, arms []result.Arm) (string, map[string][]result.Arm)
 	keys := map[string]bool{}
 	for _, a := range arms {
 		for k, v := range armParams(a) {
-			if _, err := strconv.ParseFloat(v, 64); err == nil && !notSweep[k] {
+			if _, ok := parseNum(v); ok && !notSweep[k] {
 				keys[k] = true
 			}
 		}
@@ -395,8 +395,30 @@ func groupName(exp string, a result.Arm, key, val string) string {
 }
 
 func paramValue(a result.Arm, key string) float64 {
-	v, _ := strconv.ParseFloat(armParams(a)[key], 64)
+	v, _ := parseNum(armParams(a)[key])
 	return v
+}
+
+// parseNum reads a parameter value: a number, optionally with a size or
+// count suffix (4KiB, 4MiB, 1GiB, 10k, 2M, 64B), as working-set sizes and
+// counts are often written.
+func parseNum(s string) (float64, bool) {
+	mult := 1.0
+	for _, suf := range []struct {
+		s string
+		m float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},
+		{"k", 1e3}, {"K", 1 << 10}, {"M", 1e6}, {"G", 1e9}, {"B", 1}} {
+		if strings.HasSuffix(s, suf.s) && len(s) > len(suf.s) {
+			s, mult = strings.TrimSuffix(s, suf.s), suf.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v * mult, true
 }
 
 // paramChart: median against a swept numeric parameter, one line per group.

@@ -145,3 +145,40 @@ func TestChartsEdgeCases(t *testing.T) {
 		t.Fatalf("no figures, yet charts: %+v", got)
 	}
 }
+
+func TestParseNum(t *testing.T) {
+	for in, want := range map[string]float64{"2": 2, "100": 100, "4KiB": 4096, "4MiB": 4 << 20, "10k": 1e4, "64B": 64, "1.5": 1.5} {
+		if got, ok := parseNum(in); !ok || got != want {
+			t.Errorf("parseNum(%q) = %v, %v; want %v", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "same", "KiB", "NaN", "x2"} {
+		if _, ok := parseNum(in); ok {
+			t.Errorf("parseNum(%q) accepted", in)
+		}
+	}
+}
+
+// A cachecost-like sweep over working-set sizes written with suffixes
+// gets its curve, one line per group.
+func TestParamChartSizes(t *testing.T) {
+	var arms []result.Arm
+	for _, ws := range []string{"4KiB", "256KiB", "4MiB"} {
+		for _, sub := range []string{"thread", "goroutine"} {
+			arms = append(arms, result.Arm{Name: "cachecost/" + sub + "/ws=" + ws, Experiment: "cachecost", Substrate: sub,
+				Status: "ok", Median: 1000, Min: 900, Max: 1100, Unit: "ns/op", Op: "switch"})
+		}
+	}
+	var param *Chart
+	for _, c := range ExperimentCharts("cachecost", arms) {
+		if c.Kind == ChartParam {
+			param = c
+		}
+	}
+	if param == nil || !strings.Contains(param.Reading, "ws=4KiB") || !strings.Contains(param.Reading, "ws=4MiB") {
+		t.Fatalf("no working-set chart: %+v", param)
+	}
+	if _, err := param.Render("svg"); err != nil {
+		t.Fatal(err)
+	}
+}
