@@ -13,7 +13,7 @@ import (
 )
 
 // Formats are the output formats Write accepts.
-var Formats = []string{"table", "json"}
+var Formats = []string{"table", "json", "csv", "markdown", "bench", "html"}
 
 // Write renders run in format.
 func Write(w io.Writer, run *result.Run, format string) error {
@@ -22,6 +22,14 @@ func Write(w io.Writer, run *result.Run, format string) error {
 		return Table(w, run)
 	case "json":
 		return run.Write(w)
+	case "csv":
+		return CSV(w, run)
+	case "markdown":
+		return Markdown(w, run)
+	case "bench":
+		return Bench(w, run)
+	case "html":
+		return HTML(w, run)
 	}
 	return fmt.Errorf("unknown format %q (have %s)", format, strings.Join(Formats, ", "))
 }

@@ -39,7 +39,8 @@ type Config struct {
 	StartLoad float64
 	// Counters opens perf counters on every participating thread (--counters).
 	Counters bool
-	// Progress, if not nil, gets one line per arm as it starts.
+	// Progress, if not nil, gets a status line (arm i of n, elapsed,
+	// estimate) rewritten in place as each arm starts: a terminal only.
 	Progress io.Writer
 }
 
@@ -68,6 +69,8 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 	}
 	i := 0
 	interrupted := false
+	pr := newProgress(cfg.Progress, total)
+	defer pr.done()
 	for _, s := range sel {
 		var mine []result.Arm
 		for _, a := range s.Arms {
@@ -76,9 +79,7 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 				interrupted = true
 				break
 			}
-			if cfg.Progress != nil {
-				fmt.Fprintf(cfg.Progress, "[%d/%d] %s\n", i, total, a.Name)
-			}
+			pr.arm(i, a.Name)
 			r := Arm(ctx, cfg, s.Spec, a)
 			mine = append(mine, r)
 			if ctx.Err() != nil {

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/store"
+)
+
+func init() { extraCommands = append(extraCommands, newImportCmd) }
+
+func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
+	var db string
+	c := &cobra.Command{
+		Use:   "import FILE.json …",
+		Short: "add runs exported elsewhere (ctxlab export, --format json) to the history",
+		Long: `Read run JSON files and store them, marked as imported. Every file is
+checked before any is stored; a run already in the store is reported and skipped.`,
+		Example: `  ctxlab import laptop.json
+  ctxlab compare last laptop.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var runs []*result.Run
+			for _, a := range args {
+				r, err := readRunFile(a)
+				if err != nil {
+					return err
+				}
+				if r.ID == "" {
+					return usagef("run file %s: the run has no id", a)
+				}
+				runs = append(runs, r)
+			}
+			s, err := openStore(db, true)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			for i, r := range runs {
+				err := s.Save(cmd.Context(), r, store.SourceImport)
+				switch {
+				case errors.Is(err, store.ErrExists):
+					fmt.Fprintf(stdout, "%s: run %s is already stored; skipped\n", args[i], r.ID)
+				case err != nil:
+					return err
+				default:
+					fmt.Fprintf(stdout, "%s: imported run %s (%s, %d arms)\n", args[i], r.ID, r.Env.Hostname, len(r.Arms))
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&db, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	return c
+}

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxlab/ctxlab/internal/report"
+)
+
+func init() { extraCommands = append(extraCommands, newShowCmd, newExportCmd) }
+
+// ShowOptions are the flags of `ctxlab show` and `ctxlab export`.
+type ShowOptions struct {
+	DB     string
+	Format string
+	Output string
+}
+
+func newShowCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &ShowOptions{}
+	c := &cobra.Command{
+		Use:   "show [RUN]",
+		Short: "print a stored run (or a run file) in any output format",
+		Long: `Print a stored run as ctxlab run would have: RUN is an id, a unique prefix,
+last (the default) or last~N, or a run JSON file.`,
+		Example: `  ctxlab show
+  ctxlab show 20261130T1204 --format markdown
+  ctxlab show last~1 --format bench > old.txt`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runShow(cmd, o, args, stdout)
+		},
+	}
+	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	c.Flags().StringVar(&o.Format, "format", "table", "output format: "+strings.Join(report.Formats, ", "))
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
+	return c
+}
+
+func runShow(cmd *cobra.Command, o *ShowOptions, args []string, stdout io.Writer) error {
+	if err := oneOf("--format", o.Format, report.Formats); err != nil {
+		return err
+	}
+	ref := "last"
+	if len(args) == 1 {
+		ref = args[0]
+	}
+	run, err := loadRun(cmd.Context(), o.DB, ref)
+	if err != nil {
+		return err
+	}
+	w, closeOut, err := output(o.Output, stdout)
+	if err != nil {
+		return err
+	}
+	if err := report.Write(w, run, o.Format); err != nil {
+		closeOut()
+		return err
+	}
+	return closeOut()
+}
+
+func newExportCmd(stdout, stderr io.Writer) *cobra.Command {
+	o := &ShowOptions{Format: "json"}
+	c := &cobra.Command{
+		Use:   "export [RUN]",
+		Short: "write a stored run as JSON, to move it to another machine",
+		Long: `Write a stored run (default: the latest) as the versioned result JSON
+(docs/result-schema.md). ctxlab import reads it back on another machine,
+and ctxlab compare and ctxlab report accept the file directly.`,
+		Example: `  ctxlab export -o laptop.json
+  ctxlab export 20261130T1204 > run.json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runShow(cmd, o, args, stdout)
+		},
+	}
+	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	c.Flags().StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
+	return c
+}

@@ -1,0 +1,133 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/perf/benchfmt"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func loadRun(t *testing.T) *result.Run {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := result.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestGoldenFormats(t *testing.T) {
+	goarch = "amd64"
+	run := loadRun(t)
+	for _, f := range []string{"table", "csv", "markdown", "bench"} {
+		var b bytes.Buffer
+		if err := Write(&b, run, f); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		golden(t, "run."+f+".golden", b.Bytes())
+	}
+}
+
+func TestUnknownFormat(t *testing.T) {
+	err := Write(&bytes.Buffer{}, loadRun(t), "yaml")
+	if err == nil || !strings.Contains(err.Error(), "markdown") {
+		t.Fatalf("unknown format: %v", err)
+	}
+}
+
+// The bench output must read back through benchfmt's own reader: one
+// result per repetition, the arm-wide units on the first line only.
+func TestBenchReadsWithBenchfmt(t *testing.T) {
+	run := loadRun(t)
+	var b bytes.Buffer
+	if err := Bench(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	rd := benchfmt.NewReader(&b, "run.bench")
+	perName := map[string]int{}
+	units := map[string]bool{}
+	for rd.Scan() {
+		switch rec := rd.Result().(type) {
+		case *benchfmt.SyntaxError:
+			t.Fatalf("syntax error: %v", rec)
+		case *benchfmt.Result:
+			perName[rec.Name.String()]++
+			for _, v := range rec.Values {
+				units[v.OrigUnit+v.Unit] = true
+			}
+			if rec.GetConfig("goos") != "linux" {
+				t.Errorf("config missing on %s: %v", rec.Name, rec.Config)
+			}
+			if rec.Iters <= 0 {
+				t.Errorf("%s: iterations %d", rec.Name, rec.Iters)
+			}
+		}
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, a := range run.Arms {
+		if len(a.RepMeans) > 0 {
+			want[benchName(a)] = len(a.RepMeans)
+		}
+	}
+	if len(perName) != len(want) {
+		t.Fatalf("got benchmarks %v, want %v", perName, want)
+	}
+	for n, c := range want {
+		if perName[n] != c {
+			t.Errorf("%s: %d lines, want one per repetition (%d)", n, perName[n], c)
+		}
+	}
+	for _, u := range []string{"ctxsw/op", "p99-ns"} {
+		found := false
+		for k := range units {
+			if strings.Contains(k, u) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("unit %s missing; have %v", u, units)
+		}
+	}
+	if !strings.HasPrefix(text, "# ctxlab run "+run.ID) {
+		t.Errorf("run id missing from the first line:\n%s", text)
+	}
+	if !strings.Contains(text, "# pingpong/process/pipe: unsupported: no fork here") {
+		t.Errorf("unsupported arm not noted:\n%s", text)
+	}
+}

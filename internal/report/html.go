@@ -1,0 +1,175 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strings"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// HTML writes a self-contained report: the environment, then per
+// experiment its charts (inline SVG, no scripts, no network), each with a
+// one-line reading, the checks, the findings, the published reference
+// figures beside ours, and the table of arms.
+func HTML(w io.Writer, run *result.Run) error {
+	data := htmlRun{Run: run}
+	exps := experimentIndex(run)
+	for _, name := range experimentOrder(run) {
+		arms := armsOf(run, name)
+		e := exps[name]
+		he := htmlExp{Name: name, Summary: e.Summary, Op: e.Op, Checks: e.Checks, Findings: e.Findings,
+			Refs: Matches(name, arms)}
+		if he.Op == "" && len(arms) > 0 {
+			he.Op = arms[0].Op
+		}
+		for _, c := range ExperimentCharts(name, arms) {
+			svg, err := c.inlineSVG()
+			if err != nil {
+				return fmt.Errorf("chart %s: %w", c.Name(), err)
+			}
+			he.Charts = append(he.Charts, htmlChart{Kind: c.Kind, Name: c.Name(), Reading: c.Reading, SVG: template.HTML(svg)})
+		}
+		for _, a := range arms {
+			he.Arms = append(he.Arms, htmlArmRow(name, a))
+			for _, n := range a.Notes {
+				he.Notes = append(he.Notes, short(name, a.Name)+": "+n)
+			}
+		}
+		data.Exps = append(data.Exps, he)
+	}
+	return htmlTmpl.Execute(w, data)
+}
+
+type htmlRun struct {
+	Run  *result.Run
+	Exps []htmlExp
+}
+
+type htmlExp struct {
+	Name, Summary, Op string
+	Charts            []htmlChart
+	Checks            []result.Check
+	Findings          []string
+	Refs              []RefMatch
+	Arms              [][]string
+	Notes             []string
+}
+
+type htmlChart struct {
+	Kind, Name, Reading string
+	SVG                 template.HTML
+}
+
+func htmlArmRow(exp string, a result.Arm) []string {
+	row := []string{short(exp, a.Name), "", "", "", "", "", a.Status}
+	if measured(a) {
+		row[1] = result.FormatValue(a.Median, a.Unit)
+		row[2] = result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit)
+	}
+	if p := a.Percentiles; p != nil {
+		row[3] = result.FormatNs(p.P99)
+	}
+	if s := a.Switches; s != nil {
+		row[4] = fmt.Sprintf("%.2f", s.Total())
+	}
+	if a.Migrations != nil {
+		row[5] = fmt.Sprintf("%.3f", *a.Migrations)
+	}
+	if a.Noise.Noisy {
+		row[6] += " · noisy: " + strings.Join(a.Noise.Reasons, "; ")
+	}
+	if a.Reason != "" {
+		row[6] += " · " + a.Reason
+	}
+	return row
+}
+
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	"ns":    result.FormatNs,
+	"mark":  checkMark,
+	"cpus":  func(cs []int) string { return fmt.Sprint(cs) },
+	"bytes": func(b int64) string { return result.FormatValue(float64(b), "B/op") },
+	"date":  func(r *result.Run) string { return r.Time.UTC().Format("2006-01-02 15:04 UTC") },
+	"supported": func(cs []result.CounterInfo) string {
+		var ok, no []string
+		for _, c := range cs {
+			if c.Supported {
+				ok = append(ok, c.Name)
+			} else {
+				no = append(no, c.Name)
+			}
+		}
+		s := "available: " + strings.Join(ok, ", ")
+		if len(ok) == 0 {
+			s = "none available"
+		}
+		if len(no) > 0 {
+			s += "; unavailable: " + strings.Join(no, ", ")
+		}
+		return s
+	},
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ctxlab report {{.Run.ID}}</title>
+<style>
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 60em; padding: 0 1em; color: #222; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.92em; }
+td, th { padding: 0.15em 0.6em; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+figcaption.reading { font-weight: 600; margin-top: 0.2em; }
+.holds { color: #1a7f37; } .fails { color: #cf222e; } .skipped { color: #888; }
+.warn { color: #9a6700; } .muted { color: #666; font-size: 0.9em; }
+</style>
+</head>
+<body>
+<h1>ctxlab report</h1>
+<p class="muted">run {{.Run.ID}} · {{date .Run}} · suite {{.Run.Suite}} · ctxlab {{.Run.Version}} · {{.Run.GoVersion}}</p>
+<section id="environment">
+<h2>Environment</h2>
+{{with .Run.Env}}<table>
+<tr><th>host</th><td>{{.Hostname}}</td></tr>
+<tr><th>CPU</th><td>{{.CPUModel}}: {{.LogicalCPUs}} logical CPUs, {{.Cores}} cores, {{.ThreadsPerCore}} threads per core, online {{cpus .OnlineCPUs}}{{if .Hypervisor}} · virtual machine{{end}}</td></tr>
+<tr><th>caches</th><td>{{range .Caches}}L{{.Level}} {{.Type}} {{bytes .SizeB}} · {{end}}</td></tr>
+<tr><th>kernel</th><td>{{.Kernel}}{{if .Scheduler}} · scheduler {{.Scheduler}}{{end}}{{if .Governor}} · governor {{.Governor}}{{end}} · cgroup CPU quota {{.CPUQuota}}</td></tr>
+<tr><th>Go</th><td>{{.GoVersion}} · GOMAXPROCS {{.GOMAXPROCS}}</td></tr>
+<tr><th>load</th><td>load1 {{printf "%.2f" .Load1}} · steal since boot {{printf "%.2f" .StealPct}}%</td></tr>
+<tr><th>perf counters</th><td>{{supported .Counters}} (paranoid {{.PerfParanoid}})</td></tr>
+</table>{{end}}
+<p class="muted">one timestamp read costs {{printf "%.0f" .Run.ClockCostNs}} ns{{if .Run.Interrupted}} · <span class="warn">the run was interrupted: the report holds the arms that finished</span>{{end}}</p>
+{{range .Run.Warnings}}<p class="warn">⚠ {{.}}</p>
+{{end}}</section>
+{{range .Exps}}<section class="experiment" id="exp-{{.Name}}" data-experiment="{{.Name}}">
+<h2>{{.Name}}</h2>
+<p>{{if .Summary}}{{.Summary}} · {{end}}op: {{.Op}}</p>
+{{range .Charts}}<figure class="chart" data-chart="{{.Kind}}" data-name="{{.Name}}">
+{{.SVG}}
+<figcaption class="reading">{{.Reading}}</figcaption>
+</figure>
+{{end}}{{if .Checks}}<h3>Checks</h3>
+<ul class="checks">{{range .Checks}}<li class="{{if .Skipped}}skipped{{else if .Holds}}holds{{else}}fails{{end}}">{{mark .}} — <b>{{.Name}}</b>: {{.Detail}}</li>
+{{end}}</ul>
+{{end}}{{if .Findings}}<h3>Findings</h3>
+<ul class="findings">{{range .Findings}}<li>{{.}}</li>
+{{end}}</ul>
+{{end}}{{if .Refs}}<h3>Published reference figures (SPEC §8)</h3>
+<table class="refs"><tr><th>our arm</th><th>ours</th><th>published</th></tr>
+{{range .Refs}}<tr><td>{{if .Arm}}{{.Arm}}{{else}}(the experiment){{end}}</td><td class="n">{{.Ours}}</td><td>{{.Ref.Text}}</td></tr>
+{{end}}</table>
+<p class="muted">Published figures come from other machines and runtimes (mostly CPython); they set the scale, they are not targets.</p>
+{{end}}<h3>Arms</h3>
+<table class="arms"><tr><th>arm</th><th>median</th><th>min–max</th><th>p99</th><th>switches/op</th><th>migr/op</th><th>status</th></tr>
+{{range .Arms}}<tr>{{range $i, $c := .}}{{if and (gt $i 0) (lt $i 6)}}<td class="n">{{$c}}</td>{{else}}<td>{{$c}}</td>{{end}}{{end}}</tr>
+{{end}}</table>
+{{range .Notes}}<p class="muted">· {{.}}</p>
+{{end}}</section>
+{{end}}<p class="muted">made by ctxlab · charts drawn with gonum/plot · no scripts, no network</p>
+</body>
+</html>
+`))

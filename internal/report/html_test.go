@@ -1,0 +1,184 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+type figure struct {
+	exp, kind, reading string
+	svg                bool
+}
+
+// parseReport walks the HTML and collects each experiment section's
+// figures: kind, whether it holds an <svg>, and its reading.
+func parseReport(t *testing.T, doc []byte) (exps []string, figs []figure, env bool) {
+	t.Helper()
+	d := xml.NewDecoder(bytes.NewReader(doc))
+	d.Strict = false
+	d.AutoClose = xml.HTMLAutoClose
+	d.Entity = xml.HTMLEntity
+	var cur string
+	var fig *figure
+	inCaption := false
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("report is not well-formed: %v", err)
+		}
+		switch tk := tok.(type) {
+		case xml.StartElement:
+			attr := map[string]string{}
+			for _, a := range tk.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			switch tk.Name.Local {
+			case "section":
+				if attr["id"] == "environment" {
+					env = true
+				}
+				if e := attr["data-experiment"]; e != "" {
+					cur = e
+					exps = append(exps, e)
+				}
+			case "figure":
+				fig = &figure{exp: cur, kind: attr["data-chart"]}
+			case "svg":
+				if fig != nil {
+					fig.svg = true
+				}
+			case "figcaption":
+				inCaption = fig != nil
+			case "script", "link", "img":
+				t.Errorf("report must be self-contained: found <%s>", tk.Name.Local)
+			}
+		case xml.CharData:
+			if inCaption {
+				fig.reading += string(tk)
+			}
+		case xml.EndElement:
+			switch tk.Name.Local {
+			case "figcaption":
+				inCaption = false
+			case "figure":
+				figs = append(figs, *fig)
+				fig = nil
+			}
+		}
+	}
+	return exps, figs, env
+}
+
+func TestHTMLReport(t *testing.T) {
+	run := loadRun(t)
+	var b bytes.Buffer
+	if err := HTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "http://") && strings.Contains(b.String(), "src=") {
+		t.Error("report refers to the network")
+	}
+	exps, figs, env := parseReport(t, b.Bytes())
+	if !env {
+		t.Error("no environment section")
+	}
+	if strings.Join(exps, ",") != "pingpong,ring" {
+		t.Fatalf("experiment sections %v, want pingpong,ring", exps)
+	}
+	has := map[string]figure{}
+	for _, f := range figs {
+		if !f.svg {
+			t.Errorf("%s %s chart has no inline svg", f.exp, f.kind)
+		}
+		if strings.TrimSpace(f.reading) == "" {
+			t.Errorf("%s %s chart has no reading", f.exp, f.kind)
+		}
+		has[f.exp+":"+f.kind] = f
+	}
+	for _, want := range []string{"pingpong:bars", "pingpong:cdf", "ring:bars", "ring:param"} {
+		if _, ok := has[want]; !ok {
+			t.Errorf("missing chart %s; have %v", want, has)
+		}
+	}
+	if _, ok := has["pingpong:param"]; ok {
+		t.Error("pingpong has no swept parameter, yet got a param chart")
+	}
+	if r := has["pingpong:bars"].reading; !strings.Contains(r, "23.9×") || !strings.Contains(r, "thread/futex") {
+		t.Errorf("pingpong reading: %q", r)
+	}
+	if r := has["ring:param"].reading; !strings.Contains(r, "n=2") || !strings.Contains(r, "n=100") {
+		t.Errorf("ring reading: %q", r)
+	}
+	for _, s := range []string{"thread costs more than goroutine", "3.98 µs", "7.2 µs (7.15–7.63)", "a note, with a comma"} {
+		if !strings.Contains(b.String(), s) && !strings.Contains(b.String(), strings.ReplaceAll(s, ",", "")) {
+			t.Errorf("report lacks %q", s)
+		}
+	}
+}
+
+// Every experiment gets a bars chart even with one arm or odd units, and
+// arms without figures draw nothing instead of failing.
+func TestChartsEdgeCases(t *testing.T) {
+	arms := []result.Arm{
+		{Name: "x/one", Experiment: "x", Status: "ok", Median: 5, Min: 4, Max: 6, Unit: "B/op"},
+		{Name: "x/none", Experiment: "x", Status: "unsupported"},
+	}
+	cs := ExperimentCharts("x", arms)
+	if len(cs) != 1 || cs[0].Kind != ChartBars || !strings.Contains(cs[0].Reading, "5 B") {
+		t.Fatalf("charts: %+v", cs)
+	}
+	for _, f := range []string{"svg", "png"} {
+		b, err := cs[0].Render(f)
+		if err != nil || len(b) == 0 {
+			t.Fatalf("render %s: %v", f, err)
+		}
+	}
+	if got := ExperimentCharts("y", []result.Arm{{Name: "y/a", Status: "failed"}}); len(got) != 0 {
+		t.Fatalf("no figures, yet charts: %+v", got)
+	}
+}
+
+func TestParseNum(t *testing.T) {
+	for in, want := range map[string]float64{"2": 2, "100": 100, "4KiB": 4096, "4MiB": 4 << 20, "10k": 1e4, "64B": 64, "1.5": 1.5} {
+		if got, ok := parseNum(in); !ok || got != want {
+			t.Errorf("parseNum(%q) = %v, %v; want %v", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "same", "KiB", "NaN", "x2"} {
+		if _, ok := parseNum(in); ok {
+			t.Errorf("parseNum(%q) accepted", in)
+		}
+	}
+}
+
+// A cachecost-like sweep over working-set sizes written with suffixes
+// gets its curve, one line per group.
+func TestParamChartSizes(t *testing.T) {
+	var arms []result.Arm
+	for _, ws := range []string{"4KiB", "256KiB", "4MiB"} {
+		for _, sub := range []string{"thread", "goroutine"} {
+			arms = append(arms, result.Arm{Name: "cachecost/" + sub + "/ws=" + ws, Experiment: "cachecost", Substrate: sub,
+				Status: "ok", Median: 1000, Min: 900, Max: 1100, Unit: "ns/op", Op: "switch"})
+		}
+	}
+	var param *Chart
+	for _, c := range ExperimentCharts("cachecost", arms) {
+		if c.Kind == ChartParam {
+			param = c
+		}
+	}
+	if param == nil || !strings.Contains(param.Reading, "ws=4KiB") || !strings.Contains(param.Reading, "ws=4MiB") {
+		t.Fatalf("no working-set chart: %+v", param)
+	}
+	if _, err := param.Render("svg"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,396 @@
+// Package store keeps ctxlab's run history in an embedded SQLite database
+// (modernc.org/sqlite, no cgo), so runs can be listed, shown, compared and
+// reported later. The schema is versioned: numbered migrations are embedded
+// in the binary and applied in order inside one transaction. Each run is
+// written in one transaction, so an interrupted save leaves nothing behind,
+// and WAL plus a busy timeout let two ctxlab processes write at once.
+// A file at the path that is not a ctxlab store is refused, never touched.
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migration is one numbered schema step.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations are the embedded steps in version order; the store's schema
+// version is the number of the last one applied.
+var migrations = loadMigrations()
+
+func loadMigrations() []migration {
+	ents, err := migrationFS.ReadDir("migrations")
+	if err != nil {
+		panic(err)
+	}
+	var ms []migration
+	for _, e := range ents {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			panic("store: migration file without a number: " + e.Name())
+		}
+		b, err := migrationFS.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			panic(err)
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	for i, m := range ms {
+		if m.version != i+1 {
+			panic(fmt.Sprintf("store: migrations must be numbered 1..n without gaps; %s is #%d", m.name, i+1))
+		}
+	}
+	return ms
+}
+
+// Version is the schema version this ctxlab writes.
+var Version = len(migrations)
+
+// ErrNotStore means the file at the path is not a ctxlab store; it was left
+// as it is.
+var ErrNotStore = errors.New("not a ctxlab history database")
+
+// ErrNotFound means no stored run matches the reference.
+var ErrNotFound = errors.New("no such run")
+
+// Store is an open history database.
+type Store struct {
+	db   *sql.DB
+	path string
+	// afterArm, in tests, runs after each arm row is written inside the
+	// run's transaction; an error aborts the save.
+	afterArm func(i int) error
+}
+
+// DefaultPath is $XDG_DATA_HOME/ctxlab/history.db, falling back to
+// ~/.local/share/ctxlab/history.db.
+func DefaultPath() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "ctxlab", "history.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("history database: no $XDG_DATA_HOME and no home directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "ctxlab", "history.db"), nil
+}
+
+const sqliteMagic = "SQLite format 3\x00"
+
+// Open opens (creating if needed) the store at path and brings its schema
+// up to date. A non-SQLite file, a SQLite file of another program, or a
+// store from a newer ctxlab is refused with ErrNotStore or a clear error.
+func Open(path string) (*Store, error) {
+	return open(path, Version)
+}
+
+// open migrates to version upto (tests use it to build an older store).
+func open(path string, upto int) (*Store, error) {
+	if err := checkHeader(path); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("history database %s: %w", path, err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(20000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("history database %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path}
+	if err := s.migrate(upto); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkHeader refuses an existing non-empty file that is not SQLite,
+// before SQLite gets a chance to write to it.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("history database %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("history database %s: %w", path, err)
+	}
+	if st.IsDir() {
+		return fmt.Errorf("history database %s: is a directory", path)
+	}
+	if st.Size() == 0 {
+		return nil
+	}
+	head := make([]byte, len(sqliteMagic))
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, []byte(sqliteMagic)) {
+		return fmt.Errorf("history database %s: %w: the file is not SQLite; it was left untouched (move it away or pass --db)", path, ErrNotStore)
+	}
+	return nil
+}
+
+// migrate applies the missing migrations in one immediate transaction, so
+// two processes opening a new store at once do not both create it.
+func (s *Store) migrate(upto int) error {
+	ctx := context.Background()
+	// WAL lets a reader and a writer work at once; it is a property of the
+	// file, so set it once the file is known to be ours (below).
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrapOpen(err)
+	}
+	defer tx.Rollback()
+	var ntables int
+	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type='table'`).Scan(&ntables); err != nil {
+		return s.wrapOpen(err)
+	}
+	var have int
+	var ours int
+	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type='table' AND name='ctxlab_schema'`).Scan(&ours); err != nil {
+		return s.wrapOpen(err)
+	}
+	switch {
+	case ours == 0 && ntables > 0:
+		return fmt.Errorf("history database %s: %w: it is a SQLite database of another program (no ctxlab_schema table); it was left untouched (pass --db to use another file)", s.path, ErrNotStore)
+	case ours == 0:
+		if _, err := tx.Exec(`CREATE TABLE ctxlab_schema (version INTEGER NOT NULL, applied TEXT NOT NULL)`); err != nil {
+			return s.wrapOpen(err)
+		}
+	default:
+		if err := tx.QueryRow(`SELECT coalesce(max(version), 0) FROM ctxlab_schema`).Scan(&have); err != nil {
+			return s.wrapOpen(err)
+		}
+	}
+	if have > Version {
+		return fmt.Errorf("history database %s: schema version %d is newer than this ctxlab understands (%d); use a newer ctxlab or another --db", s.path, have, Version)
+	}
+	for _, m := range migrations[have:upto] {
+		if _, err := tx.Exec(m.sql); err != nil {
+			return fmt.Errorf("history database %s: migration %s: %w", s.path, m.name, err)
+		}
+		if _, err := tx.Exec(`INSERT INTO ctxlab_schema(version, applied) VALUES (?, ?)`, m.version, time.Now().UTC().Format(time.RFC3339)); err != nil {
+			return s.wrapOpen(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.wrapOpen(err)
+	}
+	var mode string
+	if err := s.db.QueryRow(`PRAGMA journal_mode=WAL`).Scan(&mode); err != nil {
+		return s.wrapOpen(err)
+	}
+	return nil
+}
+
+func (s *Store) wrapOpen(err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "not a database") || strings.Contains(msg, "malformed") {
+		return fmt.Errorf("history database %s: %w: %v; it was left untouched (move it away or pass --db)", s.path, ErrNotStore, err)
+	}
+	return fmt.Errorf("history database %s: %w", s.path, err)
+}
+
+// Path is the file the store lives in.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// SchemaVersion reports the version the open store is at.
+func (s *Store) SchemaVersion() (int, error) {
+	var v int
+	err := s.db.QueryRow(`SELECT coalesce(max(version), 0) FROM ctxlab_schema`).Scan(&v)
+	return v, err
+}
+
+// Source values: where a stored run came from.
+const (
+	SourceRun    = "run"
+	SourceImport = "import"
+)
+
+// ErrExists means a run with the same id is already stored.
+var ErrExists = errors.New("run already stored")
+
+// Save writes run and its arms in one transaction: either all of it is
+// stored or none of it.
+func (s *Store) Save(ctx context.Context, run *result.Run, source string) error {
+	if run.ID == "" {
+		return fmt.Errorf("save run: the run has no id")
+	}
+	doc, err := json.Marshal(run)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, run.ID).Scan(&n); err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
+	if n > 0 {
+		return fmt.Errorf("save run %s: %w", run.ID, ErrExists)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO runs(id, time, host, suite, schema, doc, source) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		run.ID, run.Time.UTC().Format(time.RFC3339Nano), run.Env.Hostname, run.Suite, run.Schema, string(doc), source)
+	if err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
+	for i, a := range run.Arms {
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO arms(run_id, name, experiment, substrate, status, median, unit, noisy) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			run.ID, a.Name, a.Experiment, a.Substrate, a.Status, a.Median, a.Unit, a.Noise.Noisy)
+		if err != nil {
+			return fmt.Errorf("save run %s: arm %s: %w", run.ID, a.Name, err)
+		}
+		if s.afterArm != nil {
+			if err := s.afterArm(i); err != nil {
+				return fmt.Errorf("save run %s: %w", run.ID, err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("save run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+// Entry is one line of the history.
+type Entry struct {
+	ID     string
+	Time   time.Time
+	Host   string
+	Suite  string
+	Source string
+	Arms   int
+	Noisy  int
+}
+
+// List returns up to limit runs (0: all), most recently stored first.
+func (s *Store) List(ctx context.Context, limit int) ([]Entry, error) {
+	q := `SELECT r.id, r.time, r.host, r.suite, r.source,
+		(SELECT count(*) FROM arms a WHERE a.run_id = r.id),
+		(SELECT count(*) FROM arms a WHERE a.run_id = r.id AND a.noisy)
+		FROM runs r ORDER BY r.rowid DESC`
+	if limit > 0 {
+		q += " LIMIT " + strconv.Itoa(limit)
+	}
+	rows, err := s.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var ts string
+		if err := rows.Scan(&e.ID, &ts, &e.Host, &e.Suite, &e.Source, &e.Arms, &e.Noisy); err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		e.Time, _ = time.Parse(time.RFC3339Nano, ts)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Resolve turns a reference into a run id: a full id, a unique prefix of
+// one, "last" (the latest stored run) or "last~N" (N runs before it).
+func (s *Store) Resolve(ctx context.Context, ref string) (string, error) {
+	if ref == "" {
+		ref = "last"
+	}
+	if ref == "last" || strings.HasPrefix(ref, "last~") {
+		back := 0
+		if ref != "last" {
+			n, err := strconv.Atoi(strings.TrimPrefix(ref, "last~"))
+			if err != nil || n < 0 {
+				return "", fmt.Errorf("run %q: want an id, a unique id prefix, last or last~N with N ≥ 0", ref)
+			}
+			back = n
+		}
+		var id string
+		err := s.db.QueryRowContext(ctx, `SELECT id FROM runs ORDER BY rowid DESC LIMIT 1 OFFSET ?`, back).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("run %s: %w (the store %s holds fewer runs)", ref, ErrNotFound, s.path)
+		}
+		return id, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM runs WHERE id = ? OR substr(id, 1, ?) = ? ORDER BY rowid DESC`, ref, len(ref), ref)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return "", err
+		}
+		if id == ref {
+			return id, nil
+		}
+		ids = append(ids, id)
+	}
+	switch len(ids) {
+	case 0:
+		return "", fmt.Errorf("run %s: %w in %s (see ctxlab history)", ref, ErrNotFound, s.path)
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("run %s: the prefix matches %d runs (%s …); give more of the id", ref, len(ids), strings.Join(ids[:2], ", "))
+}
+
+// Get loads a stored run by reference (see Resolve).
+func (s *Store) Get(ctx context.Context, ref string) (*result.Run, error) {
+	id, err := s.Resolve(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	var doc string
+	if err := s.db.QueryRowContext(ctx, `SELECT doc FROM runs WHERE id = ?`, id).Scan(&doc); err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	run, err := result.Read(strings.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	}
+	return run, nil
+}
