@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/store"
+)
+
+// serve --db: save every probe cycle as a run in the history database, so
+// `ctxlab history` and `ctxlab compare` see what the exporter measured.
+// Off unless asked for: an exporter should not grow a file by default.
+func init() {
+	serveFlagHooks = append(serveFlagHooks, struct {
+		Add   func(c *cobra.Command, o *ServeOptions)
+		Apply func(o *ServeOptions) error
+	}{Add: addServeStoreFlag, Apply: applyServeStore})
+}
+
+func addServeStoreFlag(c *cobra.Command, o *ServeOptions) {
+	db := new(string)
+	o.Extra["db"] = db
+	c.Flags().StringVar(db, "db", "", "save each probe cycle in this history database (default: not saved)")
+}
+
+func applyServeStore(o *ServeOptions) error {
+	db, _ := o.Extra["db"].(*string)
+	if db == nil || *db == "" {
+		return nil
+	}
+	path := *db
+	// Check the file now: a foreign file at the path is a clear error
+	// before the server starts, not a warning every cycle.
+	s, err := openStore(path, true)
+	if err != nil {
+		return usagef("--db %s: %v", path, err)
+	}
+	s.Close()
+	o.Serve.Save = func(run *result.Run) error {
+		s, err := store.Open(path)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		if err := s.Save(context.Background(), run, store.SourceRun); err != nil {
+			return fmt.Errorf("save probe cycle: %w", err)
+		}
+		return nil
+	}
+	return nil
+}
