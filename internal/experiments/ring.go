@@ -179,14 +179,20 @@ func RingLimit(sub, m string, n int, h *sysinfo.Host) error {
 	if n < ringMinWorkers {
 		return fmt.Errorf("ring: --workers %d: a ring needs at least %d workers", n, ringMinWorkers)
 	}
+	return workerLimit("ring", sub, m, n, h)
+}
+
+// workerLimit checks n workers of substrate sub (mechanism m) against the
+// machine's limits for experiment what (named in the error).
+func workerLimit(what, sub, m string, n int, h *sysinfo.Host) error {
 	memAvail := int64(0)
 	if h != nil {
 		memAvail = h.MemAvailableB
 	}
-	memCheck := func(per int64, what string) error {
+	memCheck := func(per int64, kind string) error {
 		if memAvail > 0 && int64(n)*per > memAvail/2 {
-			return fmt.Errorf("ring: --workers %d: %d %s need about %s, more than half of available memory (MemAvailable %s); at most %d here",
-				n, n, what, fmtBytes(int64(n)*per), fmtBytes(memAvail), memAvail/2/per)
+			return fmt.Errorf("%s: --workers %d: %d %s need about %s, more than half of available memory (MemAvailable %s); at most %d here",
+				what, n, n, kind, fmtBytes(int64(n)*per), fmtBytes(memAvail), memAvail/2/per)
 		}
 		return nil
 	}
@@ -202,21 +208,21 @@ func RingLimit(sub, m string, n int, h *sysinfo.Host) error {
 	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
 	fdCheck := func(fds int64) error {
 		if nofile.Cur > 0 && nofile.Cur != unix.RLIM_INFINITY && fds+fdMargin > int64(nofile.Cur) {
-			return fmt.Errorf("ring: --workers %d: a %s ring of %d needs %d file descriptors, over RLIMIT_NOFILE (%d); at most %d workers here",
-				n, m, n, fds, nofile.Cur, (int64(nofile.Cur)-fdMargin-2)/2)
+			return fmt.Errorf("%s: --workers %d: %d workers over %s need %d file descriptors, over RLIMIT_NOFILE (%d); at most %d workers here",
+				what, n, n, m, fds, nofile.Cur, (int64(nofile.Cur)-fdMargin-2)/2)
 		}
 		return nil
 	}
 	switch sub {
 	case "goroutine":
 		if n > MaxRingGoroutines {
-			return fmt.Errorf("ring: --workers %d: goroutine rings are limited to %d workers", n, MaxRingGoroutines)
+			return fmt.Errorf("%s: --workers %d: goroutines are limited to %d", what, n, MaxRingGoroutines)
 		}
 		return memCheck(goroutineBytesEst, "goroutines")
 	case "thread":
 		if tasksMax > 0 && int64(n)+threadMargin > tasksMax {
-			return fmt.Errorf("ring: --workers %d: %d threads exceed %s less %d for the runtime; at most %d threads here",
-				n, n, tasksWhat, threadMargin, tasksMax-threadMargin)
+			return fmt.Errorf("%s: --workers %d: %d threads exceed %s less %d for the runtime; at most %d threads here",
+				what, n, n, tasksWhat, threadMargin, tasksMax-threadMargin)
 		}
 		if m == "pipe" {
 			if err := fdCheck(2*int64(n) + 2); err != nil {
@@ -227,15 +233,15 @@ func RingLimit(sub, m string, n int, h *sysinfo.Host) error {
 	case "process":
 		need := int64(n-1) * threadsPerChild
 		if tasksMax > 0 && need+threadMargin > tasksMax {
-			return fmt.Errorf("ring: --workers %d: %d processes (about %d threads) exceed %s; at most %d processes here",
-				n, n, need, tasksWhat, (tasksMax-threadMargin)/threadsPerChild)
+			return fmt.Errorf("%s: --workers %d: %d processes (about %d threads) exceed %s; at most %d processes here",
+				what, n, n, need, tasksWhat, (tasksMax-threadMargin)/threadsPerChild)
 		}
 		if err := fdCheck(2*int64(n) + 2); err != nil {
 			return err
 		}
 		return memCheck(processBytesEst, "processes")
 	}
-	return fmt.Errorf("ring: unknown substrate %q", sub)
+	return fmt.Errorf("%s: unknown substrate %q", what, sub)
 }
 
 func fmtBytes(b int64) string {
