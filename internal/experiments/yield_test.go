@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,8 @@ func TestYieldEveryWorkerYields(t *testing.T) {
 }
 
 func TestYieldCloseMidRun(t *testing.T) {
+	// As the arms do: a P per thread, so Go's scheduler stays out of the way.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(51))
 	before := taskCount(t)
 	y, err := OpenYield(context.Background(), 50, true, [][]int{{0}})
 	if err != nil {
@@ -57,7 +60,9 @@ func TestYieldCloseMidRun(t *testing.T) {
 		errc <- y.Run(b)
 	}()
 	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
 	y.Close()
+	t.Logf("Close of 50 yielding threads took %v", time.Since(start))
 	select {
 	case err := <-errc:
 		if err == nil {
