@@ -228,9 +228,12 @@ func workerLimit(what, sub, m string, n int, h *sysinfo.Host) error {
 		}
 		return memCheck(goroutineBytesEst, "goroutines")
 	case "thread":
-		if tasksMax > 0 && int64(n)+threadMargin > tasksMax {
-			return fmt.Errorf("%s: --workers %d: %d threads exceed %s less %d for the runtime; at most %d threads here",
-				what, n, n, tasksWhat, threadMargin, tasksMax-threadMargin)
+		// Thread arms run at GOMAXPROCS n+1: besides the n locked threads
+		// the runtime may start up to about one more per P (GC workers,
+		// spinning Ms), so count 2n.
+		if tasksMax > 0 && 2*int64(n)+threadMargin > tasksMax {
+			return fmt.Errorf("%s: --workers %d: %d threads (and up to as many runtime threads at GOMAXPROCS %d) exceed %s less %d; at most %d threads here",
+				what, n, n, n+1, tasksWhat, threadMargin, (tasksMax-threadMargin)/2)
 		}
 		if m == "pipe" {
 			if err := fdCheck(2*int64(n) + 2); err != nil {
@@ -250,6 +253,23 @@ func workerLimit(what, sub, m string, n int, h *sysinfo.Host) error {
 		return memCheck(processBytesEst, "processes")
 	}
 	return fmt.Errorf("%s: unknown substrate %q", what, sub)
+}
+
+// raiseMaxThreads lifts Go's own thread limit (debug.SetMaxThreads, 10 000
+// by default; past it the runtime aborts) for a run of n locked threads at
+// GOMAXPROCS about n, which may need up to 2n threads; the returned func
+// restores it (nil if nothing changed).
+func raiseMaxThreads(n int) func() {
+	need := 2*n + threadMargin + 2000
+	if need <= 9000 {
+		return nil
+	}
+	prev := debug.SetMaxThreads(need)
+	if prev >= need {
+		debug.SetMaxThreads(prev)
+		return nil
+	}
+	return func() { debug.SetMaxThreads(prev) }
 }
 
 func fmtBytes(b int64) string {
@@ -307,8 +327,8 @@ type Ring struct {
 	wg      sync.WaitGroup // goroutine rings: workers 1…N-1
 	procs   []*child.Proc
 
-	counts     []ringCount
-	prevMaxThr int
+	counts        []ringCount
+	restoreMaxThr func()
 
 	mu      sync.Mutex
 	closed  bool
@@ -350,10 +370,7 @@ func OpenRing(ctx context.Context, sub, m string, n int) (*Ring, error) {
 			}(i)
 		}
 	case "thread":
-		if need := n + threadMargin + runtime.NumGoroutine(); need > 9000 {
-			// The Go runtime aborts past debug.SetMaxThreads (10 000).
-			r.prevMaxThr = debug.SetMaxThreads(need + 1000)
-		}
+		r.restoreMaxThr = raiseMaxThreads(n)
 		if r.driver, err = mech.StartThread(nil); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("ring: start driver thread: %w", err)
@@ -726,8 +743,8 @@ func (r *Ring) Close() error {
 		for _, f := range r.files {
 			f.Close()
 		}
-		if r.prevMaxThr != 0 {
-			debug.SetMaxThreads(r.prevMaxThr)
+		if r.restoreMaxThr != nil {
+			r.restoreMaxThr()
 		}
 	})
 	r.mu.Lock()

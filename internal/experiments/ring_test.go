@@ -100,8 +100,8 @@ func TestRingLimits(t *testing.T) {
 		{"goroutine", "chan", 1, []string{"--workers 1", "at least 2"}},
 		{"goroutine", "chan", 100000, nil},
 		{"goroutine", "chan", 100001, []string{"100001", "100000"}},
-		{"thread", "futex", 200, nil},
-		{"thread", "futex", 1000, []string{"--workers 1000", "RLIMIT_NPROC (300)", "at most 236"}},
+		{"thread", "futex", 100, nil},
+		{"thread", "futex", 1000, []string{"--workers 1000", "RLIMIT_NPROC (300)", "at most 118"}},
 		{"process", "pipe", 100, []string{"--workers 100", "RLIMIT_NPROC (300)"}},
 		{"process", "pipe", 20, nil},
 	}

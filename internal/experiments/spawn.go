@@ -214,7 +214,13 @@ func (s *Spawn) Annotate(a *result.Arm) {
 	a.Notes = append(a.Notes, line)
 }
 
-func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }
+// kib formats bytes in KiB, or MiB from 1 MiB up.
+func kib(b float64) string {
+	if b >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", b/1024)
+}
 
 // settle returns freed memory to the OS so a following RSS delta counts
 // pages the new workers touch, not pages the runtime kept from before.
@@ -296,8 +302,8 @@ func GoroutineMemory(ctx context.Context, m int) (map[string]float64, error) {
 // ThreadMemory parks m locked threads in FUTEX_WAIT and returns the RSS
 // delta per thread, and the system-wide KernelStack delta per thread.
 func ThreadMemory(ctx context.Context, m int) (map[string]float64, error) {
-	if need := m + threadMargin + runtime.NumGoroutine(); need > 9000 {
-		defer debug.SetMaxThreads(debug.SetMaxThreads(need + 1000))
+	if restore := raiseMaxThreads(m); restore != nil {
+		defer restore()
 	}
 	settle()
 	rss0, err := vmRSS("self")

@@ -145,6 +145,7 @@ type Yield struct {
 	once   sync.Once
 
 	cpuNs, yields int64 // CPU time and yields over every batch
+	restoreMaxThr func()
 }
 
 // OpenYield starts k yielding workers: goroutines, or locked threads
@@ -154,6 +155,9 @@ func OpenYield(ctx context.Context, k int, threads bool, pins [][]int) (*Yield, 
 		return nil, fmt.Errorf("yield: %d workers: need at least 1", k)
 	}
 	y := &Yield{K: k, threads: threads}
+	if threads {
+		y.restoreMaxThr = raiseMaxThreads(k)
+	}
 	errc := make(chan error, 1)
 	for i := 0; i < k; i++ {
 		if err := ctx.Err(); err != nil {
@@ -281,6 +285,9 @@ func (y *Yield) Close() error {
 		}
 		y.mu.Unlock()
 		y.exited.Wait()
+		if y.restoreMaxThr != nil {
+			y.restoreMaxThr()
+		}
 	})
 	return nil
 }
