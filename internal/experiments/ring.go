@@ -284,9 +284,8 @@ func fmtBytes(b int64) string {
 	return fmt.Sprintf("%d B", b)
 }
 
-// chanLink is a Go channel as a ring link. Close closes the channels: a
-// receiver then gets ErrStopped, and a sender panics, which the ring's
-// goroutines recover from only once the ring is closed.
+// chanLink is a Go channel as a ring link. The channels are never closed:
+// a ring of channels is stopped by a Stop token (see Ring.Close).
 type chanLink struct{ c chan uint64 }
 
 func (l chanLink) Send(v uint64) error { l.c <- v; return nil }
@@ -330,6 +329,7 @@ type Ring struct {
 	counts        []ringCount
 	restoreMaxThr func()
 
+	stop    atomic.Bool // set by Close; the driver checks it once a lap
 	mu      sync.Mutex
 	closed  bool
 	running int
@@ -521,8 +521,10 @@ func (r *Ring) startChildren(ctx context.Context) error {
 // node is worker i's loop (i ≥ 1): forward the token with one hop fewer to
 // go, or tell the driver when none is left.
 func (r *Ring) node(i int) {
-	defer r.recoverClosed()
-	err := ringForward(r.in[i], r.out[i], r.done[i], &r.counts[i].hops)
+	// Channels carry the Stop token on around the ring; other links are
+	// each stopped by Close.
+	forwardStop := r.chans != nil && i < r.N-1
+	err := ringForward(r.in[i], r.out[i], r.done[i], &r.counts[i].hops, forwardStop)
 	if err != nil && !errors.Is(err, mech.ErrStopped) {
 		r.mu.Lock()
 		if r.nodeErr == nil {
@@ -534,13 +536,16 @@ func (r *Ring) node(i int) {
 
 // ringForward is a non-driver worker: it runs in goroutines, threads and
 // child processes alike.
-func ringForward(in, out, done mech.Endpoint, hops *int64) error {
+func ringForward(in, out, done mech.Endpoint, hops *int64, forwardStop bool) error {
 	for {
 		v, err := in.Recv()
 		if err != nil {
 			return err
 		}
 		if v == mech.Stop {
+			if forwardStop {
+				return out.Send(mech.Stop)
+			}
 			return nil
 		}
 		*hops++
@@ -551,19 +556,6 @@ func ringForward(in, out, done mech.Endpoint, hops *int64) error {
 		}
 		if err != nil {
 			return err
-		}
-	}
-}
-
-// recoverClosed swallows the panic of a send on a channel that Close
-// closed; any other panic goes on.
-func (r *Ring) recoverClosed() {
-	if x := recover(); x != nil {
-		r.mu.Lock()
-		closed := r.closed
-		r.mu.Unlock()
-		if !closed {
-			panic(x)
 		}
 	}
 }
@@ -593,25 +585,14 @@ func (r *Ring) Run(b *measure.B) error {
 	return err
 }
 
-func (r *Ring) drive(b *measure.B) (err error) {
-	defer func() {
-		if x := recover(); x != nil {
-			r.mu.Lock()
-			closed := r.closed
-			r.mu.Unlock()
-			if !closed {
-				panic(x)
-			}
-			err = mech.ErrStopped
-		}
-	}()
-	return ringDrive(r.N, b.N, r.in[0], r.out[0], r.doneRecv, &r.counts[0].hops, b.S)
+func (r *Ring) drive(b *measure.B) error {
+	return ringDrive(r.N, b.N, r.in[0], r.out[0], r.doneRecv, &r.counts[0].hops, b.S, &r.stop)
 }
 
 // ringDrive is worker 0: it starts a token good for hops hops and takes it
 // back after each full lap, checking that the lap made exactly n hops.
 // Per-lap times ÷ n go to the sampler, about once every s.Every() hops.
-func ringDrive(n, hops int, in, out, done mech.Endpoint, count *int64, s *measure.Sampler) error {
+func ringDrive(n, hops int, in, out, done mech.Endpoint, count *int64, s *measure.Sampler, stop *atomic.Bool) error {
 	if hops <= 0 {
 		return nil
 	}
@@ -646,8 +627,8 @@ func ringDrive(n, hops int, in, out, done mech.Endpoint, count *int64, s *measur
 			s.Record((measure.Now() - t0) / int64(n))
 			t0 = 0
 		}
-		if v == mech.Stop {
-			return mech.ErrStopped
+		if v == mech.Stop || stop.Load() {
+			return mech.ErrStopped // Close was called: stop with the token here
 		}
 		*count++
 		made += n
@@ -670,6 +651,19 @@ func (r *Ring) Children() []int {
 	return out
 }
 
+// TIDs are the OS threads of a thread or process ring's driver and (for
+// thread rings) workers, so tests can check none outlives Close.
+func (r *Ring) TIDs() []int {
+	var out []int
+	if r.driver != nil {
+		out = append(out, r.driver.TID)
+	}
+	for _, t := range r.threads {
+		out = append(out, t.TID)
+	}
+	return out
+}
+
 // Hops returns each worker's count of tokens received (valid after Close).
 func (r *Ring) Hops() []int64 {
 	out := make([]int64, r.N)
@@ -679,24 +673,25 @@ func (r *Ring) Hops() []int64 {
 	return out
 }
 
-// Close stops every worker and waits for it: channels are closed, futex
-// links stopped, a Stop written into every pipe, child processes killed.
-// It is safe from another goroutine while Run is stuck, and idempotent.
+// Close stops every worker and waits for it, and is safe from another
+// goroutine while Run is stuck, and idempotent. Futex links are stopped, a
+// Stop is written into every pipe, child processes are killed: those
+// unblock any worker at once. Channels are never closed under a sender
+// (that would race): the driver sees the stop flag after its current lap
+// and returns, then a Stop token goes once around the idle ring.
 func (r *Ring) Close() error {
+	var closeErr error
 	r.once.Do(func() {
 		r.mu.Lock()
 		r.closed = true
 		r.mu.Unlock()
+		r.stop.Store(true)
 		for _, p := range r.procs {
 			p := p
 			r.wg.Add(1)
 			go func() { defer r.wg.Done(); p.Kill() }()
 		}
 		switch {
-		case r.chans != nil:
-			for _, c := range r.chans {
-				close(c)
-			}
 		case r.pairs != nil:
 			for _, p := range r.pairs {
 				if p != nil {
@@ -713,24 +708,26 @@ func (r *Ring) Close() error {
 				unix.Write(r.fds[i], s[:])
 			}
 		}
+		// The driver returns within a lap (or at once, its links stopped);
+		// wait for it before its fds may be closed and their numbers reused.
+		if !r.waitDriver(5 * time.Second) {
+			closeErr = fmt.Errorf("ring: the driver did not stop within 5s; %d workers abandoned", r.N-1)
+			return
+		}
+		if r.chans != nil && r.N > 1 {
+			select {
+			case r.chans[1] <- mech.Stop:
+			case <-time.After(5 * time.Second):
+				closeErr = fmt.Errorf("ring: worker 1 did not take the stop token within 5s; %d workers abandoned", r.N-1)
+				return
+			}
+		}
 		r.wg.Wait()
 		for _, f := range r.fins {
 			<-f
 		}
 		for _, t := range r.threads {
 			t.Stop()
-		}
-		// The driver returns once its links are stopped; wait for it
-		// before its fds may be closed (and their numbers reused).
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			r.mu.Lock()
-			running := r.running
-			r.mu.Unlock()
-			if running == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Millisecond)
 		}
 		if r.driver != nil {
 			r.driver.Stop()
@@ -747,9 +744,29 @@ func (r *Ring) Close() error {
 			r.restoreMaxThr()
 		}
 	})
+	if closeErr != nil {
+		return closeErr
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.nodeErr
+}
+
+// waitDriver waits until no Run is in progress, up to d.
+func (r *Ring) waitDriver(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		r.mu.Lock()
+		running := r.running
+		r.mu.Unlock()
+		if running == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // ringNodeChild is a process ring's worker: fd 3 from the previous worker,
@@ -764,7 +781,7 @@ func ringNodeChild(args []string, files []*os.File) int {
 	out := mech.NewFDEnd(-1, int(files[1].Fd()))
 	done := mech.NewFDEnd(-1, int(files[2].Fd()))
 	var hops int64
-	if err := ringForward(in, out, done, &hops); err != nil && !errors.Is(err, mech.ErrStopped) {
+	if err := ringForward(in, out, done, &hops, false); err != nil && !errors.Is(err, mech.ErrStopped) {
 		fmt.Fprintln(os.Stderr, "ring-node child:", err)
 		return 1
 	}

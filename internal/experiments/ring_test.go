@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -191,19 +192,46 @@ func taskCount(t *testing.T) int {
 
 // threadSlack: idle runtime threads (Ms) that may be created while the test
 // runs and are kept parked by the Go runtime; far below any ring's size.
+// The exact proof is waitTIDsGone; this bounds the total as well.
 const threadSlack = 8
 
-// waitThreads waits until the thread count is back near before.
-func waitThreads(t *testing.T, before int) {
+// waitThreads waits until the thread count is back within slack of before.
+func waitThreads(t *testing.T, before, slack int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		n := taskCount(t)
-		if n <= before+threadSlack {
+		if n <= before+slack {
 			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d threads left after Close, %d before: ring threads survived", n, before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitTIDsGone waits until none of tids is a thread of this process: the
+// workers' own OS threads, so the proof does not depend on how many idle
+// threads the Go runtime keeps.
+func waitTIDsGone(t *testing.T, tids []int) {
+	t.Helper()
+	if len(tids) == 0 {
+		t.Fatal("no worker threads recorded")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := 0
+		for _, tid := range tids {
+			if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(tid)); err == nil {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d worker threads still exist after Close", left, len(tids))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -278,19 +306,29 @@ func TestRingCloseMidRunThreads(t *testing.T) {
 			if during := taskCount(t); during < c.n {
 				t.Fatalf("%d threads during a %d-thread ring (%d before)", during, c.n, before)
 			}
+			tids := r.TIDs()
+			if len(tids) != c.n {
+				t.Fatalf("%d thread ids for a ring of %d", len(tids), c.n)
+			}
 			runUntilClosed(t, r, 200*time.Millisecond)
-			waitThreads(t, before)
+			waitTIDsGone(t, tids)
+			// A channel ring wakes the runtime's spare threads, which stay parked.
+			waitThreads(t, before, max(threadSlack, c.n/4))
 		})
 	}
 }
 
 func TestRingCloseMidRunGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
 	r, err := OpenRing(context.Background(), "goroutine", "chan", 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runUntilClosed(t, r, 100*time.Millisecond)
 	// Close waited for every worker goroutine (r.wg), so none is left.
+	if after := runtime.NumGoroutine(); after > before+5 {
+		t.Errorf("%d goroutines after Close, %d before", after, before)
+	}
 }
 
 func TestRingCloseMidRunProcesses(t *testing.T) {
@@ -325,11 +363,17 @@ func TestRingTimeoutViaRunner(t *testing.T) {
 	before := taskCount(t)
 	cfg := runner.ForSuite(exp.SuiteQuick)
 	cfg.BenchTime, cfg.Timeout, cfg.Reps = time.Minute, 1500*time.Millisecond, 1
+	var ring *Ring
 	a := exp.Arm{Name: "ring/thread/futex/n=500/unpinned", Substrate: "thread", Mechanism: "futex", GOMAXPROCS: 2,
-		Open: func(ctx context.Context) (exp.Bench, error) { return OpenRing(ctx, "thread", "futex", 500) }}
+		Open: func(ctx context.Context) (exp.Bench, error) {
+			r, err := OpenRing(ctx, "thread", "futex", 500)
+			ring = r
+			return r, err
+		}}
 	res := runner.Arm(context.Background(), cfg, spec, a)
 	if res.Status != result.StatusTimedOut {
 		t.Fatalf("status %q (%s), want timed out", res.Status, res.Reason)
 	}
-	waitThreads(t, before)
+	waitTIDsGone(t, ring.TIDs())
+	waitThreads(t, before, 500/4)
 }

@@ -55,7 +55,7 @@ func TestSpawnRuns(t *testing.T) {
 	if a := child.Alive(); a != 0 {
 		t.Errorf("%d children alive after spawn arms", a)
 	}
-	waitThreads(t, before)
+	waitThreads(t, before, threadSlack)
 }
 
 func TestSpawnMemoryOrdered(t *testing.T) {
@@ -68,7 +68,7 @@ func TestSpawnMemoryOrdered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitThreads(t, before)
+	waitThreads(t, before, threadSlack)
 	p, err := ProcessMemory(context.Background(), 3)
 	if err != nil {
 		t.Fatal(err)

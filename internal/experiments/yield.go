@@ -125,6 +125,7 @@ func yieldArms(p exp.Params) ([]exp.Arm, error) {
 // yieldWorker is one yielding worker; it waits for a gate, yields quota
 // times (fewer if the bench is closed), and reports back.
 type yieldWorker struct {
+	tid    int // the OS thread of a thread worker
 	start  chan chan struct{}
 	quota  int
 	yields int64 // total yields made, read after Close
@@ -176,6 +177,7 @@ func OpenYield(ctx context.Context, k int, threads bool, pins [][]int) (*Yield, 
 			defer y.exited.Done()
 			if threads {
 				runtime.LockOSThread() // never unlocked: the thread dies with the worker
+				w.tid = unix.Gettid()
 				if err := measure.PinThread(pin); err != nil {
 					select {
 					case errc <- err:
@@ -263,6 +265,17 @@ func cpuTimeNs() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// TIDs are the OS threads of thread workers (none for goroutines).
+func (y *Yield) TIDs() []int {
+	var out []int
+	for _, w := range y.workers {
+		if w.tid != 0 {
+			out = append(out, w.tid)
+		}
+	}
+	return out
 }
 
 // Yields returns each worker's count of yields (valid after Close).
