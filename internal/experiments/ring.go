@@ -308,7 +308,7 @@ type ringCount struct {
 
 // Ring is an opened ring arm. Counts are valid after Close.
 type Ring struct {
-	N         int
+	N         int // workers, the driver included
 	sub, mech string
 
 	// Links: in[i] is how worker i receives, out[i] how it sends; done[i]

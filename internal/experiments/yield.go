@@ -134,7 +134,7 @@ type yieldWorker struct {
 
 // Yield is an opened yield arm. Counts are valid after Close.
 type Yield struct {
-	K       int
+	K       int // workers
 	threads bool
 	workers []*yieldWorker
 	batch   sync.WaitGroup
