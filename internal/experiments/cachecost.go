@@ -303,13 +303,6 @@ func fmtSize(b int64) string {
 	return strconv.FormatInt(b, 10)
 }
 
-func fmtBytes(b int64) string {
-	if b >= 1<<30 {
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	}
-	return fmt.Sprintf("%.0f MiB", float64(b)/mib)
-}
-
 // threadCPUNs reads the calling thread's CPU time into ts (kept by the
 // caller so the read does not allocate).
 func threadCPUNs(ts *unix.Timespec) int64 {

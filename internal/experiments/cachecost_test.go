@@ -280,11 +280,11 @@ func TestSweepBench(t *testing.T) {
 	if _, ok := r.Metrics["runq_wait_ns/element"]; !ok {
 		t.Errorf("no run-queue wait figure: %v %v", r.Metrics, r.Notes)
 	}
-	waitThreads(t, tids)
+	waitTIDsExit(t, tids)
 }
 
-// waitThreads waits for the workers' OS threads to be gone.
-func waitThreads(t *testing.T, tids []int) {
+// waitTIDsExit waits for the workers' OS threads to be gone.
+func waitTIDsExit(t *testing.T, tids []int) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for len(alive(tids)) > 0 && time.Now().Before(deadline) {
@@ -327,7 +327,7 @@ func TestPairBenches(t *testing.T) {
 			}
 		}
 	}
-	waitThreads(t, tids)
+	waitTIDsExit(t, tids)
 }
 
 // Close from another goroutine unblocks a Run in progress (the runner's

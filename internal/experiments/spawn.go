@@ -1,0 +1,540 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/child"
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/mech"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// spawn: the cost to create a worker and wait for it to end; op = one
+// create + join (SPEC §5.4). Before timing, each arm also parks many idle
+// workers of its kind and weighs them: resident memory per worker from
+// /proc, and for goroutines the stack in use.
+func init() {
+	exp.Register(&exp.Spec{
+		Name:    "spawn",
+		Summary: "creating and joining a goroutine, a locked thread, a process; memory per idle worker",
+		Op:      "create + join",
+		Doc: `One op creates a worker that does nothing and waits until it has ended:
+goroutine (go + channel), thread (a goroutine that locks its OS thread and
+exits, so the runtime destroys the thread and the next op needs a new one),
+process/exec (ctxlab re-executed in child mode with a role that exits at
+once, started through os/exec), process/true (/bin/true, the same path with
+a minimal program).
+Memory: before timing, each arm parks M idle workers of its kind —
+goroutines blocked on a channel, threads blocked on a futex, processes
+blocked reading a pipe — and reports metrics rss-bytes/worker (VmRSS delta ÷
+M for goroutines and threads; each child's own VmRSS for processes),
+pss-bytes/worker for processes (smaps_rollup Pss: shared pages divided),
+stack-bytes/worker and stack-start-bytes for goroutines (runtime stack in
+use, and the runtime's starting stack size), kernel-stack-bytes/worker for
+threads (/proc/meminfo KernelStack delta, system-wide, so noisy).
+M: quick 2000/200/5, default 10000/1000/20, full 100000/2000/50.`,
+		Arms:     spawnArms,
+		Checks:   spawnChecks,
+		Findings: spawnFindings,
+	})
+	child.Register("spawn-exit", func(args []string, files []*os.File) int { return 0 })
+	child.Register("spawn-idle", spawnIdleChild)
+}
+
+// Idle workers weighed per suite: goroutines, threads, processes.
+var spawnIdle = map[string][3]int{
+	exp.SuiteQuick:   {2000, 200, 5},
+	exp.SuiteDefault: {10000, 1000, 20},
+	exp.SuiteFull:    {100000, 2000, 50},
+}
+
+func spawnArms(p exp.Params) ([]exp.Arm, error) {
+	idle, ok := spawnIdle[p.Suite]
+	if !ok {
+		idle = spawnIdle[exp.SuiteDefault]
+	}
+	unp := exp.Unpinned(p)
+	trueExe, lookErr := exec.LookPath("true")
+	kinds := []struct {
+		sub, mech string
+		m         int
+		quick     bool
+		unsup     string
+	}{
+		{"goroutine", "go", idle[0], true, ""},
+		{"thread", "locked", idle[1], true, ""},
+		{"process", "exec", idle[2], true, ""},
+		{"process", "true", 0, true, ""},
+	}
+	if lookErr != nil {
+		kinds[3].unsup = "no `true` program on PATH: " + lookErr.Error()
+	}
+	var arms []exp.Arm
+	for _, k := range kinds {
+		k := k
+		params := map[string]string{}
+		if k.m > 0 {
+			params["idle-workers"] = strconv.Itoa(k.m)
+		}
+		arms = append(arms, exp.Arm{
+			Name: "spawn/" + k.sub + "/" + k.mech, Substrate: k.sub, Mechanism: k.mech,
+			Params: params, Placement: unp.Name, CPUs: unp.Process, Quick: k.quick, Unsupported: k.unsup,
+			Open: func(ctx context.Context) (exp.Bench, error) {
+				return OpenSpawn(ctx, k.sub, k.mech, k.m, trueExe)
+			},
+		})
+	}
+	return arms, nil
+}
+
+// Spawn is an opened spawn arm.
+type Spawn struct {
+	sub, mech string
+	exe       string
+	ctx       context.Context
+	done      chan struct{}
+	goFn      func()
+	lockFn    func()
+	// TIDs, if not nil, records the OS thread of each locked-thread op
+	// (ring buffer), so tests can see each op had a thread of its own.
+	TIDs []int32
+	op   int
+	// Mem holds the memory figures measured at Open (metric name → value).
+	Mem   map[string]float64
+	notes []string
+}
+
+// OpenSpawn prepares a spawn arm and weighs m idle workers of its kind
+// (none when m is 0).
+func OpenSpawn(ctx context.Context, sub, m string, idle int, trueExe string) (*Spawn, error) {
+	s := &Spawn{sub: sub, mech: m, exe: trueExe, ctx: ctx, done: make(chan struct{})}
+	s.goFn = func() { s.done <- struct{}{} }
+	s.lockFn = func() {
+		runtime.LockOSThread() // exits locked: the runtime destroys this thread
+		if s.TIDs != nil {
+			s.TIDs[s.op%len(s.TIDs)] = int32(unix.Gettid())
+		}
+		s.done <- struct{}{}
+	}
+	if idle > 0 {
+		var err error
+		switch sub {
+		case "goroutine":
+			s.Mem, err = GoroutineMemory(ctx, idle)
+		case "thread":
+			s.Mem, err = ThreadMemory(ctx, idle)
+		case "process":
+			s.Mem, err = ProcessMemory(ctx, idle)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("spawn: weigh %d idle %ss: %w", idle, sub, err)
+		}
+	}
+	return s, nil
+}
+
+// Run creates and joins b.N workers, one after another.
+func (s *Spawn) Run(b *measure.B) error {
+	switch s.sub {
+	case "goroutine":
+		for i := 0; i < b.N; i++ {
+			t := b.S.Start(i)
+			go s.goFn()
+			<-s.done
+			b.S.Stop(t)
+		}
+	case "thread":
+		for i := 0; i < b.N; i++ {
+			t := b.S.Start(i)
+			go s.lockFn()
+			<-s.done
+			s.op++
+			b.S.Stop(t)
+		}
+	case "process":
+		o := child.Options{Role: "spawn-exit"}
+		if s.mech == "true" {
+			o = child.Options{Exe: s.exe}
+		}
+		for i := 0; i < b.N; i++ {
+			t := b.S.Start(i)
+			p, err := child.Start(b.Context(), o)
+			if err != nil {
+				return err
+			}
+			if err := p.Wait(); err != nil {
+				return fmt.Errorf("spawned process: %w", err)
+			}
+			b.S.Stop(t)
+		}
+	}
+	return nil
+}
+
+// Close has nothing to stop: every op joins its worker (a process left by
+// an interrupted op is killed by the child package's KillAll).
+func (s *Spawn) Close() error { return nil }
+
+// Annotate copies the memory figures into the arm and says them in KiB.
+func (s *Spawn) Annotate(a *result.Arm) {
+	if len(s.Mem) == 0 {
+		return
+	}
+	if a.Metrics == nil {
+		a.Metrics = map[string]float64{}
+	}
+	for k, v := range s.Mem {
+		a.Metrics[k] = v
+	}
+	line := fmt.Sprintf("memory of %d idle %s workers: %s resident per worker", int(s.Mem["idle-workers"]), s.sub, fmtKiB(s.Mem["rss-bytes/worker"]))
+	if v, ok := s.Mem["pss-bytes/worker"]; ok {
+		line += fmt.Sprintf(", %s proportional (PSS)", fmtKiB(v))
+	}
+	if v, ok := s.Mem["stack-bytes/worker"]; ok {
+		line += fmt.Sprintf(", stack %s (starting size %s)", fmtKiB(v), fmtKiB(s.Mem["stack-start-bytes"]))
+	}
+	if v, ok := s.Mem["kernel-stack-bytes/worker"]; ok {
+		line += fmt.Sprintf(", plus %s of kernel stack not counted in RSS", fmtKiB(v))
+	}
+	a.Notes = append(a.Notes, line)
+}
+
+// fmtKiB formats bytes in KiB, or MiB from 1 MiB up.
+func fmtKiB(b float64) string {
+	if b >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	}
+	return fmt.Sprintf("%.1f KiB", b/1024)
+}
+
+// settle returns freed memory to the OS so a following RSS delta counts
+// pages the new workers touch, not pages the runtime kept from before.
+func settle() { debug.FreeOSMemory() }
+
+// vmRSS is this process's resident set in bytes.
+func vmRSS(pid string) (int64, error) { return statusKB(pid, "VmRSS:") }
+
+func statusKB(pid, field string) (int64, error) {
+	data, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, err
+	}
+	return fieldKB(string(data), field)
+}
+
+// fieldKB reads "Field:   1234 kB" from a /proc status-style text.
+func fieldKB(text, field string) (int64, error) {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, field) {
+			f := strings.Fields(line[len(field):])
+			if len(f) == 0 {
+				break
+			}
+			v, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s %q: %w", field, line, err)
+			}
+			return v * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s field", field)
+}
+
+// GoroutineMemory parks m goroutines on a channel and returns RSS and stack
+// in use per goroutine, and the runtime's starting stack size.
+func GoroutineMemory(ctx context.Context, m int) (map[string]float64, error) {
+	settle()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	rss0, err := vmRSS("self")
+	if err != nil {
+		return nil, err
+	}
+	stop := make(chan struct{})
+	var started, exited sync.WaitGroup
+	for i := 0; i < m; i++ {
+		started.Add(1)
+		exited.Add(1)
+		go func() {
+			defer exited.Done()
+			started.Done()
+			<-stop
+		}()
+	}
+	started.Wait()
+	runtime.Gosched()
+	rss1, err := vmRSS("self")
+	runtime.ReadMemStats(&ms1)
+	close(stop)
+	exited.Wait()
+	if err != nil {
+		return nil, err
+	}
+	sample := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+	metrics.Read(sample)
+	start := 0.0
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		start = float64(sample[0].Value.Uint64())
+	}
+	return map[string]float64{
+		"idle-workers":       float64(m),
+		"rss-bytes/worker":   float64(rss1-rss0) / float64(m),
+		"stack-bytes/worker": float64(int64(ms1.StackInuse)-int64(ms0.StackInuse)) / float64(m),
+		"stack-start-bytes":  start,
+	}, ctx.Err()
+}
+
+// ThreadMemory parks m locked threads in FUTEX_WAIT and returns the RSS
+// delta per thread, and the system-wide KernelStack delta per thread.
+func ThreadMemory(ctx context.Context, m int) (map[string]float64, error) {
+	if restore := raiseMaxThreads(m); restore != nil {
+		defer restore()
+	}
+	settle()
+	rss0, err := vmRSS("self")
+	if err != nil {
+		return nil, err
+	}
+	ks0, _ := statusKBFile("/proc/meminfo", "KernelStack:")
+	var word uint32
+	var threads []*mech.Thread
+	var parked sync.WaitGroup
+	var fins []<-chan struct{}
+	stopAll := func() {
+		atomic.StoreUint32(&word, 1)
+		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&word)), 1|128, 1<<30, 0, 0, 0) // FUTEX_WAKE_PRIVATE all
+		for _, f := range fins {
+			<-f
+		}
+		for _, t := range threads {
+			t.Stop()
+		}
+	}
+	for i := 0; i < m; i++ {
+		if err := ctx.Err(); err != nil {
+			stopAll()
+			return nil, err
+		}
+		t, err := mech.StartThread(nil)
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		threads = append(threads, t)
+		parked.Add(1)
+		fin, _ := t.Go(func() {
+			parked.Done()
+			for atomic.LoadUint32(&word) == 0 {
+				unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&word)), 0|128, 0, 0, 0, 0) // FUTEX_WAIT_PRIVATE while 0
+			}
+		})
+		fins = append(fins, fin)
+	}
+	parked.Wait()
+	time.Sleep(10 * time.Millisecond) // let the last ones reach FUTEX_WAIT
+	rss1, err := vmRSS("self")
+	ks1, _ := statusKBFile("/proc/meminfo", "KernelStack:")
+	stopAll()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{
+		"idle-workers":     float64(m),
+		"rss-bytes/worker": float64(rss1-rss0) / float64(m),
+	}
+	if ks0 > 0 && ks1 > 0 {
+		out["kernel-stack-bytes/worker"] = float64(ks1-ks0) / float64(m)
+	}
+	return out, nil
+}
+
+func statusKBFile(path, field string) (int64, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return fieldKB(string(data), field)
+}
+
+// ProcessMemory starts m ctxlab children that block reading a pipe, and
+// returns each one's mean VmRSS and PSS once all are parked.
+func ProcessMemory(ctx context.Context, m int) (map[string]float64, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	rd, wr := os.NewFile(uintptr(p[0]), "idle-in"), os.NewFile(uintptr(p[1]), "idle-hold")
+	var ready [2]int
+	if err := unix.Pipe2(ready[:], unix.O_CLOEXEC); err != nil {
+		rd.Close()
+		wr.Close()
+		return nil, fmt.Errorf("pipe: %w", err)
+	}
+	readyR, readyW := os.NewFile(uintptr(ready[0]), "ready-in"), os.NewFile(uintptr(ready[1]), "ready-out")
+	var procs []*child.Proc
+	cleanup := func() {
+		wr.Close() // EOF: the children exit by themselves
+		for _, pr := range procs {
+			pr.Kill()
+		}
+		rd.Close()
+		readyR.Close()
+		readyW.Close()
+	}
+	for i := 0; i < m; i++ {
+		pr, err := child.Start(ctx, child.Options{Role: "spawn-idle", Files: []*os.File{rd, readyW}})
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		procs = append(procs, pr)
+	}
+	readyW.Close()
+	// Each child writes one byte once it is about to block.
+	buf := make([]byte, 1)
+	readyR.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for i := 0; i < m; i++ {
+		if _, err := readyR.Read(buf); err != nil {
+			cleanup()
+			return nil, fmt.Errorf("waiting for idle child %d of %d: %w", i+1, m, err)
+		}
+	}
+	time.Sleep(10 * time.Millisecond)
+	var rss, pss int64
+	for _, pr := range procs {
+		pid := strconv.Itoa(pr.PID())
+		r, err := vmRSS(pid)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		rss += r
+		if v, err := statusKBFile("/proc/"+pid+"/smaps_rollup", "Pss:"); err == nil {
+			pss += v
+		}
+	}
+	cleanup()
+	out := map[string]float64{
+		"idle-workers":     float64(m),
+		"rss-bytes/worker": float64(rss) / float64(m),
+	}
+	if pss > 0 {
+		out["pss-bytes/worker"] = float64(pss) / float64(m)
+	}
+	return out, ctx.Err()
+}
+
+// spawnIdleChild says it is ready on fd 4, then blocks reading fd 3 until
+// the parent closes it (or dies).
+func spawnIdleChild(args []string, files []*os.File) int {
+	if len(files) < 2 {
+		return 2
+	}
+	files[1].Write([]byte{1})
+	files[1].Close()
+	buf := make([]byte, 1)
+	for {
+		if _, err := files[0].Read(buf); err != nil {
+			return 0
+		}
+	}
+}
+
+// Bounds of the goroutine memory check: within 2× of the starting stack
+// plus bookkeeping (the g itself and its scheduling state, about 1 KiB).
+const goroutineBookkeeping = 1024
+
+func spawnChecks(arms []result.Arm) []result.Check {
+	var out []result.Check
+	rss := map[string]float64{}
+	var names []string
+	for _, a := range arms {
+		if a.Status != result.StatusOK {
+			continue
+		}
+		if v, ok := a.Metrics["rss-bytes/worker"]; ok {
+			rss[a.Substrate] = v
+			names = append(names, a.Name)
+		}
+		if a.Substrate == "goroutine" {
+			if v, ok := a.Metrics["rss-bytes/worker"]; ok {
+				start := a.Metrics["stack-start-bytes"]
+				bound := 2 * (start + goroutineBookkeeping)
+				out = append(out, result.Check{
+					Name:  "an idle goroutine weighs within 2× of its starting stack plus bookkeeping",
+					Holds: start > 0 && v > 0 && v <= bound,
+					Detail: fmt.Sprintf("%s: %s resident per goroutine; starting stack %s + %s bookkeeping, ×2 = %s",
+						a.Name, fmtKiB(v), fmtKiB(start), fmtKiB(goroutineBookkeeping), fmtKiB(bound)),
+					Arms: []string{a.Name},
+				})
+			}
+		}
+	}
+	g, ok1 := rss["goroutine"]
+	t, ok2 := rss["thread"]
+	p, ok3 := rss["process"]
+	if ok1 && ok2 && ok3 {
+		out = append(out, result.Check{
+			Name:   "memory per idle worker is ordered goroutine < thread < process",
+			Holds:  g > 0 && g < t && t < p,
+			Detail: fmt.Sprintf("resident per worker: goroutine %s, thread %s, process %s", fmtKiB(g), fmtKiB(t), fmtKiB(p)),
+			Arms:   names,
+		})
+	}
+	return out
+}
+
+func spawnFindings(arms []result.Arm) []string {
+	by := map[string]result.Arm{}
+	for _, a := range arms {
+		if a.Status == result.StatusOK {
+			by[a.Substrate+"/"+a.Mechanism] = a
+		}
+	}
+	var out []string
+	g, ok1 := by["goroutine/go"]
+	t, ok2 := by["thread/locked"]
+	p, ok3 := by["process/exec"]
+	if ok1 && ok2 && g.Median > 0 {
+		out = append(out, fmt.Sprintf("creating and joining a locked OS thread (%s) costs %.0f× a goroutine (%s)",
+			result.FormatNs(t.Median), t.Median/g.Median, result.FormatNs(g.Median)))
+	}
+	if ok2 && ok3 && t.Median > 0 {
+		out = append(out, fmt.Sprintf("a process (exec of ctxlab, %s) costs %.0f× a thread", result.FormatNs(p.Median), p.Median/t.Median))
+	}
+	if tr, ok := by["process/true"]; ok && ok3 {
+		out = append(out, fmt.Sprintf("/bin/true takes %s to start and reap; ctxlab's child mode %s (the Go runtime's start-up is the difference)",
+			result.FormatNs(tr.Median), result.FormatNs(p.Median)))
+	}
+	var mem []string
+	for _, k := range []string{"goroutine/go", "thread/locked", "process/exec"} {
+		if a, ok := by[k]; ok {
+			if v, ok := a.Metrics["rss-bytes/worker"]; ok {
+				s := fmt.Sprintf("%s %s", a.Substrate, fmtKiB(v))
+				if pss, ok := a.Metrics["pss-bytes/worker"]; ok {
+					s += fmt.Sprintf(" (PSS %s)", fmtKiB(pss))
+				}
+				mem = append(mem, s)
+			}
+		}
+	}
+	if len(mem) > 0 {
+		out = append(out, "resident memory per idle worker: "+strings.Join(mem, ", "))
+	}
+	return out
+}

@@ -1,0 +1,417 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/mech"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// yield: K workers give up the CPU in a loop; op = one yield (SPEC §5.3).
+// A batch of b.N yields is split evenly over the K workers, which all start
+// together; ns/op is the batch's wall time ÷ b.N, so with P CPUs yielding
+// at once it is about the CPU cost of a yield ÷ P. The CPU cost itself
+// (getrusage over the batches ÷ yields) is reported as cpu-ns/yield.
+func init() {
+	exp.Register(&exp.Spec{
+		Name:    "yield",
+		Summary: "K workers yielding in a loop: the cheapest switch, and how it changes with K",
+		Op:      "yield",
+		Doc: `K goroutines each call runtime.Gosched() in a loop (K = 1…10000, at
+GOMAXPROCS 1 and all CPUs); K locked OS threads each call sched_yield(2),
+all on one CPU (K = 2…1000) or one per CPU. One thread alone on a CPU
+calling sched_yield is the system-call floor: with nothing else to run the
+kernel returns at once, so it is NOT a context switch (its switches per op
+show it). A batch of b.N yields is split evenly over the K workers, which
+start together; ns/op is wall time ÷ yields (all workers together), and the
+metric cpu-ns/yield is the CPU time the process spent per yield.
+Thread arms run at GOMAXPROCS K+1 so every thread has a P of its own and Go's
+scheduler stays out of the way. --workers replaces the K list.`,
+		Arms:     yieldArms,
+		Checks:   yieldChecks,
+		Findings: yieldFindings,
+	})
+}
+
+var yieldDefaultK = []int{1, 10, 100, 1000, 10000}
+var yieldThreadK = []int{2, 10, 100, 1000}
+
+var quickYield = map[string]bool{
+	"goroutine/gosched/k=1/gomaxprocs=1": true, "goroutine/gosched/k=100/gomaxprocs=1": true,
+	"goroutine/gosched/k=10000/gomaxprocs=1": true, "goroutine/gosched/k=100/gomaxprocs=all": true,
+	"thread/sched_yield/k=1/alone": true, "thread/sched_yield/k=10/same-cpu": true,
+}
+
+func yieldArms(p exp.Params) ([]exp.Arm, error) {
+	host := p.Host
+	if host == nil {
+		host = sysinfo.Detect()
+	}
+	all := len(p.CPUs)
+	gks, tks := yieldDefaultK, yieldThreadK
+	if p.Workers != nil {
+		gks, tks = p.Workers, nil
+		for _, k := range p.Workers {
+			if err := workerLimit("yield", "goroutine", "gosched", k, host); err != nil {
+				return nil, err
+			}
+			if k >= 2 {
+				if err := workerLimit("yield", "thread", "sched_yield", k, host); err != nil {
+					return nil, err
+				}
+				tks = append(tks, k)
+			}
+		}
+	}
+	var arms []exp.Arm
+	unp := exp.Unpinned(p)
+	c0 := []int{p.CPUs[0]}
+	for _, k := range gks {
+		for _, g := range []struct {
+			name string
+			n    int
+		}{{"1", 1}, {"all", all}} {
+			key := fmt.Sprintf("goroutine/gosched/k=%d/gomaxprocs=%s", k, g.name)
+			k := k
+			arms = append(arms, exp.Arm{
+				Name: "yield/" + key, Substrate: "goroutine", Mechanism: "gosched",
+				Params:     map[string]string{"k": strconv.Itoa(k), "gomaxprocs": strconv.Itoa(g.n)},
+				GOMAXPROCS: g.n, Placement: unp.Name, CPUs: unp.Process, Quick: quickYield[key],
+				Open: func(ctx context.Context) (exp.Bench, error) { return OpenYield(ctx, k, false, nil) },
+			})
+		}
+	}
+	type tarm struct {
+		k         int
+		placement string
+		cpus      []int   // the process's CPUs for the arm
+		pins      [][]int // per-thread CPUs (nil = the process's)
+	}
+	tas := []tarm{{1, "alone", c0, [][]int{c0}}}
+	if all >= 2 {
+		var pins [][]int
+		for _, c := range p.CPUs {
+			pins = append(pins, []int{c})
+		}
+		tas = append(tas, tarm{all, "own-cpu", p.CPUs, pins})
+	}
+	for _, k := range tks {
+		tas = append(tas, tarm{k, "same-cpu", c0, nil})
+	}
+	for _, t := range tas {
+		key := fmt.Sprintf("thread/sched_yield/k=%d/%s", t.k, t.placement)
+		t := t
+		arms = append(arms, exp.Arm{
+			Name: "yield/" + key, Substrate: "thread", Mechanism: "sched_yield",
+			Params:     map[string]string{"k": strconv.Itoa(t.k), "placement": t.placement},
+			GOMAXPROCS: t.k + 1, Placement: t.placement, CPUs: t.cpus, Quick: quickYield[key],
+			Open: func(ctx context.Context) (exp.Bench, error) { return OpenYield(ctx, t.k, true, t.pins) },
+		})
+	}
+	return arms, nil
+}
+
+// yieldWorker is one yielding worker; it waits for a gate, yields quota
+// times (fewer if the bench is closed), and reports back.
+type yieldWorker struct {
+	tid    int // the OS thread of a thread worker
+	start  chan chan struct{}
+	quota  int
+	yields int64 // total yields made, read after Close
+	_      [40]byte
+}
+
+// Yield is an opened yield arm. Counts are valid after Close.
+type Yield struct {
+	K       int // workers
+	threads bool
+	workers []*yieldWorker
+	batch   sync.WaitGroup
+	exited  sync.WaitGroup
+	stop    atomic.Bool
+
+	mu     sync.Mutex
+	closed bool
+	once   sync.Once
+
+	cpuNs, yields int64 // CPU time and yields over every batch
+	restoreMaxThr func()
+}
+
+// OpenYield starts k yielding workers: goroutines, or locked threads
+// (pinned per pins[i%len(pins)] when pins is not nil).
+func OpenYield(ctx context.Context, k int, threads bool, pins [][]int) (*Yield, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("yield: %d workers: need at least 1", k)
+	}
+	y := &Yield{K: k, threads: threads}
+	if threads {
+		y.restoreMaxThr = raiseMaxThreads(k)
+	}
+	errc := make(chan error, 1)
+	for i := 0; i < k; i++ {
+		if err := ctx.Err(); err != nil {
+			y.Close()
+			return nil, err
+		}
+		w := &yieldWorker{start: make(chan chan struct{})}
+		y.workers = append(y.workers, w)
+		var pin []int
+		if len(pins) > 0 {
+			pin = pins[i%len(pins)]
+		}
+		ready := make(chan struct{})
+		y.exited.Add(1)
+		go func() {
+			defer y.exited.Done()
+			if threads {
+				runtime.LockOSThread() // never unlocked: the thread dies with the worker
+				w.tid = unix.Gettid()
+				if err := measure.PinThread(pin); err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+				}
+			}
+			close(ready)
+			y.work(w)
+		}()
+		<-ready
+	}
+	select {
+	case err := <-errc:
+		y.Close()
+		return nil, err
+	default:
+	}
+	return y, nil
+}
+
+func (y *Yield) work(w *yieldWorker) {
+	for gate := range w.start {
+		<-gate
+		n := w.quota
+		i := 0
+		if y.threads {
+			for ; i < n; i++ {
+				unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+				if i&63 == 63 && y.stop.Load() {
+					break
+				}
+			}
+		} else {
+			for ; i < n; i++ {
+				runtime.Gosched()
+				if i&63 == 63 && y.stop.Load() {
+					break
+				}
+			}
+		}
+		w.yields += int64(i)
+		y.batch.Done()
+	}
+}
+
+// Run makes b.N yields in all, split over the workers, started together.
+func (y *Yield) Run(b *measure.B) error {
+	y.mu.Lock()
+	if y.closed {
+		y.mu.Unlock()
+		return mech.ErrStopped
+	}
+	gate := make(chan struct{})
+	q, r := b.N/y.K, b.N%y.K
+	for i, w := range y.workers {
+		w.quota = q
+		if i < r {
+			w.quota++
+		}
+		if w.quota == 0 {
+			continue
+		}
+		y.batch.Add(1)
+		w.start <- gate
+	}
+	y.mu.Unlock()
+	cpu0 := cpuTimeNs()
+	b.ResetTimer() // every worker has its quota and waits at the gate
+	close(gate)
+	y.batch.Wait()
+	b.StopTimer()
+	y.cpuNs += cpuTimeNs() - cpu0
+	y.yields += int64(b.N)
+	if y.stop.Load() {
+		return mech.ErrStopped
+	}
+	return nil
+}
+
+// cpuTimeNs is the process's user+system CPU time so far.
+func cpuTimeNs() int64 {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// TIDs are the OS threads of thread workers (none for goroutines).
+func (y *Yield) TIDs() []int {
+	var out []int
+	for _, w := range y.workers {
+		if w.tid != 0 {
+			out = append(out, w.tid)
+		}
+	}
+	return out
+}
+
+// Yields returns each worker's count of yields (valid after Close).
+func (y *Yield) Yields() []int64 {
+	out := make([]int64, len(y.workers))
+	for i, w := range y.workers {
+		out[i] = w.yields
+	}
+	return out
+}
+
+// Close cuts any batch short and waits for every worker (and its thread) to end.
+func (y *Yield) Close() error {
+	y.once.Do(func() {
+		y.stop.Store(true)
+		y.mu.Lock()
+		y.closed = true
+		for _, w := range y.workers {
+			close(w.start)
+		}
+		y.mu.Unlock()
+		y.exited.Wait()
+		if y.restoreMaxThr != nil {
+			y.restoreMaxThr()
+		}
+	})
+	return nil
+}
+
+// Annotate adds the CPU cost per yield and, for the lone thread, says that
+// its figure is the system call, not a switch.
+func (y *Yield) Annotate(a *result.Arm) {
+	if y.yields > 0 && y.cpuNs > 0 {
+		if a.Metrics == nil {
+			a.Metrics = map[string]float64{}
+		}
+		a.Metrics["cpu-ns/yield"] = float64(y.cpuNs) / float64(y.yields)
+		a.Notes = append(a.Notes, fmt.Sprintf("CPU time per yield %s (getrusage over all batches, warm-up included)", result.FormatNs(a.Metrics["cpu-ns/yield"])))
+	}
+	if y.threads && y.K == 1 {
+		a.Notes = append(a.Notes, "the syscall floor: one thread alone calling sched_yield; with nothing else runnable on its CPU the kernel returns at once — this is NOT a context switch")
+	}
+}
+
+// Thresholds of the yield checks.
+const (
+	maxFloorSwitches    = 0.05 // a lone sched_yield: ≈ 0 switches per yield
+	minSameCPUSwitches  = 0.5  // K ≥ 2 threads on one CPU: ≈ 1 switch per yield
+	maxGoschedSwitches1 = 0.05 // Gosched at GOMAXPROCS=1: ≈ 0
+)
+
+func yieldChecks(arms []result.Arm) []result.Check {
+	var out []result.Check
+	for _, a := range arms {
+		if a.Status != result.StatusOK || a.Switches == nil {
+			continue
+		}
+		sw := a.Switches.Total()
+		k, _ := strconv.Atoi(a.Params["k"])
+		switch {
+		case a.Substrate == "thread" && k == 1:
+			out = append(out, result.Check{
+				Name:   "a lone thread's sched_yield is the syscall floor, not a switch (< 0.05 OS switches per yield)",
+				Holds:  sw < maxFloorSwitches,
+				Detail: fmt.Sprintf("%s: %s per yield, %.3f switches per yield (other load on the CPU makes this fail)", a.Name, result.FormatNs(a.Median), sw),
+				Arms:   []string{a.Name},
+			})
+		case a.Substrate == "thread" && a.Placement == "same-cpu":
+			out = append(out, result.Check{
+				Name:   "K ≥ 2 threads yielding on one CPU switch on (almost) every yield (≥ 0.5 OS switches per yield)",
+				Holds:  sw >= minSameCPUSwitches,
+				Detail: fmt.Sprintf("%s: %.2f switches per yield (%.2f involuntary)", a.Name, sw, a.Switches.Involuntary),
+				Arms:   []string{a.Name},
+			})
+		case a.Substrate == "goroutine" && a.GOMAXPROCS == 1:
+			out = append(out, result.Check{
+				Name:   "runtime.Gosched at GOMAXPROCS=1 causes no OS switch (< 0.05 per yield)",
+				Holds:  sw < maxGoschedSwitches1,
+				Detail: fmt.Sprintf("%s: %.4f switches per yield", a.Name, sw),
+				Arms:   []string{a.Name},
+			})
+		}
+	}
+	return out
+}
+
+// yieldFindings reads how the cost per yield moves with K per series
+// (published shape: falls from 1 to ~100 workers, then rises).
+func yieldFindings(arms []result.Arm) []string {
+	type key struct{ sub, variant string }
+	series := map[key][]result.Arm{}
+	var keys []key
+	for _, a := range arms {
+		if a.Status != result.StatusOK || a.Median <= 0 {
+			continue
+		}
+		k := key{a.Substrate, "gomaxprocs=" + a.Params["gomaxprocs"]}
+		if a.Substrate == "thread" {
+			if a.Placement != "same-cpu" {
+				continue
+			}
+			k.variant = "same-cpu"
+		}
+		if _, ok := series[k]; !ok {
+			keys = append(keys, k)
+		}
+		series[k] = append(series[k], a)
+	}
+	kOf := func(a result.Arm) int { n, _ := strconv.Atoi(a.Params["k"]); return n }
+	var out []string
+	for _, k := range keys {
+		s := series[k]
+		if len(s) < 2 {
+			continue
+		}
+		sort.Slice(s, func(i, j int) bool { return kOf(s[i]) < kOf(s[j]) })
+		best := s[0]
+		for _, a := range s {
+			if a.Median < best.Median {
+				best = a
+			}
+		}
+		line := fmt.Sprintf("%s %s: ", k.sub, k.variant)
+		for i, a := range s {
+			if i > 0 {
+				line += ", "
+			}
+			line += fmt.Sprintf("K=%d %s", kOf(a), result.FormatNs(a.Median))
+		}
+		line += fmt.Sprintf(" per yield; cheapest at K=%d (published shape: falls from 1 to ~100 workers, then rises)", kOf(best))
+		out = append(out, line)
+	}
+	for _, a := range arms {
+		if a.Status == result.StatusOK && a.Substrate == "thread" && a.Params["k"] == "1" {
+			out = append(out, fmt.Sprintf("syscall floor: a lone sched_yield costs %s and is not a switch; compare thread yields on one CPU above", result.FormatNs(a.Median)))
+		}
+	}
+	return out
+}
