@@ -35,3 +35,30 @@ func BenchmarkEndpointChanRoundTrip(b *testing.B) {
 	b.StopTimer()
 	p.A.Send(Stop)
 }
+
+// BenchmarkThreadPipeRoundTripCPU0 is the pipe round trip between two
+// locked threads pinned to CPU 0, without ctxlab's runner: the figure
+// `ctxlab run pingpong/thread/pipe/unpinned --cpus 0` must match, and what
+// `taskset -c 0 perf bench sched pipe -T` measures for C threads.
+func BenchmarkThreadPipeRoundTripCPU0(b *testing.B) {
+	p, err := NewPair("pipe")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	ta, err := StartThread([]int{0})
+	if err != nil {
+		b.Skip("cannot pin to CPU 0:", err)
+	}
+	defer ta.Stop()
+	tb, _ := StartThread([]int{0})
+	defer tb.Stop()
+	echoed, _ := tb.Go(func() { Echo(p.B) })
+	ta.Do(func() {
+		b.ResetTimer()
+		RoundTrips(p.A, b.N, nil)
+		b.StopTimer()
+	})
+	p.Stop()
+	<-echoed
+}
