@@ -89,7 +89,7 @@ func pingpongArms(p exp.Params) ([]exp.Arm, error) {
 					if p.GOMAXPROCS != nil {
 						name += "/gomaxprocs=" + strconv.Itoa(g)
 					}
-					m, pl, sub := m, pl, sub
+					pl, m, sub := workerPlacement(pl, p), m, sub
 					arms = append(arms, exp.Arm{
 						Name: name, Substrate: sub, Mechanism: m,
 						Params:     map[string]string{"placement": pl.Name},
@@ -107,6 +107,20 @@ func pingpongArms(p exp.Params) ([]exp.Arm, error) {
 		}
 	}
 	return arms, nil
+}
+
+// workerPlacement pins the two workers of a thread or process arm, not the
+// whole process: the Go runtime's own threads (sysmon, idle Ms) are the
+// harness, not a worker, and confining them to the workers' CPU adds their
+// wake-ups to the figure. With them free, a pinned pipe round trip matches
+// a C program's (perf bench sched pipe) within a few per cent. Unpinned
+// under --cpus, both workers may use the whole set.
+func workerPlacement(pl exp.Placement, p exp.Params) exp.Placement {
+	if pl.Name == "unpinned" && p.CPUsGiven {
+		pl.A, pl.B = p.CPUs, p.CPUs
+	}
+	pl.Process = nil
+	return pl
 }
 
 // goroutinePair: A is the runner's goroutine, B an echoing goroutine.
