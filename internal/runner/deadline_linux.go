@@ -2,10 +2,9 @@ package runner
 
 import (
 	"context"
+	"os"
 	"sync"
-	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,8 +13,10 @@ import (
 // context.WithTimeout, without a Go runtime timer. A pending runtime timer
 // makes the scheduler read the clock at every goroutine switch on its P,
 // which added ~40 ns (15%) to a 300 ns goroutine round trip at
-// GOMAXPROCS=1. The limit is kept by a watchdog thread sleeping in
-// FUTEX_WAIT with a timeout: the kernel keeps the time, not the scheduler.
+// GOMAXPROCS=1. The limit is a timerfd read through the netpoller instead:
+// the kernel keeps the time, and the parked reader costs the scheduler
+// nothing. (A thread sleeping in a syscall would hold the only P at
+// GOMAXPROCS=1 until sysmon takes it back, stalling the arm up to 10 ms.)
 type armContext struct {
 	context.Context // the parent: values, and its cancellation
 	deadline        time.Time
@@ -23,38 +24,43 @@ type armContext struct {
 	once            sync.Once
 	mu              sync.Mutex
 	err             error
-	word            uint32 // set to 1 to stop the watchdog
 }
 
 func withArmLimit(parent context.Context, limit time.Duration) (*armContext, func()) {
 	c := &armContext{Context: parent, deadline: time.Now().Add(limit), done: make(chan struct{})}
 	stopParent := context.AfterFunc(parent, func() { c.end(parent.Err()) })
-	go c.watch(limit)
+	tf, err := newTimerFile(limit)
+	if err != nil {
+		// No timerfd (an odd sandbox): fall back to a runtime timer.
+		t := time.AfterFunc(limit, func() { c.end(context.DeadlineExceeded) })
+		return c, func() { stopParent(); t.Stop(); c.end(context.Canceled) }
+	}
+	go func() {
+		var buf [8]byte
+		if _, err := tf.Read(buf[:]); err == nil {
+			c.end(context.DeadlineExceeded)
+		}
+	}()
 	return c, func() {
 		stopParent()
 		c.end(context.Canceled)
-		atomic.StoreUint32(&c.word, 1)
-		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&c.word)), futexWakePrivate, 1, 0, 0, 0)
+		tf.Close() // wakes the parked reader with an error
 	}
 }
 
-const (
-	futexWaitPrivate = 0 | 128
-	futexWakePrivate = 1 | 128
-)
-
-// watch sleeps in the kernel until the limit or until stopped.
-func (c *armContext) watch(limit time.Duration) {
-	end := time.Now().Add(limit)
-	for atomic.LoadUint32(&c.word) == 0 {
-		left := time.Until(end)
-		if left <= 0 {
-			c.end(context.DeadlineExceeded)
-			return
-		}
-		ts := unix.NsecToTimespec(left.Nanoseconds())
-		unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&c.word)), futexWaitPrivate, 0, uintptr(unsafe.Pointer(&ts)), 0, 0)
+// newTimerFile returns a non-blocking timerfd that becomes readable after d,
+// as an *os.File so reads park on the netpoller.
+func newTimerFile(d time.Duration) (*os.File, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, err
 	}
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(d.Nanoseconds(), 1))}
+	if err := unix.TimerfdSettime(fd, 0, &spec, nil); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "ctxlab-arm-limit"), nil
 }
 
 func (c *armContext) end(err error) {
