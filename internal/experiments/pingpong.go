@@ -351,8 +351,8 @@ func pingpongChecks(arms []result.Arm) []result.Check {
 			})
 		}
 	}
-	// Pinning both threads on one CPU: the woken thread must wait for the
-	// waker to block, so switches per round trip rise (published: 3.0).
+	// Pinning both threads on one CPU: switches per round trip rise
+	// (published: 3.0); kernels differ, and the check says which holds here.
 	for _, a := range arms {
 		if a.Substrate != "thread" || a.Placement != "same-cpu" || !kernelMechs[a.Mechanism] || a.Switches == nil {
 			continue
@@ -362,10 +362,12 @@ func pingpongChecks(arms []result.Arm) []result.Check {
 			continue
 		}
 		out = append(out, result.Check{
-			Name:  "pinning both threads on one CPU does not lower switches per round trip (published: 3.0 on one CPU)",
-			Holds: a.Switches.Total() >= u.Switches.Total()*0.95,
-			Detail: fmt.Sprintf("%s %s: %.2f switches per round trip on one CPU vs %.2f unpinned",
-				a.Substrate, a.Mechanism, a.Switches.Total(), u.Switches.Total()),
+			// The published model: on one CPU the woken thread preempts the
+			// waker, which is switched out once more before it blocks.
+			Name:  "pinning both threads on one CPU raises switches per round trip by ≥ 10% (published: 3.0 on one CPU)",
+			Holds: a.Switches.Total() >= u.Switches.Total()*1.1,
+			Detail: fmt.Sprintf("%s %s: %.2f switches per round trip on one CPU (%.2f involuntary) vs %.2f unpinned",
+				a.Substrate, a.Mechanism, a.Switches.Total(), a.Switches.Involuntary, u.Switches.Total()),
 			Arms: []string{a.Name, u.Name},
 		})
 	}
