@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 func init() { extraCommands = append(extraCommands, newBudgetCmd) }
@@ -186,7 +187,7 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 		return usagef("--arm %q: no measured ns/op arm in run %s matches; its experiments are %s", glob, run.ID, strings.Join(names, ", "))
 	}
 	fmt.Fprintf(w, "at %s ops/s, from run %s (%s, %s):\n", fmtRate(rate), run.ID, run.Env.Hostname, run.Time.UTC().Format("2006-01-02 15:04"))
-	printCols(w, rows)
+	textcol.Write(w, rows, "", nil)
 	fmt.Fprintln(w)
 	for _, e := range exps {
 		var subs []string

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 func init() { extraCommands = append(extraCommands, newHistoryCmd) }
@@ -93,29 +95,6 @@ func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
 		rows = append(rows, []string{e.ID, e.Time.UTC().Format("2006-01-02 15:04:05"), e.Host, e.Suite,
 			strconv.Itoa(e.Arms), strconv.Itoa(e.Noisy), e.Source})
 	}
-	printCols(stdout, rows)
+	textcol.Write(stdout, rows, "", nil)
 	return nil
-}
-
-// printCols prints left-aligned columns.
-func printCols(w io.Writer, rows [][]string) {
-	width := map[int]int{}
-	for _, r := range rows {
-		for i, c := range r {
-			if l := len([]rune(c)); l > width[i] {
-				width[i] = l
-			}
-		}
-	}
-	for _, r := range rows {
-		line := ""
-		for i, c := range r {
-			if i < len(r)-1 {
-				line += fmt.Sprintf("%-*s  ", width[i], c)
-			} else {
-				line += c
-			}
-		}
-		fmt.Fprintln(w, line)
-	}
 }

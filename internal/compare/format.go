@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // Formats are the output formats Write accepts for a comparison.
@@ -83,7 +84,7 @@ func Table(w io.Writer, c *Comparison) error {
 		rows = append(rows, []string{"geomean (" + g.Unit + ", " + strconv.Itoa(g.Arms) + " arms)",
 			result.FormatValue(g.A, g.Unit), "", result.FormatValue(g.B, g.Unit), "", ratio(g.Ratio), "", "", ""})
 	}
-	align(w, rows)
+	textcol.Write(w, rows, "", textcol.Middle)
 	tail(w, c, "")
 	return nil
 }
@@ -145,28 +146,4 @@ func Markdown(w io.Writer, c *Comparison) error {
 	fmt.Fprintln(w)
 	tail(w, c, "- ")
 	return nil
-}
-
-func align(w io.Writer, rows [][]string) {
-	width := map[int]int{}
-	for _, r := range rows {
-		for i, c := range r {
-			if l := len([]rune(c)); l > width[i] {
-				width[i] = l
-			}
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			pad := strings.Repeat(" ", width[i]-len([]rune(c)))
-			if i == 0 || i == len(r)-1 {
-				b.WriteString(c + pad)
-			} else {
-				b.WriteString(pad + c)
-			}
-			b.WriteString("  ")
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
 }

@@ -14,6 +14,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // Quantum is one known scheduling period.
@@ -205,7 +208,7 @@ func tried(qs []Quantum) string {
 	var s []string
 	for _, q := range qs {
 		if q.PeriodNs > 0 {
-			s = append(s, fmt.Sprintf("%s %s", q.Name, fmtNs(q.PeriodNs)))
+			s = append(s, fmt.Sprintf("%s %s", q.Name, result.FormatNs(float64(q.PeriodNs))))
 		}
 	}
 	if len(s) == 0 {
@@ -222,7 +225,7 @@ func (c Cluster) Where(sorted []int64) string {
 		name string
 		q    float64
 	}{{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}} {
-		v := quantile(sorted, p.q)
+		v := measure.Quantile(sorted, p.q)
 		if v >= c.LowNs && v <= c.HighNs {
 			in = append(in, p.name)
 		}
@@ -240,14 +243,14 @@ func (c Cluster) Where(sorted []int64) string {
 // for Go to preempt a hog (2 sysmon periods of 10 ms)".
 func (c Cluster) Describe(sorted []int64) string {
 	head := fmt.Sprintf("%d of %d samples pile up at %s (%s–%s)", c.Count, len(sorted),
-		fmtNs(c.MedianNs), fmtNs(c.LowNs), fmtNs(c.HighNs))
+		result.FormatNs(float64(c.MedianNs)), result.FormatNs(float64(c.LowNs)), result.FormatNs(float64(c.HighNs)))
 	if w := c.Where(sorted); w != "" {
 		first, rest, _ := strings.Cut(w, ", ")
 		if rest != "" {
 			rest = "; also " + rest
 		}
-		head = fmt.Sprintf("%s sits at %s (%d of %d samples, %s–%s%s)", first, fmtNs(c.MedianNs),
-			c.Count, len(sorted), fmtNs(c.LowNs), fmtNs(c.HighNs), rest)
+		head = fmt.Sprintf("%s sits at %s (%d of %d samples, %s–%s%s)", first, result.FormatNs(float64(c.MedianNs)),
+			c.Count, len(sorted), result.FormatNs(float64(c.LowNs)), result.FormatNs(float64(c.HighNs)), rest)
 	}
 	if c.Cause == nil {
 		return head + ": no known quantum fits (tried " + c.RefusalCandidate + "); cause not named"
@@ -266,32 +269,5 @@ func (m *Match) Reading() string {
 	if m.Multiple != 1 {
 		plural = "s"
 	}
-	return fmt.Sprintf("%s (%d %s%s of %s)", m.Quantum.Cause, m.Multiple, unit, plural, fmtNs(m.Quantum.PeriodNs))
-}
-
-func quantile(sorted []int64, q float64) int64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(q * float64(len(sorted))))
-	if rank < 1 {
-		rank = 1
-	}
-	if rank > len(sorted) {
-		rank = len(sorted)
-	}
-	return sorted[rank-1]
-}
-
-func fmtNs(ns int64) string {
-	f := float64(ns)
-	switch {
-	case f >= 1e9:
-		return fmt.Sprintf("%.3g s", f/1e9)
-	case f >= 1e6:
-		return fmt.Sprintf("%.3g ms", f/1e6)
-	case f >= 1e3:
-		return fmt.Sprintf("%.3g µs", f/1e3)
-	}
-	return fmt.Sprintf("%.0f ns", f)
+	return fmt.Sprintf("%s (%d %s%s of %s)", m.Quantum.Cause, m.Multiple, unit, plural, result.FormatNs(float64(m.Quantum.PeriodNs)))
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // tailFactor: an arm gets a histogram line when its max is at least this
@@ -33,7 +34,7 @@ func writeHistograms(w io.Writer, exp string, arms []result.Arm) {
 		return
 	}
 	fmt.Fprintf(w, "  latency histograms, arms whose max is ≥ %d× p50 (log₂ buckets, · empty, height ~ log count):\n", tailFactor)
-	printAligned(w, rows, "    ")
+	textcol.Write(w, rows, "    ", textcol.Middle)
 }
 
 // HistogramLine renders buckets as one row of block characters, one per

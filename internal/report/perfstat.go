@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // writePerfStat prints what the perf counters add to an experiment's
@@ -116,7 +117,7 @@ func writeComparison(w io.Writer, key string, base, other result.Arm) {
 		table = append(table, row)
 	}
 	fmt.Fprintln(w)
-	printAligned(w, table, "  ")
+	textcol.Write(w, table, "  ", textcol.Middle)
 }
 
 func writeCounterRows(w io.Writer, exp string, arms []result.Arm) {
@@ -141,7 +142,7 @@ func writeCounterRows(w io.Writer, exp string, arms []result.Arm) {
 		table = append(table, row)
 	}
 	fmt.Fprintln(w)
-	printAligned(w, table, "  ")
+	textcol.Write(w, table, "  ", textcol.Middle)
 }
 
 func statNum(v float64, ok bool) string {

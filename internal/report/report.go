@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // Formats are the output formats Write accepts.
@@ -144,7 +145,7 @@ func writeArms(w io.Writer, exp string, arms []result.Arm) {
 			notes = append(notes, name+": "+a.Status+": "+a.Reason)
 		}
 	}
-	printAligned(w, rows, "  ")
+	textcol.Write(w, rows, "  ", textcol.Middle)
 	sort.Strings(notes)
 	for _, n := range dedupe(notes) {
 		fmt.Fprintf(w, "  · %s\n", n)
@@ -195,36 +196,4 @@ func bar(v, max float64) string {
 		n = 1
 	}
 	return strings.Repeat("█", n)
-}
-
-func printAligned(w io.Writer, rows [][]string, indent string) {
-	width := map[int]int{}
-	for _, r := range rows {
-		for i, c := range r {
-			if l := len([]rune(c)); l > width[i] {
-				width[i] = l
-			}
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		b.WriteString(indent)
-		for i, c := range r {
-			pad := width[i] - len([]rune(c))
-			if i > 0 && i < len(r)-1 && i != 0 {
-				// right-align numbers
-				b.WriteString(strings.Repeat(" ", pad))
-				b.WriteString(c)
-			} else {
-				b.WriteString(c)
-				if i < len(r)-1 {
-					b.WriteString(strings.Repeat(" ", pad))
-				}
-			}
-			if i < len(r)-1 {
-				b.WriteString("  ")
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
 }
