@@ -2,7 +2,6 @@ package experiments
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -229,22 +228,6 @@ func TestCachecostChecks(t *testing.T) {
 	}
 }
 
-// alive lists which of tids are still threads of this process. The main
-// thread is left out: a locked goroutine that happened to run on it cannot
-// end it (the runtime parks it instead), but it is not a worker left behind.
-func alive(tids []int) []int {
-	var out []int
-	for _, tid := range tids {
-		if tid == os.Getpid() {
-			continue
-		}
-		if _, err := os.Stat("/proc/self/task/" + itoa(int64(tid))); err == nil {
-			out = append(out, tid)
-		}
-	}
-	return out
-}
-
 func runBench(t *testing.T, bn exp.Bench, n int) {
 	t.Helper()
 	b := measure.NewB(context.Background(), n, measure.NewSampler(n, 100, 1), nil)
@@ -280,19 +263,7 @@ func TestSweepBench(t *testing.T) {
 	if _, ok := r.Metrics["runq_wait_ns/element"]; !ok {
 		t.Errorf("no run-queue wait figure: %v %v", r.Metrics, r.Notes)
 	}
-	waitTIDsExit(t, tids)
-}
-
-// waitTIDsExit waits for the workers' OS threads to be gone.
-func waitTIDsExit(t *testing.T, tids []int) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for len(alive(tids)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if left := alive(tids); len(left) > 0 {
-		t.Errorf("threads %v still exist after Close: workers left behind", left)
-	}
+	waitTIDsGone(t, tids)
 }
 
 func TestPairBenches(t *testing.T) {
@@ -327,7 +298,7 @@ func TestPairBenches(t *testing.T) {
 			}
 		}
 	}
-	waitTIDsExit(t, tids)
+	waitTIDsGone(t, tids)
 }
 
 // Close from another goroutine unblocks a Run in progress (the runner's

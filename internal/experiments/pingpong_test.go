@@ -57,28 +57,41 @@ func TestPingpongSwitchInvariants(t *testing.T) {
 	cfg := tinyConfig()
 	cfg.Reps, cfg.BenchTime = 3, 50*time.Millisecond
 	arms := measureArms(t, "pingpong", cfg, func(a exp.Arm) bool {
-		return a.Name == "pingpong/thread/futex/unpinned" || a.Name == "pingpong/thread/pipe/same-cpu" ||
+		return a.Name == "pingpong/thread/futex/unpinned" || a.Name == "pingpong/thread/pipe/same-cpu" || a.Name == "pingpong/thread/futex/same-cpu" ||
 			a.Name == "pingpong/goroutine/chan/gomaxprocs=1" || a.Name == "pingpong/goroutine/cond/gomaxprocs=1" ||
 			a.Name == "pingpong/process/pipe/unpinned"
 	})
-	if len(arms) != 5 {
+	if len(arms) != 6 {
 		t.Fatalf("got %d arms", len(arms))
 	}
 	for _, a := range arms {
 		if a.Status != result.StatusOK {
 			t.Fatalf("%s: %s %s", a.Name, a.Status, a.Reason)
 		}
+		// Invariants that hold on any machine: goroutines at GOMAXPROCS=1
+		// need no OS switch; two threads on one CPU need one switch per
+		// handoff, two per round trip. Unpinned there is no lower bound:
+		// with the threads awake on two CPUs the reply can arrive before
+		// the waker sleeps (measured here: 0.86 switches per futex round
+		// trip), so the output's "≈ 2" check is reported, not asserted.
 		sw := a.Switches.Total()
-		if a.Substrate == "goroutine" {
+		switch {
+		case a.Substrate == "goroutine":
 			if sw >= maxGoroutineSwitches {
 				t.Errorf("%s: %.4f OS switches per round trip at GOMAXPROCS=1, want ≈ 0", a.Name, sw)
 			}
-		} else if sw < minThreadSwitches {
-			t.Errorf("%s: %.2f OS switches per round trip, want ≥ %.1f", a.Name, sw, minThreadSwitches)
+		case a.Placement == "same-cpu":
+			if sw < 1.9 {
+				t.Errorf("%s: %.2f OS switches per round trip on one CPU, want ≥ 2 (one per handoff)", a.Name, sw)
+			}
+		default:
+			if sw <= 0 {
+				t.Errorf("%s: no OS switch counted", a.Name)
+			}
 		}
 	}
 	checks := pingpongChecks(arms)
-	if len(checks) < 4 { // one per arm but the same-cpu one
+	if len(checks) < 4 { // one per arm but the same-cpu ones, plus same vs unpinned
 		t.Fatalf("expected a check per arm, got %d", len(checks))
 	}
 }
