@@ -120,6 +120,20 @@ func workerPlacement(pl exp.Placement, p exp.Params) exp.Placement {
 		pl.A, pl.B = p.CPUs, p.CPUs
 	}
 	pl.Process = nil
+	if len(pl.A) > 0 && p.Host != nil {
+		// Keep the harness off the workers' CPUs where the machine has
+		// others: the runtime's threads are confined to the rest, and the
+		// workers (and the child's echo thread) pin themselves.
+		used := map[int]bool{}
+		for _, c := range append(append([]int(nil), pl.A...), pl.B...) {
+			used[c] = true
+		}
+		for _, c := range p.Host.OnlineCPUs {
+			if !used[c] {
+				pl.Process = append(pl.Process, c)
+			}
+		}
+	}
 	return pl
 }
 
