@@ -3,7 +3,6 @@ package serve
 import (
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
@@ -114,8 +113,9 @@ func match(pat string, p exp.Params, lookup Lookup) ([]Probe, error) {
 	if !hasSlash {
 		return nil, fmt.Errorf("--probes %q: name arms, not a whole experiment, e.g. %s/* or an arm from `ctxlab list %s`", pat, name, name)
 	}
-	if _, err := path.Match(pat, ""); err != nil {
-		return nil, fmt.Errorf("--probes %q: bad glob: %v", pat, err)
+	glob, err := exp.ParsePattern(pat)
+	if err != nil {
+		return nil, fmt.Errorf("--probes: bad glob: %v", err)
 	}
 	arms, err := spec.Arms(p)
 	if err != nil {
@@ -123,7 +123,7 @@ func match(pat string, p exp.Params, lookup Lookup) ([]Probe, error) {
 	}
 	var out []Probe
 	for _, a := range arms {
-		if ok, _ := path.Match(pat, a.Name); ok {
+		if glob.Match(a.Name) {
 			out = append(out, Probe{Spec: spec, Arm: a})
 		}
 	}
