@@ -14,9 +14,19 @@ import (
 func newListCmd(stdout io.Writer) *cobra.Command {
 	var suite string
 	c := &cobra.Command{
-		Use:   "list [EXPERIMENT]",
+		Use:   "list [EXPERIMENT | PATTERN …]",
 		Short: "list experiments, their arms, and what each measures",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `Without arguments, every experiment and its arms; with an experiment's name,
+what it measures and its arms. With arm patterns, the arms they select, as
+` + "`ctxlab run`" + ` would run them: a pattern is an experiment, an arm, a leading part
+of arm names (pingpong/thread), or a glob in which * matches any run of
+characters, / included (pingpong/thread/*, */futex/*), ? one character and
+[…] one of a set. budget --arm, serve --probes and report --chart read
+patterns the same way.`,
+		Example: `  ctxlab list
+  ctxlab list pingpong
+  ctxlab list 'pingpong/thread/*'
+  ctxlab list '*/futex/*' --suite quick`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return list(stdout, args, suite)
 		},
@@ -32,6 +42,9 @@ func list(w io.Writer, args []string, suite string) error {
 	host := sysinfo.Detect()
 	p := exp.Params{Suite: suite, Host: host, CPUs: host.OnlineCPUs, Extra: map[string]string{}}
 	specs := exp.All()
+	if len(args) > 1 || len(args) == 1 && !isExperiment(args[0]) {
+		return listSelected(w, args, p)
+	}
 	if len(args) == 1 {
 		s, ok := exp.Lookup(args[0])
 		if !ok {
@@ -78,4 +91,40 @@ func list(w io.Writer, args []string, suite string) error {
 	}
 	fmt.Fprintln(w, "\nq = in the quick suite (`ctxlab` alone, or `ctxlab run --quick`)")
 	return nil
+}
+
+func isExperiment(name string) bool {
+	_, ok := exp.Lookup(name)
+	return ok
+}
+
+// listSelected prints the arms that patterns select, as run would take them.
+func listSelected(w io.Writer, patterns []string, p exp.Params) error {
+	sel, err := exp.Select(patterns, p)
+	if err != nil {
+		return &UsageError{err}
+	}
+	n := 0
+	for _, s := range sel {
+		n += len(s.Arms)
+	}
+	fmt.Fprintf(w, "%s selects %d arm%s (suite %s):\n", strings.Join(patterns, " "), n, plural(n), p.Suite)
+	for _, s := range sel {
+		fmt.Fprintf(w, "\n%s — op: %s\n", s.Spec.Name, s.Spec.Op)
+		for _, a := range s.Arms {
+			line := "  " + a.Name
+			if a.Unsupported != "" {
+				line += "  (unavailable here: " + a.Unsupported + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	return nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
