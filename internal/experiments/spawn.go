@@ -186,6 +186,12 @@ func (s *Spawn) Run(b *measure.B) error {
 	return nil
 }
 
+// Participants: the whole process, whose threads create the workers
+// (exited threads included); for processes also every reaped child.
+func (s *Spawn) Participants() exp.Participants {
+	return exp.Participants{Process: true, Children: s.sub == "process"}
+}
+
 // Close has nothing to stop: every op joins its worker (a process left by
 // an interrupted op is killed by the child package's KillAll).
 func (s *Spawn) Close() error { return nil }
