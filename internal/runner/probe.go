@@ -114,62 +114,94 @@ func readTask(pid, tid int, child bool) (taskVals, bool) {
 	return v, true
 }
 
-func (p *taskProbe) read() taskReading {
+// read takes one snapshot. The probe's own reading costs CPU time on the
+// thread that reads, which may be a participant (a bench that resets the
+// timer on its worker thread) or part of the whole process: so the calling
+// thread and the process-wide clocks are read last when a repetition
+// begins and first when it ends, leaving the reading itself outside.
+func (p *taskProbe) read(begin bool) taskReading {
 	rd := taskReading{tasks: map[taskKey]taskVals{}}
-	if vol, invol, err := measure.SelfSwitches(); err == nil {
-		rd.whole.vol, rd.whole.invol = vol, invol
-	}
-	if p.parts.Process {
-		v := taskVals{haveSchedst: true}
-		v.vol, v.invol = rd.whole.vol, rd.whole.invol
-		if cpu, err := measure.ProcessCPUNs(); err == nil {
-			v.cpu = cpu
-		} else {
-			v.haveSchedst = false
+	me := measure.Gettid()
+	mine := false
+	if !p.parts.Process {
+		for _, tid := range p.parts.TIDs {
+			mine = mine || tid == me
 		}
-		// Migrations and run-queue wait: summed over the live threads.
-		if tasks, err := procstat.DefaultRoot.ReadTasks(selfPID); err == nil {
-			for _, t := range tasks {
-				if t.HasSched {
-					rd.tasks[taskKey{selfPID, t.TID}] = taskVals{migr: int64(t.Migrations), haveMigr: true, runq: int64(t.RunqNs), haveSchedst: t.HasSchedstat}
+	}
+	self := func() {
+		if vol, invol, err := measure.SelfSwitches(); err == nil {
+			rd.whole.vol += vol
+			rd.whole.invol += invol
+			if p.parts.Process {
+				v := taskVals{vol: vol, invol: invol, haveSchedst: true}
+				if cpu, err := measure.ProcessCPUNs(); err == nil {
+					v.cpu = cpu
+				} else {
+					v.haveSchedst = false
+				}
+				rd.tasks[taskKey{selfPID, 0}] = v // 0: the process as a whole
+			}
+		}
+		if mine {
+			if v, ok := readTask(selfPID, me, false); ok {
+				rd.tasks[taskKey{selfPID, me}] = v
+			}
+		}
+	}
+	others := func() {
+		if p.parts.Process {
+			// Migrations and run-queue wait: summed over the live threads.
+			if tasks, err := procstat.DefaultRoot.ReadTasks(selfPID); err == nil {
+				for _, t := range tasks {
+					if t.HasSched {
+						rd.tasks[taskKey{selfPID, t.TID}] = taskVals{migr: int64(t.Migrations), haveMigr: true, runq: int64(t.RunqNs), haveSchedst: t.HasSchedstat}
+					}
 				}
 			}
 		}
-		rd.tasks[taskKey{selfPID, 0}] = v // 0: the process as a whole
-	} else {
 		for _, tid := range p.parts.TIDs {
+			if p.parts.Process || tid == me {
+				continue
+			}
 			if v, ok := readTask(selfPID, tid, false); ok {
 				rd.tasks[taskKey{selfPID, tid}] = v
 			}
 		}
-	}
-	for _, pid := range p.parts.PIDs {
-		tids, err := procstat.DefaultRoot.TIDs(pid)
-		if err != nil {
-			continue
+		for _, pid := range p.parts.PIDs {
+			tids, err := procstat.DefaultRoot.TIDs(pid)
+			if err != nil {
+				continue
+			}
+			for _, tid := range tids {
+				if v, ok := readTask(pid, tid, true); ok {
+					rd.tasks[taskKey{pid, tid}] = v
+					rd.whole.vol += v.vol
+					rd.whole.invol += v.invol
+				}
+			}
 		}
-		for _, tid := range tids {
-			if v, ok := readTask(pid, tid, true); ok {
-				rd.tasks[taskKey{pid, tid}] = v
-				rd.whole.vol += v.vol
-				rd.whole.invol += v.invol
+		if p.parts.Children {
+			if u, err := measure.ChildrenUsage(); err == nil {
+				rd.tasks[taskKey{-1, 0}] = taskVals{vol: u.Voluntary, invol: u.Involuntary, cpu: u.CPUNs, haveSchedst: true, child: true}
+				rd.whole.vol += u.Voluntary
+				rd.whole.invol += u.Involuntary
 			}
 		}
 	}
-	if p.parts.Children {
-		if u, err := measure.ChildrenUsage(); err == nil {
-			rd.tasks[taskKey{-1, 0}] = taskVals{vol: u.Voluntary, invol: u.Involuntary, cpu: u.CPUNs, haveSchedst: true, child: true}
-			rd.whole.vol += u.Voluntary
-			rd.whole.invol += u.Involuntary
-		}
+	if begin {
+		others()
+		self()
+	} else {
+		self()
+		others()
 	}
 	return rd
 }
 
-func (p *taskProbe) begin() { p.base = p.read() }
+func (p *taskProbe) begin() { p.base = p.read(true) }
 
 func (p *taskProbe) end() {
-	now := p.read()
+	now := p.read(false)
 	p.whole.vol += now.whole.vol - p.base.whole.vol
 	p.whole.invol += now.whole.invol - p.base.whole.invol
 	for k, b := range p.base.tasks {
