@@ -88,7 +88,7 @@ type Arm struct {
 	// Open sets the arm up outside any timing: it starts every worker,
 	// child process and lazy state, so the first timed op pays for none of
 	// it. What it returns is a Loop (the runner times it) or a SelfTimed
-	// bench (the CPython driver).
+	// bench (the CPython driver), or a Gauge.
 	Open func(ctx context.Context) (Bench, error)
 	// Reps and BenchTime override the suite's defaults when non-zero.
 	Reps int
@@ -154,6 +154,23 @@ type Loop interface {
 type SelfTimed interface {
 	Bench
 	Measure(ctx context.Context, req DirectRequest) (*DirectResult, error)
+}
+
+// Gauge is a bench whose figure is a quantity, not a time (memory per
+// idle worker): the runner asks it for one reading per repetition and
+// summarises the readings like any figure: median, range, spread, noise.
+type Gauge interface {
+	Bench
+	Read(ctx context.Context) (Reading, error)
+}
+
+// Reading is one repetition of a Gauge.
+type Reading struct {
+	Value float64 // in the arm's Unit
+	Ops   int64   // what Value is per: the workers weighed
+	// Metrics are figures taken with Value; the runner keeps each one's
+	// median over the repetitions.
+	Metrics map[string]float64
 }
 
 // Participants are who takes part in an arm's ops. The zero value is an

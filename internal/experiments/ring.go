@@ -679,7 +679,7 @@ func ringDrive(n, hops int, in, out, done mech.Endpoint, count *int64, s *measur
 	left := uint64(hops - 1) // hops still to make after this send
 	for {
 		if every > 0 && made >= sampleAt && left >= uint64(n-1) {
-			t0 = measure.Now() // time this (full) lap
+			t0 = s.Stamp() // time this (full) lap
 			sampleAt = made + every
 		}
 		if err := out.Send(left); err != nil {
@@ -701,7 +701,7 @@ func ringDrive(n, hops int, in, out, done mech.Endpoint, count *int64, s *measur
 			return err
 		}
 		if t0 != 0 {
-			s.Record((measure.Now() - t0) / int64(n))
+			s.StopPer(t0, n)
 			t0 = 0
 		}
 		if v == mech.Stop || stop.Load() {

@@ -52,6 +52,10 @@ func (s *Sampler) Stop(t int64) {
 	s.n++
 }
 
+// Stamp is a timestamp for an op the bench chose to sample itself (a
+// whole lap of a ring, every Every() ops), for StopPer.
+func (s *Sampler) Stamp() int64 { return Now() | 1 }
+
 // StopLess records the latency of an op started at t (a value from Start)
 // less d ns, never below 0: how late a sleep of d ended.
 func (s *Sampler) StopLess(t, d int64) {

@@ -195,9 +195,11 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 		return loop(ctx, actx, cfg, a, b, r, reps, limit, before)
 	case exp.SelfTimed:
 		return selfTimed(ctx, actx, cfg, b, r, reps, limit, before)
+	case exp.Gauge:
+		return gauge(ctx, actx, cfg, b, r, reps, limit, before)
 	default:
 		bench.Close()
-		r.Status, r.Reason = result.StatusFailed, fmt.Sprintf("setup: %T is neither an exp.Loop nor an exp.SelfTimed bench", bench)
+		r.Status, r.Reason = result.StatusFailed, fmt.Sprintf("setup: %T is not an exp.Loop, exp.SelfTimed or exp.Gauge bench", bench)
 		return r
 	}
 }
