@@ -119,30 +119,29 @@ type DirectRequest struct {
 // chooses which ops to time on their own. The runner sends it to
 // self-timed arms (the CPython driver) so that one rule sizes every figure.
 //
-// Warm-up: batches start at one op and grow, each aiming at
-// 1/WarmUpBatches of the warm-up time and at most WarmUpGrowMax times the
-// last, until the warm-up time or op count is spent. Sizing, as testing.B
-// does: from the last batch, predict the ops that fill BenchTime, pad the
-// prediction by Overshoot, grow at most GrowMax times, run it, and repeat
-// until a batch that is not the arm's first one fills BenchTime (or reaches
-// MaxOpsPerRep); that batch's ops are the ops of every repetition. Sampling:
-// an op is timed on its own at most every ⌈SampleClockFactor × clock cost ÷
-// op cost⌉-th op, so timestamps stay far below the op they time.
+// Warm-up and sizing, as testing.B sizes b.N: run a batch from one op up,
+// predict from it the ops that fill Share of BenchTime, pad the prediction
+// by Overshoot, grow at most GrowMax times (and at least by one op), and run
+// again, until the warm-up time (or op count) is spent and a batch that is
+// not the arm's first filled its share; a one-op batch counts only when it
+// fills a whole BenchTime. A repetition then runs BenchTime ÷ that batch's
+// cost per op, at most MaxOpsPerRep. Sampling: an op is timed on its own at
+// most every ⌈SampleClockFactor × clock cost ÷ op cost⌉-th op, so the
+// timestamps stay far below the op they time.
 type Policy struct {
-	WarmUpBatches     int     // a warm-up batch aims at this fraction (1/n) of the warm-up time
-	WarmUpGrowMax     float64 // …and grows at most this many times over the last
+	Share             float64 // a sizing batch aims at this fraction of BenchTime
 	GrowMax           float64 // a sizing batch grows at most this many times over the last
 	Overshoot         float64 // a sizing prediction is padded by this factor
-	MaxOpsPerRep      int64   // no repetition runs more ops
+	MaxOpsPerRep      int64   // no batch or repetition runs more ops
 	SampleClockFactor float64 // minimum sampling interval, in clock costs per op cost
 }
 
-// DefaultPolicy is the runner's policy: testing.B's growth (≤ 100×, padded
-// 1.2×, at most 1e9 ops) and a sampling interval that keeps timestamps
-// under ~0.1% of the op (measured: sampling every 6 µs pipe round trip
-// added 3–10% to the mean, every 10th op under 1%).
-var DefaultPolicy = Policy{WarmUpBatches: 10, WarmUpGrowMax: 10, GrowMax: 100, Overshoot: 1.2,
-	MaxOpsPerRep: 1e9, SampleClockFactor: 2000}
+// DefaultPolicy is the runner's policy (runner.size, predictN and the
+// sampler: keep them equal): testing.B's growth (≤ 100×, padded 1.2×, at
+// most 1e9 ops), batches of a tenth of the benchtime, and a sampling
+// interval that keeps timestamps under ~0.1% of the op (measured: sampling
+// every 6 µs pipe round trip added 3–10% to the mean, every 10th op under 1%).
+var DefaultPolicy = Policy{Share: 0.1, GrowMax: 100, Overshoot: 1.2, MaxOpsPerRep: 1e9, SampleClockFactor: 2000}
 
 // OrDefault returns p, or DefaultPolicy when p is the zero value.
 func (p Policy) OrDefault() Policy {

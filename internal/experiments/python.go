@@ -319,8 +319,8 @@ func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, 
 
 // wirePolicy is the runner's policy as the driver reads it.
 func wirePolicy(p exp.Policy) *pydriver.Policy {
-	return &pydriver.Policy{WarmUpBatches: p.WarmUpBatches, WarmUpGrowMax: p.WarmUpGrowMax, GrowMax: p.GrowMax,
-		Overshoot: p.Overshoot, MaxOpsPerRep: p.MaxOpsPerRep, SampleClockFactor: p.SampleClockFactor}
+	return &pydriver.Policy{Share: p.Share, GrowMax: p.GrowMax, Overshoot: p.Overshoot, MaxOpsPerRep: p.MaxOpsPerRep,
+		SampleClockFactor: p.SampleClockFactor}
 }
 
 // pyResult converts a driver response (already checked for shape).

@@ -11,8 +11,8 @@
 #   stderr: diagnostics and tracebacks only.
 #   EOF on stdin: exit 0.
 #
-# Each arm times itself under the runner's policy (warm-up, testing.B-style
-# repetition sizing, sampling interval; see measure()): batch timing per
+# Each arm times itself under the runner's policy (warm-up and testing.B-style
+# repetition sizing, sampling interval; see size()): batch timing per
 # repetition (mean = elapsed / ops), per-op latencies on a sample of ops, and
 # OS context switches from getrusage over exactly the timed repetitions.
 import asyncio
@@ -857,8 +857,7 @@ CLOCK_NS = clock_cost()
 
 # The runner's policy (exp.DefaultPolicy), used when a request carries none.
 DEFAULT_POLICY = {
-    "warmup_batches": 10,
-    "warmup_grow_max": 10,
+    "share": 0.1,
     "grow_max": 100,
     "overshoot": 1.2,
     "max_ops_per_rep": 1_000_000_000,
@@ -876,45 +875,38 @@ def policy(given):
     return pol
 
 
-def warm_up(run, warm_ns, warm_ops, pol):
-    """The runner's warm-up: batches from one op up, each aiming at
-    1/warmup_batches of the warm-up time and growing at most warmup_grow_max
-    times, until the warm-up time or op count is spent. Returns the batches
-    as [ops, ns]."""
+def predict(goal, n, el, pol):
+    """testing.B's rule, as the runner's predictN: the ops that should take
+    goal ns if n took el ns, padded by overshoot, growing at most grow_max
+    times and at least by one, and at most max_ops_per_rep."""
+    nxt = int(goal * n / max(el, 1))
+    nxt += int(nxt * (pol["overshoot"] - 1))
+    nxt = min(nxt, int(pol["grow_max"] * n))
+    nxt = max(nxt, n + 1)
+    return min(nxt, pol["max_ops_per_rep"])
+
+
+def size(run, bench_ns, warm_ns, warm_ops, pol):
+    """The runner's warm-up and sizing (runner.size): run a batch, predict
+    the ops that fill its share of the benchtime, and run again, until the
+    warm-up time (or op count) is spent and a batch that is not the arm's
+    first filled its share. A one-op batch counts only when that op fills a
+    whole repetition, so a slow first op (lazy set-up the clock sees) cannot
+    size the repetitions. Returns the batches as [ops, ns] and ns per op."""
+    share = max(1, int(bench_ns * pol["share"]))
     batches, n, ops = [], 1, 0
     start = pc()
     while True:
         el, done = run(n)
         batches.append([done, el])
         ops += done
-        if pc() - start >= warm_ns or ops >= warm_ops:
-            return batches
-        nxt = int(done * pol["warmup_grow_max"])
-        if el > 0:
-            nxt = min(nxt, int(done * (warm_ns / pol["warmup_batches"]) / el))
-        n = max(nxt, done + 1)
-
-
-def size_reps(run, warm, bench_ns, pol):
-    """testing.B's sizing, from the last warm-up batch: predict the ops that
-    fill bench_ns, pad by overshoot, grow at most grow_max times, run, and
-    repeat until a batch fills bench_ns (or reaches max_ops_per_rep). The
-    arm's first batch is never trusted (it may carry lazy set-up), so a
-    single slow op sizes nothing unless a later one is as slow. Returns the
-    sizing batches as [ops, ns], the ops per repetition and ns per op."""
-    n, el = warm[-1]
-    first = len(warm) == 1
-    cap = pol["max_ops_per_rep"]
-    sizing = []
-    while (el < bench_ns or first) and n < cap:
-        pred = n * bench_ns / el if el > 0 else n * pol["grow_max"]
-        pred = int(pred * pol["overshoot"])
-        pred = min(pred, int(n * pol["grow_max"]))
-        pred = min(max(pred, n + 1), cap)
-        el, n = run(pred)
-        sizing.append([n, el])
-        first = False
-    return sizing, min(n, cap), max(el / n, 1.0)
+        warm = pc() - start >= warm_ns or ops >= warm_ops
+        # A batch at the cap cannot grow: it is trusted too (else a cheap op
+        # under a low cap would loop for ever).
+        trusted = len(batches) > 1 and ((done > 1 and el >= share) or el >= bench_ns or done >= pol["max_ops_per_rep"])
+        if warm and trusted:
+            return batches, max(el / done, 1e-3)
+        n = predict(share, done, el, pol)
 
 
 def sample_every(total_ops, max_samples, per_op, pol, unit):
@@ -973,9 +965,8 @@ def measure(req):
         if int(p.get("busy", 0)) > 0:
             busy = [Busy() for _ in range(int(p["busy"]))]
         unsampled = lambda k: bench.run(k, NEVER, [])
-        warm = warm_up(unsampled, warm_ns, warm_ops, pol)
-        sizing, ops_per_rep, per_op = size_reps(unsampled, warm, bench_ns, pol)
-        ops_per_rep = max(min_ops, ops_per_rep)
+        sizing, per_op = size(unsampled, bench_ns, warm_ns, warm_ops, pol)
+        ops_per_rep = max(min_ops, int(max(1, min(pol["max_ops_per_rep"], bench_ns / per_op))))
         every = NEVER
         if bench.sampled:
             every = sample_every(reps * ops_per_rep, max_samples, per_op, pol, bench.ops_per_unit)
@@ -1012,7 +1003,6 @@ def measure(req):
             "ops": rep_ops,
             "samples_ns": samples,
             "sample_every": every if bench.sampled else 0,
-            "warmup": warm,
             "sizing": sizing,
             "per_op_ns": per_op,
             "policy": pol,

@@ -453,10 +453,9 @@ func TestDriverLoopGap(t *testing.T) {
 func TestDriverAppliesPolicy(t *testing.T) {
 	in := realPython(t)
 	defer CloseAll()
-	pol := &Policy{WarmUpBatches: 5, WarmUpGrowMax: 4, GrowMax: 50, Overshoot: 1.3, MaxOpsPerRep: 1e9, SampleClockFactor: 500}
-	bench := int64(8 * time.Millisecond)
+	pol := &Policy{Share: 0.2, GrowMax: 50, Overshoot: 1.3, MaxOpsPerRep: 1e9, SampleClockFactor: 500}
 	req := Request{Bench: "test.spin", Params: map[string]string{"op_ns": "20000", "first_ns": "30000000"},
-		Reps: 2, BenchNs: bench, WarmUpNs: int64(2 * time.Millisecond), WarmUpOps: 1 << 20, MaxSamples: 1000, Policy: pol}
+		Reps: 2, BenchNs: int64(8 * time.Millisecond), WarmUpNs: int64(2 * time.Millisecond), WarmUpOps: 1 << 20, MaxSamples: 1000, Policy: pol}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r, h, err := in.Do(ctx, req)
@@ -467,11 +466,11 @@ func TestDriverAppliesPolicy(t *testing.T) {
 		t.Fatalf("driver applied policy %+v, sent %+v", r.Policy, pol)
 	}
 	checkSizing(t, r, req)
-	if len(r.WarmUp) != 1 || r.WarmUp[0][0] != 1 || r.WarmUp[0][1] < 30e6 {
-		t.Fatalf("warm-up %v: want the one slow op, which spends the warm-up", r.WarmUp)
+	if r.Sizing[0][0] != 1 || r.Sizing[0][1] < 30e6 {
+		t.Fatalf("sizing %v: want the one slow op first", r.Sizing)
 	}
-	if r.Ops[0] < 2 {
-		t.Fatalf("sized from one op: %d ops per repetition (warm-up %v, sizing %v)", r.Ops[0], r.WarmUp, r.Sizing)
+	if r.PerOpNs > 1e6 || r.Ops[0] < 2 {
+		t.Fatalf("sized from the slow first op: %.0f ns per op, %d ops per repetition (sizing %v)", r.PerOpNs, r.Ops[0], r.Sizing)
 	}
 	// The sampling rule: keep at most max_samples, and sample no more often
 	// than every ⌈factor × clock ÷ op⌉-th op.
@@ -480,60 +479,60 @@ func TestDriverAppliesPolicy(t *testing.T) {
 		t.Fatalf("sample every %d, want %d (clock %.1f ns, op %.0f ns)", r.SampleEvery, want, h.ClockNs, r.PerOpNs)
 	}
 
-	// A warm-up of many batches grows each by at most WarmUpGrowMax.
+	// A cheap op: many batches, each growing by at most GrowMax.
 	req = Request{Bench: "callchain.plain", Reps: 2, BenchNs: int64(5 * time.Millisecond), WarmUpNs: int64(5 * time.Millisecond),
 		WarmUpOps: 1 << 30, MaxSamples: 1000, Policy: pol}
 	if r, _, err = in.Do(ctx, req); err != nil || !r.OK {
 		t.Fatalf("r=%+v err=%v", r, err)
 	}
 	checkSizing(t, r, req)
-	if len(r.WarmUp) < 2 {
-		t.Fatalf("warm-up %v: want several batches", r.WarmUp)
-	}
-	for i := 1; i < len(r.WarmUp); i++ {
-		if g := float64(r.WarmUp[i][0]) / float64(r.WarmUp[i-1][0]); g > pol.WarmUpGrowMax || g <= 1 {
-			t.Fatalf("warm-up batch %d grew %.2f×, want (1, %v]: %v", i, g, pol.WarmUpGrowMax, r.WarmUp)
-		}
+	if len(r.Sizing) < 3 {
+		t.Fatalf("sizing %v: want several batches from one op up", r.Sizing)
 	}
 
 	// MaxOpsPerRep caps a repetition however cheap the op.
 	capped := *pol
-	capped.MaxOpsPerRep = 5000
+	capped.MaxOpsPerRep = 100
 	req.Policy = &capped
 	if r, _, err = in.Do(ctx, req); err != nil || !r.OK {
 		t.Fatalf("r=%+v err=%v", r, err)
 	}
-	if r.Ops[0] != 5000 || r.Ops[1] != 5000 {
-		t.Fatalf("ops per repetition %v, want the cap 5000", r.Ops)
+	checkSizing(t, r, req)
+	if r.Ops[0] != 100 || r.Ops[1] != 100 {
+		t.Fatalf("ops per repetition %v, want the cap 100", r.Ops)
 	}
 }
 
-// checkSizing asserts the sizing rule on a driver's answer: every sizing
-// batch grows over the last by at most GrowMax, the batch that set the ops
-// per repetition filled bench_ns (or hit the cap), and it was not the
-// arm's first batch.
+// checkSizing asserts the sizing rule on a driver's answer: batches start
+// at one op and grow by at most GrowMax (and at most to the cap); the last
+// one, never the arm's first, filled its share of bench_ns (a one-op batch
+// the whole of it); the repetitions run bench_ns at that batch's rate.
 func checkSizing(t *testing.T, r *Response, req Request) {
 	t.Helper()
-	all := append(append([]Batch{}, r.WarmUp...), r.Sizing...)
-	if len(all) < 2 {
-		t.Fatalf("sized from the arm's first batch: warm-up %v, sizing %v", r.WarmUp, r.Sizing)
+	p := req.Policy
+	b := r.Sizing
+	if len(b) < 2 || b[0][0] != 1 {
+		t.Fatalf("sizing %v: want at least two batches, the first of one op", b)
 	}
-	for i := len(r.WarmUp); i < len(all); i++ {
-		if g := float64(all[i][0]) / float64(all[i-1][0]); g > req.Policy.GrowMax || g <= 1 {
-			t.Fatalf("sizing batch %v grew %.2f× over %v, want (1, %v]", all[i], g, all[i-1], req.Policy.GrowMax)
+	for i := 1; i < len(b); i++ {
+		if g := float64(b[i][0]) / float64(b[i-1][0]); (g > p.GrowMax && b[i][0] > b[i-1][0]+1) || b[i][0] > p.MaxOpsPerRep {
+			t.Fatalf("sizing batch %v grew %.2f× over %v, want ≤ %v: %v", b[i], g, b[i-1], p.GrowMax, b)
 		}
 	}
-	last := all[len(all)-1]
-	if last[1] < req.BenchNs && last[0] < req.Policy.MaxOpsPerRep {
-		t.Fatalf("the sizing batch %v did not fill %d ns: warm-up %v, sizing %v", last, req.BenchNs, r.WarmUp, r.Sizing)
+	last := b[len(b)-1]
+	share := int64(float64(req.BenchNs) * p.Share)
+	if !((last[0] > 1 && last[1] >= share) || last[1] >= req.BenchNs || last[0] >= p.MaxOpsPerRep) {
+		t.Fatalf("the sizing batch %v did not fill its share %d ns of %d: %v", last, share, req.BenchNs, b)
 	}
+	perOp := float64(last[1]) / float64(last[0])
+	if math.Abs(r.PerOpNs-perOp) > 1e-6*perOp {
+		t.Fatalf("per-op %v ns, the sizing batch says %v", r.PerOpNs, perOp)
+	}
+	want := int64(max(1, min(float64(p.MaxOpsPerRep), float64(req.BenchNs)/perOp)))
 	for _, ops := range r.Ops {
-		if ops != min(last[0], req.Policy.MaxOpsPerRep) {
-			t.Fatalf("repetitions ran %v ops, the sizing batch %d", r.Ops, last[0])
+		if ops < want || ops > want+1 {
+			t.Fatalf("repetitions ran %v ops, want %d (%d ns at %.1f ns per op)", r.Ops, want, req.BenchNs, perOp)
 		}
-	}
-	if r.PerOpNs <= 0 || math.Abs(r.PerOpNs-float64(last[1])/float64(last[0])) > 1 {
-		t.Fatalf("per-op %v ns, the sizing batch says %v", r.PerOpNs, float64(last[1])/float64(last[0]))
 	}
 }
 

@@ -52,8 +52,7 @@ type Request struct {
 // Policy is the runner's warm-up, sizing and sampling policy on the wire
 // (exp.Policy); the driver applies it as the runner does (docs/python.md).
 type Policy struct {
-	WarmUpBatches     int     `json:"warmup_batches"`
-	WarmUpGrowMax     float64 `json:"warmup_grow_max"`
+	Share             float64 `json:"share"`
 	GrowMax           float64 `json:"grow_max"`
 	Overshoot         float64 `json:"overshoot"`
 	MaxOpsPerRep      int64   `json:"max_ops_per_rep"`
@@ -81,13 +80,11 @@ type Response struct {
 	Ops         []int64 `json:"ops"`    // ops done in each repetition
 	SamplesNs   []int64 `json:"samples_ns"`
 	SampleEvery int     `json:"sample_every"`
-	// WarmUp and Sizing are the batches that warmed the arm up and sized its
-	// repetitions, in order; the last sizing batch (or, without one, the
-	// last warm-up batch) filled bench_ns and set the ops per repetition.
-	WarmUp []Batch `json:"warmup"`
+	// Sizing are the untimed batches that warmed the arm up and sized its
+	// repetitions, in order; the last one filled its share of bench_ns.
 	Sizing []Batch `json:"sizing"`
-	// PerOpNs is the op's cost from that batch; the sampling interval
-	// follows from it. Policy is the policy the driver applied.
+	// PerOpNs is the op's cost from that batch; the ops per repetition and
+	// the sampling interval follow from it. Policy is the policy applied.
 	PerOpNs float64 `json:"per_op_ns"`
 	Policy  *Policy `json:"policy"`
 	// Switches: getrusage(RUSAGE_SELF) over every driver thread, plus
