@@ -476,6 +476,9 @@ func (v verdict) budget() []string {
 	return append(out, "  "+strings.Join(parts, " · ")+" — from "+strings.Join(srcs, ", "))
 }
 
+// Percent renders a fraction as a percentage with sensible digits: 18%, 1.5%, 0.044%.
+func Percent(f float64) string { return pct(f) }
+
 func pct(f float64) string {
 	switch {
 	case f >= 0.1:
