@@ -131,3 +131,18 @@ func TestBenchReadsWithBenchfmt(t *testing.T) {
 		t.Errorf("unsupported arm not noted:\n%s", text)
 	}
 }
+
+// loadQuick is a real quick-suite run (2-vCPU VM, busy), histograms removed.
+func loadQuick(t *testing.T) *result.Run {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "quick.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := result.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -99,8 +99,11 @@ type Arm struct {
 	Percentiles *Percentiles `json:"percentiles,omitempty"`
 	Histogram   []Bucket     `json:"histogram,omitempty"`
 
-	Switches   *Switches          `json:"switches_per_op,omitempty"`
-	Migrations *float64           `json:"migrations_per_op,omitempty"`
+	Switches   *Switches `json:"switches_per_op,omitempty"`
+	Migrations *float64  `json:"migrations_per_op,omitempty"`
+	// CPUNsPerOp is the on-CPU time per op of all participants (threads
+	// and child processes) over the timed repetitions, in ns.
+	CPUNsPerOp *float64           `json:"cpu_ns_per_op,omitempty"`
 	Counters   []Counter          `json:"counters,omitempty"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"` // extra figures, names carry units
 
