@@ -296,6 +296,7 @@ func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, 
 	req.BenchNs = int64(dr.BenchTime)
 	req.WarmUpNs = int64(dr.WarmUp)
 	req.WarmUpOps = dr.WarmUpOps
+	req.Policy = wirePolicy(dr.Policy.OrDefault())
 	req.MaxSamples = min(dr.MaxSamples, maxPySamples)
 	if req.MaxSamples <= 0 {
 		req.MaxSamples = maxPySamples
@@ -315,6 +316,12 @@ func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, 
 		return nil, errors.New(msg)
 	}
 	return pyResult(r, hello), nil
+}
+
+// wirePolicy is the runner's policy as the driver reads it.
+func wirePolicy(p exp.Policy) *pydriver.Policy {
+	return &pydriver.Policy{Share: p.Share, GrowMax: p.GrowMax, Overshoot: p.Overshoot, MaxOpsPerRep: p.MaxOpsPerRep,
+		SampleClockFactor: p.SampleClockFactor}
 }
 
 // pyResult converts a driver response (already checked for shape).

@@ -174,3 +174,47 @@ func TestPythonEndToEnd(t *testing.T) {
 		t.Fatalf("voluntary switches per round trip: thread %.2f, task %.2f", th.Switches.Voluntary, tk.Switches.Voluntary)
 	}
 }
+
+// TestPythonRunnerSendsPolicy: the runner hands a self-timed arm its own
+// warm-up, sizing and sampling policy.
+func TestPythonRunnerSendsPolicy(t *testing.T) {
+	var got exp.DirectRequest
+	a := exp.Arm{Name: "python/t", Substrate: "pythread", Direct: func(_ context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
+		got = req
+		return &exp.DirectResult{RepMeans: []float64{1}, OpsPerRep: 1, TotalOps: 1, Migrations: -1}, nil
+	}}
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	runner.Arm(context.Background(), cfg, &exp.Spec{Name: "python"}, a)
+	if got.Policy != exp.DefaultPolicy {
+		t.Fatalf("runner sent policy %+v, want %+v", got.Policy, exp.DefaultPolicy)
+	}
+	if (exp.Policy{}).OrDefault() != exp.DefaultPolicy {
+		t.Fatal("the zero policy does not mean the default")
+	}
+}
+
+// TestPythonDriverDefaultPolicy: the driver's own default (for a request
+// without a policy) is the runner's, and the policy ctxlab sends is the
+// one the driver applies.
+func TestPythonDriverDefaultPolicy(t *testing.T) {
+	in, err := pydriver.Resolve("python3")
+	if err != nil {
+		t.Skipf("no usable python3: %v", err)
+	}
+	defer pydriver.CloseAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := pydriver.Request{Bench: "callchain.plain", Reps: 1, BenchNs: int64(time.Millisecond), WarmUpNs: int64(time.Millisecond),
+		WarmUpOps: 1000, MaxSamples: 10}
+	for _, pol := range []*pydriver.Policy{nil, wirePolicy(exp.DefaultPolicy)} {
+		req.Policy = pol
+		r, _, err := in.Do(ctx, req)
+		if err != nil || !r.OK {
+			t.Fatalf("r=%+v err=%v", r, err)
+		}
+		if r.Policy == nil || *r.Policy != *wirePolicy(exp.DefaultPolicy) {
+			t.Fatalf("sent %+v, driver applied %+v, runner's default %+v", pol, r.Policy, exp.DefaultPolicy)
+		}
+	}
+}
