@@ -66,6 +66,9 @@ type Spec struct {
 	Checks func(arms []result.Arm) []result.Check
 	// Findings returns one-line readings of the results ("same CPU is 8× faster").
 	Findings func(arms []result.Arm) []string
+	// Metrics declares every figure the arms add to result.Arm.Metrics
+	// (besides the runner's counter-derived ones, CounterMetrics).
+	Metrics []Metric
 }
 
 // Arm is one configuration the runner measures.

@@ -770,7 +770,7 @@ class ChainTask(AsyncBench):
             await t
 
     def metrics(self):
-        return {"task_bytes": self.task_bytes}
+        return {"task-bytes": self.task_bytes}
 
     async def arun(self, n, every, samples):
         create = asyncio.get_running_loop().create_task

@@ -362,7 +362,7 @@ func (v verdict) hop() []string {
 
 // Metric names the verdict and the budget read.
 const (
-	metricOnCPUPerElement = "oncpu_ns/element"
+	metricOnCPUPerElement = "oncpu-ns/element"
 )
 
 func (v verdict) indirect() []string {
