@@ -56,6 +56,7 @@ check compares a 2-thread ring's hop with half their round trip.`,
 		Derive:   ringDerive,
 		Checks:   ringChecks,
 		Findings: ringFindings,
+		Metrics:  ringMetrics,
 	})
 	exp.RegisterOption("ring.substrates", "ring: substrates to run, comma-separated from goroutine, thread, process (default all)")
 	child.Register("ring-node", ringNodeChild)
@@ -953,14 +954,14 @@ func ringDerive(arms []result.Arm) {
 			arms[i].Metrics = map[string]float64{}
 		}
 		arms[i].Metrics["pingpong-rt-ns"] = ref.Median
-		arms[i].Metrics["hop/half-rt"] = arms[i].Median / (ref.Median / 2)
+		arms[i].Metrics["half-rt-ratio"] = arms[i].Median / (ref.Median / 2)
 	}
 }
 
 func ringChecks(arms []result.Arm) []result.Check {
 	var out []result.Check
 	for _, a := range arms {
-		if r, ok := a.Metrics["hop/half-rt"]; ok {
+		if r, ok := a.Metrics["half-rt-ratio"]; ok {
 			ref := strings.Replace(a.Name, "/n=2/", "/pingpong/", 1)
 			out = append(out, result.Check{
 				Name:  fmt.Sprintf("a 2-thread ring's hop is about half a ping-pong round trip (%.2f–%.2f× of RT/2)", hopHalfRTLow, hopHalfRTHigh),
@@ -1049,4 +1050,10 @@ func ringFindings(arms []result.Arm) []string {
 			label, result.FormatNs(a.Median), ringN(a), result.FormatNs(b.Median), ringN(b), g, 100*(g-1), sw))
 	}
 	return out
+}
+
+// ringMetrics declares the figures ring arms add beside the median.
+var ringMetrics = []exp.Metric{
+	{Name: "pingpong-rt-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the round trip of the reference arm ring/thread/M/pingpong/P (same mechanism, placement and GOMAXPROCS)"},
+	{Name: "half-rt-ratio", Unit: "ratio", Better: exp.NotRanked, Doc: "the hop as a multiple of half that round trip (a 2-worker ring's hop is half a round trip)"},
 }

@@ -17,7 +17,7 @@ import (
 // arm: the same summary, percentiles, histogram, switch and noise fields.
 func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
 	req := exp.DirectRequest{Reps: reps, BenchTime: cfg.BenchTime, WarmUp: cfg.WarmUp,
-		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples}
+		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples, Policy: exp.DefaultPolicy}
 	type measured struct {
 		d   *exp.DirectResult
 		err error
