@@ -648,13 +648,29 @@ func pythonFindings(arms []result.Arm) []string {
 		if a.Switches != nil && strings.HasPrefix(key, "pingpong/") {
 			here += fmt.Sprintf(", %.1f OS switches", a.Switches.Total())
 		}
-		refs = append(refs, fmt.Sprintf("%s: here %s; published %s", strings.TrimPrefix(a.Name, "python/"), here, ref))
+		line := fmt.Sprintf("%s: here %s; published %s", strings.TrimPrefix(a.Name, "python/"), here, ref)
+		if notComparable(a) {
+			line += " — not comparable: this arm carries harness cost the published plain loop did not (its note says which)"
+		}
+		refs = append(refs, line)
 	}
 	if len(refs) > 0 {
 		out = append(out, "published reference figures, "+pyReferenceSource+", beside ours:")
 		out = append(out, refs...)
 	}
 	return out
+}
+
+// notComparable reports whether the driver said that the arm carries
+// harness cost a plain loop (the published figures') would not: its notes
+// then start with "not comparable".
+func notComparable(a result.Arm) bool {
+	for _, n := range a.Notes {
+		if strings.HasPrefix(n, "not comparable") {
+			return true
+		}
+	}
+	return false
 }
 
 func swText(a result.Arm) string {
