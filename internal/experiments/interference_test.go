@@ -202,7 +202,7 @@ func threadCPU(t *testing.T, tid int, d time.Duration) time.Duration {
 }
 
 func hogPIDs(x *ifBench) []int {
-	pids := x.Children()
+	pids := append([]int(nil), x.Participants().PIDs...)
 	if x.hogs != nil {
 		pids = append(pids, x.hogs.PIDs()...)
 	}
@@ -223,7 +223,7 @@ func TestHogCleanupSuccess(t *testing.T) {
 			if r.Percentiles == nil || r.Percentiles.Samples == 0 || len(r.Histogram) == 0 {
 				t.Errorf("no percentiles or histogram: %+v", r.Percentiles)
 			}
-			if _, ok := r.Metrics["go_sched_wakeups"]; !ok {
+			if _, ok := r.Metrics["go-sched-wakeups"]; !ok {
 				t.Errorf("no runtime/metrics sched latency in %v", r.Metrics)
 			}
 			if len(x.hogs.TIDs())+len(x.hogs.PIDs()) == 0 && a.hog.Place != hogGoroutine {
@@ -310,14 +310,14 @@ func TestStarvationTimesOut(t *testing.T) {
 	if r.Percentiles == nil || r.Percentiles.Samples < starveAfter {
 		t.Errorf("want ≥ %d samples from before the starvation, got %+v", starveAfter, r.Percentiles)
 	}
-	if r.Metrics["starve_samples"] < starveAfter {
+	if r.Metrics["starve-samples"] < starveAfter {
 		t.Errorf("metrics %v", r.Metrics)
 	}
 	joined := strings.Join(r.Notes, "\n")
 	if !strings.Contains(joined, "never ran again") {
 		t.Errorf("notes do not explain the starvation:\n%s", joined)
 	}
-	assertHogsGone(t, x, x.Children())
+	assertHogsGone(t, x, x.Participants().PIDs)
 
 	// The fix: Gosched in the hog's loop lets the same child finish.
 	a.hog.Kind = hogGosched
@@ -325,10 +325,10 @@ func TestStarvationTimesOut(t *testing.T) {
 	if r.Status != result.StatusOK {
 		t.Fatalf("gosched hog: status %s (%s), want ok", r.Status, r.Reason)
 	}
-	if r.Metrics["starve_samples_after_hog"] < 1 {
+	if r.Metrics["starve-samples-after-hog"] < 1 {
 		t.Errorf("gosched hog: no wake-up after the hog started: %v", r.Metrics)
 	}
-	assertHogsGone(t, x, x.Children())
+	assertHogsGone(t, x, x.Participants().PIDs)
 }
 
 func TestInterferenceChecks(t *testing.T) {
@@ -339,11 +339,11 @@ func TestInterferenceChecks(t *testing.T) {
 			Percentiles: &result.Percentiles{Samples: 100, P50: p50, P99: p99, Max: max}, Metrics: m}
 	}
 	arms := []result.Arm{
-		mk("interference/timer/goroutine-spin/hogs=1/gomaxprocs=1", 19e6, 39e6, 40e6, map[string]float64{"p50_go_preempt_periods": 2}),
+		mk("interference/timer/goroutine-spin/hogs=1/gomaxprocs=1", 19e6, 39e6, 40e6, map[string]float64{"p50-go-preempt-periods": 2}),
 		mk("interference/timer/process-spin/hogs=1/gomaxprocs=1", 70e3, 2e6, 3e6, nil),
 		mk("interference/timer/goroutine-spin/hogs=1/gomaxprocs=2", 70e3, 6e6, 7e6, nil),
 		mk("interference/chanpair/none/hogs=0/gomaxprocs=1", 29e3, 50e3, 1e6, nil),
-		mk("interference/chanpair/goroutine-spin/hogs=1/gomaxprocs=1", 30e3, 52e3, 20e6, map[string]float64{"go_preempt_samples": 3}),
+		mk("interference/chanpair/goroutine-spin/hogs=1/gomaxprocs=1", 30e3, 52e3, 20e6, map[string]float64{"go-preempt-samples": 3}),
 		{Name: "interference/starve/goroutine-spin/hogs=1/gomaxprocs=1/asyncpreemptoff", Mechanism: shapeStarve,
 			Status: result.StatusTimedOut, Params: map[string]string{"hog": "goroutine-spin"}},
 	}
@@ -366,28 +366,29 @@ func TestAnnotateQuantum(t *testing.T) {
 	qs := []quantum.Quantum{quantum.GoPreemption(), quantum.KernelSlice(1_400_000, "EEVDF", "test"), quantum.Tick(250)}
 	x := &ifBench{arm: ifArm{shape: shapeTimer, hog: hogSpec{N: 1, Place: hogGoroutine, Kind: hogSpin}}, quanta: qs}
 	// 30 wake-ups piled at 19.5–21 ms, 10 fast ones: p50 sits in the pile.
-	for i := 0; i < 30; i++ {
-		x.rec.buf = append(x.rec.buf, 19_500_000+int64(i)*50_000)
-	}
+	var samples []int64
 	for i := 0; i < 10; i++ {
-		x.rec.buf = append(x.rec.buf, 60_000+int64(i)*1000)
+		samples = append(samples, 60_000+int64(i)*1000)
+	}
+	for i := 0; i < 30; i++ {
+		samples = append(samples, 19_500_000+int64(i)*50_000)
 	}
 	var r result.Arm
-	x.Annotate(&r)
-	if r.Metrics["p50_go_preempt_periods"] != 2 || r.Metrics["p50_in_pile"] != 1 || r.Metrics["go_preempt_samples"] != 30 {
+	x.Analyze(&exp.Record{Samples: samples, Ops: 40}, &r)
+	if r.Metrics["p50-go-preempt-periods"] != 2 || r.Metrics["p50-in-pile"] != 1 || r.Metrics["go-preempt-samples"] != 30 {
 		t.Errorf("metrics %v", r.Metrics)
 	}
 	if j := strings.Join(r.Notes, "\n"); !strings.Contains(j, "p50 sits at") || !strings.Contains(j, "2 sysmon periods") {
 		t.Errorf("notes:\n%s", j)
 	}
 	// Smeared over 10–40 ms (no pile): p50 itself is still read.
-	x.rec.buf = x.rec.buf[:0]
+	samples = samples[:0]
 	for i := 0; i < 40; i++ {
-		x.rec.buf = append(x.rec.buf, 10_000_000+int64(i)*750_000)
+		samples = append(samples, 10_000_000+int64(i)*750_000)
 	}
 	r = result.Arm{}
-	x.Annotate(&r)
-	if r.Metrics["p50_in_pile"] != 0 || r.Metrics["p50_go_preempt_periods"] != 2 {
+	x.Analyze(&exp.Record{Samples: samples, Ops: 40}, &r)
+	if r.Metrics["p50-in-pile"] != 0 || r.Metrics["p50-go-preempt-periods"] != 2 {
 		t.Errorf("smear: metrics %v", r.Metrics)
 	}
 }

@@ -30,6 +30,7 @@ process (os.fork). Without python3 the arms are skipped with a note.`,
 		Arms:     pythonArms,
 		Checks:   pythonChecks,
 		Findings: pythonFindings,
+		Metrics:  pythonMetrics,
 	})
 	exp.RegisterOption("python", "the CPython to drive: a command or path, or all (every python3.N/python3.Nt on PATH); default python3 (same as --python)")
 }
@@ -156,11 +157,22 @@ func pythonPlan(p exp.Params) []pyArm {
 	return out
 }
 
-// openDirect is the Open of a self-timed arm, for callers that bypass the
-// runner: the arm runs only through Direct.
-func openDirect(context.Context) (exp.Bench, error) {
-	return nil, fmt.Errorf("%w: a CPython arm times itself and runs through exp.Arm.Direct", exp.ErrUnsupported)
+// pyBench is an opened CPython arm: a SelfTimed bench. The interpreter
+// starts in Measure and is gone when it returns.
+type pyBench struct {
+	measure func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error)
 }
+
+func (b *pyBench) Measure(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
+	return b.measure(ctx, req)
+}
+
+// Participants is an explicit empty list: the interpreter lives only
+// inside Measure, and the driver counts its own switches over its timed
+// repetitions (exp.DirectResult).
+func (b *pyBench) Participants() exp.Participants { return exp.Participants{} }
+
+func (b *pyBench) Close() error { return nil }
 
 // skipErr is an error whose text is the reason alone, classified by kind
 // (exp.ErrSkipped, exp.ErrUnsupported).
@@ -212,10 +224,8 @@ func pythonArms(p exp.Params) ([]exp.Arm, error) {
 			reason := skip
 			arms = append(arms, exp.Arm{
 				Name: "python/" + pa.key, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: pa.params,
-				Placement: pa.place, Quick: pa.quick, Open: openDirect,
-				Direct: func(context.Context, exp.DirectRequest) (*exp.DirectResult, error) {
-					return nil, &skipErr{reason, exp.ErrSkipped}
-				},
+				Placement: pa.place, Quick: pa.quick,
+				Open: func(context.Context) (exp.Bench, error) { return nil, &skipErr{reason, exp.ErrSkipped} },
 			})
 		}
 		return arms, nil
@@ -270,9 +280,11 @@ func bindPyArm(p exp.Params, in *pydriver.Interpreter, pa pyArm, suffix string) 
 	}
 	return exp.Arm{
 		Name: "python/" + pa.key + suffix, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
-		Placement: pa.place, Quick: pa.quick, Unsupported: unsup, Open: openDirect,
-		Direct: func(ctx context.Context, dr exp.DirectRequest) (*exp.DirectResult, error) {
-			return runPy(ctx, in, req, dr)
+		Placement: pa.place, Quick: pa.quick, Unsupported: unsup,
+		Open: func(context.Context) (exp.Bench, error) {
+			return &pyBench{measure: func(ctx context.Context, dr exp.DirectRequest) (*exp.DirectResult, error) {
+				return runPy(ctx, in, req, dr)
+			}}, nil
 		},
 	}
 }
@@ -295,6 +307,7 @@ func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, 
 	req.BenchNs = int64(dr.BenchTime)
 	req.WarmUpNs = int64(dr.WarmUp)
 	req.WarmUpOps = dr.WarmUpOps
+	req.Policy = wirePolicy(dr.Policy.OrDefault())
 	req.MaxSamples = min(dr.MaxSamples, maxPySamples)
 	if req.MaxSamples <= 0 {
 		req.MaxSamples = maxPySamples
@@ -314,6 +327,12 @@ func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, 
 		return nil, errors.New(msg)
 	}
 	return pyResult(r, hello), nil
+}
+
+// wirePolicy is the runner's policy as the driver reads it.
+func wirePolicy(p exp.Policy) *pydriver.Policy {
+	return &pydriver.Policy{Share: p.Share, GrowMax: p.GrowMax, Overshoot: p.Overshoot, MaxOpsPerRep: p.MaxOpsPerRep,
+		SampleClockFactor: p.SampleClockFactor}
 }
 
 // pyResult converts a driver response (already checked for shape).
@@ -341,12 +360,12 @@ func pyResult(r *pydriver.Response, h pydriver.Hello) *exp.DirectResult {
 	if len(r.Affinity) > 0 {
 		d.Params["affinity"] = intsText(r.Affinity) // as the driver saw it
 	}
-	d.Metrics = map[string]float64{"py_clock_ns": h.ClockNs}
+	d.Metrics = map[string]float64{"py-clock-ns": h.ClockNs}
 	for k, v := range r.Metrics {
 		d.Metrics[k] = v
 	}
 	if t := r.ThreadSwitches; t != nil && d.TotalOps > 0 {
-		d.Metrics["measuring_thread_switches/op"] = float64(t.Voluntary+t.Involuntary) / float64(d.TotalOps)
+		d.Metrics["measuring-thread-switches/op"] = float64(t.Voluntary+t.Involuntary) / float64(d.TotalOps)
 	}
 	d.Notes = append(d.Notes, r.Notes...)
 	return d
@@ -629,7 +648,11 @@ func pythonFindings(arms []result.Arm) []string {
 		if a.Switches != nil && strings.HasPrefix(key, "pingpong/") {
 			here += fmt.Sprintf(", %.1f OS switches", a.Switches.Total())
 		}
-		refs = append(refs, fmt.Sprintf("%s: here %s; published %s", strings.TrimPrefix(a.Name, "python/"), here, ref))
+		line := fmt.Sprintf("%s: here %s; published %s", strings.TrimPrefix(a.Name, "python/"), here, ref)
+		if notComparable(a) {
+			line += " — not comparable: this arm carries harness cost the published plain loop did not (its note says which)"
+		}
+		refs = append(refs, line)
 	}
 	if len(refs) > 0 {
 		out = append(out, "published reference figures, "+pyReferenceSource+", beside ours:")
@@ -638,9 +661,28 @@ func pythonFindings(arms []result.Arm) []string {
 	return out
 }
 
+// notComparable reports whether the driver said that the arm carries
+// harness cost a plain loop (the published figures') would not: its notes
+// then start with "not comparable".
+func notComparable(a result.Arm) bool {
+	for _, n := range a.Notes {
+		if strings.HasPrefix(n, "not comparable") {
+			return true
+		}
+	}
+	return false
+}
+
 func swText(a result.Arm) string {
 	if a.Switches == nil {
 		return "?"
 	}
 	return fmt.Sprintf("%.1f", a.Switches.Total())
+}
+
+// pythonMetrics declares the figures python arms add beside the median.
+var pythonMetrics = []exp.Metric{
+	{Name: "py-clock-ns", Unit: "ns", Better: exp.NotRanked, Doc: "cost of one time.perf_counter() read in the driver"},
+	{Name: "measuring-thread-switches/op", Unit: "switches", Better: exp.LowerIsBetter, Doc: "OS switches per op of the driver's measuring thread alone (RUSAGE_THREAD)"},
+	{Name: "task-bytes", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "memory per asyncio task (tracemalloc)"},
 }
