@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -172,7 +173,7 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 		}
 		cfg.Reps = o.Reps
 	}
-	if o.BenchTime != 0 {
+	if o.changed("benchtime") {
 		if o.BenchTime < time.Millisecond || o.BenchTime > time.Minute {
 			return nil, usagef("--benchtime %v: must be between 1ms and 60s", o.BenchTime)
 		}
@@ -184,6 +185,9 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 	cfg.Timeout = o.Timeout
 	if !validFormat(o.Format) {
 		return nil, usagef("--format %q: must be one of %s", o.Format, strings.Join(report.Formats, ", "))
+	}
+	if err := checkOutput("-o", o.Output); err != nil {
+		return nil, err
 	}
 	sel, err := exp.Select(args, p)
 	if err != nil {
@@ -209,8 +213,15 @@ func validFormat(f string) bool {
 	return false
 }
 
-// intList parses "1,2,4" with every value in [lo, hi].
+// maxListLen bounds every list flag: each value is at least one arm.
+const maxListLen = 64
+
+// intList parses "1,2,4" with every value in [lo, hi] and at most
+// maxListLen values, counted before anything is parsed.
 func intList(flag, s string, lo, hi int) ([]int, error) {
+	if n := strings.Count(s, ",") + 1; n > maxListLen {
+		return nil, usagef("%s: %d values; at most %d, each %d..%d", flag, n, maxListLen, lo, hi)
+	}
 	var out []int
 	for _, part := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(part))
@@ -248,27 +259,19 @@ func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []strin
 	run.Warnings = envWarnings(host)
 	arms, exps, interrupted := runner.Run(ctx, pl.cfg, pl.sel)
 	run.Arms, run.Experiments, run.Interrupted = arms, exps, interrupted
+	var hookErrs []error
 	for _, h := range runHooks {
 		if err := h(ctx, o, run); err != nil {
-			fmt.Fprintf(o.Stderr, "ctxlab: %v\n", err)
+			hookErrs = append(hookErrs, err)
 		}
 	}
-	out := o.Stdout
-	if o.Output != "" {
-		f, err := os.Create(o.Output)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		out = f
-	}
-	if err := report.Write(out, run, o.Format); err != nil {
-		return err
+	if err := writeOutput(o.Output, o.Stdout, func(w io.Writer) error { return report.Write(w, run, o.Format) }); err != nil {
+		return errors.Join(append(hookErrs, err)...)
 	}
 	if interrupted {
 		return errInterrupted
 	}
-	return nil
+	return errors.Join(hookErrs...)
 }
 
 // probeCounters tries every perf event on a throwaway OS thread: a thread

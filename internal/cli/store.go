@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxlab/ctxlab/internal/atomicfile"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
 )
@@ -137,16 +138,25 @@ func readRunFile(path string) (*result.Run, error) {
 	return run, nil
 }
 
-// output opens -o FILE or returns stdout; close is always safe to call.
-func output(path string, stdout io.Writer) (w io.Writer, close func() error, err error) {
+// writeOutput hands fill stdout, or, for -o FILE, a writer whose bytes
+// replace FILE only when fill and every write succeeded (atomicfile).
+func writeOutput(path string, stdout io.Writer, fill func(io.Writer) error) error {
 	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, nil
+		return fill(stdout)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, err
+	return atomicfile.Write(path, fill)
+}
+
+// checkOutput probes -o FILE for writing before any work starts: a bad
+// path is a usage error (exit 2), not a failure after minutes of work.
+func checkOutput(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
 	}
-	return f, f.Close, nil
+	if err := atomicfile.Probe(path); err != nil {
+		return usagef("%s %s: %v", flag, path, err)
+	}
+	return nil
 }
 
 func oneOf(flag, v string, allowed []string) error {
