@@ -38,7 +38,7 @@ last, or last~N (N runs before the latest).`,
 		},
 	}
 	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
-	c.Flags().IntVar(&o.Limit, "limit", 20, "show at most this many runs, 0 for all")
+	c.Flags().IntVar(&o.Limit, "limit", 20, "show at most this many runs, 0 (all) or more")
 	c.Flags().StringVar(&o.Format, "format", "table", "output format: table, json, csv")
 	return c
 }
@@ -50,7 +50,7 @@ func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
 	if err := oneOf("--format", o.Format, []string{"table", "json", "csv"}); err != nil {
 		return err
 	}
-	s, err := openStore(o.DB, false)
+	s, err := openStore(cmd.Context(), o.DB, false)
 	if err != nil {
 		return err
 	}
