@@ -18,6 +18,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
@@ -352,7 +353,7 @@ func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord,
 		}
 		return enc.Encode(ru)
 	}
-	title := fmt.Sprintf("ctxlab diagnose: %s, whole run (exit status %d, %.2f s)", o.Args[0], ru.ExitStatus, ru.WallS)
+	title := fmt.Sprintf("ctxlab diagnose: %s, whole run (exit status %d, %.2f s)", termsafe.String(o.Args[0]), ru.ExitStatus, ru.WallS)
 	if err := d.summary(sum, title); err != nil {
 		return err
 	}

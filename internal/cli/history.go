@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -81,7 +82,7 @@ func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
 		cw := csv.NewWriter(stdout)
 		cw.Write([]string{"id", "time", "host", "suite", "arms", "noisy", "source"})
 		for _, e := range es {
-			cw.Write([]string{e.ID, e.Time.UTC().Format("2006-01-02T15:04:05Z"), e.Host, e.Suite, strconv.Itoa(e.Arms), strconv.Itoa(e.Noisy), e.Source})
+			cw.Write(termsafe.Strings([]string{e.ID, e.Time.UTC().Format("2006-01-02T15:04:05Z"), e.Host, e.Suite, strconv.Itoa(e.Arms), strconv.Itoa(e.Noisy), e.Source}))
 		}
 		cw.Flush()
 		return cw.Error()
@@ -92,8 +93,8 @@ func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
 	}
 	rows := [][]string{{"id", "time (UTC)", "host", "suite", "arms", "noisy", "source"}}
 	for _, e := range es {
-		rows = append(rows, []string{e.ID, e.Time.UTC().Format("2006-01-02 15:04:05"), e.Host, e.Suite,
-			strconv.Itoa(e.Arms), strconv.Itoa(e.Noisy), e.Source})
+		rows = append(rows, termsafe.Strings([]string{e.ID, e.Time.UTC().Format("2006-01-02 15:04:05"), e.Host, e.Suite,
+			strconv.Itoa(e.Arms), strconv.Itoa(e.Noisy), e.Source})) // imported runs name their own host and id
 	}
 	textcol.Write(stdout, rows, "", nil)
 	return nil

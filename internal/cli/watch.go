@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
@@ -194,7 +195,7 @@ func (o *WatchOptions) targets(root procstat.Root) ([]int, string, error) {
 			}
 			return nil, "", fmt.Errorf("PID %d: cannot read it: %w", o.PID, err)
 		}
-		return []int{o.PID}, fmt.Sprintf("PID %d (%s)", o.PID, p.Comm), nil
+		return []int{o.PID}, fmt.Sprintf("PID %d (%s)", o.PID, termsafe.String(p.Comm)), nil
 	}
 	re := regexp.MustCompile(o.Name)
 	ps, err := root.FindByName(re, os.Getpid())
