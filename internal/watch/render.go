@@ -143,10 +143,10 @@ func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden
 				rqsw = result.FormatNs(*r.RunqUsPerSwitch * 1e3)
 			}
 		}
-		name = termsafe.String(name) // another user's thread may name itself an escape sequence
-		if len(name) > 16 && termsafe.Safe(name) {
+		if len(name) > 16 {
 			name = name[:16]
 		}
+		name = termsafe.String(name) // another user's thread may name itself an escape sequence
 		switch {
 		case t.Exited:
 			name += " -"
