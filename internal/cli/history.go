@@ -39,14 +39,17 @@ last, or last~N (N runs before the latest).`,
 		},
 	}
 	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
-	c.Flags().IntVar(&o.Limit, "limit", 20, "show at most this many runs, 0 (all) or more")
+	c.Flags().IntVar(&o.Limit, "limit", 20, "show at most this many runs, 0 (all) to 1073741824")
 	c.Flags().StringVar(&o.Format, "format", "table", "output format: table, json, csv")
 	return c
 }
 
+// maxLimit bounds --limit.
+const maxLimit = 1 << 30
+
 func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
-	if o.Limit < 0 {
-		return usagef("--limit %d: must be 0 (all) or more", o.Limit)
+	if o.Limit < 0 || o.Limit > maxLimit {
+		return usagef("--limit %d: must be between 0 (all) and %d", o.Limit, maxLimit)
 	}
 	if err := oneOf("--format", o.Format, []string{"table", "json", "csv"}); err != nil {
 		return err

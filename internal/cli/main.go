@@ -63,7 +63,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.As(err, &xs): // diagnose: the command's own status
 		return xs.code
 	case errors.Is(err, errInterrupted), ctx.Err() != nil && errors.Is(err, context.Canceled):
-		fmt.Fprintln(stderr, "ctxlab: interrupted; results so far are above")
+		if err == errInterrupted { // a run: what finished was printed
+			fmt.Fprintln(stderr, "ctxlab: interrupted; results so far are above")
+		} else {
+			fmt.Fprintf(stderr, "ctxlab: interrupted: %v\n", err)
+		}
 		return 130
 	case errors.As(err, &se): // measured, but not stored: a failure, not bad input
 		fmt.Fprintf(stderr, "ctxlab: %v\n", err)

@@ -52,6 +52,10 @@ func (o *RunOptions) changed(name string) bool { return o.flags != nil && o.flag
 // runHooks lets other command files (the store) act on every finished run.
 var runHooks []func(ctx context.Context, o *RunOptions, run *result.Run) error
 
+// runCheckHooks let other command files check what they need (the store)
+// once the request is valid and before anything is measured.
+var runCheckHooks []func(ctx context.Context, o *RunOptions) error
+
 // runFlagHooks lets other files add flags to run (--db, --no-store …).
 var runFlagHooks []func(c *cobra.Command, o *RunOptions)
 
@@ -242,6 +246,11 @@ func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []strin
 	pl, err := validate(o, args, host)
 	if err != nil {
 		return err
+	}
+	for _, h := range runCheckHooks {
+		if err := h(ctx, o); err != nil {
+			return err
+		}
 	}
 	pl.cfg.ClockCost = measure.ClockCost()
 	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {

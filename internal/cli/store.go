@@ -27,11 +27,10 @@ type storeOptions struct {
 func init() {
 	runFlagHooks = append(runFlagHooks, addStoreFlags)
 	runHooks = append(runHooks, saveRun)
+	runCheckHooks = append(runCheckHooks, checkStore)
 }
 
-// addStoreFlags adds --db and --no-store to run, and checks the store
-// before anything is measured, so a foreign file at the path is reported
-// at once instead of after minutes of measuring.
+// addStoreFlags adds --db and --no-store to run.
 func addStoreFlags(c *cobra.Command, o *RunOptions) {
 	so := &storeOptions{}
 	if o.Extra == nil {
@@ -40,22 +39,21 @@ func addStoreFlags(c *cobra.Command, o *RunOptions) {
 	o.Extra["store"] = so
 	c.Flags().StringVar(&so.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
 	c.Flags().BoolVar(&so.NoStore, "no-store", false, "do not save this run in the history database")
-	prev := c.PreRunE
-	c.PreRunE = func(cmd *cobra.Command, args []string) error {
-		if prev != nil {
-			if err := prev(cmd, args); err != nil {
-				return err
-			}
-		}
-		if so.NoStore || testingWithoutStore(so) {
-			return nil
-		}
-		s, err := openStore(cmd.Context(), so.DB, true)
-		if err != nil {
-			return fmt.Errorf("%w (or pass --no-store)", err)
-		}
-		return s.Close()
+}
+
+// checkStore opens the store once the request is valid and before
+// anything is measured, so a foreign file at the path is reported at once
+// instead of after minutes of measuring.
+func checkStore(ctx context.Context, o *RunOptions) error {
+	so, _ := o.Extra["store"].(*storeOptions)
+	if so == nil || so.NoStore || testingWithoutStore(so) {
+		return nil
 	}
+	s, err := openStore(ctx, so.DB, true)
+	if err != nil {
+		return fmt.Errorf("%w (or pass --no-store)", err)
+	}
+	return s.Close()
 }
 
 // saveRun stores every finished run unless --no-store. An interrupted run

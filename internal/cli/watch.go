@@ -38,6 +38,8 @@ type WatchOptions struct {
 
 const (
 	minInterval = 10 * time.Millisecond
+	maxTop      = 1 << 20 // threads shown
+	maxCount    = 1 << 30 // intervals
 	maxInterval = time.Hour
 )
 
@@ -68,7 +70,7 @@ watch.`,
 	f := c.Flags()
 	f.StringVar(&o.Name, "name", "", "watch the processes whose command name matches this regular expression")
 	f.DurationVar(&o.Interval, "interval", time.Second, "time between readings (10ms to 1h)")
-	f.IntVar(&o.Count, "count", 0, "stop after this many intervals (0: until Ctrl-C or the process exits)")
+	f.IntVar(&o.Count, "count", 0, "stop after this many intervals, 0..1073741824 (0: until Ctrl-C or the process exits)")
 	addDisplayFlags(c, o)
 	f.StringVar(&o.ProcRoot, "proc-root", string(procstat.DefaultRoot), "proc filesystem to read (for tests)")
 	_ = f.MarkHidden("proc-root")
@@ -78,15 +80,15 @@ watch.`,
 // addDisplayFlags adds the flags watch and diagnose share.
 func addDisplayFlags(c *cobra.Command, o *WatchOptions) {
 	f := c.Flags()
-	f.IntVar(&o.Top, "top", 20, "show the N threads that matter most (0: all)")
+	f.IntVar(&o.Top, "top", 20, "show the N threads that matter most (0: all; at most 1048576)")
 	f.BoolVar(&o.ByName, "by-name", false, "fold threads with the same name into one row")
 	f.StringVar(&o.Sort, "sort", "switches", "order threads by: "+strings.Join(watch.SortKeys, ", "))
 	f.StringVar(&o.Format, "format", "auto", "auto (table on a terminal, else json), table or json")
 }
 
 func (o *WatchOptions) validateDisplay() error {
-	if o.Top < 0 {
-		return usagef("--top %d: must be 0 (all) or more", o.Top)
+	if o.Top < 0 || o.Top > maxTop {
+		return usagef("--top %d: must be between 0 (all) and %d", o.Top, maxTop)
 	}
 	if o.Sort != "switches" && o.Sort != "runq" {
 		return usagef("--sort %q: must be one of %s", o.Sort, strings.Join(watch.SortKeys, ", "))
@@ -106,8 +108,8 @@ func (o *WatchOptions) validate(args []string) error {
 	if o.Interval < minInterval || o.Interval > maxInterval {
 		return usagef("--interval %v: must be between %v and %v", o.Interval, minInterval, maxInterval)
 	}
-	if o.Count < 0 {
-		return usagef("--count %d: must be 0 (until stopped) or more", o.Count)
+	if o.Count < 0 || o.Count > maxCount {
+		return usagef("--count %d: must be between 0 (until stopped) and %d", o.Count, maxCount)
 	}
 	switch {
 	case len(args) == 1 && o.Name != "":
