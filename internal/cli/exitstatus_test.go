@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -102,7 +103,18 @@ func TestInterruptWhileWaitingForTheLock(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond) // it is waiting for the lock by now
+	// Once it has the database open it is past start-up (its signal
+	// handler is set) and waits for the lock.
+	deadline := time.Now().Add(20 * time.Second)
+	for !hasOpen(cmd.Process.Pid, db) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("import never opened %s; stderr %q", db, stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
 	sent := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
@@ -123,4 +135,16 @@ func TestInterruptWhileWaitingForTheLock(t *testing.T) {
 		<-done
 		t.Fatalf("import ignored SIGINT while waiting for the lock; stderr %q", stderr.String())
 	}
+}
+
+// hasOpen reports whether process pid has path open.
+func hasOpen(pid int, path string) bool {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if l, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && l == path {
+			return true
+		}
+	}
+	return false
 }
