@@ -2,6 +2,9 @@ package experiments
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -175,19 +178,45 @@ func TestPythonEndToEnd(t *testing.T) {
 	}
 }
 
-// TestPythonRunnerSendsPolicy: the runner hands a self-timed arm its own
-// warm-up, sizing and sampling policy.
+// TestPythonRunnerSendsPolicy: a CPython arm run by the runner hands the
+// driver the runner's warm-up, sizing and sampling policy (a request
+// without one means DefaultPolicy, the same). A fake driver
+// (a shell script standing in for python3) records the request it got.
 func TestPythonRunnerSendsPolicy(t *testing.T) {
-	var got exp.DirectRequest
-	a := exp.Arm{Name: "python/t", Substrate: "pythread", Direct: func(_ context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
-		got = req
-		return &exp.DirectResult{RepMeans: []float64{1}, OpsPerRep: 1, TotalOps: 1, Migrations: -1}, nil
-	}}
+	dir := t.TempDir()
+	got := filepath.Join(dir, "request.json")
+	fake := filepath.Join(dir, "python3")
+	script := `#!/bin/sh
+echo '{"hello":{"protocol":1,"implementation":"cpython","version":"3.0.0"}}'
+read -r line
+printf '%s\n' "$line" > ` + got + `
+id=$(printf '%s' "$line" | sed 's/^{"id":\([0-9]*\).*/\1/')
+printf '{"id":%s,"ok":true,"rep_ns":[1000],"ops":[10]}\n' "$id"
+read -r line
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer pydriver.CloseAll()
+	in := &pydriver.Interpreter{Name: "python3", Path: fake, Version: "3.0.0"}
+	plan := pythonPlan(pyParams(exp.SuiteQuick))
+	a := bindPyArm(pyParams(exp.SuiteQuick), in, plan[0], "")
 	cfg := runner.ForSuite(exp.SuiteQuick)
 	cfg.Host = sysinfo.Detect()
-	runner.Arm(context.Background(), cfg, &exp.Spec{Name: "python"}, a)
-	if got.Policy != exp.DefaultPolicy {
-		t.Fatalf("runner sent policy %+v, want %+v", got.Policy, exp.DefaultPolicy)
+	spec, _ := exp.Lookup("python")
+	if r := runner.Arm(context.Background(), cfg, spec, a); r.Status != result.StatusOK {
+		t.Fatalf("%s: %s: %s", r.Name, r.Status, r.Reason)
+	}
+	b, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req pydriver.Request
+	if err := json.Unmarshal(b, &req); err != nil {
+		t.Fatalf("request %q: %v", b, err)
+	}
+	if req.Policy == nil || *req.Policy != *wirePolicy(exp.DefaultPolicy) {
+		t.Fatalf("the driver got policy %+v, want the runner's %+v", req.Policy, exp.DefaultPolicy)
 	}
 	if (exp.Policy{}).OrDefault() != exp.DefaultPolicy {
 		t.Fatal("the zero policy does not mean the default")
