@@ -153,4 +153,3 @@ func rssOf(root procstat.Root, pids []int) int64 {
 	}
 	return total
 }
-

@@ -38,7 +38,7 @@ type WatchOptions struct {
 	Price       bool
 	noCalibrate bool
 	Stdout      io.Writer
-	Stderr   io.Writer
+	Stderr      io.Writer
 }
 
 const (
