@@ -1,10 +1,10 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -45,15 +45,20 @@ func TestWatchPricesAKnownSwitchRate(t *testing.T) {
 		t.Skip("python3 is not on PATH: no synthetic sleeper")
 	}
 	db := storeCostRun(t)
-	pid, _ := startChild(t, fmt.Sprintf("exec %s -c 'import time\nwhile True: time.sleep(0.01)'", py))
-	// Past the interpreter's start-up: exec'd, then settled in its loop.
-	for i := 0; i < 100; i++ {
-		if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.HasPrefix(string(b), "python") {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The sleeper says when it is in its loop, so interpreter start-up is not watched.
+	cmd := exec.Command(py, "-c", "import sys, time\nprint('ready', flush=True)\nwhile True: time.sleep(0.01)")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if _, err := bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
 	var out, errb syncBuf
 	code := Main([]string{"watch", fmt.Sprint(pid), "--interval", "250ms", "--count", "4", "--format", "json", "--db", db}, &out, &errb)
 	if code != 0 {
