@@ -285,11 +285,15 @@ func (pr *primer) wrap(open func(ctx context.Context) (exp.Bench, error)) func(c
 		if err != nil {
 			return nil, err
 		}
+		lb, ok := b.(exp.Loop)
+		if !ok {
+			return b, nil
+		}
 		done := make(chan error, 1)
 		go func() {
 			pb := measure.NewB(ctx, 1, nil, nil)
 			pb.StartTimer()
-			done <- b.Run(pb)
+			done <- lb.Run(pb)
 		}()
 		select {
 		case err := <-done:
