@@ -78,6 +78,9 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 	} else if format != "svg" && format != "png" {
 		return usagef("--format %q with --chart: must be svg or png", format)
 	}
+	if err := checkOutput("-o", o.Output); err != nil {
+		return err
+	}
 	ref := "last"
 	if len(args) == 1 {
 		ref = args[0]
@@ -96,20 +99,14 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 			return err
 		}
 	}
-	w, closeOut, err := output(o.Output, stdout)
+	err = writeOutput(o.Output, stdout, func(w io.Writer) error {
+		if data != nil {
+			_, err := w.Write(data)
+			return err
+		}
+		return report.HTML(w, run)
+	})
 	if err != nil {
-		return err
-	}
-	if data != nil {
-		_, err = w.Write(data)
-	} else {
-		err = report.HTML(w, run)
-	}
-	if err != nil {
-		closeOut()
-		return err
-	}
-	if err := closeOut(); err != nil {
 		return err
 	}
 	if o.Output != "" {
