@@ -55,7 +55,7 @@ output says so.`,
 			}
 			if o.Arm != "" {
 				if _, err := exp.ParsePattern(o.Arm); err != nil {
-					return usagef("--arm: %v", err)
+					return usagef("--arm %q: not a valid glob: %v", o.Arm, err)
 				}
 			}
 			ref := o.Run
