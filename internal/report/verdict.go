@@ -163,7 +163,7 @@ func (v verdict) handoff() []string {
 			if !pinned(a) && !strings.Contains(a.Name, "gomaxprocs=1") {
 				s += " †"
 			}
-			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > 1.5 && tailNote == "" {
+			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio && tailNote == "" {
 				s += " *"
 				tailNote = tailWhy(a)
 			}

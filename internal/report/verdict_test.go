@@ -60,3 +60,25 @@ func TestVerdictBudgetFromCPUTime(t *testing.T) {
 		t.Errorf("budget line not from CPU time:\n%s", text)
 	}
 }
+
+// The detail tables of a real busy quick run say each noise reason once,
+// explain a median far above its sampled p50, and print no figure in
+// scientific notation.
+func TestTableSaysThingsOnce(t *testing.T) {
+	var b bytes.Buffer
+	if err := Table(&b, loadQuick(t)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, "load average 3.7 on 2 CPUs when the run started"); n != 1 {
+		t.Errorf("the run-wide load note appears %d times, want once", n)
+	}
+	if !strings.Contains(out, "* median more than 1.5× the sampled p50") {
+		t.Error("no explanation of a median far above its sampled p50")
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "e-0") || strings.Contains(l, "e+0") {
+			t.Errorf("not a human scale: %q", l)
+		}
+	}
+}
