@@ -8,18 +8,22 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
+// Two real quick runs on the busy 2-vCPU development VM: one stored before
+// the metric renaming and the runner's CPU time, one after.
 func TestVerdictGolden(t *testing.T) {
-	var b bytes.Buffer
-	if err := Verdict(&b, loadQuick(t)); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"quick", "quick2"} {
+		var b bytes.Buffer
+		if err := Verdict(&b, loadRunFile(t, name+".json")); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, name+".verdict.golden", b.Bytes())
 	}
-	golden(t, "quick.verdict.golden", b.Bytes())
 }
 
 // The verdict is one screen, says every line once, and answers every
 // question with a figure or with "not measured".
 func TestVerdictShape(t *testing.T) {
-	for _, run := range []*result.Run{loadQuick(t), loadRun(t), {Schema: 1, ID: "empty"}} {
+	for _, run := range []*result.Run{loadQuick(t), loadRunFile(t, "quick2.json"), loadRun(t), {Schema: 1, ID: "empty"}} {
 		lines := VerdictLines(run)
 		if len(lines) > VerdictMaxLines {
 			t.Errorf("%s: %d lines, want ≤ %d", run.ID, len(lines), VerdictMaxLines)
