@@ -369,8 +369,8 @@ const (
 func (v verdict) indirect() []string {
 	out := []string{"the indirect cost: cold caches after other workers ran"}
 	// per-switch curve: (RT(W) − solo(W) − RT(0)) / 2 at the largest W.
-	if lo, hi, w, ok := price.IndirectPerSwitch(v.run); ok {
-		out = append(out, fmt.Sprintf("  per switch, working sets up to %s: %s … %s on top of the direct cost", w, result.FormatNs(lo), result.FormatNs(hi)))
+	if c := price.Curve(v.run); c != "" {
+		out = append(out, "  per switch, on top of the direct cost, by working set touched: "+c)
 	}
 	sweep := v.where("cachecost", func(a result.Arm) bool { return param(a, "mode") == "sweep" && param(a, "compare") != "" })
 	groups := map[string][]result.Arm{}
