@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
@@ -31,12 +33,19 @@ type WatchOptions struct {
 	Sort     string
 	Format   string // auto, table, json
 	ProcRoot string // hidden: a fake /proc for tests
-	Stdout   io.Writer
-	Stderr   io.Writer
+	// DB is the history to take this host's cost per switch from; Price
+	// closes the output with what the switches seen cost.
+	DB          string
+	Price       bool
+	noCalibrate bool
+	Stdout      io.Writer
+	Stderr      io.Writer
 }
 
 const (
 	minInterval = 10 * time.Millisecond
+	maxTop      = 1 << 20 // threads shown
+	maxCount    = 1 << 30 // intervals
 	maxInterval = time.Hour
 )
 
@@ -52,7 +61,11 @@ total, and the cgroup's CPU quota and throttling — then a reading of what
 the figures suggest. On a terminal the table refreshes in place; otherwise
 (or with --format json) it streams one JSON line per thread per interval.
 Ctrl-C, --count or the process's exit ends it with a summary of the whole
-watch.`,
+watch, and the price of what it saw: switches per second × this host's
+measured cost per switch (from the newest stored run with a thread round
+trip, or a 2-second calibration when there is none) as a share of a core,
+and the indirect cost at the process's resident set size as a range from
+cachecost's per-switch curve when a stored run has it.`,
 		Example: `  ctxlab watch 1234
   ctxlab watch --name '^postgres$' --interval 2s --top 10
   ctxlab watch 1234 --by-name --sort runq --format json > profile.jsonl`,
@@ -67,7 +80,7 @@ watch.`,
 	f := c.Flags()
 	f.StringVar(&o.Name, "name", "", "watch the processes whose command name matches this regular expression")
 	f.DurationVar(&o.Interval, "interval", time.Second, "time between readings (10ms to 1h)")
-	f.IntVar(&o.Count, "count", 0, "stop after this many intervals (0: until Ctrl-C or the process exits)")
+	f.IntVar(&o.Count, "count", 0, "stop after this many intervals, 0..1073741824 (0: until Ctrl-C or the process exits)")
 	addDisplayFlags(c, o)
 	f.StringVar(&o.ProcRoot, "proc-root", string(procstat.DefaultRoot), "proc filesystem to read (for tests)")
 	_ = f.MarkHidden("proc-root")
@@ -77,15 +90,17 @@ watch.`,
 // addDisplayFlags adds the flags watch and diagnose share.
 func addDisplayFlags(c *cobra.Command, o *WatchOptions) {
 	f := c.Flags()
-	f.IntVar(&o.Top, "top", 20, "show the N threads that matter most (0: all)")
+	f.IntVar(&o.Top, "top", 20, "show the N threads that matter most (0: all; at most 1048576)")
 	f.BoolVar(&o.ByName, "by-name", false, "fold threads with the same name into one row")
 	f.StringVar(&o.Sort, "sort", "switches", "order threads by: "+strings.Join(watch.SortKeys, ", "))
 	f.StringVar(&o.Format, "format", "auto", "auto (table on a terminal, else json), table or json")
+	f.BoolVar(&o.Price, "price", true, "close with the price: switches/s × this host's measured cost per switch (from the history, or a 2 s calibration)")
+	f.StringVar(&o.DB, "db", "", "history to take the cost per switch from (default $XDG_DATA_HOME/ctxlab/history.db)")
 }
 
 func (o *WatchOptions) validateDisplay() error {
-	if o.Top < 0 {
-		return usagef("--top %d: must be 0 (all) or more", o.Top)
+	if o.Top < 0 || o.Top > maxTop {
+		return usagef("--top %d: must be between 0 (all) and %d", o.Top, maxTop)
 	}
 	if o.Sort != "switches" && o.Sort != "runq" {
 		return usagef("--sort %q: must be one of %s", o.Sort, strings.Join(watch.SortKeys, ", "))
@@ -105,8 +120,8 @@ func (o *WatchOptions) validate(args []string) error {
 	if o.Interval < minInterval || o.Interval > maxInterval {
 		return usagef("--interval %v: must be between %v and %v", o.Interval, minInterval, maxInterval)
 	}
-	if o.Count < 0 {
-		return usagef("--count %d: must be 0 (until stopped) or more", o.Count)
+	if o.Count < 0 || o.Count > maxCount {
+		return usagef("--count %d: must be between 0 (until stopped) and %d", o.Count, maxCount)
 	}
 	switch {
 	case len(args) == 1 && o.Name != "":
@@ -194,7 +209,7 @@ func (o *WatchOptions) targets(root procstat.Root) ([]int, string, error) {
 			}
 			return nil, "", fmt.Errorf("PID %d: cannot read it: %w", o.PID, err)
 		}
-		return []int{o.PID}, fmt.Sprintf("PID %d (%s)", o.PID, p.Comm), nil
+		return []int{o.PID}, fmt.Sprintf("PID %d (%s)", o.PID, termsafe.String(p.Comm)), nil
 	}
 	re := regexp.MustCompile(o.Name)
 	ps, err := root.FindByName(re, os.Getpid())
@@ -227,6 +242,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		return err
 	}
 	d := newDisplay(o, o.Stdout, "ctxlab watch "+what)
+	rss, place := rssOf(root, pids), placementOf(pids[0])
 	w.Begin()
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
@@ -239,6 +255,9 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		case <-tick.C:
 		}
 		p, err := w.Step()
+		if r := rssOf(root, pids); r > 0 {
+			rss = r
+		}
 		if p.Seconds > 0.001 && len(p.Threads) > 0 && !stopped {
 			if derr := d.interval(p); derr != nil {
 				return derr
@@ -256,6 +275,10 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 	if end != "" && end != "stopped" {
 		fmt.Fprintf(o.Stderr, "ctxlab watch: %s; stopping\n", end)
 	}
-	return d.summary(w.Summary, fmt.Sprintf("summary of the whole watch of %s (%s to %s)", what,
-		w.Summary.Start.Format("15:04:05"), w.Summary.End.Format("15:04:05")))
+	if err := d.summary(w.Summary, fmt.Sprintf("summary of the whole watch of %s (%s to %s)", what,
+		w.Summary.Start.Format("15:04:05"), w.Summary.End.Format("15:04:05"))); err != nil {
+		return err
+	}
+	t := w.Summary.Total
+	return writePrice(ctx, o, o.Stdout, d.json, price.Seen{Seconds: w.Summary.Seconds, Vol: t.Vol, Invol: t.Invol, RSSBytes: rss}, place)
 }

@@ -144,7 +144,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // returned as an error.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer s.host.Close()
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv, ln := s.httpServer(ln)
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(ln) }()
 	for _, n := range s.o.Notes {
