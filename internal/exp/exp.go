@@ -66,6 +66,9 @@ type Spec struct {
 	Checks func(arms []result.Arm) []result.Check
 	// Findings returns one-line readings of the results ("same CPU is 8× faster").
 	Findings func(arms []result.Arm) []string
+	// Probes names the arms `ctxlab serve` re-measures by default: cheap,
+	// steady, and telling when hosts are compared. Most experiments have none.
+	Probes []string
 }
 
 // Arm is one configuration the runner measures.
