@@ -50,6 +50,7 @@ type probeBudget struct {
 	every     int // run once every `every` cycles
 	wait      int // cycles still to skip
 	lastCPU   float64
+	ran       bool
 }
 
 func newBudget(fraction float64, interval time.Duration, names []string) *budget {
@@ -73,9 +74,14 @@ func (b *budget) spent() float64 { return b.cpu() - b.cpu0 }
 
 // due says whether a probe runs this cycle; false means put off for the
 // budget: its turn in an every-k rotation has not come, or its last cost
-// would take the exporter's CPU since start past the allowance.
+// would take the exporter's CPU since start past the allowance. Every probe
+// runs once at start, so the page is complete from the first cycle; the
+// account then recovers any overdraft from later runs.
 func (b *budget) due(name string) bool {
 	p := b.probes[name]
+	if !p.ran {
+		return true
+	}
 	if p.wait > 0 {
 		p.wait--
 		return false
@@ -94,7 +100,7 @@ func (b *budget) allowance() float64 {
 // whether the run went over its share.
 func (b *budget) observe(name string, cpu float64) (over bool) {
 	p := b.probes[name]
-	p.lastCPU = cpu
+	p.lastCPU, p.ran = cpu, true
 	if cpu <= 0 || b.share <= 0 {
 		return false
 	}
