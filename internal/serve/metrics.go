@@ -42,7 +42,7 @@ var (
 		"CPU migrations per op in the last probe run (from /proc/<pid>/task/<tid>/sched).",
 		probeLabels, nil)
 	descRunqWait = prometheus.NewDesc("ctxlab_runqueue_wait_per_switch_seconds",
-		"Time the probe's threads and child processes waited runnable on a run queue per switch onto a CPU, over the last probe run (/proc/<pid>/task/<tid>/schedstat): CPU contention as the probe met it.",
+		"Time ctxlab's threads and the probe's child processes waited runnable on a run queue per switch onto a CPU, over the last probe run (/proc/<pid>/task/<tid>/schedstat): CPU contention as the probe met it.",
 		probeLabels, nil)
 	descSpread = prometheus.NewDesc("ctxlab_probe_spread_ratio",
 		"Max/min of the repetitions' mean op times in the last probe run.",

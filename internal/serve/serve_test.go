@@ -437,6 +437,15 @@ func TestServeRealProbes(t *testing.T) {
 			t.Errorf("no %s on the live page", fam)
 		}
 	}
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if len(l.GetValue()) > serve.MaxLabelLen {
+					t.Errorf("%s{%s=%q}: label value over %d characters", name, l.GetName(), l.GetValue(), serve.MaxLabelLen)
+				}
+			}
+		}
+	}
 	for _, m := range fams["ctxlab_op_seconds"].GetMetric() {
 		s := m.GetSummary()
 		mean := s.GetSampleSum() / float64(s.GetSampleCount())
