@@ -330,8 +330,9 @@ func lineDiff(want, got string) string {
 	return b.String()
 }
 
-// TestDeployFilesNameRealMetrics keeps the Grafana dashboard honest: every
-// ctxlab_* name it queries is one the exporter describes.
+// TestDeployFilesNameRealMetrics keeps the Grafana dashboard, the
+// Prometheus rules and the manual honest: every ctxlab_* name they use is
+// one the exporter describes (names after a ':' are recording rules' own).
 func TestDeployFilesNameRealMetrics(t *testing.T) {
 	known := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 100)
@@ -347,18 +348,22 @@ func TestDeployFilesNameRealMetrics(t *testing.T) {
 	if len(known) < 20 {
 		t.Fatalf("only %d metric names described", len(known))
 	}
-	dash, err := os.ReadFile("../../deploy/grafana-dashboard.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := regexp.MustCompile(`ctxlab_[a-z0-9_]+`).FindAllString(string(dash), -1)
-	if len(used) == 0 {
-		t.Fatal("the dashboard queries no ctxlab metric")
-	}
-	for _, name := range used {
-		base := strings.TrimSuffix(strings.TrimSuffix(name, "_sum"), "_count")
-		if !known[name] && !known[base] {
-			t.Errorf("the dashboard queries %s, which the exporter does not export", name)
+	name := regexp.MustCompile(`(?:^|[^:a-z0-9_])(ctxlab_[a-z0-9_]*[a-z0-9])\b`)
+	for _, file := range []string{"../../deploy/grafana-dashboard.json", "../../deploy/ctxlab.rules.yml", "../../docs/serve.md"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := name.FindAllStringSubmatch(string(data), -1)
+		if len(used) == 0 {
+			t.Fatalf("%s names no ctxlab metric", file)
+		}
+		for _, m := range used {
+			n := m[1]
+			base := strings.TrimSuffix(strings.TrimSuffix(n, "_sum"), "_count")
+			if !known[n] && !known[base] {
+				t.Errorf("%s uses %s, which the exporter does not export", file, n)
+			}
 		}
 	}
 }
