@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxlab/ctxlab/internal/report"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
@@ -33,14 +34,16 @@ func newBudgetCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "budget --rate N/s",
 		Short: "what N handoffs per second cost in CPU, from measured figures",
 		Long: `Turn measured figures into a CPU budget: at --rate ops per second, each arm
-spends median ns/op × rate of a core's time on the op itself. The figures come
-from the latest stored run (or --run, a stored run or a run JSON file), and
-the summary gives, per experiment and substrate, the cheapest arm's share.
+spends its on-CPU time per op × rate of a core. On-CPU time counts every
+participant (both sides of a handoff, child processes too), not the wall
+time: a blocking handoff across CPUs takes long but mostly waits. The figures
+come from the latest stored run (or --run, a stored run or a run JSON file);
+each row says where its CPU time comes from (the runner's per-op CPU time,
+else perf task-clock from --counters). The summary names, per experiment and
+substrate, the arm it priced — the one with the least CPU per op — and why.
 
-The share counts the op's wall time as measured (median per op): it is the
-share of one worker's time the handoffs take, and an estimate of the CPU
-they cost. A blocking handoff spends part of it waiting for a wake-up (less
-CPU); a spinning one may burn CPU on both sides (more).`,
+A run without CPU time per op (older runs) is priced by wall time, and the
+output says so.`,
 		Example: `  ctxlab budget --rate 10000/s
   ctxlab budget --rate 50k/s --arm 'pingpong/thread/*'
   ctxlab budget --rate 1000/s --run last~1`,
@@ -116,15 +119,7 @@ func armMatches(glob string, a result.Arm) bool {
 	return ok
 }
 
-func pct(f float64) string {
-	switch {
-	case f >= 0.1:
-		return fmt.Sprintf("%.0f%%", 100*f)
-	case f >= 0.01:
-		return fmt.Sprintf("%.1f%%", 100*f)
-	}
-	return fmt.Sprintf("%.2g%%", 100*f)
-}
+func pct(f float64) string { return report.Percent(f) }
 
 func fmtRate(r float64) string {
 	s := strconv.FormatFloat(r, 'f', -1, 64)
@@ -141,27 +136,65 @@ func fmtRate(r float64) string {
 	return s
 }
 
+// budgetRow is one arm priced: its CPU per op and where that came from.
+type budgetRow struct {
+	arm    result.Arm
+	perOp  float64
+	source string
+}
+
 func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error {
+	var rows []budgetRow
+	var wall []result.Arm
+	for _, a := range run.Arms {
+		if !armMatches(glob, a) || a.Status != result.StatusOK || a.Median <= 0 || (a.Unit != "" && a.Unit != "ns/op") {
+			continue
+		}
+		if c, src, ok := report.CPUPerOp(a); ok {
+			rows = append(rows, budgetRow{a, c, src})
+		} else {
+			wall = append(wall, a)
+		}
+	}
+	byWall := false
+	if len(rows) == 0 {
+		if len(wall) == 0 {
+			var names []string
+			seen := map[string]bool{}
+			for _, a := range run.Arms {
+				if !seen[a.Experiment] {
+					seen[a.Experiment] = true
+					names = append(names, a.Experiment)
+				}
+			}
+			return usagef("--arm %q: no measured ns/op arm in run %s matches; its experiments are %s", glob, run.ID, strings.Join(names, ", "))
+		}
+		byWall = true
+		for _, a := range wall {
+			rows = append(rows, budgetRow{a, a.Median, "wall time (no CPU time recorded)"})
+		}
+		wall = nil
+	}
+	fmt.Fprintf(w, "at %s ops/s, from run %s (%s, %s):\n", fmtRate(rate), run.ID, run.Env.Hostname, run.Time.UTC().Format("2006-01-02 15:04"))
+	if byWall {
+		fmt.Fprintln(w, "this run recorded no CPU time per op (run it again, or with --counters): priced by WALL time, which overstates a blocking handoff's CPU")
+	}
+	table := [][]string{{"arm", "CPU/op", "wall/op", "share of one core", "CPU time from"}}
 	type cheapest struct {
-		arm  string
+		row  budgetRow
 		frac float64
 	}
 	best := map[string]map[string]cheapest{} // experiment → substrate
 	var exps []string
 	ops := map[string]string{}
-	rows := [][]string{{"arm", "median", "share of one core"}}
-	n := 0
-	for _, a := range run.Arms {
-		if !armMatches(glob, a) || a.Status != result.StatusOK || a.Median <= 0 || (a.Unit != "" && a.Unit != "ns/op") {
-			continue
-		}
-		n++
-		frac := a.Median * rate / 1e9
+	for _, r := range rows {
+		a := r.arm
+		frac := r.perOp * rate / 1e9
 		note := ""
 		if frac > 1 {
-			note = " (more than a core: this rate cannot be sustained by one worker)"
+			note = " (more than a core: one worker cannot sustain this rate)"
 		}
-		rows = append(rows, []string{a.Name, result.FormatNs(a.Median), pct(frac) + note})
+		table = append(table, []string{a.Name, result.FormatNs(r.perOp), result.FormatNs(a.Median), pct(frac) + note, r.source})
 		if best[a.Experiment] == nil {
 			best[a.Experiment] = map[string]cheapest{}
 			exps = append(exps, a.Experiment)
@@ -172,22 +205,10 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 			sub = "?"
 		}
 		if c, ok := best[a.Experiment][sub]; !ok || frac < c.frac {
-			best[a.Experiment][sub] = cheapest{a.Name, frac}
+			best[a.Experiment][sub] = cheapest{r, frac}
 		}
 	}
-	if n == 0 {
-		var names []string
-		seen := map[string]bool{}
-		for _, a := range run.Arms {
-			if !seen[a.Experiment] {
-				seen[a.Experiment] = true
-				names = append(names, a.Experiment)
-			}
-		}
-		return usagef("--arm %q: no measured ns/op arm in run %s matches; its experiments are %s", glob, run.ID, strings.Join(names, ", "))
-	}
-	fmt.Fprintf(w, "at %s ops/s, from run %s (%s, %s):\n", fmtRate(rate), run.ID, run.Env.Hostname, run.Time.UTC().Format("2006-01-02 15:04"))
-	textcol.Write(w, rows, "", nil)
+	textcol.Write(w, table, "", nil)
 	fmt.Fprintln(w)
 	for _, e := range exps {
 		var subs []string
@@ -197,14 +218,18 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 		sort.Slice(subs, func(i, j int) bool { return best[e][subs[i]].frac < best[e][subs[j]].frac })
 		var parts []string
 		for _, s := range subs {
-			parts = append(parts, fmt.Sprintf("%s %s", s, pct(best[e][s].frac)))
+			c := best[e][s]
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", s, pct(c.frac), strings.TrimPrefix(c.row.arm.Name, e+"/")))
 		}
 		op := ops[e]
 		if op == "" {
 			op = "op"
 		}
-		fmt.Fprintf(w, "%s, %s %ss/s: %s of a core (cheapest arm of each)\n", e, fmtRate(rate), op, strings.Join(parts, ", "))
+		fmt.Fprintf(w, "%s, %s %ss/s: %s of a core\n", e, fmtRate(rate), op, strings.Join(parts, ", "))
 	}
-	fmt.Fprintln(w, "share = median wall time per op × rate: an estimate of the CPU spent; blocking handoffs spend part of it waiting for a wake-up, spinning ones may burn CPU on both sides")
+	fmt.Fprintln(w, "priced: per substrate, the arm with the least CPU per op (the cheapest way this machine offers); share = CPU per op × rate")
+	if len(wall) > 0 {
+		fmt.Fprintf(w, "not priced: %d matching arms recorded no CPU time per op\n", len(wall))
+	}
 	return nil
 }

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 func TestParseRate(t *testing.T) {
@@ -31,4 +35,36 @@ func FuzzParseRate(f *testing.F) {
 			t.Fatalf("parseRate(%q) = %v without error", s, v)
 		}
 	})
+}
+
+// budget prices CPU time, not wall time: a cross-CPU round trip of 200 µs
+// that spends 20 µs on a CPU costs 20% of a core at 10 000/s, not 200%.
+func TestBudgetUsesCPUTime(t *testing.T) {
+	cpu := 20000.0
+	run := &result.Run{Schema: 1, ID: "r1", Arms: []result.Arm{
+		{Name: "pingpong/thread/futex/cross-cpu", Experiment: "pingpong", Substrate: "thread", Op: "round trip", Status: result.StatusOK, Unit: "ns/op", Median: 200000, CPUNsPerOp: &cpu},
+		{Name: "pingpong/thread/futex/same-cpu", Experiment: "pingpong", Substrate: "thread", Op: "round trip", Status: result.StatusOK, Unit: "ns/op", Median: 7000},
+	}}
+	var b bytes.Buffer
+	if err := writeBudget(&b, run, 10000, ""); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"pingpong/thread/futex/cross-cpu  20 µs", "20%", "CPU time of all participants", "thread 20% (thread/futex/cross-cpu)", "not priced: 1 matching arms"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("budget output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "200%") {
+		t.Errorf("budget priced wall time:\n%s", out)
+	}
+	// Without any CPU time the wall-time fallback says so.
+	b.Reset()
+	run.Arms = run.Arms[1:]
+	if err := writeBudget(&b, run, 10000, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "priced by WALL time") {
+		t.Errorf("wall-time fallback not said:\n%s", b.String())
+	}
 }

@@ -38,8 +38,10 @@ type RunOptions struct {
 	Workers     string
 	Hogs        string
 	Set         []string
-	Stdout      io.Writer
-	Stderr      io.Writer
+	// Detail adds the per-experiment tables after the verdict.
+	Detail bool
+	Stdout io.Writer
+	Stderr io.Writer
 	// Extra holds flags that other command files add through runFlagHooks.
 	Extra map[string]any
 	// flags reports which flags the user gave.
@@ -69,6 +71,7 @@ func addRunFlags(c *cobra.Command, o *RunOptions) {
 	f.StringVar(&o.Workers, "workers", "", "worker counts for ring/yield/…, e.g. 2,100,1000")
 	f.StringVar(&o.Hogs, "hogs", "", "CPU hog counts for interference, e.g. 0,1,2,6")
 	f.StringArrayVar(&o.Set, "set", nil, "experiment option key=value (see `ctxlab list EXPERIMENT`)")
+	f.BoolVar(&o.Detail, "detail", false, "after the verdict, print every experiment's table, checks and notes (table format)")
 	for _, h := range runFlagHooks {
 		h(c, o)
 	}
@@ -262,13 +265,28 @@ func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []strin
 		defer f.Close()
 		out = f
 	}
-	if err := report.Write(out, run, o.Format); err != nil {
+	if err := writeRun(out, run, o.Format, o.Detail); err != nil {
 		return err
 	}
 	if interrupted {
 		return errInterrupted
 	}
 	return nil
+}
+
+// writeRun prints a finished run: in the table format the verdict alone
+// (one screen), the tables too with --detail; other formats in full.
+func writeRun(w io.Writer, run *result.Run, format string, detail bool) error {
+	if (format == "table" || format == "") && !detail {
+		if err := report.Verdict(w, run); err != nil {
+			return err
+		}
+		if run.Interrupted {
+			fmt.Fprintln(w, "interrupted: the verdict covers the arms that finished")
+		}
+		return nil
+	}
+	return report.Write(w, run, format)
 }
 
 // probeCounters tries every perf event on a throwaway OS thread: a thread

@@ -85,7 +85,7 @@ func TestStoreCommands(t *testing.T) {
 		t.Fatal("chart is not png")
 	}
 	code, out, _ = ctxlab(t, "budget", "--rate", "10000/s")
-	if code != 0 || !strings.Contains(out, "pingpong, 10 000 round trips/s: goroutine 0.31%, thread 7.4%") {
+	if code != 0 || !strings.Contains(out, "pingpong, 10 000 round trips/s: goroutine 0.31% (goroutine/chan), thread 7.4% (thread/futex)") || !strings.Contains(out, "priced by WALL time") {
 		t.Fatalf("budget: %d %q", code, out)
 	}
 

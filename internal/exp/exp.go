@@ -66,6 +66,9 @@ type Spec struct {
 	Checks func(arms []result.Arm) []result.Check
 	// Findings returns one-line readings of the results ("same CPU is 8× faster").
 	Findings func(arms []result.Arm) []string
+	// Metrics declares every figure the arms add to result.Arm.Metrics
+	// (besides the runner's counter-derived ones, CounterMetrics).
+	Metrics []Metric
 	// Probes names the arms `ctxlab serve` re-measures by default: cheap,
 	// steady, and telling when hosts are compared. Most experiments have none.
 	Probes []string
@@ -112,6 +115,46 @@ type DirectRequest struct {
 	WarmUp     time.Duration
 	WarmUpOps  int
 	MaxSamples int // per-op latency samples to keep, over all repetitions
+	// Policy is the runner's warm-up, sizing and sampling rules, which a
+	// self-timed arm applies exactly as the runner does for Go arms. The
+	// zero value means DefaultPolicy.
+	Policy Policy
+}
+
+// Policy is how a measuring loop warms up, sizes its repetitions and
+// chooses which ops to time on their own. The runner sends it to
+// self-timed arms (the CPython driver) so that one rule sizes every figure.
+//
+// Warm-up and sizing, as testing.B sizes b.N: run a batch from one op up,
+// predict from it the ops that fill Share of BenchTime, pad the prediction
+// by Overshoot, grow at most GrowMax times (and at least by one op), and run
+// again, until the warm-up time (or op count) is spent and a batch that is
+// not the arm's first filled its share; a one-op batch counts only when it
+// fills a whole BenchTime. A repetition then runs BenchTime ÷ that batch's
+// cost per op, at most MaxOpsPerRep. Sampling: an op is timed on its own at
+// most every ⌈SampleClockFactor × clock cost ÷ op cost⌉-th op, so the
+// timestamps stay far below the op they time.
+type Policy struct {
+	Share             float64 // a sizing batch aims at this fraction of BenchTime
+	GrowMax           float64 // a sizing batch grows at most this many times over the last
+	Overshoot         float64 // a sizing prediction is padded by this factor
+	MaxOpsPerRep      int64   // no batch or repetition runs more ops
+	SampleClockFactor float64 // minimum sampling interval, in clock costs per op cost
+}
+
+// DefaultPolicy is the runner's policy (runner.size, predictN and the
+// sampler: keep them equal): testing.B's growth (≤ 100×, padded 1.2×, at
+// most 1e9 ops), batches of a tenth of the benchtime, and a sampling
+// interval that keeps timestamps under ~0.1% of the op (measured: sampling
+// every 6 µs pipe round trip added 3–10% to the mean, every 10th op under 1%).
+var DefaultPolicy = Policy{Share: 0.1, GrowMax: 100, Overshoot: 1.2, MaxOpsPerRep: 1e9, SampleClockFactor: 2000}
+
+// OrDefault returns p, or DefaultPolicy when p is the zero value.
+func (p Policy) OrDefault() Policy {
+	if p == (Policy{}) {
+		return DefaultPolicy
+	}
+	return p
 }
 
 // DirectResult is what a self-timed arm measured over its timed

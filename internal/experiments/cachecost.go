@@ -49,6 +49,7 @@ and shown side by side where the machine has them.`,
 		Arms:     cachecostArms,
 		Checks:   cachecostChecks,
 		Findings: cachecostFindings,
+		Metrics:  cachecostMetrics,
 	})
 	exp.RegisterOption("cachecost.w", "sweep working-set sizes per worker, e.g. 16KiB,2MiB,32MiB (4KiB..1GiB; default 16KiB,256KiB,2MiB,8MiB,32MiB,128MiB)")
 	exp.RegisterOption("cachecost.t", "sweep: the many-workers count T ≫ cores (cores+1..4096; default 16× the run's CPUs)")
@@ -481,11 +482,11 @@ func (s *sweep) Annotate(r *result.Arm) {
 	if r.Metrics == nil {
 		r.Metrics = map[string]float64{}
 	}
-	r.Metrics["oncpu_ns/element"] = float64(cpu) / float64(s.elements)
+	r.Metrics["oncpu-ns/element"] = float64(cpu) / float64(s.elements)
 	if noSS {
 		r.Notes = append(r.Notes, "run-queue wait unsupported: /proc/<pid>/task/<tid>/schedstat not readable (CONFIG_SCHEDSTATS)")
 	} else {
-		r.Metrics["runq_wait_ns/element"] = float64(rq) / float64(s.elements)
+		r.Metrics["runq-wait-ns/element"] = float64(rq) / float64(s.elements)
 	}
 	addRates(r)
 }
@@ -500,8 +501,8 @@ func addRates(r *result.Arm) {
 		r.Metrics = map[string]float64{}
 	}
 	if r.Switches != nil {
-		r.Metrics["vol_switches/ms"] = r.Switches.Voluntary / r.Median * 1e6
-		r.Metrics["invol_switches/ms"] = r.Switches.Involuntary / r.Median * 1e6
+		r.Metrics["voluntary-switches/ms"] = r.Switches.Voluntary / r.Median * 1e6
+		r.Metrics["involuntary-switches/ms"] = r.Switches.Involuntary / r.Median * 1e6
 	}
 	if r.Migrations != nil {
 		r.Metrics["migrations/ms"] = *r.Migrations / r.Median * 1e6
@@ -635,8 +636,8 @@ func (p *pairBench) Annotate(r *result.Arm) {
 		r.Metrics = map[string]float64{}
 	}
 	if p.slice && p.elements > 0 {
-		r.Metrics["worker_oncpu_ns/element"] = float64(p.cpuNs) / float64(p.elements)
-		r.Metrics["turn_elements"] = float64(p.chunkA)
+		r.Metrics["worker-oncpu-ns/element"] = float64(p.cpuNs) / float64(p.elements)
+		r.Metrics["turn-elements"] = float64(p.chunkA)
 	}
 	addRates(r)
 }
@@ -817,10 +818,10 @@ func cachecostChecks(arms []result.Arm) []result.Check {
 		// processes held them (run-queue wait above a quarter of on-CPU
 		// time), wall time compares shares of the CPUs, not caches: the
 		// check cannot be evaluated, and says why.
-		if rq, cpu := sp.few.Metrics["runq_wait_ns/element"], sp.few.Metrics["oncpu_ns/element"]; cpu > 0 && rq > maxSharedWait*cpu {
+		if rq, cpu := sp.few.Metrics["runq-wait-ns/element"], sp.few.Metrics["oncpu-ns/element"]; cpu > 0 && rq > maxSharedWait*cpu {
 			c.Holds, c.Skipped = false, true
 			c.Detail += fmt.Sprintf("; not evaluated: at T=%s the workers waited %s per element for a CPU against %s on one, so other processes held these CPUs (on-CPU per element: %s at T=%s vs %s)",
-				sp.few.Params["T"], result.FormatNs(rq), result.FormatNs(cpu), pct(sp.many.Metrics["oncpu_ns/element"], cpu), sp.many.Params["T"], sp.few.Params["T"])
+				sp.few.Params["T"], result.FormatNs(rq), result.FormatNs(cpu), pct(sp.many.Metrics["oncpu-ns/element"], cpu), sp.many.Params["T"], sp.few.Params["T"])
 		}
 		out = append(out, c)
 	}
@@ -858,22 +859,22 @@ func cachecostFindings(arms []result.Arm) []string {
 		f, m := sp.few, sp.many
 		line := fmt.Sprintf("sweep %s W=%s: T=%s vs T=%s wall %s per element (%s → %s)", sp.pattern, fmtSize(sp.w),
 			m.Params["T"], f.Params["T"], pct(m.Median, f.Median), result.FormatNs(f.Median), result.FormatNs(m.Median))
-		if fc, mc := f.Metrics["oncpu_ns/element"], m.Metrics["oncpu_ns/element"]; fc > 0 && mc > 0 {
+		if fc, mc := f.Metrics["oncpu-ns/element"], m.Metrics["oncpu-ns/element"]; fc > 0 && mc > 0 {
 			line += fmt.Sprintf(", on-CPU time per element %s (how much slower it ran on a CPU: the indirect cost)", pct(mc, fc))
 		}
-		if rq, ok := m.Metrics["runq_wait_ns/element"]; ok {
+		if rq, ok := m.Metrics["runq-wait-ns/element"]; ok {
 			line += fmt.Sprintf(", run-queue wait %s per element (waited for a CPU)", result.FormatNs(rq))
 		}
-		if sw := m.Metrics["invol_switches/ms"] + m.Metrics["vol_switches/ms"]; sw > 0 {
+		if sw := m.Metrics["involuntary-switches/ms"] + m.Metrics["voluntary-switches/ms"]; sw > 0 {
 			line += fmt.Sprintf(", %.1f switches/ms", sw)
 		}
-		if rq := f.Metrics["runq_wait_ns/element"]; rq > 0.1*f.Median {
+		if rq := f.Metrics["runq-wait-ns/element"]; rq > 0.1*f.Median {
 			line += fmt.Sprintf("; other processes shared these CPUs (T=%s waited %s per element too): on-CPU is the cleaner figure", f.Params["T"], result.FormatNs(rq))
 		}
 		out = append(out, line)
 		if rt := sp.rt; rt != nil {
 			l := fmt.Sprintf("sweep %s W=%s: Go runtime multiplexing (GOMAXPROCS=%d) vs the kernel's: wall %s", sp.pattern, fmtSize(sp.w), rt.GOMAXPROCS, pct(rt.Median, m.Median))
-			if a, b := rt.Metrics["oncpu_ns/element"], m.Metrics["oncpu_ns/element"]; a > 0 && b > 0 {
+			if a, b := rt.Metrics["oncpu-ns/element"], m.Metrics["oncpu-ns/element"]; a > 0 && b > 0 {
 				l += ", on-CPU " + pct(a, b)
 			}
 			out = append(out, l)
@@ -902,11 +903,22 @@ func cachecostFindings(arms []result.Arm) []string {
 		}
 	}
 	if fast != nil && slow != nil {
-		fc, sc := fast.Metrics["worker_oncpu_ns/element"], slow.Metrics["worker_oncpu_ns/element"]
+		fc, sc := fast.Metrics["worker-oncpu-ns/element"], slow.Metrics["worker-oncpu-ns/element"]
 		if fc > 0 && sc > 0 {
 			out = append(out, fmt.Sprintf("slice: blocking every %s, the fixed work ran at %.0f M elements/s on-CPU vs %.0f M at every %s (%s per element); wall %s",
 				fast.Params["block_every"], 1e3/fc, 1e3/sc, slow.Params["block_every"], pct(fc, sc), pct(fast.Median, slow.Median)))
 		}
 	}
 	return out
+}
+
+// cachecostMetrics declares the figures cachecost arms add beside the median.
+var cachecostMetrics = []exp.Metric{
+	{Name: "oncpu-ns/element", Unit: "ns", Better: exp.LowerIsBetter, Doc: "on-CPU time per element, all workers (thread CPU clocks): the indirect cost shows here"},
+	{Name: "runq-wait-ns/element", Unit: "ns", Better: exp.LowerIsBetter, Doc: "run-queue wait per element (schedstat): time runnable but not running"},
+	{Name: "voluntary-switches/ms", Unit: "switches", Better: exp.NotRanked, Doc: "voluntary OS switches per ms of wall time"},
+	{Name: "involuntary-switches/ms", Unit: "switches", Better: exp.NotRanked, Doc: "involuntary OS switches (preemptions) per ms of wall time"},
+	{Name: "migrations/ms", Unit: "migrations", Better: exp.NotRanked, Doc: "CPU migrations per ms of wall time"},
+	{Name: "worker-oncpu-ns/element", Unit: "ns", Better: exp.LowerIsBetter, Doc: "slice: the blocking worker's own on-CPU time per element"},
+	{Name: "turn-elements", Unit: "elements", Better: exp.NotRanked, Doc: "slice: elements each side handles per turn"},
 }

@@ -159,7 +159,7 @@ func sweepArm(pattern, w, t string, median, min, max, oncpu float64) result.Arm 
 	wb, _ := parseSize(w)
 	return result.Arm{Name: "cachecost/sweep/" + pattern + "/W=" + w + "/T=" + t, Status: result.StatusOK,
 		Params: map[string]string{"mode": "sweep", "pattern": pattern, "W": w, "W_bytes": itoa(wb), "T": t, "cores": "2", "multiplexer": "kernel"},
-		Median: median, Min: min, Max: max, Metrics: map[string]float64{"oncpu_ns/element": oncpu, "runq_wait_ns/element": 1}}
+		Median: median, Min: min, Max: max, Metrics: map[string]float64{"oncpu-ns/element": oncpu, "runq-wait-ns/element": 1}}
 }
 
 func itoa(n int64) string { return strings.TrimSpace(strings.Replace(fmtSizeRaw(n), " ", "", -1)) }
@@ -218,7 +218,7 @@ func TestCachecostChecks(t *testing.T) {
 	}
 	// Other processes held the CPUs at T = cores: not evaluated, with the reason.
 	busy := append([]result.Arm(nil), arms[:2]...)
-	busy[0].Metrics = map[string]float64{"oncpu_ns/element": 20, "runq_wait_ns/element": 30}
+	busy[0].Metrics = map[string]float64{"oncpu-ns/element": 20, "runq-wait-ns/element": 30}
 	if c := cachecostChecks(busy); len(c) != 1 || !c[0].Skipped || c[0].Holds || !strings.Contains(c[0].Detail, "other processes held these CPUs") {
 		t.Errorf("shared CPUs: %+v", c)
 	}
@@ -257,10 +257,10 @@ func TestSweepBench(t *testing.T) {
 	var r result.Arm
 	r.Median = 1
 	s.Annotate(&r)
-	if s.elements != 1_000_000 || r.Metrics["oncpu_ns/element"] <= 0 {
+	if s.elements != 1_000_000 || r.Metrics["oncpu-ns/element"] <= 0 {
 		t.Errorf("elements %d, metrics %v", s.elements, r.Metrics)
 	}
-	if _, ok := r.Metrics["runq_wait_ns/element"]; !ok {
+	if _, ok := r.Metrics["runq-wait-ns/element"]; !ok {
 		t.Errorf("no run-queue wait figure: %v %v", r.Metrics, r.Notes)
 	}
 	waitTIDsGone(t, tids)
@@ -276,7 +276,7 @@ func TestPairBenches(t *testing.T) {
 	}{
 		{"per-switch W=0", func() (exp.Bench, error) { return openPairBench([]int{0}, 0, 0, 0) }, 200, ""},
 		{"per-switch W=16KiB", func() (exp.Bench, error) { return openPairBench([]int{0}, 16<<10, 16<<10, 0) }, 50, ""},
-		{"slice", func() (exp.Bench, error) { return openPairBench([]int{0}, 64<<10, 256<<10, 50_000) }, 200_000, "worker_oncpu_ns/element"},
+		{"slice", func() (exp.Bench, error) { return openPairBench([]int{0}, 64<<10, 256<<10, 50_000) }, 200_000, "worker-oncpu-ns/element"},
 		{"solo", func() (exp.Bench, error) { return openSolo([]int{0}, 16<<10) }, 50, ""},
 	} {
 		bn, err := tc.open()

@@ -36,6 +36,7 @@ callchain.batch items, default 100).`,
 		Derive:   callchainDerive,
 		Checks:   callchainChecks,
 		Findings: callchainFindings,
+		Metrics:  callchainMetrics,
 	})
 	exp.RegisterOption("callchain.items", "callchain: items per round of the item arms, 1..10000000 (default 100000)")
 	exp.RegisterOption("callchain.batch", "callchain: items per goroutine of task-per-batch, 1..items (default 100)")
@@ -332,7 +333,7 @@ func (t *taskBench) Run(b *measure.B) error {
 func (t *taskBench) Close() error { t.closed.Store(true); return nil }
 
 // callchainDerive adds each chain arm's multiple of the plain chain and each
-// item arm's multiple of the inline loop ("x-plain", "x-inline").
+// item arm's multiple of the inline loop ("plain-ratio", "inline-ratio").
 func callchainDerive(arms []result.Arm) {
 	var plain, inline float64
 	for _, a := range arms {
@@ -351,9 +352,9 @@ func callchainDerive(arms []result.Arm) {
 		if a.Status != result.StatusOK || a.Median <= 0 {
 			continue
 		}
-		base, key := plain, "x-plain"
+		base, key := plain, "plain-ratio"
 		if a.Op == "item" {
-			base, key = inline, "x-inline"
+			base, key = inline, "inline-ratio"
 		}
 		if base > 0 {
 			if a.Metrics == nil {
@@ -460,4 +461,10 @@ func callchainFindings(arms []result.Arm) []string {
 		}
 	}
 	return out
+}
+
+// callchainMetrics declares the figures callchain arms add beside the median.
+var callchainMetrics = []exp.Metric{
+	{Name: "plain-ratio", Unit: "ratio", Better: exp.LowerIsBetter, Doc: "the chain as a multiple of plain calls"},
+	{Name: "inline-ratio", Unit: "ratio", Better: exp.LowerIsBetter, Doc: "the item as a multiple of doing it inline"},
 }

@@ -60,10 +60,10 @@ func TestCallchainDeriveAndChecks(t *testing.T) {
 		arm("items-inline", "item", 2, 1), arm("task-per-item", "item", 2, 2000), arm("task-per-batch", "item", 2, 20),
 	}
 	callchainDerive(arms)
-	if got := arms[3].Metrics["x-plain"]; got != 200 {
+	if got := arms[3].Metrics["plain-ratio"]; got != 200 {
 		t.Errorf("goroutine x-plain = %v, want 200", got)
 	}
-	if got := arms[5].Metrics["x-inline"]; got != 2000 {
+	if got := arms[5].Metrics["inline-ratio"]; got != 2000 {
 		t.Errorf("task-per-item x-inline = %v, want 2000", got)
 	}
 	checks := callchainChecks(arms)

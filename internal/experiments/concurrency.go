@@ -38,6 +38,7 @@ concurrency.levels sets C (default 1,10,50), concurrency.pool sets N
 		Derive:   concurrencyDerive,
 		Checks:   concurrencyChecks,
 		Findings: concurrencyFindings,
+		Metrics:  concurrencyMetrics,
 	})
 	exp.RegisterOption("concurrency.levels", "concurrency: lookups in flight C, a list like 1,10,50, each 1..1000")
 	exp.RegisterOption("concurrency.pool", "concurrency: locked-thread workers N, 1..256 (default CPUs+4, at most 32)")
@@ -215,7 +216,7 @@ func concurrencyDerive(arms []result.Arm) {
 		if a.Metrics == nil {
 			a.Metrics = map[string]float64{}
 		}
-		a.Metrics["ms/10000-lookups"] = a.Median * concTotal / 1e6
+		a.Metrics["elapsed-ms/10000-lookups"] = a.Median * concTotal / 1e6
 	}
 }
 
@@ -325,4 +326,9 @@ func concurrencyFindings(arms []result.Arm) []string {
 		out = append(out, fmt.Sprintf("10 000 %s lookups through %s at GOMAXPROCS=%d: %s", k.op, label, k.gmp, strings.Join(parts, " · ")))
 	}
 	return out
+}
+
+// concurrencyMetrics declares the figures concurrency arms add beside the median.
+var concurrencyMetrics = []exp.Metric{
+	{Name: "elapsed-ms/10000-lookups", Unit: "ms", Better: exp.LowerIsBetter, Doc: "wall time for 10 000 lookups at this concurrency"},
 }

@@ -40,7 +40,7 @@ func TestConcurrencyDeriveAndChecks(t *testing.T) {
 	}
 	arms := []result.Arm{arm("sem", "1", 5000), arm("sem", "10", 3000), arm("sem", "50", 3100), arm("threadpool", "1", 60000), arm("threadpool", "10", 6000)}
 	concurrencyDerive(arms)
-	if got := arms[0].Metrics["ms/10000-lookups"]; got != 50 {
+	if got := arms[0].Metrics["elapsed-ms/10000-lookups"]; got != 50 {
 		t.Errorf("ms/10000-lookups = %v, want 50", got)
 	}
 	checks := concurrencyChecks(arms)

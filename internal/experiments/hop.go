@@ -39,6 +39,7 @@ set C and N. cgo-call is one bare call of a trivial C function.`,
 		Derive:   hopDerive,
 		Checks:   hopChecks,
 		Findings: hopFindings,
+		Metrics:  hopMetrics,
 	})
 	exp.RegisterOption("hop.callers", "hop: concurrent callers C of the pool way, 1..10000 (default 8)")
 	exp.RegisterOption("hop.pool", "hop: worker goroutines N of the pool way, 1..1000 (default 2)")
@@ -239,7 +240,7 @@ func hopIndex(arms []result.Arm) map[hopKey]*result.Arm {
 }
 
 // hopDerive adds each arm's multiple of the direct call and the time the
-// hops added (Metrics "x-direct" and "added-ns/op").
+// hops added (Metrics "direct-ratio" and "added-ns/op").
 func hopDerive(arms []result.Arm) {
 	idx := hopIndex(arms)
 	for k, a := range idx {
@@ -250,7 +251,7 @@ func hopDerive(arms []result.Arm) {
 		if a.Metrics == nil {
 			a.Metrics = map[string]float64{}
 		}
-		a.Metrics["x-direct"] = a.Median / d.Median
+		a.Metrics["direct-ratio"] = a.Median / d.Median
 		a.Metrics["added-ns/op"] = a.Median - d.Median
 	}
 	// The cgo crossing next to the cgo driver's lookup.
@@ -451,4 +452,11 @@ func containsInt(xs []int, x int) bool {
 		}
 	}
 	return false
+}
+
+// hopMetrics declares the figures hop arms add beside the median.
+var hopMetrics = []exp.Metric{
+	{Name: "direct-ratio", Unit: "ratio", Better: exp.LowerIsBetter, Doc: "the call as a multiple of the direct call of the same operation at the same GOMAXPROCS"},
+	{Name: "added-ns/op", Unit: "ns", Better: exp.LowerIsBetter, Doc: "what the hop adds to the direct call, per call"},
+	{Name: "cgo-call-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the cgo driver's direct lookup (its cgo call cost included)"},
 }

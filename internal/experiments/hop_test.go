@@ -314,7 +314,7 @@ func TestHopDeriveAndChecks(t *testing.T) {
 		mk("direct", 2, 8400, 0), mk("goroutine", 2, 11000, 0.9), mk("thread", 2, 30400, 3),
 	}
 	hopDerive(arms)
-	if got := arms[2].Metrics["x-direct"]; got < 3.61 || got > 3.63 {
+	if got := arms[2].Metrics["direct-ratio"]; got < 3.61 || got > 3.63 {
 		t.Errorf("thread x-direct = %v, want 30.4/8.4", got)
 	}
 	if got := arms[2].Metrics["added-ns/op"]; got != 22000 {

@@ -57,6 +57,7 @@ arm is shown beside ctxlab's samples.`,
 		Arms:     interferenceArms,
 		Checks:   interferenceChecks,
 		Findings: interferenceFindings,
+		Metrics:  interferenceMetrics,
 		// A round trip sharing its CPU with a spinning process: the kernel's
 		// slice shows in the tail, and differs between kernels and hosts.
 		Probes: []string{"interference/futex/process-spin/hogs=1/gomaxprocs=2"},
@@ -813,20 +814,20 @@ func (x *ifBench) Annotate(r *result.Arm) {
 		r.Metrics = map[string]float64{}
 	}
 	if r.Median > 0 {
-		r.Metrics["throughput_ops_per_s"] = 1e9 / r.Median
+		r.Metrics["throughput-ops/s"] = 1e9 / r.Median
 	}
 	if x.arm.shape == shapeStarve {
 		x.annotateStarve(r)
 	}
 	if x.sched0 != nil && x.sched1 != nil {
-		r.Metrics["go_sched_wakeups"] = 0
+		r.Metrics["go-sched-wakeups"] = 0
 		if s, ok := diffHist(x.sched0, x.sched1); !ok {
 			r.Notes = append(r.Notes, "Go runtime "+schedMetric+": no goroutine wait was sampled over the arm (the runtime samples 1 in 8)")
 		} else {
-			r.Metrics["go_sched_latency_p50_ns"] = s.p50
-			r.Metrics["go_sched_latency_p99_ns"] = s.p99
-			r.Metrics["go_sched_latency_max_ns"] = s.max
-			r.Metrics["go_sched_wakeups"] = float64(s.n)
+			r.Metrics["go-sched-latency-p50-ns"] = s.p50
+			r.Metrics["go-sched-latency-p99-ns"] = s.p99
+			r.Metrics["go-sched-latency-max-ns"] = s.max
+			r.Metrics["go-sched-wakeups"] = float64(s.n)
 			if x.arm.hog.N > 0 {
 				r.Notes = append(r.Notes, fmt.Sprintf("Go runtime %s over the arm (every goroutine in ctxlab, warm-up included): p50 ≤ %s, p99 ≤ %s, max < %s over %d waits",
 					schedMetric, result.FormatNs(s.p50), result.FormatNs(s.p99), result.FormatNs(s.max), s.n))
@@ -839,21 +840,21 @@ func (x *ifBench) Annotate(r *result.Arm) {
 		return
 	}
 	cl := quantum.Detect(sorted, x.quanta, quantum.Options{})
-	r.Metrics["latency_clusters"] = float64(len(cl))
+	r.Metrics["latency-clusters"] = float64(len(cl))
 	// Where p50 sits: in a pile named after Go's preemption, or — when the
 	// samples are too few or too smeared for a pile — at a value that is.
 	p50 := sorted[(len(sorted)-1)/2]
-	r.Metrics["p50_in_pile"] = 0
+	r.Metrics["p50-in-pile"] = 0
 	for _, c := range cl {
 		if p50 >= c.LowNs && p50 <= c.HighNs {
-			r.Metrics["p50_in_pile"] = 1
+			r.Metrics["p50-in-pile"] = 1
 			if c.Cause != nil && c.Cause.Quantum.Name == quantum.GoPreemption().Name {
-				r.Metrics["p50_go_preempt_periods"] = float64(c.Cause.Multiple)
+				r.Metrics["p50-go-preempt-periods"] = float64(c.Cause.Multiple)
 			}
 		}
 	}
-	if m := quantum.Name(p50, x.quanta); r.Metrics["p50_in_pile"] == 0 && m != nil && m.Quantum.Name == quantum.GoPreemption().Name {
-		r.Metrics["p50_go_preempt_periods"] = float64(m.Multiple)
+	if m := quantum.Name(p50, x.quanta); r.Metrics["p50-in-pile"] == 0 && m != nil && m.Quantum.Name == quantum.GoPreemption().Name {
+		r.Metrics["p50-go-preempt-periods"] = float64(m.Multiple)
 		r.Notes = append(r.Notes, fmt.Sprintf("p50 %s (in no pile): %s", result.FormatNs(float64(p50)), m.Reading()))
 	}
 	// Ops that lost at least one whole preemption period: a rare stall
@@ -866,11 +867,11 @@ func (x *ifBench) Annotate(r *result.Arm) {
 				n++
 			}
 		}
-		r.Metrics["go_preempt_samples"] = float64(n)
+		r.Metrics["go-preempt-samples"] = float64(n)
 	}
 	if m := quantum.Name(sorted[len(sorted)-1], x.quanta); m != nil {
 		if m.Quantum.Name == quantum.GoPreemption().Name {
-			r.Metrics["max_go_preempt_periods"] = float64(m.Multiple)
+			r.Metrics["max-go-preempt-periods"] = float64(m.Multiple)
 		}
 		if len(cl) == 0 || sorted[len(sorted)-1] > cl[len(cl)-1].HighNs {
 			r.Notes = append(r.Notes, fmt.Sprintf("max %s: %s", result.FormatNs(float64(sorted[len(sorted)-1])), m.Reading()))
@@ -901,13 +902,13 @@ func (x *ifBench) Annotate(r *result.Arm) {
 }
 
 func (x *ifBench) annotateStarve(r *result.Arm) {
-	r.Metrics["starve_samples"] = float64(x.starveSamples)
+	r.Metrics["starve-samples"] = float64(x.starveSamples)
 	if x.hogAfter < 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d wake-ups arrived; the hog never started", x.starveSamples))
 		return
 	}
 	after := x.starveSamples - x.hogAfter
-	r.Metrics["starve_samples_after_hog"] = float64(after)
+	r.Metrics["starve-samples-after-hog"] = float64(after)
 	msg := fmt.Sprintf("the child's %s hog started after %d wake-ups; %d more arrived after it", x.arm.hog.Kind, x.hogAfter, after)
 	if r.Status == result.StatusTimedOut {
 		msg += fmt.Sprintf(", the last %s before the limit: with GODEBUG=asyncpreemptoff=1 and GOMAXPROCS=1 nothing preempts a spinning goroutine, so the timer goroutine never ran again; child and hog were killed",
@@ -964,4 +965,20 @@ func diffHist(a, b *metrics.Float64Histogram) (histSummary, bool) {
 		}
 	}
 	return s, true
+}
+
+// interferenceMetrics declares the figures interference arms add beside the median.
+var interferenceMetrics = []exp.Metric{
+	{Name: "throughput-ops/s", Unit: "ops", Better: exp.HigherIsBetter, Doc: "ops per second (1 / mean)"},
+	{Name: "go-sched-wakeups", Unit: "wakeups", Better: exp.NotRanked, Doc: "goroutine waits counted by the Go runtime's /sched/latencies over the arm"},
+	{Name: "go-sched-latency-p50-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the runtime's /sched/latencies p50 (upper bucket bound)"},
+	{Name: "go-sched-latency-p99-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the runtime's /sched/latencies p99 (upper bucket bound)"},
+	{Name: "go-sched-latency-max-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the runtime's /sched/latencies max (upper bucket bound)"},
+	{Name: "latency-clusters", Unit: "clusters", Better: exp.NotRanked, Doc: "piles of samples the quantum detector found"},
+	{Name: "p50-in-pile", Unit: "flag", Better: exp.NotRanked, Doc: "1 when the p50 sits inside a pile (a quantum sets the typical latency)"},
+	{Name: "p50-go-preempt-periods", Unit: "periods", Better: exp.LowerIsBetter, Doc: "the p50's pile as a multiple of Go's 10 ms preemption period"},
+	{Name: "max-go-preempt-periods", Unit: "periods", Better: exp.LowerIsBetter, Doc: "the max as a multiple of Go's 10 ms preemption period"},
+	{Name: "go-preempt-samples", Unit: "samples", Better: exp.LowerIsBetter, Doc: "samples that stalled a whole number of Go preemption periods"},
+	{Name: "starve-samples", Unit: "samples", Better: exp.NotRanked, Doc: "wake-ups that arrived in a starvation arm"},
+	{Name: "starve-samples-after-hog", Unit: "samples", Better: exp.NotRanked, Doc: "of those, wake-ups after the hog started"},
 }

@@ -36,7 +36,7 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 		if !okBad {
 			continue
 		}
-		periods := bad.Metrics["p50_go_preempt_periods"]
+		periods := bad.Metrics["p50-go-preempt-periods"]
 		out = append(out, result.Check{
 			Name:  fmt.Sprintf("a goroutine woken from outside the Go scheduler (%s) next to one goroutine hog at GOMAXPROCS=1 waits ≥ 1 ms at p50, piled at Go's preemption quantum", shape),
 			Holds: bad.Percentiles.P50 >= badP50Ns && periods >= 1,
@@ -65,7 +65,7 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 	base, okBase := ok(armKey(shapeChanPair, "none", 0, 1))
 	hog, okHog := ok(armKey(shapeChanPair, "goroutine-spin", 1, 1))
 	if okBase && okHog {
-		stalled := hog.Metrics["go_preempt_samples"]
+		stalled := hog.Metrics["go-preempt-samples"]
 		out = append(out, result.Check{
 			Name:  fmt.Sprintf("a goroutine pair over a channel hands its time slice on: p50 with one goroutine hog stays within %.0f× of no hog, while its tail shows Go's preemption quantum", pairP50Factor),
 			Holds: hog.Percentiles.P50 <= pairP50Factor*base.Percentiles.P50 && stalled >= quantumMinimum,
@@ -83,7 +83,7 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 			out = append(out, result.Check{
 				Name:   "a hog that is never preempted (asyncpreemptoff=1, GOMAXPROCS=1) ends the arm as timed out, not a hang",
 				Holds:  a.Status == result.StatusTimedOut,
-				Detail: fmt.Sprintf("status %s; %.0f wake-ups arrived, %.0f after the hog started", a.Status, a.Metrics["starve_samples"], a.Metrics["starve_samples_after_hog"]),
+				Detail: fmt.Sprintf("status %s; %.0f wake-ups arrived, %.0f after the hog started", a.Status, a.Metrics["starve-samples"], a.Metrics["starve-samples-after-hog"]),
 				Arms:   []string{a.Name},
 			})
 		} else {
@@ -99,7 +99,7 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 }
 
 func p50What(a result.Arm) string {
-	if a.Metrics["p50_in_pile"] == 0 {
+	if a.Metrics["p50-in-pile"] == 0 {
 		return "p50 (in no pile)"
 	}
 	return "the pile p50 sits in"
@@ -161,11 +161,11 @@ func interferenceFindings(arms []result.Arm) []string {
 					line += fmt.Sprintf("; %s → p99 %s", fix.what, result.FormatNs(f.Percentiles.P99))
 				}
 			}
-			if v, ok := bad.Metrics["go_sched_latency_p99_ns"]; ok {
+			if v, ok := bad.Metrics["go-sched-latency-p99-ns"]; ok {
 				line += fmt.Sprintf("; Go's own /sched/latencies p99 ≤ %s", result.FormatNs(v))
 			}
 			out = append(out, line)
-			if g, ok := by[armKey(shape, "goroutine-gosched", n, 1)]; ok && g.Metrics["p50_go_preempt_periods"] >= 1 {
+			if g, ok := by[armKey(shape, "goroutine-gosched", n, 1)]; ok && g.Metrics["p50-go-preempt-periods"] >= 1 {
 				out = append(out, fmt.Sprintf("%s: even with runtime.Gosched() in the hog, p50 %s sits at Go's preemption quantum: a yielding hog keeps the P busy, and the runtime polls the network only when a P runs out of work or when sysmon looks (every 10 ms)",
 					shape, result.FormatNs(g.Percentiles.P50)))
 			}

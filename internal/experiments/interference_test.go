@@ -223,7 +223,7 @@ func TestHogCleanupSuccess(t *testing.T) {
 			if r.Percentiles == nil || r.Percentiles.Samples == 0 || len(r.Histogram) == 0 {
 				t.Errorf("no percentiles or histogram: %+v", r.Percentiles)
 			}
-			if _, ok := r.Metrics["go_sched_wakeups"]; !ok {
+			if _, ok := r.Metrics["go-sched-wakeups"]; !ok {
 				t.Errorf("no runtime/metrics sched latency in %v", r.Metrics)
 			}
 			if len(x.hogs.TIDs())+len(x.hogs.PIDs()) == 0 && a.hog.Place != hogGoroutine {
@@ -310,7 +310,7 @@ func TestStarvationTimesOut(t *testing.T) {
 	if r.Percentiles == nil || r.Percentiles.Samples < starveAfter {
 		t.Errorf("want ≥ %d samples from before the starvation, got %+v", starveAfter, r.Percentiles)
 	}
-	if r.Metrics["starve_samples"] < starveAfter {
+	if r.Metrics["starve-samples"] < starveAfter {
 		t.Errorf("metrics %v", r.Metrics)
 	}
 	joined := strings.Join(r.Notes, "\n")
@@ -325,7 +325,7 @@ func TestStarvationTimesOut(t *testing.T) {
 	if r.Status != result.StatusOK {
 		t.Fatalf("gosched hog: status %s (%s), want ok", r.Status, r.Reason)
 	}
-	if r.Metrics["starve_samples_after_hog"] < 1 {
+	if r.Metrics["starve-samples-after-hog"] < 1 {
 		t.Errorf("gosched hog: no wake-up after the hog started: %v", r.Metrics)
 	}
 	assertHogsGone(t, x, x.Children())
@@ -339,11 +339,11 @@ func TestInterferenceChecks(t *testing.T) {
 			Percentiles: &result.Percentiles{Samples: 100, P50: p50, P99: p99, Max: max}, Metrics: m}
 	}
 	arms := []result.Arm{
-		mk("interference/timer/goroutine-spin/hogs=1/gomaxprocs=1", 19e6, 39e6, 40e6, map[string]float64{"p50_go_preempt_periods": 2}),
+		mk("interference/timer/goroutine-spin/hogs=1/gomaxprocs=1", 19e6, 39e6, 40e6, map[string]float64{"p50-go-preempt-periods": 2}),
 		mk("interference/timer/process-spin/hogs=1/gomaxprocs=1", 70e3, 2e6, 3e6, nil),
 		mk("interference/timer/goroutine-spin/hogs=1/gomaxprocs=2", 70e3, 6e6, 7e6, nil),
 		mk("interference/chanpair/none/hogs=0/gomaxprocs=1", 29e3, 50e3, 1e6, nil),
-		mk("interference/chanpair/goroutine-spin/hogs=1/gomaxprocs=1", 30e3, 52e3, 20e6, map[string]float64{"go_preempt_samples": 3}),
+		mk("interference/chanpair/goroutine-spin/hogs=1/gomaxprocs=1", 30e3, 52e3, 20e6, map[string]float64{"go-preempt-samples": 3}),
 		{Name: "interference/starve/goroutine-spin/hogs=1/gomaxprocs=1/asyncpreemptoff", Mechanism: shapeStarve,
 			Status: result.StatusTimedOut, Params: map[string]string{"hog": "goroutine-spin"}},
 	}
@@ -374,7 +374,7 @@ func TestAnnotateQuantum(t *testing.T) {
 	}
 	var r result.Arm
 	x.Annotate(&r)
-	if r.Metrics["p50_go_preempt_periods"] != 2 || r.Metrics["p50_in_pile"] != 1 || r.Metrics["go_preempt_samples"] != 30 {
+	if r.Metrics["p50-go-preempt-periods"] != 2 || r.Metrics["p50-in-pile"] != 1 || r.Metrics["go-preempt-samples"] != 30 {
 		t.Errorf("metrics %v", r.Metrics)
 	}
 	if j := strings.Join(r.Notes, "\n"); !strings.Contains(j, "p50 sits at") || !strings.Contains(j, "2 sysmon periods") {
@@ -387,7 +387,7 @@ func TestAnnotateQuantum(t *testing.T) {
 	}
 	r = result.Arm{}
 	x.Annotate(&r)
-	if r.Metrics["p50_in_pile"] != 0 || r.Metrics["p50_go_preempt_periods"] != 2 {
+	if r.Metrics["p50-in-pile"] != 0 || r.Metrics["p50-go-preempt-periods"] != 2 {
 		t.Errorf("smear: metrics %v", r.Metrics)
 	}
 }

@@ -30,6 +30,7 @@ process (os.fork). Without python3 the arms are skipped with a note.`,
 		Arms:     pythonArms,
 		Checks:   pythonChecks,
 		Findings: pythonFindings,
+		Metrics:  pythonMetrics,
 	})
 	exp.RegisterOption("python", "the CPython to drive: a command or path, or all (every python3.N/python3.Nt on PATH); default python3 (same as --python)")
 }
@@ -295,6 +296,7 @@ func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, 
 	req.BenchNs = int64(dr.BenchTime)
 	req.WarmUpNs = int64(dr.WarmUp)
 	req.WarmUpOps = dr.WarmUpOps
+	req.Policy = wirePolicy(dr.Policy.OrDefault())
 	req.MaxSamples = min(dr.MaxSamples, maxPySamples)
 	if req.MaxSamples <= 0 {
 		req.MaxSamples = maxPySamples
@@ -314,6 +316,12 @@ func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, 
 		return nil, errors.New(msg)
 	}
 	return pyResult(r, hello), nil
+}
+
+// wirePolicy is the runner's policy as the driver reads it.
+func wirePolicy(p exp.Policy) *pydriver.Policy {
+	return &pydriver.Policy{Share: p.Share, GrowMax: p.GrowMax, Overshoot: p.Overshoot, MaxOpsPerRep: p.MaxOpsPerRep,
+		SampleClockFactor: p.SampleClockFactor}
 }
 
 // pyResult converts a driver response (already checked for shape).
@@ -341,12 +349,12 @@ func pyResult(r *pydriver.Response, h pydriver.Hello) *exp.DirectResult {
 	if len(r.Affinity) > 0 {
 		d.Params["affinity"] = intsText(r.Affinity) // as the driver saw it
 	}
-	d.Metrics = map[string]float64{"py_clock_ns": h.ClockNs}
+	d.Metrics = map[string]float64{"py-clock-ns": h.ClockNs}
 	for k, v := range r.Metrics {
 		d.Metrics[k] = v
 	}
 	if t := r.ThreadSwitches; t != nil && d.TotalOps > 0 {
-		d.Metrics["measuring_thread_switches/op"] = float64(t.Voluntary+t.Involuntary) / float64(d.TotalOps)
+		d.Metrics["measuring-thread-switches/op"] = float64(t.Voluntary+t.Involuntary) / float64(d.TotalOps)
 	}
 	d.Notes = append(d.Notes, r.Notes...)
 	return d
@@ -643,4 +651,11 @@ func swText(a result.Arm) string {
 		return "?"
 	}
 	return fmt.Sprintf("%.1f", a.Switches.Total())
+}
+
+// pythonMetrics declares the figures python arms add beside the median.
+var pythonMetrics = []exp.Metric{
+	{Name: "py-clock-ns", Unit: "ns", Better: exp.NotRanked, Doc: "cost of one time.perf_counter() read in the driver"},
+	{Name: "measuring-thread-switches/op", Unit: "switches", Better: exp.LowerIsBetter, Doc: "OS switches per op of the driver's measuring thread alone (RUSAGE_THREAD)"},
+	{Name: "task-bytes", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "memory per asyncio task (tracemalloc)"},
 }

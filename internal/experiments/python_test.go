@@ -2,6 +2,9 @@ package experiments
 
 import (
 	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +175,75 @@ func TestPythonEndToEnd(t *testing.T) {
 	// trip, so at least one voluntary switch; the loop never blocks.
 	if th.Switches.Voluntary < 1 || tk.Switches.Voluntary >= th.Switches.Voluntary {
 		t.Fatalf("voluntary switches per round trip: thread %.2f, task %.2f", th.Switches.Voluntary, tk.Switches.Voluntary)
+	}
+}
+
+// TestPythonRunnerSendsPolicy: a CPython arm run by the runner hands the
+// driver the runner's warm-up, sizing and sampling policy (a request
+// without one means DefaultPolicy, the same). A fake driver
+// (a shell script standing in for python3) records the request it got.
+func TestPythonRunnerSendsPolicy(t *testing.T) {
+	dir := t.TempDir()
+	got := filepath.Join(dir, "request.json")
+	fake := filepath.Join(dir, "python3")
+	script := `#!/bin/sh
+echo '{"hello":{"protocol":1,"implementation":"cpython","version":"3.0.0"}}'
+read -r line
+printf '%s\n' "$line" > ` + got + `
+id=$(printf '%s' "$line" | sed 's/^{"id":\([0-9]*\).*/\1/')
+printf '{"id":%s,"ok":true,"rep_ns":[1000],"ops":[10]}\n' "$id"
+read -r line
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer pydriver.CloseAll()
+	in := &pydriver.Interpreter{Name: "python3", Path: fake, Version: "3.0.0"}
+	plan := pythonPlan(pyParams(exp.SuiteQuick))
+	a := bindPyArm(pyParams(exp.SuiteQuick), in, plan[0], "")
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	spec, _ := exp.Lookup("python")
+	if r := runner.Arm(context.Background(), cfg, spec, a); r.Status != result.StatusOK {
+		t.Fatalf("%s: %s: %s", r.Name, r.Status, r.Reason)
+	}
+	b, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req pydriver.Request
+	if err := json.Unmarshal(b, &req); err != nil {
+		t.Fatalf("request %q: %v", b, err)
+	}
+	if req.Policy == nil || *req.Policy != *wirePolicy(exp.DefaultPolicy) {
+		t.Fatalf("the driver got policy %+v, want the runner's %+v", req.Policy, exp.DefaultPolicy)
+	}
+	if (exp.Policy{}).OrDefault() != exp.DefaultPolicy {
+		t.Fatal("the zero policy does not mean the default")
+	}
+}
+
+// TestPythonDriverDefaultPolicy: the driver's own default (for a request
+// without a policy) is the runner's, and the policy ctxlab sends is the
+// one the driver applies.
+func TestPythonDriverDefaultPolicy(t *testing.T) {
+	in, err := pydriver.Resolve("python3")
+	if err != nil {
+		t.Skipf("no usable python3: %v", err)
+	}
+	defer pydriver.CloseAll()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := pydriver.Request{Bench: "callchain.plain", Reps: 1, BenchNs: int64(time.Millisecond), WarmUpNs: int64(time.Millisecond),
+		WarmUpOps: 1000, MaxSamples: 10}
+	for _, pol := range []*pydriver.Policy{nil, wirePolicy(exp.DefaultPolicy)} {
+		req.Policy = pol
+		r, _, err := in.Do(ctx, req)
+		if err != nil || !r.OK {
+			t.Fatalf("r=%+v err=%v", r, err)
+		}
+		if r.Policy == nil || *r.Policy != *wirePolicy(exp.DefaultPolicy) {
+			t.Fatalf("sent %+v, driver applied %+v, runner's default %+v", pol, r.Policy, exp.DefaultPolicy)
+		}
 	}
 }

@@ -52,6 +52,7 @@ Percentiles are of the time of one lap divided by N (a lap's mean hop).`,
 		Arms:     ringArms,
 		Checks:   ringChecks,
 		Findings: ringFindings,
+		Metrics:  ringMetrics,
 	})
 	exp.RegisterOption("ring.substrates", "ring: substrates to run, comma-separated from goroutine, thread, process (default all)")
 	child.Register("ring-node", ringNodeChild)
@@ -816,7 +817,7 @@ func (r *Ring) Annotate(a *result.Arm) {
 		a.Metrics = map[string]float64{}
 	}
 	a.Metrics["pingpong-rt-ns"] = rt
-	a.Metrics["hop/half-rt"] = a.Median / (rt / 2)
+	a.Metrics["half-rt-ratio"] = a.Median / (rt / 2)
 }
 
 // pingpongRT is a short thread ping-pong over mechanism kind: the mean
@@ -925,7 +926,7 @@ func growth(s []result.Arm, lo, hi int) (float64, result.Arm, result.Arm, bool) 
 func ringChecks(arms []result.Arm) []result.Check {
 	var out []result.Check
 	for _, a := range arms {
-		if r, ok := a.Metrics["hop/half-rt"]; ok {
+		if r, ok := a.Metrics["half-rt-ratio"]; ok {
 			out = append(out, result.Check{
 				Name:  fmt.Sprintf("a 2-thread ring's hop is about half a ping-pong round trip (%.2f–%.2f× of RT/2)", hopHalfRTLow, hopHalfRTHigh),
 				Holds: r >= hopHalfRTLow && r <= hopHalfRTHigh,
@@ -1013,4 +1014,10 @@ func ringFindings(arms []result.Arm) []string {
 			label, result.FormatNs(a.Median), ringN(a), result.FormatNs(b.Median), ringN(b), g, 100*(g-1), sw))
 	}
 	return out
+}
+
+// ringMetrics declares the figures ring arms add beside the median.
+var ringMetrics = []exp.Metric{
+	{Name: "pingpong-rt-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "a 2-thread ping-pong round trip measured right after the ring arm, on the same CPUs"},
+	{Name: "half-rt-ratio", Unit: "ratio", Better: exp.NotRanked, Doc: "the hop as a multiple of half that round trip (a 2-worker ring's hop is half a round trip)"},
 }

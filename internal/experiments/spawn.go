@@ -51,6 +51,7 @@ M: quick 2000/200/5, default 10000/1000/20, full 100000/2000/50.`,
 		Arms:     spawnArms,
 		Checks:   spawnChecks,
 		Findings: spawnFindings,
+		Metrics:  spawnMetrics,
 	})
 	child.Register("spawn-exit", func(args []string, files []*os.File) int { return 0 })
 	child.Register("spawn-idle", spawnIdleChild)
@@ -537,4 +538,14 @@ func spawnFindings(arms []result.Arm) []string {
 		out = append(out, "resident memory per idle worker: "+strings.Join(mem, ", "))
 	}
 	return out
+}
+
+// spawnMetrics declares the figures spawn arms add beside the median.
+var spawnMetrics = []exp.Metric{
+	{Name: "idle-workers", Unit: "workers", Better: exp.NotRanked, Doc: "how many idle workers the memory figures were taken over"},
+	{Name: "rss-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "resident memory per idle worker"},
+	{Name: "pss-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "proportional set size per idle child process (shared pages split)"},
+	{Name: "stack-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "goroutine stack in use per idle goroutine"},
+	{Name: "stack-start-bytes", Unit: "bytes", Better: exp.NotRanked, Doc: "the runtime's starting goroutine stack size"},
+	{Name: "kernel-stack-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "kernel stack per idle thread (not in RSS)"},
 }

@@ -41,6 +41,7 @@ scheduler stays out of the way. --workers replaces the K list.`,
 		Arms:     yieldArms,
 		Checks:   yieldChecks,
 		Findings: yieldFindings,
+		Metrics:  yieldMetrics,
 	})
 }
 
@@ -414,4 +415,9 @@ func yieldFindings(arms []result.Arm) []string {
 		}
 	}
 	return out
+}
+
+// yieldMetrics declares the figures yield arms add beside the median.
+var yieldMetrics = []exp.Metric{
+	{Name: "cpu-ns/yield", Unit: "ns", Better: exp.LowerIsBetter, Doc: "CPU time (user + system, getrusage) per yield, all workers together"},
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -403,12 +404,12 @@ func Derived(vals []CounterValue) map[string]float64 {
 	out := map[string]float64{}
 	ins, okI := get("instructions")
 	if cyc, ok := get("cycles"); ok && okI && cyc > 0 {
-		out["IPC"] = ins / cyc
+		out["ipc"] = ins / cyc
 	}
 	if okI && ins > 0 {
 		for _, m := range []string{"LLC-load-misses", "dTLB-load-misses", "branch-misses"} {
 			if v, ok := get(m); ok {
-				out[m+"/1k-instructions"] = 1000 * v / ins
+				out[strings.ToLower(m)+"/1k-instructions"] = 1000 * v / ins
 			}
 		}
 	}

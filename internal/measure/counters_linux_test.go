@@ -162,7 +162,7 @@ func TestCounterSetFakeGroups(t *testing.T) {
 		t.Fatalf("page-faults = %+v, want a supported 0", pf)
 	}
 	d := Derived(vals)
-	if d["IPC"] != 2 || d["LLC-load-misses/1k-instructions"] != 5 || d["dTLB-load-misses/1k-instructions"] != 2 || d["branch-misses/1k-instructions"] != 3 {
+	if d["ipc"] != 2 || d["llc-load-misses/1k-instructions"] != 5 || d["dtlb-load-misses/1k-instructions"] != 2 || d["branch-misses/1k-instructions"] != 3 {
 		t.Fatalf("derived = %v", d)
 	}
 	w := strings.Join(s.Warnings(), "\n")
@@ -204,7 +204,7 @@ func TestCounterSetFakeUnsupported(t *testing.T) {
 	if v := value(t, vals, "dTLB-load-misses"); v.Unsupported != "" || v.Value != 3 {
 		t.Errorf("dTLB-load-misses opened standalone after the group refused it: %+v", v)
 	}
-	if _, ok := Derived(vals)["IPC"]; ok {
+	if _, ok := Derived(vals)["ipc"]; ok {
 		t.Error("IPC derived from unsupported counters")
 	}
 	// The standalone fd is its own reader next to the two groups.
@@ -273,7 +273,7 @@ func TestCountersReal(t *testing.T) {
 		if ins.Value < 5_000_000 {
 			t.Errorf("instructions %v over a 5M-iteration loop", ins.Value)
 		}
-		if _, ok := Derived(vals)["IPC"]; !ok && value(t, vals, "cycles").Unsupported == "" {
+		if _, ok := Derived(vals)["ipc"]; !ok && value(t, vals, "cycles").Unsupported == "" {
 			t.Error("IPC missing with instructions and cycles supported")
 		}
 	}

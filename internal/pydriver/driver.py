@@ -5,16 +5,18 @@
 #   stdout, first line: {"hello": {...}} — the interpreter's version and build.
 #   stdin:  one JSON request per line, one per arm: {"id", "bench", "params",
 #           "reps", "bench_ns", "warmup_ns", "warmup_ops", "max_samples",
-#           "min_ops", "cpus", "cpus_a", "cpus_b"}.
+#           "min_ops", "policy", "cpus", "cpus_a", "cpus_b"}.
 #   stdout: exactly one JSON result line per request: {"id", "ok": true, ...}
 #           or {"id", "ok": false, "unsupported"|"error": "..."}.
 #   stderr: diagnostics and tracebacks only.
 #   EOF on stdin: exit 0.
 #
-# Each arm times itself: batch timing per repetition (mean = elapsed / ops),
-# per-op latencies on a sample of ops, and OS context switches from
-# getrusage over exactly the timed repetitions.
+# Each arm times itself under the runner's policy (warm-up and testing.B-style
+# repetition sizing, sampling interval; see size()): batch timing per
+# repetition (mean = elapsed / ops), per-op latencies on a sample of ops, and
+# OS context switches from getrusage over exactly the timed repetitions.
 import asyncio
+import itertools
 import json
 import math
 import os
@@ -101,12 +103,17 @@ def migrations():
 # A bench has setup(), run(n, every, samples) -> (elapsed_ns, ops) and
 # teardown(). run does about n ops; every `every`-th op is timed on its own
 # and appended to samples (ns), inside the batch, like ctxlab's Go sampler.
-# The loops are written out in each bench so no extra call sits in the op.
+# The loops are written out in each bench so no extra call sits in the op:
+# bound locals, and the unsampled ops of each chunk in a bare
+# `for _ in range(k)` loop with no per-op branch or attribute lookup, so a
+# batch costs what a hand-written perf_counter loop around the op costs
+# (TestDriverLoopGap keeps that true for the call chains).
 
 
 class Bench:
     sampled = True  # per-op latencies mean something for this bench
     sample_note = ""
+    ops_per_unit = 1  # ops in one sampled unit (a ring's lap is N hops)
 
     def __init__(self, p):
         self.p = p
@@ -124,6 +131,9 @@ class Bench:
 
     def metrics(self):
         return {}
+
+    def notes(self):
+        return [self.sample_note] if self.sample_note else []
 
 
 class Busy:
@@ -434,7 +444,7 @@ class ThreadRing(Bench):
 
     def setup(self):
         n = int(self.p["n"])
-        self.n = n
+        self.n = self.ops_per_unit = n
         self.qs = [queue.SimpleQueue() for _ in range(n)]
         self.ts = []
         old = threading.stack_size()
@@ -487,7 +497,7 @@ class TaskRing(AsyncBench):
 
     async def asetup(self):
         n = int(self.p["n"])
-        self.n = n
+        self.n = self.ops_per_unit = n
         self.qs = [asyncio.Queue() for _ in range(n)]
         loop = asyncio.get_running_loop()
         self.ts = [loop.create_task(self.worker(self.qs[i], self.qs[(i + 1) % n])) for i in range(1, n)]
@@ -535,10 +545,18 @@ class TaskYield(AsyncBench):
 
     async def asetup(self):
         self.k = int(self.p["k"])
+        self.m = 0
+
+    def notes(self):
+        out = super().notes()
+        if self.m < 100:
+            out.append("not comparable with a long loop's figure: each of the %d tasks yields only %d times per repetition, "
+                       "and starting and finishing the tasks is inside the timing (a longer --benchtime amortises it)" % (self.k, self.m))
+        return out
 
     async def arun(self, n, every, samples):
         k = self.k
-        m = max(1, n // k)
+        m = self.m = -(-n // k)  # at least n yields: sizing must see a batch grow
         sleep = asyncio.sleep
 
         async def worker():
@@ -571,6 +589,7 @@ class Hop(AsyncBench):
         import concurrent.futures
 
         self.how = self.p["how"]
+        self.keys = itertools.cycle(range(1000))
         if self.how == "aiosqlite":
             try:
                 import aiosqlite
@@ -584,44 +603,85 @@ class Hop(AsyncBench):
             return
         self.conn = sqlite3.connect(":memory:", check_same_thread=False)
         make_db(self.conn)
+        execute = self.conn.execute
+        self.lookup = lambda k: execute(SQL, (k,)).fetchone()
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
         self.ex.submit(int).result()  # start the worker thread outside timing
 
+    # One loop per way of calling, each with its op written out and bound
+    # locals, so the arms differ only by the hops they take. Keys cycle over
+    # the table in C (islice of a cycle), not with a counter and a modulo.
+
     async def arun(self, n, every, samples):
-        conn, ex = getattr(self, "conn", None), getattr(self, "ex", None)
-        loop = asyncio.get_running_loop()
-        how = self.how
+        run = {"direct": self.run_direct, "executor": self.run_executor, "two-hop": self.run_two_hop}
+        return await run.get(self.how, self.run_aiosqlite)(n, every, samples)
+
+    async def run_direct(self, n, every, samples):
+        execute, keys, islice = self.conn.execute, self.keys, itertools.islice
         chunks, rest = divmod(n, every)
-        i = 0
-
-        def lookup(k):
-            return conn.execute(SQL, (k,)).fetchone()
-
-        async def op(k):
-            if how == "direct":
-                return conn.execute(SQL, (k,)).fetchone()
-            if how == "executor":
-                return await loop.run_in_executor(ex, lookup, k)
-            if how == "two-hop":
-                cur = await loop.run_in_executor(ex, conn.execute, SQL, (k,))
-                return await loop.run_in_executor(ex, cur.fetchone)
-            async with self.db.execute(SQL, (k,)) as cur:
-                return await cur.fetchone()
-
-        # The arms differ by one awaited call each; op() is the same
-        # coroutine call in all four, so the multiples compare like with like.
         t0 = pc()
         for _ in range(chunks):
+            k = next(keys)
             s = pc()
-            await op(i % 1000)
+            execute(SQL, (k,)).fetchone()
             samples.append(pc() - s)
-            i += 1
-            for _ in range(every - 1):
-                await op(i % 1000)
-                i += 1
-        for _ in range(rest):
-            await op(i % 1000)
-            i += 1
+            for k in islice(keys, every - 1):
+                execute(SQL, (k,)).fetchone()
+        for k in islice(keys, rest):
+            execute(SQL, (k,)).fetchone()
+        return pc() - t0, n
+
+    async def run_executor(self, n, every, samples):
+        hop, ex, lookup = asyncio.get_running_loop().run_in_executor, self.ex, self.lookup
+        keys, islice = self.keys, itertools.islice
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            k = next(keys)
+            s = pc()
+            await hop(ex, lookup, k)
+            samples.append(pc() - s)
+            for k in islice(keys, every - 1):
+                await hop(ex, lookup, k)
+        for k in islice(keys, rest):
+            await hop(ex, lookup, k)
+        return pc() - t0, n
+
+    async def run_two_hop(self, n, every, samples):
+        hop, ex, execute = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute
+        keys, islice = self.keys, itertools.islice
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            k = next(keys)
+            s = pc()
+            cur = await hop(ex, execute, SQL, (k,))
+            await hop(ex, cur.fetchone)
+            samples.append(pc() - s)
+            for k in islice(keys, every - 1):
+                cur = await hop(ex, execute, SQL, (k,))
+                await hop(ex, cur.fetchone)
+        for k in islice(keys, rest):
+            cur = await hop(ex, execute, SQL, (k,))
+            await hop(ex, cur.fetchone)
+        return pc() - t0, n
+
+    async def run_aiosqlite(self, n, every, samples):
+        execute, keys, islice = self.db.execute, self.keys, itertools.islice
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            k = next(keys)
+            s = pc()
+            async with execute(SQL, (k,)) as cur:
+                await cur.fetchone()
+            samples.append(pc() - s)
+            for k in islice(keys, every - 1):
+                async with execute(SQL, (k,)) as cur:
+                    await cur.fetchone()
+        for k in islice(keys, rest):
+            async with execute(SQL, (k,)) as cur:
+                await cur.fetchone()
         return pc() - t0, n
 
     async def ateardown(self):
@@ -633,7 +693,9 @@ class Hop(AsyncBench):
         self.conn.close()
 
 
-# callchain: the per-call and per-task floor.
+# callchain: the per-call and per-task floor. The argument is a constant
+# small int, as in a hand-written loop: a growing counter would add three int
+# allocations to every op (measured: ~15% of a 3-level call).
 
 
 def l3(x):
@@ -667,8 +729,8 @@ class ChainPlain(Bench):
     def run(self, n, every, samples):
         f = l1
         t0 = pc()
-        for i in range(n):
-            f(i)
+        for _ in range(n):
+            f(1)
         return pc() - t0, n
 
 
@@ -679,8 +741,8 @@ class ChainCoro(AsyncBench):
     async def arun(self, n, every, samples):
         f = a1
         t0 = pc()
-        for i in range(n):
-            await f(i)
+        for _ in range(n):
+            await f(1)
         return pc() - t0, n
 
 
@@ -708,20 +770,53 @@ class ChainTask(AsyncBench):
             await t
 
     def metrics(self):
-        return {"task_bytes": self.task_bytes}
+        return {"task-bytes": self.task_bytes}
 
     async def arun(self, n, every, samples):
         create = asyncio.get_running_loop().create_task
         chunks, rest = divmod(n, every)
         t0 = pc()
-        for i in range(chunks):
+        for _ in range(chunks):
             s = pc()
-            await create(a3(i))
+            await create(a3(1))
             samples.append(pc() - s)
             for _ in range(every - 1):
-                await create(a3(i))
-        for i in range(rest):
-            await create(a3(i))
+                await create(a3(1))
+        for _ in range(rest):
+            await create(a3(1))
+        return pc() - t0, n
+
+
+class Spin(Bench):
+    """Test bench: each op spins op_ns on the clock; the arm's very first op
+    spins first_ns more (lazy set-up that the clock sees)."""
+
+    def setup(self):
+        self.op_ns = int(self.p.get("op_ns", 1000))
+        self.extra = int(self.p.get("first_ns", 0))
+
+    def run(self, n, every, samples):
+        op_ns, extra = self.op_ns, self.extra
+        self.extra = 0
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        end = t0 + extra
+        while pc() < end:
+            pass
+        for _ in range(chunks):
+            s = pc()
+            end = s + op_ns
+            while pc() < end:
+                pass
+            samples.append(pc() - s)
+            for _ in range(every - 1):
+                end = pc() + op_ns
+                while pc() < end:
+                    pass
+        for _ in range(rest):
+            end = pc() + op_ns
+            while pc() < end:
+                pass
         return pc() - t0, n
 
 
@@ -741,6 +836,7 @@ BENCHES = {
     "callchain.task": ChainTask,
     # Test benches for ctxlab's protocol tests.
     "test.sleep": None,
+    "test.spin": Spin,
     "test.crash": None,
 }
 
@@ -757,6 +853,81 @@ def clock_cost():
 
 
 CLOCK_NS = clock_cost()
+
+
+# The runner's policy (exp.DefaultPolicy), used when a request carries none.
+DEFAULT_POLICY = {
+    "share": 0.1,
+    "grow_max": 100,
+    "overshoot": 1.2,
+    "max_ops_per_rep": 1_000_000_000,
+    "sample_clock_factor": 2000,
+}
+NEVER = 1 << 62  # a sampling interval no batch reaches: no op is timed alone
+
+
+def policy(given):
+    """The request's policy, each missing or zero field from DEFAULT_POLICY."""
+    pol = dict(DEFAULT_POLICY)
+    for k, v in (given or {}).items():
+        if k in pol and v:
+            pol[k] = type(pol[k])(v)
+    return pol
+
+
+def predict(goal, n, el, pol):
+    """testing.B's rule, as the runner's predictN: the ops that should take
+    goal ns if n took el ns, padded by overshoot, growing at most grow_max
+    times and at least by one, and at most max_ops_per_rep."""
+    nxt = int(goal * n / max(el, 1))
+    nxt += int(nxt * (pol["overshoot"] - 1))
+    nxt = min(nxt, int(pol["grow_max"] * n))
+    nxt = max(nxt, n + 1)
+    return min(nxt, pol["max_ops_per_rep"])
+
+
+def size(run, bench_ns, warm_ns, warm_ops, pol):
+    """The runner's warm-up and sizing (runner.size): run a batch, predict
+    the ops that fill its share of the benchtime, and run again, until the
+    warm-up time (or op count) is spent and a batch that is not the arm's
+    first filled its share. A one-op batch counts only when that op fills a
+    whole repetition, so a slow first op (lazy set-up the clock sees) cannot
+    size the repetitions. Returns the batches as [ops, ns] and ns per op."""
+    share = max(1, int(bench_ns * pol["share"]))
+    batches, n, ops = [], 1, 0
+    start = pc()
+    while True:
+        el, done = run(n)
+        batches.append([done, el])
+        ops += done
+        warm = pc() - start >= warm_ns or ops >= warm_ops
+        # A batch at the cap cannot grow: it is trusted too (else a cheap op
+        # under a low cap would loop for ever).
+        trusted = len(batches) > 1 and ((done > 1 and el >= share) or el >= bench_ns or done >= pol["max_ops_per_rep"])
+        if warm and trusted:
+            return batches, max(el / done, 1e-3)
+        n = predict(share, done, el, pol)
+
+
+def sample_every(total_ops, max_samples, per_op, pol, unit):
+    """The runner's sampling rule: keep at most max_samples, and time a unit
+    (an op, or a ring's lap) on its own no more often than every
+    ceil(sample_clock_factor x clock cost / unit cost)-th unit, so the two
+    timestamps stay far below what they time."""
+    units = max(1, total_ops // unit)
+    return max(1, math.ceil(units / max_samples), math.ceil(pol["sample_clock_factor"] * CLOCK_NS / (per_op * unit)))
+
+
+def overhead_notes(every, per_op, bench):
+    """Say when the timestamps inside the batch add a visible share to the
+    mean: the published (seed) figures were taken with plain loops."""
+    if not bench.sampled or every >= NEVER:
+        return []
+    share = 2 * CLOCK_NS / (every * bench.ops_per_unit * per_op)
+    if share < 0.01:
+        return []
+    return ["not comparable with a plain loop's figure: timing every %d%s unit on its own adds about %.0f%% to the mean"
+            % (every, "st" if every == 1 else "th", 100 * share)]
 
 
 def measure(req):
@@ -777,6 +948,7 @@ def measure(req):
     warm_ops = int(req.get("warmup_ops", 1 << 20))
     max_samples = int(req.get("max_samples", 20000))
     min_ops = int(req.get("min_ops", 1))
+    pol = policy(req.get("policy"))
 
     old_si = sys.getswitchinterval()
     si = p.get("switch_interval_s")
@@ -792,25 +964,12 @@ def measure(req):
         ready = True
         if int(p.get("busy", 0)) > 0:
             busy = [Busy() for _ in range(int(p["busy"]))]
-        # Warm-up: grow n until the warm-up time or op count is reached; it
-        # also estimates the op's cost for sizing the repetitions.
-        n, ops, spent = 1, 0, 0
-        start = pc()
-        scratch = []
-        while True:
-            el, done = bench.run(n, 1 << 62, scratch)
-            ops += done
-            spent += el
-            if pc() - start >= warm_ns or ops >= warm_ops:
-                break
-            target = warm_ns / 10
-            est = int(n * target / el) if el > 0 else n * 10
-            n = max(n + 1, min(n * 10, est))
-        per_op = max(spent / ops, 1.0)
-        ops_per_rep = int(max(min_ops, min(1e8, bench_ns / per_op)))
-        every = max(1, math.ceil(reps * ops_per_rep / max_samples), math.ceil(60 * CLOCK_NS / per_op))
-        if not bench.sampled:
-            every = 1 << 62
+        unsampled = lambda k: bench.run(k, NEVER, [])
+        sizing, per_op = size(unsampled, bench_ns, warm_ns, warm_ops, pol)
+        ops_per_rep = max(min_ops, int(max(1, min(pol["max_ops_per_rep"], bench_ns / per_op))))
+        every = NEVER
+        if bench.sampled:
+            every = sample_every(reps * ops_per_rep, max_samples, per_op, pol, bench.ops_per_unit)
         samples, rep_ns, rep_ops = [], [], []
         vol = invol = tvol = tinvol = cvol = cinvol = 0
         migr, have_migr = 0, True
@@ -844,13 +1003,16 @@ def measure(req):
             "ops": rep_ops,
             "samples_ns": samples,
             "sample_every": every if bench.sampled else 0,
+            "sizing": sizing,
+            "per_op_ns": per_op,
+            "policy": pol,
             "switches": {"voluntary": vol, "involuntary": invol, "child_voluntary": cvol, "child_involuntary": cinvol},
             "thread_switches": {"voluntary": tvol, "involuntary": tinvol} if HAVE_RUSAGE_THREAD else None,
             "migrations": migr if have_migr else None,
             "switch_interval_s": sys.getswitchinterval(),
             "affinity": mask,
             "metrics": bench.metrics(),
-            "notes": [bench.sample_note] if bench.sample_note else [],
+            "notes": bench.notes() + overhead_notes(every, per_op, bench),
         }
         return out
     finally:

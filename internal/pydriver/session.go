@@ -43,10 +43,24 @@ type Request struct {
 	WarmUpOps  int               `json:"warmup_ops"`
 	MaxSamples int               `json:"max_samples"`
 	MinOps     int               `json:"min_ops,omitempty"`
+	Policy     *Policy           `json:"policy,omitempty"` // nil: the driver's copy of the runner's default
 	CPUs       []int             `json:"cpus,omitempty"`   // the interpreter's CPU set for the arm
 	CPUsA      []int             `json:"cpus_a,omitempty"` // the measuring (main) thread
 	CPUsB      []int             `json:"cpus_b,omitempty"` // partner threads
 }
+
+// Policy is the runner's warm-up, sizing and sampling policy on the wire
+// (exp.Policy); the driver applies it as the runner does (docs/python.md).
+type Policy struct {
+	Share             float64 `json:"share"`
+	GrowMax           float64 `json:"grow_max"`
+	Overshoot         float64 `json:"overshoot"`
+	MaxOpsPerRep      int64   `json:"max_ops_per_rep"`
+	SampleClockFactor float64 `json:"sample_clock_factor"`
+}
+
+// Batch is one untimed batch the driver ran before the repetitions: [ops, ns].
+type Batch [2]int64
 
 // Counts are switch counts over the timed repetitions.
 type Counts struct {
@@ -66,6 +80,13 @@ type Response struct {
 	Ops         []int64 `json:"ops"`    // ops done in each repetition
 	SamplesNs   []int64 `json:"samples_ns"`
 	SampleEvery int     `json:"sample_every"`
+	// Sizing are the untimed batches that warmed the arm up and sized its
+	// repetitions, in order; the last one filled its share of bench_ns.
+	Sizing []Batch `json:"sizing"`
+	// PerOpNs is the op's cost from that batch; the ops per repetition and
+	// the sampling interval follow from it. Policy is the policy applied.
+	PerOpNs float64 `json:"per_op_ns"`
+	Policy  *Policy `json:"policy"`
 	// Switches: getrusage(RUSAGE_SELF) over every driver thread, plus
 	// forked children from /proc/<pid>/status.
 	Switches Counts `json:"switches"`

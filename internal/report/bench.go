@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sort"
 	"strings"
 	"unicode"
 
@@ -15,12 +14,14 @@ import (
 
 // Bench writes the run in the Go benchmark format, so benchstat can compare
 // two ctxlab runs: one line per repetition of each arm, named
-// Benchmark<Arm>-<GOMAXPROCS>, with the repetition's per-op mean in the arm's
-// unit (ns/op for most). The arm-wide figures — OS switches per op
-// (ctxsw/op), migrations/op, sampled p50-ns and p99-ns and the arm's own
-// metrics — are on the first repetition's line only, since they are not
-// measured per repetition. Arms without figures become "#" comment lines,
-// which benchfmt readers skip.
+// Benchmark<Arm>-<N>, with the repetition's mean per op. Only figures
+// measured per repetition are written, so benchstat sees n = repetitions
+// for every unit and never a one-sample table; arm-wide figures (switches,
+// percentiles, metrics) are in the JSON, CSV and table formats. Units are
+// benchstat's: a time per op is ns/op (benchstat shows sec/op), whatever
+// the arm's op is (the arm's name says it). N is the run's GOMAXPROCS for
+// every arm, so it is stable between arms and runs on one machine. Arms without
+// figures become "#" comment lines, which benchfmt readers skip.
 func Bench(w io.Writer, run *result.Run) error {
 	// The run id goes in a comment: as a config key it would differ
 	// between two runs and make benchstat put them in separate tables
@@ -46,11 +47,7 @@ func Bench(w io.Writer, run *result.Run) error {
 		res.Config[i].File = true
 	}
 	for _, a := range run.Arms {
-		reps := a.RepMeans
-		if len(reps) == 0 && a.Status == result.StatusOK && a.Median > 0 {
-			reps = []float64{a.Median}
-		}
-		if len(reps) == 0 {
+		if len(a.RepMeans) == 0 {
 			reason := a.Status
 			if a.Reason != "" {
 				reason += ": " + a.Reason
@@ -61,17 +58,14 @@ func Bench(w io.Writer, run *result.Run) error {
 			}
 			continue
 		}
-		res.Name = benchfmt.Name(benchName(a))
+		res.Name = benchfmt.Name(benchName(a, run.Env.GOMAXPROCS))
 		res.Iters = int(a.Ops)
 		if res.Iters <= 0 {
 			res.Iters = 1
 		}
-		for i, v := range reps {
-			res.Values = res.Values[:0]
-			res.Values = append(res.Values, benchfmt.Value{Value: v, Unit: benchUnit(a.Unit)})
-			if i == 0 {
-				res.Values = append(res.Values, armWide(a)...)
-			}
+		unit := BenchUnit(a.Unit)
+		for _, v := range a.RepMeans {
+			res.Values = append(res.Values[:0], benchfmt.Value{Value: v, Unit: unit})
 			if err := bw.Write(res); err != nil {
 				return err
 			}
@@ -80,32 +74,11 @@ func Bench(w io.Writer, run *result.Run) error {
 	return nil
 }
 
-// armWide are the figures measured over the whole arm.
-func armWide(a result.Arm) []benchfmt.Value {
-	var vs []benchfmt.Value
-	if s := a.Switches; s != nil {
-		vs = append(vs, benchfmt.Value{Value: s.Total(), Unit: "ctxsw/op"})
-	}
-	if a.Migrations != nil {
-		vs = append(vs, benchfmt.Value{Value: *a.Migrations, Unit: "migrations/op"})
-	}
-	if p := a.Percentiles; p != nil && p.Samples > 0 {
-		vs = append(vs, benchfmt.Value{Value: p.P50, Unit: "p50-ns"}, benchfmt.Value{Value: p.P99, Unit: "p99-ns"})
-	}
-	keys := make([]string, 0, len(a.Metrics))
-	for k := range a.Metrics {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		vs = append(vs, benchfmt.Value{Value: a.Metrics[k], Unit: benchUnit(k)})
-	}
-	return vs
-}
-
 // benchName is the arm name with a capital first letter, as go test names
-// benchmarks, spaces replaced, and the GOMAXPROCS suffix.
-func benchName(a result.Arm) string {
+// benchmarks, spaces replaced, and the run's GOMAXPROCS as the -N suffix.
+// The arm name alone identifies the configuration (an arm run at several
+// GOMAXPROCS values has gomaxprocs= in its name).
+func benchName(a result.Arm, procs int) string {
 	n := strings.Map(func(r rune) rune {
 		if unicode.IsSpace(r) {
 			return '_'
@@ -117,17 +90,31 @@ func benchName(a result.Arm) string {
 		r[0] = unicode.ToUpper(r[0])
 		n = string(r)
 	}
-	if a.GOMAXPROCS > 0 {
-		n += fmt.Sprintf("-%d", a.GOMAXPROCS)
+	if procs > 0 {
+		n += fmt.Sprintf("-%d", procs)
 	}
 	return n
 }
 
-func benchUnit(u string) string {
-	if u == "" {
+// BenchUnit is the benchstat unit for an arm's unit: a time per anything is
+// ns/op (the arm's op), bytes are B/op, other units become x/op with x
+// plain words.
+func BenchUnit(u string) string {
+	u = strings.TrimSpace(u)
+	switch {
+	case u == "" || strings.HasPrefix(u, "ns/"):
 		return "ns/op"
+	case u == "bytes" || strings.HasPrefix(u, "B/"):
+		return "B/op"
 	}
-	return strings.ReplaceAll(strings.TrimSpace(u), " ", "-")
+	what, _, _ := strings.Cut(u, "/")
+	what = strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return unicode.ToLower(r)
+		}
+		return '-'
+	}, what)
+	return strings.Trim(what, "-") + "/op"
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

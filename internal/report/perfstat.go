@@ -83,16 +83,16 @@ func counterPerOp(name string) func(a result.Arm) (float64, bool) {
 func comparisonRows(unit string) []statRow {
 	rows := []statRow{
 		{unit + " (wall)", func(a result.Arm) (float64, bool) { return a.Median, a.Median > 0 }},
-		{"on-CPU ns/element", metric("oncpu_ns/element")},
-		{"run-queue wait ns/element", metric("runq_wait_ns/element")},
-		{"voluntary switches/ms", metric("vol_switches/ms")},
-		{"involuntary switches/ms", metric("invol_switches/ms")},
+		{"on-CPU ns/element", metric("oncpu-ns/element")},
+		{"run-queue wait ns/element", metric("runq-wait-ns/element")},
+		{"voluntary switches/ms", metric("voluntary-switches/ms")},
+		{"involuntary switches/ms", metric("involuntary-switches/ms")},
 		{"migrations/ms", metric("migrations/ms")},
 	}
 	for _, c := range []string{"task-clock", "context-switches", "cpu-migrations", "page-faults", "instructions", "cycles", "branch-misses", "LLC-load-misses", "dTLB-load-misses"} {
 		rows = append(rows, statRow{c + "/op", counterPerOp(c)})
 	}
-	for _, m := range []string{"IPC", "LLC-load-misses/1k-instructions", "dTLB-load-misses/1k-instructions", "branch-misses/1k-instructions"} {
+	for _, m := range []string{"ipc", "llc-load-misses/1k-instructions", "dtlb-load-misses/1k-instructions", "branch-misses/1k-instructions"} {
 		rows = append(rows, statRow{m, metric(m)})
 	}
 	return rows

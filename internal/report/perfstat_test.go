@@ -22,10 +22,10 @@ func TestPerfStatComparison(t *testing.T) {
 	run := &result.Run{Arms: []result.Arm{
 		{Name: "cachecost/sweep/seq/W=8MiB/T=2", Experiment: "cachecost", Status: result.StatusOK, Unit: "ns/element",
 			Median: 2, Min: 2, Max: 2, Params: map[string]string{"compare": "sweep seq W=8MiB"},
-			Metrics: map[string]float64{"oncpu_ns/element": 4, "IPC": 2.4}, Counters: counters(0, 4)},
+			Metrics: map[string]float64{"oncpu-ns/element": 4, "ipc": 2.4}, Counters: counters(0, 4)},
 		{Name: "cachecost/sweep/seq/W=8MiB/T=32", Experiment: "cachecost", Status: result.StatusOK, Unit: "ns/element",
 			Median: 3, Min: 3, Max: 3, Params: map[string]string{"compare": "sweep seq W=8MiB"},
-			Metrics: map[string]float64{"oncpu_ns/element": 5, "IPC": 1.2}, Counters: counters(0, 5)},
+			Metrics: map[string]float64{"oncpu-ns/element": 5, "ipc": 1.2}, Counters: counters(0, 5)},
 		{Name: "pingpong/thread/futex/unpinned", Experiment: "pingpong", Status: result.StatusOK, Median: 10, Min: 10, Max: 10,
 			Counters: counters(1500, 9000)},
 	}}
@@ -38,7 +38,7 @@ func TestPerfStatComparison(t *testing.T) {
 		"sweep seq W=8MiB", "T=2", "T=32", "delta",
 		"ns/element (wall)", "+50.0%", // 2 → 3
 		"on-CPU ns/element", "+25.0%",
-		"IPC", "-50.0%",
+		"ipc", "-50.0%",
 		"counters unsupported here: LLC-load-misses, instructions — " + hw,
 		"counters per op", "thread/futex/unpinned", "1500",
 	} {

@@ -20,6 +20,11 @@ var Formats = []string{"table", "json", "csv", "markdown", "bench", "html"}
 func Write(w io.Writer, run *result.Run, format string) error {
 	switch format {
 	case "table", "":
+		// The answer first, then the evidence.
+		if err := Verdict(w, run); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
 		return Table(w, run)
 	case "json":
 		return run.Write(w)
@@ -56,6 +61,10 @@ func Table(w io.Writer, run *result.Run) error {
 	for _, e := range run.Experiments {
 		exps[e.Name] = e
 	}
+	shared := sharedNoise(run.Arms)
+	if len(shared) > 0 {
+		fmt.Fprintf(w, "noisy (said once, not per arm): %s\n", strings.Join(shared, "; "))
+	}
 	for _, name := range order {
 		arms := groups[name]
 		e := exps[name]
@@ -64,7 +73,7 @@ func Table(w io.Writer, run *result.Run) error {
 			op = arms[0].Op
 		}
 		fmt.Fprintf(w, "\n%s — op: %s\n", name, op)
-		writeArms(w, name, arms)
+		writeArms(w, name, arms, shared)
 		writePerfStat(w, name, arms)
 		writeHistograms(w, name, arms)
 		writeChecks(w, e.Checks)
@@ -88,7 +97,23 @@ func virt(e result.Env) string {
 	return ""
 }
 
-func writeArms(w io.Writer, exp string, arms []result.Arm) {
+// sharedNoise are the noise reasons that more than one arm gives: the
+// table says them once at the top instead of under every arm.
+func sharedNoise(arms []result.Arm) []string {
+	count := map[string]int{}
+	var out []string
+	for _, a := range arms {
+		for _, r := range a.Noise.Reasons {
+			count[r]++
+			if count[r] == 2 {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 	// Fastest per unit, so ratios compare like with like.
 	fastest := map[string]float64{}
 	for _, a := range arms {
@@ -135,7 +160,15 @@ func writeArms(w io.Writer, exp string, arms []result.Arm) {
 		}
 		if a.Noise.Noisy {
 			row[8] += " noisy"
-			notes = append(notes, fmt.Sprintf("%s is noisy: %s", name, strings.Join(a.Noise.Reasons, "; ")))
+			var own []string
+			for _, r := range a.Noise.Reasons {
+				if !containsStr(shared, r) {
+					own = append(own, r)
+				}
+			}
+			if len(own) > 0 {
+				notes = append(notes, fmt.Sprintf("%s is noisy: %s", name, strings.Join(own, "; ")))
+			}
 		}
 		rows = append(rows, row)
 		for _, n := range a.Notes {

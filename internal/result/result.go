@@ -99,8 +99,11 @@ type Arm struct {
 	Percentiles *Percentiles `json:"percentiles,omitempty"`
 	Histogram   []Bucket     `json:"histogram,omitempty"`
 
-	Switches   *Switches          `json:"switches_per_op,omitempty"`
-	Migrations *float64           `json:"migrations_per_op,omitempty"`
+	Switches   *Switches `json:"switches_per_op,omitempty"`
+	Migrations *float64  `json:"migrations_per_op,omitempty"`
+	// CPUNsPerOp is the on-CPU time per op of all participants (threads
+	// and child processes) over the timed repetitions, in ns.
+	CPUNsPerOp *float64           `json:"cpu_ns_per_op,omitempty"`
 	Counters   []Counter          `json:"counters,omitempty"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"` // extra figures, names carry units
 
@@ -214,7 +217,68 @@ func Read(rd io.Reader) (*Run, error) {
 	if r.Schema > SchemaVersion {
 		return nil, fmt.Errorf("decode run: schema %d is newer than this ctxlab understands (%d)", r.Schema, SchemaVersion)
 	}
+	for i := range r.Arms {
+		r.Arms[i].Metrics = RenameLegacyMetrics(r.Arms[i].Metrics)
+	}
 	return &r, nil
+}
+
+// LegacyMetricNames maps the metric names runs stored before the one
+// naming convention (exp.NameConvention) to today's, so a run read back
+// from the history or a file compares with a new one.
+var LegacyMetricNames = map[string]string{
+	"oncpu_ns/element":                 "oncpu-ns/element",
+	"runq_wait_ns/element":             "runq-wait-ns/element",
+	"worker_oncpu_ns/element":          "worker-oncpu-ns/element",
+	"vol_switches/ms":                  "voluntary-switches/ms",
+	"invol_switches/ms":                "involuntary-switches/ms",
+	"turn_elements":                    "turn-elements",
+	"p50_in_pile":                      "p50-in-pile",
+	"p50_go_preempt_periods":           "p50-go-preempt-periods",
+	"max_go_preempt_periods":           "max-go-preempt-periods",
+	"go_preempt_samples":               "go-preempt-samples",
+	"starve_samples":                   "starve-samples",
+	"starve_samples_after_hog":         "starve-samples-after-hog",
+	"go_sched_wakeups":                 "go-sched-wakeups",
+	"go_sched_latency_p50_ns":          "go-sched-latency-p50-ns",
+	"go_sched_latency_p99_ns":          "go-sched-latency-p99-ns",
+	"go_sched_latency_max_ns":          "go-sched-latency-max-ns",
+	"latency_clusters":                 "latency-clusters",
+	"throughput_ops_per_s":             "throughput-ops/s",
+	"hop/half-rt":                      "half-rt-ratio",
+	"x-direct":                         "direct-ratio",
+	"x-plain":                          "plain-ratio",
+	"x-inline":                         "inline-ratio",
+	"ms/10000-lookups":                 "elapsed-ms/10000-lookups",
+	"measuring_thread_switches/op":     "measuring-thread-switches/op",
+	"py_clock_ns":                      "py-clock-ns",
+	"task_bytes":                       "task-bytes",
+	"IPC":                              "ipc",
+	"LLC-load-misses/1k-instructions":  "llc-load-misses/1k-instructions",
+	"dTLB-load-misses/1k-instructions": "dtlb-load-misses/1k-instructions",
+}
+
+// RenameLegacyMetrics returns m with legacy names replaced (m itself when
+// nothing needs renaming).
+func RenameLegacyMetrics(m map[string]float64) map[string]float64 {
+	old := false
+	for k := range m {
+		if _, ok := LegacyMetricNames[k]; ok {
+			old = true
+			break
+		}
+	}
+	if !old {
+		return m
+	}
+	out := make(map[string]float64, len(m))
+	for k, v := range m {
+		if n, ok := LegacyMetricNames[k]; ok {
+			k = n
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // Find returns the arm with the given name, or nil.

@@ -76,3 +76,24 @@ func TestFormatNs(t *testing.T) {
 		t.Errorf("FormatValue bytes = %q", got)
 	}
 }
+
+// A run stored before the metric naming convention reads back with today's names.
+func TestReadRenamesLegacyMetrics(t *testing.T) {
+	doc := `{"schema":1,"id":"old","arms":[{"name":"hop/x","metrics":{"x-direct":3.5,"added-ns/op":20}}]}`
+	r, err := Read(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Arms[0].Metrics
+	if m["direct-ratio"] != 3.5 || m["added-ns/op"] != 20 || len(m) != 2 {
+		t.Fatalf("metrics after read = %v", m)
+	}
+	for old, n := range LegacyMetricNames {
+		if old == n {
+			t.Errorf("%q maps to itself", old)
+		}
+		if _, chained := LegacyMetricNames[n]; chained {
+			t.Errorf("%q → %q is itself a legacy name", old, n)
+		}
+	}
+}

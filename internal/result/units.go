@@ -1,6 +1,9 @@
 package result
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // FormatNs renders a duration in ns with a scaled unit and three
 // significant digits: 850 ns, 4.21 µs, 12.3 ms.
@@ -31,6 +34,9 @@ func FormatValue(v float64, unit string) string {
 			return fmt.Sprintf("%.3g KiB", v/(1<<10))
 		}
 		return fmt.Sprintf("%.0f B", v)
+	}
+	if per, ok := strings.CutPrefix(unit, "ns/"); ok {
+		return FormatNs(v) + "/" + per // 38.4 µs/element, never 3.844e+04 ns/element
 	}
 	return fmt.Sprintf("%.4g %s", v, unit)
 }

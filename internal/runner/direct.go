@@ -16,7 +16,7 @@ import (
 // the same summary, percentiles, histogram, switch and noise fields.
 func direct(ctx, actx context.Context, cfg Config, a exp.Arm, r result.Arm, reps int, before sysinfo.Noise) result.Arm {
 	req := exp.DirectRequest{Reps: reps, BenchTime: cfg.BenchTime, WarmUp: cfg.WarmUp,
-		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples}
+		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples, Policy: exp.DefaultPolicy}
 	d, err := a.Direct(actx, req)
 	after := sysinfo.Sample(cfg.Host)
 	switch {

@@ -1,0 +1,73 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+func TestVerdictGolden(t *testing.T) {
+	var b bytes.Buffer
+	if err := Verdict(&b, loadQuick(t)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "quick.verdict.golden", b.Bytes())
+}
+
+// The verdict is one screen, says every line once, and answers every
+// question with a figure or with "not measured".
+func TestVerdictShape(t *testing.T) {
+	for _, run := range []*result.Run{loadQuick(t), loadRun(t), {Schema: 1, ID: "empty"}} {
+		lines := VerdictLines(run)
+		if len(lines) > VerdictMaxLines {
+			t.Errorf("%s: %d lines, want ≤ %d", run.ID, len(lines), VerdictMaxLines)
+		}
+		seen := map[string]bool{}
+		for _, l := range lines {
+			if l != "" && seen[l] {
+				t.Errorf("%s: line said twice: %q", run.ID, l)
+			}
+			seen[l] = true
+			if strings.Contains(l, "e+0") || strings.Contains(l, "e-0") {
+				t.Errorf("%s: figure not in a human scale: %q", run.ID, l)
+			}
+		}
+		text := strings.Join(lines, "\n")
+		for _, q := range []string{"handoff, one round trip", "one busy worker", "a thread hop", "the indirect cost", "handoffs per second cost in CPU", "checks"} {
+			if !strings.Contains(text, q) {
+				t.Errorf("%s: no answer to %q", run.ID, q)
+			}
+		}
+	}
+	empty := strings.Join(VerdictLines(&result.Run{Schema: 1, ID: "empty"}), "\n")
+	if strings.Count(empty, "not measured") < 6 {
+		t.Errorf("an empty run should say 'not measured' for each answer:\n%s", empty)
+	}
+}
+
+// A run that recorded CPU time per op prices handoffs from it, not from
+// wall time: a cross-CPU round trip mostly waits.
+func TestVerdictBudgetFromCPUTime(t *testing.T) {
+	cpu := 20000.0
+	run := &result.Run{Schema: 1, ID: "r", Arms: []result.Arm{{
+		Name: "pingpong/thread/futex/cross-cpu", Experiment: "pingpong", Status: result.StatusOK,
+		Unit: "ns/op", Median: 200000, Min: 190000, Max: 210000, Placement: "cross-cpu", CPUNsPerOp: &cpu,
+	}}}
+	text := strings.Join(VerdictLines(run), "\n")
+	if !strings.Contains(text, "thread/futex/cross-cpu 20% of a core (20 µs/op)") {
+		t.Errorf("budget line not from CPU time:\n%s", text)
+	}
+}
+
+func TestCPUPerOpSources(t *testing.T) {
+	tc := 1500.0
+	a := result.Arm{Counters: []result.Counter{{Name: "task-clock", PerOp: &tc}}}
+	if ns, src, ok := CPUPerOp(a); !ok || ns != 1500 || !strings.Contains(src, "task-clock") {
+		t.Errorf("task-clock fallback: %v %q %v", ns, src, ok)
+	}
+	if _, _, ok := CPUPerOp(result.Arm{Median: 5000}); ok {
+		t.Error("wall time must not pass for CPU time")
+	}
+}
