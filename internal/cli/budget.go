@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ctxlab/ctxlab/internal/report"
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
@@ -119,7 +119,7 @@ func armMatches(glob string, a result.Arm) bool {
 	return ok
 }
 
-func pct(f float64) string { return report.Percent(f) }
+func pct(f float64) string { return price.Percent(f) }
 
 func fmtRate(r float64) string {
 	s := strconv.FormatFloat(r, 'f', -1, 64)
@@ -150,7 +150,7 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 		if !armMatches(glob, a) || a.Status != result.StatusOK || a.Median <= 0 || (a.Unit != "" && a.Unit != "ns/op") {
 			continue
 		}
-		if c, src, ok := report.CPUPerOp(a); ok {
+		if c, src, ok := price.CPUPerOp(a); ok {
 			rows = append(rows, budgetRow{a, c, src})
 		} else {
 			wall = append(wall, a)

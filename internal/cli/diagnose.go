@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/watch"
@@ -215,6 +216,7 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	}
 	defer closeCounters(counters)
 	pid := cmd.Process.Pid
+	place := placementOf(pid)
 	reaped := false
 	defer func() { // never leave the command behind
 		if !reaped {
@@ -302,6 +304,13 @@ loop:
 		note = joinNote(note, "the command could not be sampled: "+werr.Error())
 	}
 	if err := printDiagnosis(o, sum, recs, ru, note); err != nil {
+		return err
+	}
+	// The price, from rusage: it counts every switch of the command and its
+	// waited-for children, which sampling partly misses.
+	seen := price.Seen{Seconds: ru.WallS, Vol: uint64(ru.Voluntary), Invol: uint64(ru.Involuntary), RSSBytes: ru.MaxRSSKiB * 1024}
+	o.noCalibrate = interrupted
+	if err := writePrice(ctx, &o.WatchOptions, o.Stderr, newDisplay(&o.WatchOptions, o.Stderr, "").json, seen, place); err != nil {
 		return err
 	}
 	if interrupted && status == 0 {

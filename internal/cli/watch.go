@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
@@ -31,8 +32,13 @@ type WatchOptions struct {
 	Sort     string
 	Format   string // auto, table, json
 	ProcRoot string // hidden: a fake /proc for tests
-	Stdout   io.Writer
-	Stderr   io.Writer
+	// DB is the history to take this host's cost per switch from; Price
+	// closes the output with what the switches seen cost.
+	DB          string
+	Price       bool
+	noCalibrate bool
+	Stdout      io.Writer
+	Stderr      io.Writer
 }
 
 const (
@@ -52,7 +58,11 @@ total, and the cgroup's CPU quota and throttling — then a reading of what
 the figures suggest. On a terminal the table refreshes in place; otherwise
 (or with --format json) it streams one JSON line per thread per interval.
 Ctrl-C, --count or the process's exit ends it with a summary of the whole
-watch.`,
+watch, and the price of what it saw: switches per second × this host's
+measured cost per switch (from the newest stored run with a thread round
+trip, or a 2-second calibration when there is none) as a share of a core,
+and the indirect cost at the process's resident set size as a range from
+cachecost's per-switch curve when a stored run has it.`,
 		Example: `  ctxlab watch 1234
   ctxlab watch --name '^postgres$' --interval 2s --top 10
   ctxlab watch 1234 --by-name --sort runq --format json > profile.jsonl`,
@@ -81,6 +91,8 @@ func addDisplayFlags(c *cobra.Command, o *WatchOptions) {
 	f.BoolVar(&o.ByName, "by-name", false, "fold threads with the same name into one row")
 	f.StringVar(&o.Sort, "sort", "switches", "order threads by: "+strings.Join(watch.SortKeys, ", "))
 	f.StringVar(&o.Format, "format", "auto", "auto (table on a terminal, else json), table or json")
+	f.BoolVar(&o.Price, "price", true, "close with the price: switches/s × this host's measured cost per switch (from the history, or a 2 s calibration)")
+	f.StringVar(&o.DB, "db", "", "history to take the cost per switch from (default $XDG_DATA_HOME/ctxlab/history.db)")
 }
 
 func (o *WatchOptions) validateDisplay() error {
@@ -227,6 +239,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		return err
 	}
 	d := newDisplay(o, o.Stdout, "ctxlab watch "+what)
+	rss, place := rssOf(root, pids), placementOf(pids[0])
 	w.Begin()
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
@@ -239,6 +252,9 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		case <-tick.C:
 		}
 		p, err := w.Step()
+		if r := rssOf(root, pids); r > 0 {
+			rss = r
+		}
 		if p.Seconds > 0.001 && len(p.Threads) > 0 && !stopped {
 			if derr := d.interval(p); derr != nil {
 				return derr
@@ -256,6 +272,10 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 	if end != "" && end != "stopped" {
 		fmt.Fprintf(o.Stderr, "ctxlab watch: %s; stopping\n", end)
 	}
-	return d.summary(w.Summary, fmt.Sprintf("summary of the whole watch of %s (%s to %s)", what,
-		w.Summary.Start.Format("15:04:05"), w.Summary.End.Format("15:04:05")))
+	if err := d.summary(w.Summary, fmt.Sprintf("summary of the whole watch of %s (%s to %s)", what,
+		w.Summary.Start.Format("15:04:05"), w.Summary.End.Format("15:04:05"))); err != nil {
+		return err
+	}
+	t := w.Summary.Total
+	return writePrice(ctx, o, o.Stdout, d.json, price.Seen{Seconds: w.Summary.Seconds, Vol: t.Vol, Invol: t.Invol, RSSBytes: rss}, place)
 }

@@ -67,7 +67,7 @@ func count(recs []map[string]any, kind, phase string) int {
 func TestWatchBusyChild(t *testing.T) {
 	pid, _ := startChild(t, "while :; do :; done")
 	var out, errb syncBuf
-	code := Main([]string{"watch", fmt.Sprint(pid), "--interval", "100ms", "--count", "3"}, &out, &errb)
+	code := Main([]string{"watch", fmt.Sprint(pid), "--interval", "100ms", "--count", "3", "--price=false"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -94,7 +94,7 @@ func TestWatchChildExits(t *testing.T) {
 	pid, _ := startChild(t, "sleep 0.3")
 	var out, errb syncBuf
 	start := time.Now()
-	code := Main([]string{"watch", fmt.Sprint(pid), "--interval", "50ms", "--count", "200", "--format", "table"}, &out, &errb)
+	code := Main([]string{"watch", fmt.Sprint(pid), "--interval", "50ms", "--count", "200", "--format", "table", "--price=false"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -159,7 +159,7 @@ func TestWatchBadInput(t *testing.T) {
 // TestWatchFixture runs the whole command over the fake /proc tree.
 func TestWatchFixture(t *testing.T) {
 	var out, errb syncBuf
-	code := Main([]string{"watch", "100", "--proc-root", "../procstat/testdata/proc", "--interval", "10ms", "--count", "2", "--by-name", "--format", "table"}, &out, &errb)
+	code := Main([]string{"watch", "100", "--price=false", "--proc-root", "../procstat/testdata/proc", "--interval", "10ms", "--count", "2", "--by-name", "--format", "table"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -214,5 +214,18 @@ func TestDiagnoseExitStatus(t *testing.T) {
 	}
 	if rusage == nil || rusage["exit_status"].(float64) != 3 {
 		t.Errorf("rusage record = %v", rusage)
+	}
+	// No history under go test: the price comes from a 2 s calibration.
+	var pr map[string]any
+	for _, r := range recs {
+		if r["kind"] == "price" {
+			pr = r
+		}
+	}
+	if pr == nil {
+		t.Fatalf("no price record: %s", errb.String())
+	}
+	if cps, _ := pr["cost_per_switch_ns"].(float64); cps <= 0 || !strings.Contains(pr["cost_how"].(string), "calibrated now") {
+		t.Errorf("price record %v: want a cost per switch from a calibration", pr)
 	}
 }

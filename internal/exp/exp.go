@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"runtime/metrics"
 	"sort"
 	"strings"
 	"time"
@@ -90,18 +91,16 @@ type Arm struct {
 	Quick bool
 	// Unsupported, if set, says why the arm cannot run here; it is listed, not run.
 	Unsupported string
-	// Open sets the arm up (spawns partners) outside any timing.
+	// Open sets the arm up outside any timing: it starts every worker,
+	// child process and lazy state, so the first timed op pays for none of
+	// it. What it returns is a Loop (the runner times it) or a SelfTimed
+	// bench (the CPython driver), or a Gauge.
 	Open func(ctx context.Context) (Bench, error)
 	// Reps and BenchTime override the suite's defaults when non-zero.
 	Reps int
 	// Counters asks the runner to open perf counters for this arm even
 	// without --counters (experiments whose report explains with them).
 	Counters bool
-	// Direct, when set, measures an arm that times itself (the CPython
-	// driver): the runner calls it instead of Open and Bench.Run, then
-	// summarises, checks and flags noise as for any other arm. It must
-	// return when ctx is done.
-	Direct func(ctx context.Context, req DirectRequest) (*DirectResult, error)
 	// Timeout, when non-zero and shorter than the run's --timeout, is this
 	// arm's time limit (an arm expected to starve need not hold the suite up).
 	Timeout time.Duration
@@ -177,31 +176,97 @@ type DirectResult struct {
 	Notes      []string
 }
 
-// Bench is an opened arm: Run does b.N ops under the runner's clock; Close
-// tears everything down, and must unblock a Run that is stuck (a starved
-// partner) when called from another goroutine.
+// Bench is an opened arm: it names who does the work and tears it down.
+// Close must unblock a Run that is stuck (a starved partner) when called
+// from another goroutine. An opened arm is either a Loop or a SelfTimed.
 type Bench interface {
-	Run(b *measure.B) error
+	// Participants are the OS threads and processes whose work the ops
+	// are: the runner counts their switches, CPU time and migrations, and
+	// --counters opens perf counters on exactly their threads.
+	Participants() Participants
 	Close() error
 }
 
-// Children is implemented by benches with child processes, so the runner
-// counts their switches too.
-type Children interface {
-	Children() []int
+// Loop is a bench the runner times, as testing.B times a benchmark: Run
+// does b.N ops under the runner's clock and reads no clock itself.
+type Loop interface {
+	Bench
+	Run(b *measure.B) error
 }
 
-// Threads is implemented by benches whose work runs on OS threads of their
-// own, so the runner opens perf counters on exactly those threads (Linux
-// tids). Without it the runner counts every thread of the process.
-type Threads interface {
-	Threads() []int
+// SelfTimed is a bench that times itself in another runtime (the CPython
+// driver): the runner hands it its sizing and sampling policy and turns
+// what it returns into the result. Measure must return when ctx is done.
+type SelfTimed interface {
+	Bench
+	Measure(ctx context.Context, req DirectRequest) (*DirectResult, error)
 }
 
-// Annotator is implemented by benches that add figures or notes of their
-// own to the result after the run (memory per worker, runtime metrics …).
-type Annotator interface {
-	Annotate(a *result.Arm)
+// Gauge is a bench whose figure is a quantity, not a time (memory per
+// idle worker): the runner asks it for one reading per repetition and
+// summarises the readings like any figure: median, range, spread, noise.
+type Gauge interface {
+	Bench
+	Read(ctx context.Context) (Reading, error)
+}
+
+// Reading is one repetition of a Gauge.
+type Reading struct {
+	Value float64 // in the arm's Unit
+	Ops   int64   // what Value is per: the workers weighed
+	// Metrics are figures taken with Value; the runner keeps each one's
+	// median over the repetitions.
+	Metrics map[string]float64
+}
+
+// Participants are who takes part in an arm's ops. The zero value is an
+// explicit empty list: nothing is counted.
+type Participants struct {
+	// Process is every thread of ctxlab's own process, including threads
+	// that exit during the arm: goroutine work runs on whatever OS thread
+	// the Go scheduler picks, and the runtime's threads are part of it.
+	Process bool
+	// TIDs are threads of ctxlab's own process (Linux thread ids).
+	TIDs []int
+	// PIDs are child processes; every thread of each takes part.
+	PIDs []int
+	// Children is set when the ops start and reap short-lived child
+	// processes (spawn): their switches and CPU time come from
+	// getrusage(RUSAGE_CHILDREN), which counts every reaped child.
+	Children bool
+}
+
+// Threads declares the given OS threads of this process.
+func Threads(tids ...int) Participants { return Participants{TIDs: tids} }
+
+// WholeProcess declares every thread of this process (goroutine arms).
+func WholeProcess() Participants { return Participants{Process: true} }
+
+// Analyzer is implemented by benches that derive figures or notes from
+// what the runner recorded (quantum detection, memory per worker …): an
+// analysis over the record, never a measurement of its own.
+type Analyzer interface {
+	Analyze(rec *Record, a *result.Arm)
+}
+
+// Record is what the runner's probes recorded over an arm's timed
+// repetitions, handed to an Analyzer after the bench is closed.
+type Record struct {
+	Ops    int64 // timed ops over all repetitions
+	WallNs int64 // timed wall time over all repetitions
+	// Samples are the sampled per-op latencies in ns, ascending; every
+	// SampleEvery-th op was sampled.
+	Samples     []int64
+	SampleEvery int
+	// CPUNs and RunqNs are the participants' time on a CPU and waiting on a
+	// run queue (schedstat); -1 where not measured.
+	CPUNs, RunqNs int64
+	// ThreadCPUNs is each declared thread's own share of CPUNs (by tid).
+	ThreadCPUNs map[int]int64
+	// SchedLatencies is the Go runtime's /sched/latencies:seconds histogram
+	// over the timed repetitions (time goroutines waited to run); nil when
+	// not read.
+	SchedLatencies *metrics.Float64Histogram
 }
 
 var registry = map[string]*Spec{}

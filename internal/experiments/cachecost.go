@@ -17,7 +17,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/mech"
-	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -304,45 +303,25 @@ func fmtSize(b int64) string {
 	return strconv.FormatInt(b, 10)
 }
 
-// threadCPUNs reads the calling thread's CPU time into ts (kept by the
-// caller so the read does not allocate).
-func threadCPUNs(ts *unix.Timespec) int64 {
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
-}
-
 // ---- sweep ----
 
-// sweepWorker is one locked thread with its own working set. It reads its
-// own CPU time and schedstat at the end of every batch; the difference to
-// the previous batch is that batch's on-CPU time and run-queue wait
-// (waiting after a wake-up included).
+// sweepWorker is one locked thread with its own working set. Its on-CPU
+// time and run-queue wait come from the runner's probes (it is a declared
+// participant), over exactly the timed repetitions.
 type sweepWorker struct {
 	next []uint32
 	pos  uint32
 	tid  int
 	work chan int
 	exit chan struct{}
-
-	timed         bool
-	ssfd          int
-	buf           [96]byte
-	ts            unix.Timespec
-	lastCPU       int64
-	lastRunq      int64
-	cpuNs, runqNs int64
-	noSchedstat   bool
 }
 
 type sweep struct {
-	workers  []*sweepWorker
-	done     chan struct{}
-	stop     chan struct{}
-	stopped  atomic.Bool
-	once     sync.Once
-	elements int64
+	workers []*sweepWorker
+	done    chan struct{}
+	stop    chan struct{}
+	stopped atomic.Bool
+	once    sync.Once
 }
 
 // chaseUntil is chase in slices of 64 Ki elements that gives up once
@@ -366,7 +345,7 @@ func openSweep(ctx context.Context, t int, w int64, random bool) (exp.Bench, err
 			s.Close()
 			return nil, ctx.Err()
 		}
-		wk := &sweepWorker{next: make([]uint32, n), work: make(chan int), exit: make(chan struct{}), ssfd: -1}
+		wk := &sweepWorker{next: make([]uint32, n), work: make(chan int), exit: make(chan struct{})}
 		copy(wk.next, cycle) // touches every page now, outside the clock
 		ready := make(chan struct{})
 		go wk.loop(s, ready)
@@ -380,23 +359,11 @@ func (wk *sweepWorker) loop(s *sweep, ready chan<- struct{}) {
 	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
 	defer close(wk.exit)
 	wk.tid = unix.Gettid()
-	fd, err := unix.Open(fmt.Sprintf("/proc/self/task/%d/schedstat", wk.tid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err == nil {
-		wk.ssfd = fd
-		defer unix.Close(fd)
-	}
-	wk.lastCPU, wk.lastRunq = threadCPUNs(&wk.ts), wk.runq()
 	close(ready)
 	for {
 		select {
 		case steps := <-wk.work:
 			wk.pos = chaseUntil(wk.next, wk.pos, steps, &s.stopped)
-			cpu, rq := threadCPUNs(&wk.ts), wk.runq()
-			if wk.timed {
-				wk.cpuNs += cpu - wk.lastCPU
-				wk.runqNs += rq - wk.lastRunq
-			}
-			wk.lastCPU, wk.lastRunq = cpu, rq
 			s.done <- struct{}{}
 		case <-s.stop:
 			return
@@ -404,30 +371,8 @@ func (wk *sweepWorker) loop(s *sweep, ready chan<- struct{}) {
 	}
 }
 
-// runq is the thread's run-queue wait so far (schedstat), without allocating.
-func (wk *sweepWorker) runq() int64 {
-	if wk.ssfd < 0 {
-		wk.noSchedstat = true
-		return 0
-	}
-	n, err := unix.Pread(wk.ssfd, wk.buf[:], 0)
-	if err != nil || n <= 0 {
-		wk.noSchedstat = true
-		return 0
-	}
-	_, wait, _, err := procstat.ParseSchedstat(wk.buf[:n])
-	if err != nil {
-		wk.noSchedstat = true
-		return 0
-	}
-	return int64(wait)
-}
-
 // Run splits b.N elements over the workers and waits for all of them.
-// Batches with a sampler are the timed repetitions; only they feed the
-// on-CPU and run-queue figures.
 func (s *sweep) Run(b *measure.B) error {
-	timed := b.S != nil
 	t := len(s.workers)
 	per, rem := b.N/t, b.N%t
 	sent := 0
@@ -436,7 +381,6 @@ func (s *sweep) Run(b *measure.B) error {
 		if i < rem {
 			steps++
 		}
-		wk.timed = timed
 		select {
 		case wk.work <- steps:
 			sent++
@@ -451,42 +395,35 @@ func (s *sweep) Run(b *measure.B) error {
 			return mech.ErrStopped
 		}
 	}
-	if timed {
-		s.elements += int64(b.N)
-	}
 	return nil
 }
 
-// Threads are the workers' tids, for the runner's perf counters.
-func (s *sweep) Threads() []int {
-	var out []int
+// Participants are the worker threads.
+func (s *sweep) Participants() exp.Participants {
+	var tids []int
 	for _, wk := range s.workers {
-		out = append(out, wk.tid)
+		tids = append(tids, wk.tid)
 	}
-	return out
+	return exp.Threads(tids...)
 }
 
-// Annotate adds on-CPU time and run-queue wait per element, and switch and
-// migration rates per ms of wall time.
-func (s *sweep) Annotate(r *result.Arm) {
-	if s.elements == 0 {
+// Analyze adds on-CPU time and run-queue wait per element, from the
+// runner's record of the workers, and switch and migration rates per ms
+// of wall time.
+func (s *sweep) Analyze(rec *exp.Record, r *result.Arm) {
+	if rec.Ops == 0 {
 		return
-	}
-	var cpu, rq int64
-	noSS := false
-	for _, wk := range s.workers {
-		cpu += wk.cpuNs
-		rq += wk.runqNs
-		noSS = noSS || wk.noSchedstat
 	}
 	if r.Metrics == nil {
 		r.Metrics = map[string]float64{}
 	}
-	r.Metrics["oncpu-ns/element"] = float64(cpu) / float64(s.elements)
-	if noSS {
+	if rec.CPUNs >= 0 {
+		r.Metrics["oncpu-ns/element"] = float64(rec.CPUNs) / float64(rec.Ops)
+	}
+	if rec.RunqNs < 0 {
 		r.Notes = append(r.Notes, "run-queue wait unsupported: /proc/<pid>/task/<tid>/schedstat not readable (CONFIG_SCHEDSTATS)")
 	} else {
-		r.Metrics["runq-wait-ns/element"] = float64(rq) / float64(s.elements)
+		r.Metrics["runq-wait-ns/element"] = float64(rec.RunqNs) / float64(rec.Ops)
 	}
 	addRates(r)
 }
@@ -515,7 +452,7 @@ func (s *sweep) Close() error {
 		close(s.stop)
 		for _, wk := range s.workers {
 			<-wk.exit
-			wk.next = nil // the figures stay for Annotate, which runs after Close
+			wk.next = nil
 		}
 		// Give the working sets back now, so the next arm's fit.
 		debug.FreeOSMemory()
@@ -531,19 +468,16 @@ func (s *sweep) Close() error {
 // (every > 0): A's turn is ~every ns of its work, one op is one element of
 // A's work, and B's turn is the same number of elements of its own array.
 type pairBench struct {
-	pair     *mech.Pair
-	a, b     *mech.Thread
-	ax, by   []uint32
-	apos     uint32
-	chunkA   int
-	chunkB   int
-	turn     atomic.Int64 // slice: elements B follows this turn (A's last chunk)
-	slice    bool
-	echoed   <-chan struct{}
-	once     sync.Once
-	ts       unix.Timespec
-	cpuNs    int64
-	elements int64
+	pair   *mech.Pair
+	a, b   *mech.Thread
+	ax, by []uint32
+	apos   uint32
+	chunkA int
+	chunkB int
+	turn   atomic.Int64 // slice: elements B follows this turn (A's last chunk)
+	slice  bool
+	echoed <-chan struct{}
+	once   sync.Once
 }
 
 func openPairBench(cpu []int, wa, wb int64, every int64) (exp.Bench, error) {
@@ -598,7 +532,6 @@ func (p *pairBench) Run(b *measure.B) error {
 	var err error
 	p.a.Do(func() {
 		b.ResetTimer() // the batch starts when thread A has it
-		c0 := threadCPUNs(&p.ts)
 		if p.slice {
 			for done := 0; done < b.N && err == nil; {
 				c := min(p.chunkA, b.N-done)
@@ -619,24 +552,21 @@ func (p *pairBench) Run(b *measure.B) error {
 				b.S.Stop(t)
 			}
 		}
-		if b.S != nil {
-			p.cpuNs += threadCPUNs(&p.ts) - c0
-			p.elements += int64(b.N)
-		}
 	})
 	return err
 }
 
-// Threads are A and B, for the runner's perf counters.
-func (p *pairBench) Threads() []int { return []int{p.a.TID, p.b.TID} }
+// Participants are A and B.
+func (p *pairBench) Participants() exp.Participants { return exp.Threads(p.a.TID, p.b.TID) }
 
-// Annotate adds A's on-CPU time per element (slice) and the turn length.
-func (p *pairBench) Annotate(r *result.Arm) {
+// Analyze adds A's on-CPU time per element (slice), from the runner's
+// record of A's thread, and the turn length.
+func (p *pairBench) Analyze(rec *exp.Record, r *result.Arm) {
 	if r.Metrics == nil {
 		r.Metrics = map[string]float64{}
 	}
-	if p.slice && p.elements > 0 {
-		r.Metrics["worker-oncpu-ns/element"] = float64(p.cpuNs) / float64(p.elements)
+	if cpu, ok := rec.ThreadCPUNs[p.a.TID]; p.slice && ok && rec.Ops > 0 {
+		r.Metrics["worker-oncpu-ns/element"] = float64(cpu) / float64(rec.Ops)
 		r.Metrics["turn-elements"] = float64(p.chunkA)
 	}
 	addRates(r)
@@ -686,8 +616,8 @@ func (s *solo) Run(b *measure.B) error {
 	return nil
 }
 
-// Threads is the one worker thread.
-func (s *solo) Threads() []int { return []int{s.t.TID} }
+// Participants are the one worker thread.
+func (s *solo) Participants() exp.Participants { return exp.Threads(s.t.TID) }
 
 func (s *solo) Close() error {
 	s.stopped.Store(true)

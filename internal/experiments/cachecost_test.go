@@ -10,6 +10,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
@@ -232,33 +233,38 @@ func runBench(t *testing.T, bn exp.Bench, n int) {
 	t.Helper()
 	b := measure.NewB(context.Background(), n, measure.NewSampler(n, 100, 1), nil)
 	b.StartTimer()
-	if err := bn.Run(b); err != nil {
+	if err := bn.(exp.Loop).Run(b); err != nil {
 		t.Fatal(err)
 	}
 	b.StopTimer()
 }
 
-func TestSweepBench(t *testing.T) {
-	bn, err := openSweep(context.Background(), 3, 16<<10, true)
-	if err != nil {
-		t.Fatal(err)
+// measureBench runs an opened bench through the runner with tiny
+// repetitions, the only way its figures are taken.
+func measureBench(t *testing.T, name string, open func() (exp.Bench, error)) (result.Arm, []int) {
+	t.Helper()
+	var tids []int
+	spec, _ := exp.Lookup("cachecost")
+	r := runner.Arm(context.Background(), tinyConfig(), spec, exp.Arm{Name: "cachecost/test/" + name, Open: func(context.Context) (exp.Bench, error) {
+		bn, err := open()
+		if err == nil {
+			tids = bn.Participants().TIDs
+		}
+		return bn, err
+	}})
+	if r.Status != result.StatusOK {
+		t.Fatalf("%s: %s (%s)", name, r.Status, r.Reason)
 	}
-	s := bn.(*sweep)
-	tids := s.Threads()
+	return r, tids
+}
+
+func TestSweepBench(t *testing.T) {
+	r, tids := measureBench(t, "sweep", func() (exp.Bench, error) { return openSweep(context.Background(), 3, 16<<10, true) })
 	if len(tids) != 3 || tids[0] == tids[1] || tids[1] == tids[2] {
 		t.Fatalf("threads %v", tids)
 	}
-	runBench(t, bn, 1_000_000)
-	// An untimed batch (no sampler, like the warm-up) does not count.
-	b := measure.NewB(context.Background(), 1000, nil, nil)
-	bn.Run(b)
-	bn.Close()
-	bn.Close() // twice is harmless
-	var r result.Arm
-	r.Median = 1
-	s.Annotate(&r)
-	if s.elements != 1_000_000 || r.Metrics["oncpu-ns/element"] <= 0 {
-		t.Errorf("elements %d, metrics %v", s.elements, r.Metrics)
+	if r.Metrics["oncpu-ns/element"] <= 0 || r.CPUNsPerOp == nil || r.Metrics["oncpu-ns/element"] != *r.CPUNsPerOp {
+		t.Errorf("on-CPU per element: metrics %v, cpu per op %v", r.Metrics, r.CPUNsPerOp)
 	}
 	if _, ok := r.Metrics["runq-wait-ns/element"]; !ok {
 		t.Errorf("no run-queue wait figure: %v %v", r.Metrics, r.Notes)
@@ -271,31 +277,20 @@ func TestPairBenches(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		open   func() (exp.Bench, error)
-		n      int
 		metric string
 	}{
-		{"per-switch W=0", func() (exp.Bench, error) { return openPairBench([]int{0}, 0, 0, 0) }, 200, ""},
-		{"per-switch W=16KiB", func() (exp.Bench, error) { return openPairBench([]int{0}, 16<<10, 16<<10, 0) }, 50, ""},
-		{"slice", func() (exp.Bench, error) { return openPairBench([]int{0}, 64<<10, 256<<10, 50_000) }, 200_000, "worker-oncpu-ns/element"},
-		{"solo", func() (exp.Bench, error) { return openSolo([]int{0}, 16<<10) }, 50, ""},
+		{"per-switch W=0", func() (exp.Bench, error) { return openPairBench([]int{0}, 0, 0, 0) }, ""},
+		{"per-switch W=16KiB", func() (exp.Bench, error) { return openPairBench([]int{0}, 16<<10, 16<<10, 0) }, ""},
+		{"slice", func() (exp.Bench, error) { return openPairBench([]int{0}, 64<<10, 256<<10, 50_000) }, "worker-oncpu-ns/element"},
+		{"solo", func() (exp.Bench, error) { return openSolo([]int{0}, 16<<10) }, ""},
 	} {
-		bn, err := tc.open()
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
+		r, th := measureBench(t, tc.name, tc.open)
+		if len(th) == 0 {
+			t.Errorf("%s: no participating threads", tc.name)
 		}
-		if th, ok := bn.(exp.Threads); !ok || len(th.Threads()) == 0 {
-			t.Errorf("%s: no threads for the counters", tc.name)
-		} else {
-			tids = append(tids, th.Threads()...)
-		}
-		runBench(t, bn, tc.n)
-		bn.Close()
-		if an, ok := bn.(exp.Annotator); ok && tc.metric != "" {
-			r := result.Arm{Median: 1}
-			an.Annotate(&r)
-			if r.Metrics[tc.metric] <= 0 {
-				t.Errorf("%s: %s = %v", tc.name, tc.metric, r.Metrics)
-			}
+		tids = append(tids, th...)
+		if tc.metric != "" && r.Metrics[tc.metric] <= 0 {
+			t.Errorf("%s: %s = %v", tc.name, tc.metric, r.Metrics)
 		}
 	}
 	waitTIDsGone(t, tids)
@@ -319,7 +314,7 @@ func TestCachecostCloseUnblocksRun(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			b := measure.NewB(context.Background(), 1<<40, nil, nil)
-			bn.Run(b)
+			bn.(exp.Loop).Run(b)
 		}()
 		time.Sleep(20 * time.Millisecond)
 		done := make(chan struct{})

@@ -260,6 +260,10 @@ func (c *chainBench) Run(b *measure.B) error {
 	return nil
 }
 
+// Participants: plain calls and goroutines alike run on the Go
+// runtime's threads, so the whole process takes part.
+func (c *chainBench) Participants() exp.Participants { return exp.WholeProcess() }
+
 func (c *chainBench) Close() error { c.closed.Store(true); return nil }
 
 // ccItem is one tiny item's work.
@@ -329,6 +333,9 @@ func (t *taskBench) Run(b *measure.B) error {
 	}
 	return nil
 }
+
+// Participants: the whole process (the tasks are goroutines).
+func (t *taskBench) Participants() exp.Participants { return exp.WholeProcess() }
 
 func (t *taskBench) Close() error { t.closed.Store(true); return nil }
 

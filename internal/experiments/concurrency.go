@@ -190,6 +190,9 @@ func (s *concSem) Run(b *measure.B) error {
 	return s.err
 }
 
+// Participants: the whole process (a goroutine per query).
+func (s *concSem) Participants() exp.Participants { return exp.WholeProcess() }
+
 func (s *concSem) Close() error {
 	var err error
 	s.once.Do(func() {

@@ -203,6 +203,10 @@ func (h *hopBench) Run(b *measure.B) error {
 	}
 }
 
+// Participants: the whole process. The caller is a goroutine on any of
+// the runtime's threads, and the worker threads' hand-offs go through it.
+func (h *hopBench) Participants() exp.Participants { return exp.WholeProcess() }
+
 func (h *hopBench) Close() error {
 	h.once.Do(func() {
 		h.closed.Store(true)

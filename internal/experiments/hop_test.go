@@ -55,10 +55,11 @@ func runArm(t *testing.T, a exp.Arm, n int) error {
 	if a.GOMAXPROCS > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(a.GOMAXPROCS))
 	}
-	bench, err := a.Open(context.Background())
+	opened, err := a.Open(context.Background())
 	if err != nil {
 		return err
 	}
+	bench := opened.(exp.Loop)
 	b := measure.NewB(context.Background(), n, measure.NewSampler(n, 100, 1), nil)
 	b.StartTimer()
 	runErr := bench.Run(b)

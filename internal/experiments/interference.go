@@ -325,20 +325,6 @@ func repsFor(suite string) int {
 	return 5
 }
 
-// recorder keeps this arm's own copy of the sampled latencies, which the
-// quantum detection needs in full (the result keeps only buckets).
-type recorder struct{ buf []int64 }
-
-func (r *recorder) put(b *measure.B, ns int64) {
-	if ns < 0 {
-		ns = 0
-	}
-	b.S.Record(ns)
-	if len(r.buf) < cap(r.buf) {
-		r.buf = append(r.buf, ns)
-	}
-}
-
 // errClosed ends a Run that Close has interrupted.
 var errClosed = errors.New("interference: closed")
 
@@ -348,38 +334,25 @@ type ifBench struct {
 	arm      ifArm
 	run      func(b *measure.B) error
 	closeFn  func() error
-	children func() []int
 	hogs     *hogSet
-	rec      recorder
 	quanta   []quantum.Quantum
 	qnote    string
 	closed   atomic.Bool
 	mu       sync.Mutex // orders hand-overs to a partner thread before Close
 	once     sync.Once
 	closeErr error
-
-	sched0, sched1 *metrics.Float64Histogram
+	// parts are who does the ops: set by each shape's open.
+	parts exp.Participants
 
 	// starve shape only
 	starveSamples int
 	hogAfter      int // samples before the child said its hog started (-1 = never)
-	lastSample    int64
 }
 
 const schedMetric = "/sched/latencies:seconds"
 
-func readSched() *metrics.Float64Histogram {
-	s := []metrics.Sample{{Name: schedMetric}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
-		return nil
-	}
-	return s[0].Value.Float64Histogram()
-}
-
 func openInterference(ctx context.Context, a ifArm, qs []quantum.Quantum, qnote string, c0 []int) (exp.Bench, error) {
-	x := &ifBench{arm: a, quanta: qs, qnote: qnote, rec: recorder{buf: make([]int64, 0, 1<<17)}, hogAfter: -1}
-	x.children = func() []int { return nil }
+	x := &ifBench{arm: a, quanta: qs, qnote: qnote, hogAfter: -1, parts: exp.WholeProcess()}
 	var err error
 	switch a.shape {
 	case shapeStarve:
@@ -409,7 +382,6 @@ func openInterference(ctx context.Context, a ifArm, qs []quantum.Quantum, qnote 
 		x.closeFn()
 		return nil, err
 	}
-	x.sched0 = readSched()
 	return x, nil
 }
 
@@ -419,9 +391,6 @@ func (x *ifBench) Run(b *measure.B) error { return x.run(b) }
 // hogs, and waits for all of them. Safe from any goroutine, more than once.
 func (x *ifBench) Close() error {
 	x.once.Do(func() {
-		if x.sched0 != nil {
-			x.sched1 = readSched()
-		}
 		x.mu.Lock()
 		x.closed.Store(true)
 		x.mu.Unlock()
@@ -433,9 +402,11 @@ func (x *ifBench) Close() error {
 	return x.closeErr
 }
 
-// Children are the measured partner processes; hog processes are left out
-// so their own switches do not count as the op's.
-func (x *ifBench) Children() []int { return x.children() }
+// Participants are the measured workers: the whole process for goroutine
+// shapes, the two threads of the futex pair, plus the measured partner
+// process. Hog processes and threads are left out so their own switches
+// do not count as the op's (goroutine hogs share the process).
+func (x *ifBench) Participants() exp.Participants { return x.parts }
 
 // runTimer: op = time.Sleep(1 ms); latency = how late the goroutine ran.
 func (x *ifBench) runTimer(b *measure.B) error {
@@ -445,9 +416,7 @@ func (x *ifBench) runTimer(b *measure.B) error {
 		}
 		t := b.S.Start(i)
 		time.Sleep(timerDelay)
-		if t != 0 {
-			x.rec.put(b, measure.Now()-t-int64(timerDelay))
-		}
+		b.S.StopLess(t, int64(timerDelay))
 	}
 	return nil
 }
@@ -478,7 +447,7 @@ func (x *ifBench) openNetpoll(ctx context.Context) error {
 		return err
 	}
 	var rbuf, ack [8]byte
-	x.children = func() []int { return []int{proc.PID()} }
+	x.parts.PIDs = []int{proc.PID()}
 	// One request before timing: the child's start-up is not an op.
 	_, err = io.ReadFull(reqR, rbuf[:])
 	if err == nil {
@@ -498,12 +467,9 @@ func (x *ifBench) openNetpoll(ctx context.Context) error {
 			if _, err := io.ReadFull(reqR, rbuf[:]); err != nil {
 				return err
 			}
-			lat := monoNow() - int64(binary.LittleEndian.Uint64(rbuf[:]))
+			b.S.SinceMono(b.S.Start(i), int64(binary.LittleEndian.Uint64(rbuf[:])))
 			if _, err := ackW.Write(ack[:]); err != nil {
 				return err
-			}
-			if b.S.Start(i) != 0 {
-				x.rec.put(b, lat)
 			}
 		}
 		return nil
@@ -515,14 +481,6 @@ func (x *ifBench) openNetpoll(ctx context.Context) error {
 		return nil
 	}
 	return nil
-}
-
-// monoNow is CLOCK_MONOTONIC in ns: one clock for every process, so a
-// stamp taken in a child can be compared with a reading here.
-func monoNow() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }
 
 // clientChild is the "client" child role: fd 3 carries requests (a
@@ -544,7 +502,7 @@ func clientChild(args []string, files []*os.File) int {
 	var b, ack [8]byte
 	for {
 		unix.Nanosleep(&ts, nil)
-		binary.LittleEndian.PutUint64(b[:], uint64(monoNow()))
+		binary.LittleEndian.PutUint64(b[:], uint64(measure.MonoNow()))
 		if _, err := unix.Write(out, b[:]); err != nil {
 			return 0 // the parent is gone
 		}
@@ -575,9 +533,7 @@ func (x *ifBench) openChanPair() error {
 					return err
 				}
 			}
-			if t != 0 {
-				x.rec.put(b, measure.Now()-t)
-			}
+			b.S.Stop(t)
 		}
 		return nil
 	}
@@ -597,11 +553,12 @@ func (x *ifBench) openFutex(c0 []int) error {
 		return err
 	}
 	tp := bench.(*threadPair)
+	x.parts = tp.Participants()
 	x.run = func(b *measure.B) error {
 		var err error
 		if e := x.onThread(tp.a, func() {
 			b.ResetTimer()
-			err = x.roundTrips(b, tp.pair.A)
+			err = mech.RoundTrips(tp.pair.A, b.N, b.S)
 		}); e != nil {
 			return e
 		}
@@ -632,13 +589,13 @@ func (x *ifBench) openProcPipe(ctx context.Context, c0 []int) error {
 		var err error
 		if e := x.onThread(pp.a, func() {
 			b.ResetTimer()
-			err = x.roundTrips(b, pp.ep)
+			err = mech.RoundTrips(pp.ep, b.N, b.S)
 		}); e != nil {
 			return e
 		}
 		return err
 	}
-	x.children = pp.Children
+	x.parts = pp.Participants()
 	x.closeFn = pp.Close
 	return nil
 }
@@ -658,22 +615,6 @@ func (x *ifBench) onThread(t *mech.Thread, f func()) error {
 		return err
 	}
 	<-fin
-	return nil
-}
-
-func (x *ifBench) roundTrips(b *measure.B, e mech.Endpoint) error {
-	for i := 0; i < b.N; i++ {
-		t := b.S.Start(i)
-		if err := e.Send(uint64(i)); err != nil {
-			return err
-		}
-		if _, err := e.Recv(); err != nil {
-			return err
-		}
-		if t != 0 {
-			x.rec.put(b, measure.Now()-t)
-		}
-	}
 	return nil
 }
 
@@ -712,7 +653,8 @@ func (x *ifBench) openStarve(ctx context.Context) error {
 	measured := 0
 	told := false
 	after := 0 // measured samples before the hog starts, fixed at the first measured batch
-	x.children = func() []int { return []int{proc.PID()} }
+	// The timer goroutine and its hog live in the child.
+	x.parts = exp.Participants{PIDs: []int{proc.PID()}}
 	// The first wake-up proves the child is up, so its start-up is not
 	// taken for an op by the runner's warm-up.
 	if _, err := io.ReadFull(dataR, rbuf[:]); err != nil {
@@ -738,9 +680,8 @@ func (x *ifBench) openStarve(ctx context.Context) error {
 				continue
 			}
 			x.starveSamples++
-			x.lastSample = measure.Now()
 			if b.S.Start(i) != 0 {
-				x.rec.put(b, int64(v))
+				b.S.Record(int64(v))
 				measured++
 			}
 			if after > 0 && measured >= after && !told {
@@ -807,9 +748,10 @@ func starveChild(args []string, files []*os.File) int {
 	}
 }
 
-// Annotate adds Go's own scheduling latencies over the arm and the
-// quantum readings of ctxlab's samples.
-func (x *ifBench) Annotate(r *result.Arm) {
+// Analyze adds Go's own scheduling latencies over the timed repetitions
+// and the quantum readings of the sampled latencies, both as the runner
+// recorded them.
+func (x *ifBench) Analyze(rec *exp.Record, r *result.Arm) {
 	if r.Metrics == nil {
 		r.Metrics = map[string]float64{}
 	}
@@ -819,9 +761,9 @@ func (x *ifBench) Annotate(r *result.Arm) {
 	if x.arm.shape == shapeStarve {
 		x.annotateStarve(r)
 	}
-	if x.sched0 != nil && x.sched1 != nil {
+	if rec.SchedLatencies != nil {
 		r.Metrics["go-sched-wakeups"] = 0
-		if s, ok := diffHist(x.sched0, x.sched1); !ok {
+		if s, ok := summarizeHist(rec.SchedLatencies); !ok {
 			r.Notes = append(r.Notes, "Go runtime "+schedMetric+": no goroutine wait was sampled over the arm (the runtime samples 1 in 8)")
 		} else {
 			r.Metrics["go-sched-latency-p50-ns"] = s.p50
@@ -829,13 +771,12 @@ func (x *ifBench) Annotate(r *result.Arm) {
 			r.Metrics["go-sched-latency-max-ns"] = s.max
 			r.Metrics["go-sched-wakeups"] = float64(s.n)
 			if x.arm.hog.N > 0 {
-				r.Notes = append(r.Notes, fmt.Sprintf("Go runtime %s over the arm (every goroutine in ctxlab, warm-up included): p50 ≤ %s, p99 ≤ %s, max < %s over %d waits",
+				r.Notes = append(r.Notes, fmt.Sprintf("Go runtime %s over the timed repetitions (every goroutine in ctxlab): p50 ≤ %s, p99 ≤ %s, max < %s over %d waits",
 					schedMetric, result.FormatNs(s.p50), result.FormatNs(s.p99), result.FormatNs(s.max), s.n))
 			}
 		}
 	}
-	sorted := append([]int64(nil), x.rec.buf...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	sorted := rec.Samples
 	if len(sorted) == 0 {
 		return
 	}
@@ -911,8 +852,7 @@ func (x *ifBench) annotateStarve(r *result.Arm) {
 	r.Metrics["starve-samples-after-hog"] = float64(after)
 	msg := fmt.Sprintf("the child's %s hog started after %d wake-ups; %d more arrived after it", x.arm.hog.Kind, x.hogAfter, after)
 	if r.Status == result.StatusTimedOut {
-		msg += fmt.Sprintf(", the last %s before the limit: with GODEBUG=asyncpreemptoff=1 and GOMAXPROCS=1 nothing preempts a spinning goroutine, so the timer goroutine never ran again; child and hog were killed",
-			result.FormatNs(float64(measure.Now()-x.lastSample)))
+		msg += ", then none until the limit: with GODEBUG=asyncpreemptoff=1 and GOMAXPROCS=1 nothing preempts a spinning goroutine, so the timer goroutine never ran again; child and hog were killed"
 	}
 	r.Notes = append(r.Notes, msg)
 }
@@ -922,19 +862,16 @@ type histSummary struct {
 	n             uint64
 }
 
-// diffHist is after − before of a runtime/metrics histogram, read as
-// upper bucket bounds (ns).
-func diffHist(a, b *metrics.Float64Histogram) (histSummary, bool) {
-	if len(a.Counts) != len(b.Counts) || len(b.Buckets) != len(b.Counts)+1 {
+// summarizeHist reads a runtime/metrics histogram (a delta the runner
+// recorded) as upper bucket bounds (ns).
+func summarizeHist(b *metrics.Float64Histogram) (histSummary, bool) {
+	if len(b.Buckets) != len(b.Counts)+1 {
 		return histSummary{}, false
 	}
-	d := make([]uint64, len(b.Counts))
+	d := b.Counts
 	var n uint64
-	for i := range d {
-		if b.Counts[i] >= a.Counts[i] {
-			d[i] = b.Counts[i] - a.Counts[i]
-		}
-		n += d[i]
+	for _, c := range d {
+		n += c
 	}
 	if n == 0 {
 		return histSummary{}, false

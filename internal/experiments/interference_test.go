@@ -202,7 +202,7 @@ func threadCPU(t *testing.T, tid int, d time.Duration) time.Duration {
 }
 
 func hogPIDs(x *ifBench) []int {
-	pids := x.Children()
+	pids := append([]int(nil), x.Participants().PIDs...)
 	if x.hogs != nil {
 		pids = append(pids, x.hogs.PIDs()...)
 	}
@@ -317,7 +317,7 @@ func TestStarvationTimesOut(t *testing.T) {
 	if !strings.Contains(joined, "never ran again") {
 		t.Errorf("notes do not explain the starvation:\n%s", joined)
 	}
-	assertHogsGone(t, x, x.Children())
+	assertHogsGone(t, x, x.Participants().PIDs)
 
 	// The fix: Gosched in the hog's loop lets the same child finish.
 	a.hog.Kind = hogGosched
@@ -328,7 +328,7 @@ func TestStarvationTimesOut(t *testing.T) {
 	if r.Metrics["starve-samples-after-hog"] < 1 {
 		t.Errorf("gosched hog: no wake-up after the hog started: %v", r.Metrics)
 	}
-	assertHogsGone(t, x, x.Children())
+	assertHogsGone(t, x, x.Participants().PIDs)
 }
 
 func TestInterferenceChecks(t *testing.T) {
@@ -366,14 +366,15 @@ func TestAnnotateQuantum(t *testing.T) {
 	qs := []quantum.Quantum{quantum.GoPreemption(), quantum.KernelSlice(1_400_000, "EEVDF", "test"), quantum.Tick(250)}
 	x := &ifBench{arm: ifArm{shape: shapeTimer, hog: hogSpec{N: 1, Place: hogGoroutine, Kind: hogSpin}}, quanta: qs}
 	// 30 wake-ups piled at 19.5–21 ms, 10 fast ones: p50 sits in the pile.
-	for i := 0; i < 30; i++ {
-		x.rec.buf = append(x.rec.buf, 19_500_000+int64(i)*50_000)
-	}
+	var samples []int64
 	for i := 0; i < 10; i++ {
-		x.rec.buf = append(x.rec.buf, 60_000+int64(i)*1000)
+		samples = append(samples, 60_000+int64(i)*1000)
+	}
+	for i := 0; i < 30; i++ {
+		samples = append(samples, 19_500_000+int64(i)*50_000)
 	}
 	var r result.Arm
-	x.Annotate(&r)
+	x.Analyze(&exp.Record{Samples: samples, Ops: 40}, &r)
 	if r.Metrics["p50-go-preempt-periods"] != 2 || r.Metrics["p50-in-pile"] != 1 || r.Metrics["go-preempt-samples"] != 30 {
 		t.Errorf("metrics %v", r.Metrics)
 	}
@@ -381,12 +382,12 @@ func TestAnnotateQuantum(t *testing.T) {
 		t.Errorf("notes:\n%s", j)
 	}
 	// Smeared over 10–40 ms (no pile): p50 itself is still read.
-	x.rec.buf = x.rec.buf[:0]
+	samples = samples[:0]
 	for i := 0; i < 40; i++ {
-		x.rec.buf = append(x.rec.buf, 10_000_000+int64(i)*750_000)
+		samples = append(samples, 10_000_000+int64(i)*750_000)
 	}
 	r = result.Arm{}
-	x.Annotate(&r)
+	x.Analyze(&exp.Record{Samples: samples, Ops: 40}, &r)
 	if r.Metrics["p50-in-pile"] != 0 || r.Metrics["p50-go-preempt-periods"] != 2 {
 		t.Errorf("smear: metrics %v", r.Metrics)
 	}

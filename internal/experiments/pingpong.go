@@ -165,6 +165,10 @@ func (g *goroutinePair) Run(b *measure.B) error {
 	return mech.RoundTrips(g.pair.A, b.N, b.S)
 }
 
+// Participants: the goroutines run on whatever OS threads the Go
+// scheduler picks, so the whole process takes part.
+func (g *goroutinePair) Participants() exp.Participants { return exp.WholeProcess() }
+
 // Close may run while Run is blocked (timeout, Ctrl-C): Stop unblocks both
 // sides, and the pair is closed only after both have returned.
 func (g *goroutinePair) Close() error {
@@ -218,8 +222,8 @@ func (t *threadPair) Run(b *measure.B) error {
 	return err
 }
 
-// Threads are the two locked threads, for the runner's perf counters.
-func (t *threadPair) Threads() []int { return []int{t.a.TID, t.b.TID} }
+// Participants are the two locked threads.
+func (t *threadPair) Participants() exp.Participants { return exp.Threads(t.a.TID, t.b.TID) }
 
 func (t *threadPair) Close() error {
 	t.once.Do(func() {
@@ -297,10 +301,10 @@ func (p *processPair) Run(b *measure.B) error {
 	return err
 }
 
-// Threads is this side's locked thread; the child's come from Children.
-func (p *processPair) Threads() []int { return []int{p.a.TID} }
-
-func (p *processPair) Children() []int { return []int{p.proc.PID()} }
+// Participants are this side's locked thread and the child process.
+func (p *processPair) Participants() exp.Participants {
+	return exp.Participants{TIDs: []int{p.a.TID}, PIDs: []int{p.proc.PID()}}
+}
 
 func (p *processPair) Close() error {
 	p.once.Do(func() {

@@ -163,7 +163,7 @@ func TestPingpongCloseDuringRun(t *testing.T) {
 			t.Fatalf("%s: %v", a.Name, err)
 		}
 		ran := make(chan error, 1)
-		go func() { ran <- bench.Run(measure.NewB(context.Background(), 1<<40, nil, nil)) }()
+		go func() { ran <- bench.(exp.Loop).Run(measure.NewB(context.Background(), 1<<40, nil, nil)) }()
 		time.Sleep(10 * time.Millisecond)
 		closed := make(chan error, 1)
 		go func() { closed <- bench.Close() }()

@@ -137,6 +137,13 @@ func TestPythonChecks(t *testing.T) {
 	if f := pythonFindings(arms); len(f) == 0 || !strings.Contains(strings.Join(f, "\n"), "published 7.2 µs") {
 		t.Errorf("findings lack the published figures: %q", f)
 	}
+	y := ok("python/yield/pytask/sleep0/k=10000", "pytask", 900, 0)
+	y.Notes = []string{"not comparable with a long loop's figure: each of the 10000 tasks yields only 9 times per repetition"}
+	for _, line := range pythonFindings(append(arms, y)) {
+		if strings.HasPrefix(line, "yield/") != strings.Contains(line, "not comparable") {
+			t.Errorf("finding %q: only the yield arm, whose note says so, is not comparable", line)
+		}
+	}
 }
 
 // TestPythonEndToEnd runs two real arms through the runner with python3.

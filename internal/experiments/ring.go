@@ -48,8 +48,12 @@ GOMAXPROCS N+1, a P per thread, so a woken thread never waits for Go's
 sysmon to hand it one (that wait, not the OS handoff, would dominate).
 Requests beyond threads-max, RLIMIT_NPROC, RLIMIT_NOFILE or memory are
 refused before anything starts, naming the limit.
-Percentiles are of the time of one lap divided by N (a lap's mean hop).`,
+Percentiles are of the time of one lap divided by N (a lap's mean hop).
+Reference arms ring/thread/M/pingpong/PLACEMENT are a two-thread ping-pong
+(op = round trip) over the same mechanism, placement and GOMAXPROCS: the
+check compares a 2-thread ring's hop with half their round trip.`,
 		Arms:     ringArms,
+		Derive:   ringDerive,
 		Checks:   ringChecks,
 		Findings: ringFindings,
 		Metrics:  ringMetrics,
@@ -157,12 +161,32 @@ func ringArms(p exp.Params) ([]exp.Arm, error) {
 						a.Unsupported = limitErr.Error()
 					}
 					arms = append(arms, a)
+					if k.sub == "thread" && n == 2 {
+						arms = append(arms, ringRefArm(a, m, pl))
+					}
 				}
 			}
 		}
 	}
 	return arms, nil
 }
+
+// ringRefArm is a two-thread ping-pong over the same mechanism, placement
+// and GOMAXPROCS as the 2-thread ring arm a, measured by the runner like
+// any arm: the ring's check compares a hop with half its round trip.
+func ringRefArm(a exp.Arm, m string, pl exp.Placement) exp.Arm {
+	ref := a
+	ref.Name = strings.Replace(a.Name, "/n=2/", "/pingpong/", 1)
+	ref.Op = "round trip"
+	ref.Params = map[string]string{"ref": "pingpong", "placement": pl.Name}
+	ref.Open = func(ctx context.Context) (exp.Bench, error) {
+		return openThreadPair(m, exp.Placement{Name: pl.Name})
+	}
+	return ref
+}
+
+// isRingRef tells the reference ping-pong arms from the rings.
+func isRingRef(a result.Arm) bool { return a.Params["ref"] == "pingpong" }
 
 // ringGOMAXPROCS: goroutines get every CPU of the placement. Locked threads
 // get a P each (N+1): a thread woken from a futex or read must get a P back
@@ -403,8 +427,57 @@ func OpenRing(ctx context.Context, sub, m string, n int) (*Ring, error) {
 			r.Close()
 			return nil, err
 		}
+		if err := r.prime(ctx); err != nil {
+			r.Close()
+			return nil, err
+		}
 	}
 	return r, nil
+}
+
+// prime sends one token once around a process ring before timing starts:
+// each child's start-up (an exec and a Go runtime, ~ms) is set-up, not the
+// first op's cost.
+func (r *Ring) prime(ctx context.Context) error {
+	r.mu.Lock()
+	r.running++ // Close waits for the lap like for a Run
+	r.mu.Unlock()
+	fin, err := r.driver.Go(func() {
+		defer func() {
+			r.mu.Lock()
+			r.running--
+			r.mu.Unlock()
+		}()
+		err := ringDrive(r.N, r.N, r.in[0], r.out[0], r.doneRecv, &r.counts[0].hops, nil, &r.stop)
+		r.counts[0].hops = 0 // set-up: not a hop of any batch
+		if err != nil {
+			r.mu.Lock()
+			if r.nodeErr == nil {
+				r.nodeErr = err
+			}
+			r.mu.Unlock()
+		}
+	})
+	if err != nil {
+		r.mu.Lock()
+		r.running--
+		r.mu.Unlock()
+		return err
+	}
+	select {
+	case <-fin:
+	case <-ctx.Done():
+		r.stop.Store(true)
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("ring: the first lap through %d child processes did not finish within 30s", r.N-1)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.nodeErr != nil {
+		return fmt.Errorf("ring: first lap: %w", r.nodeErr)
+	}
+	return nil
 }
 
 func (r *Ring) buildChan() {
@@ -607,7 +680,7 @@ func ringDrive(n, hops int, in, out, done mech.Endpoint, count *int64, s *measur
 	left := uint64(hops - 1) // hops still to make after this send
 	for {
 		if every > 0 && made >= sampleAt && left >= uint64(n-1) {
-			t0 = measure.Now() // time this (full) lap
+			t0 = s.Stamp() // time this (full) lap
 			sampleAt = made + every
 		}
 		if err := out.Send(left); err != nil {
@@ -629,7 +702,7 @@ func ringDrive(n, hops int, in, out, done mech.Endpoint, count *int64, s *measur
 			return err
 		}
 		if t0 != 0 {
-			s.Record((measure.Now() - t0) / int64(n))
+			s.StopPer(t0, n)
 			t0 = 0
 		}
 		if v == mech.Stop || stop.Load() {
@@ -654,6 +727,16 @@ func (r *Ring) Children() []int {
 		out = append(out, p.PID())
 	}
 	return out
+}
+
+// Participants: a goroutine ring is the whole process (its workers run on
+// the runtime's threads); a thread ring is its driver and worker threads;
+// a process ring its driver thread and child processes.
+func (r *Ring) Participants() exp.Participants {
+	if r.sub == "goroutine" {
+		return exp.WholeProcess()
+	}
+	return exp.Participants{TIDs: r.TIDs(), PIDs: r.Children()}
 }
 
 // TIDs are the OS threads of a thread or process ring's driver and (for
@@ -793,79 +876,9 @@ func ringNodeChild(args []string, files []*os.File) int {
 	return 0
 }
 
-// Annotate says what the percentiles are and, for a 2-worker thread ring,
-// measures a ping-pong round trip over the same mechanism and placement
-// right away, so the hop can be checked against half of it.
-func (r *Ring) Annotate(a *result.Arm) {
+// Analyze says what the percentiles are.
+func (r *Ring) Analyze(rec *exp.Record, a *result.Arm) {
 	a.Notes = append(a.Notes, fmt.Sprintf("percentiles are one lap's time ÷ %d (the mean hop of a lap)", r.N))
-	if r.N != 2 || r.sub != "thread" || a.Status != result.StatusOK {
-		return
-	}
-	// Three short repetitions, the median, as the arm's own figure is.
-	var rts []float64
-	for i := 0; i < 3; i++ {
-		rt, err := pingpongRT(r.mech, 30*time.Millisecond)
-		if err != nil {
-			a.Notes = append(a.Notes, "ping-pong comparison: "+err.Error())
-			return
-		}
-		rts = append(rts, rt)
-	}
-	sort.Float64s(rts)
-	rt := rts[1]
-	if a.Metrics == nil {
-		a.Metrics = map[string]float64{}
-	}
-	a.Metrics["pingpong-rt-ns"] = rt
-	a.Metrics["half-rt-ratio"] = a.Median / (rt / 2)
-}
-
-// pingpongRT is a short thread ping-pong over mechanism kind: the mean
-// round trip in ns over about d. A stuck partner is stopped after 5 s.
-func pingpongRT(kind string, d time.Duration) (float64, error) {
-	pair, err := mech.NewPair(kind)
-	if err != nil {
-		return 0, err
-	}
-	defer pair.Close()
-	ta, err := mech.StartThread(nil)
-	if err != nil {
-		return 0, err
-	}
-	defer ta.Stop()
-	tb, err := mech.StartThread(nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tb.Stop()
-	echoed, _ := tb.Go(func() { mech.Echo(pair.B) })
-	defer func() { <-echoed }()
-	defer pair.Stop()
-	var mean float64
-	var rtErr error
-	fin, _ := ta.Go(func() {
-		// The first pass warms the fresh threads up and is not kept.
-		for pass := 0; pass < 2; pass++ {
-			ops, spent := 0, int64(0)
-			for n := 100; spent < int64(d); n *= 2 {
-				t0 := measure.Now()
-				if rtErr = mech.RoundTrips(pair.A, n, nil); rtErr != nil {
-					return
-				}
-				spent += measure.Now() - t0
-				ops += n
-			}
-			mean = float64(spent) / float64(ops)
-		}
-	})
-	select {
-	case <-fin:
-	case <-time.After(5 * time.Second):
-		pair.Stop()
-		<-fin
-		return 0, fmt.Errorf("ping-pong did not finish within 5s")
-	}
-	return mean, rtErr
 }
 
 // Bounds of "about half a round trip" for the 2-worker ring's hop.
@@ -882,7 +895,7 @@ func ringSeries(arms []result.Arm) (map[ringKey][]result.Arm, []ringKey) {
 	series := map[ringKey][]result.Arm{}
 	var keys []ringKey
 	for _, a := range arms {
-		if a.Status != result.StatusOK || a.Median <= 0 {
+		if a.Status != result.StatusOK || a.Median <= 0 || isRingRef(a) {
 			continue
 		}
 		k := ringKey{a.Substrate, a.Mechanism, a.Placement, ""}
@@ -923,15 +936,38 @@ func growth(s []result.Arm, lo, hi int) (float64, result.Arm, result.Arm, bool) 
 	return b.Median / a.Median, a, b, true
 }
 
+// ringDerive adds to each 2-thread ring arm its hop over half the round
+// trip of the reference ping-pong arm with the same mechanism and placement.
+func ringDerive(arms []result.Arm) {
+	refs := map[string]result.Arm{}
+	for _, a := range arms {
+		if isRingRef(a) && a.Status == result.StatusOK && a.Median > 0 {
+			refs[strings.Replace(a.Name, "/pingpong/", "/n=2/", 1)] = a
+		}
+	}
+	for i := range arms {
+		ref, ok := refs[arms[i].Name]
+		if !ok || arms[i].Status != result.StatusOK {
+			continue
+		}
+		if arms[i].Metrics == nil {
+			arms[i].Metrics = map[string]float64{}
+		}
+		arms[i].Metrics["pingpong-rt-ns"] = ref.Median
+		arms[i].Metrics["half-rt-ratio"] = arms[i].Median / (ref.Median / 2)
+	}
+}
+
 func ringChecks(arms []result.Arm) []result.Check {
 	var out []result.Check
 	for _, a := range arms {
 		if r, ok := a.Metrics["half-rt-ratio"]; ok {
+			ref := strings.Replace(a.Name, "/n=2/", "/pingpong/", 1)
 			out = append(out, result.Check{
 				Name:  fmt.Sprintf("a 2-thread ring's hop is about half a ping-pong round trip (%.2f–%.2f× of RT/2)", hopHalfRTLow, hopHalfRTHigh),
 				Holds: r >= hopHalfRTLow && r <= hopHalfRTHigh,
-				Detail: fmt.Sprintf("%s: hop %s, ping-pong RT %s measured right after (RT/2 = %s): %.2f×",
-					a.Name, result.FormatNs(a.Median), result.FormatNs(a.Metrics["pingpong-rt-ns"]), result.FormatNs(a.Metrics["pingpong-rt-ns"]/2), r),
+				Detail: fmt.Sprintf("%s: hop %s, ping-pong RT %s in %s (RT/2 = %s): %.2f×",
+					a.Name, result.FormatNs(a.Median), result.FormatNs(a.Metrics["pingpong-rt-ns"]), ref, result.FormatNs(a.Metrics["pingpong-rt-ns"]/2), r),
 				Arms: []string{a.Name},
 			})
 		}
@@ -1018,6 +1054,6 @@ func ringFindings(arms []result.Arm) []string {
 
 // ringMetrics declares the figures ring arms add beside the median.
 var ringMetrics = []exp.Metric{
-	{Name: "pingpong-rt-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "a 2-thread ping-pong round trip measured right after the ring arm, on the same CPUs"},
+	{Name: "pingpong-rt-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the round trip of the reference arm ring/thread/M/pingpong/P (same mechanism, placement and GOMAXPROCS)"},
 	{Name: "half-rt-ratio", Unit: "ratio", Better: exp.NotRanked, Doc: "the hop as a multiple of half that round trip (a 2-worker ring's hop is half a round trip)"},
 }

@@ -39,9 +39,12 @@ exits, so the runtime destroys the thread and the next op needs a new one),
 process/exec (ctxlab re-executed in child mode with a role that exits at
 once, started through os/exec), process/true (/bin/true, the same path with
 a minimal program).
-Memory: before timing, each arm parks M idle workers of its kind —
-goroutines blocked on a channel, threads blocked on a futex, processes
-blocked reading a pipe — and reports metrics rss-bytes/worker (VmRSS delta ÷
+Memory: the arms spawn/SUBSTRATE/idle-memory park M idle workers of their
+kind — goroutines blocked on a channel, threads blocked on a futex (proven
+by /proc: every thread sleeping in the futex call), processes blocked
+reading a pipe (every thread of each asleep) — once per repetition, and
+report the resident bytes per idle worker as their figure (B/op, with
+median, range and spread like any figure) and the metrics rss-bytes/worker (VmRSS delta ÷
 M for goroutines and threads; each child's own VmRSS for processes),
 pss-bytes/worker for processes (smaps_rollup Pss: shared pages divided),
 stack-bytes/worker and stack-start-bytes for goroutines (runtime stack in
@@ -88,15 +91,26 @@ func spawnArms(p exp.Params) ([]exp.Arm, error) {
 	var arms []exp.Arm
 	for _, k := range kinds {
 		k := k
-		params := map[string]string{}
-		if k.m > 0 {
-			params["idle-workers"] = strconv.Itoa(k.m)
-		}
 		arms = append(arms, exp.Arm{
 			Name: "spawn/" + k.sub + "/" + k.mech, Substrate: k.sub, Mechanism: k.mech,
-			Params: params, Placement: unp.Name, CPUs: unp.Process, Quick: k.quick, Unsupported: k.unsup,
+			Placement: unp.Name, CPUs: unp.Process, Quick: k.quick, Unsupported: k.unsup,
 			Open: func(ctx context.Context) (exp.Bench, error) {
-				return OpenSpawn(ctx, k.sub, k.mech, k.m, trueExe)
+				return OpenSpawn(ctx, k.sub, k.mech, trueExe), nil
+			},
+		})
+	}
+	// Memory per idle worker: a gauge, weighed once per repetition.
+	for _, k := range kinds {
+		k := k
+		if k.m == 0 {
+			continue
+		}
+		arms = append(arms, exp.Arm{
+			Name: "spawn/" + k.sub + "/idle-memory", Substrate: k.sub, Mechanism: "idle",
+			Op: "idle worker", Unit: "B/op", Params: map[string]string{"idle-workers": strconv.Itoa(k.m)},
+			Placement: unp.Name, CPUs: unp.Process, Quick: k.quick,
+			Open: func(ctx context.Context) (exp.Bench, error) {
+				return &idleMemory{sub: k.sub, m: k.m}, nil
 			},
 		})
 	}
@@ -115,14 +129,10 @@ type Spawn struct {
 	// (ring buffer), so tests can see each op had a thread of its own.
 	TIDs []int32
 	op   int
-	// Mem holds the memory figures measured at Open (metric name → value).
-	Mem   map[string]float64
-	notes []string
 }
 
-// OpenSpawn prepares a spawn arm and weighs m idle workers of its kind
-// (none when m is 0).
-func OpenSpawn(ctx context.Context, sub, m string, idle int, trueExe string) (*Spawn, error) {
+// OpenSpawn prepares a spawn arm.
+func OpenSpawn(ctx context.Context, sub, m string, trueExe string) *Spawn {
 	s := &Spawn{sub: sub, mech: m, exe: trueExe, ctx: ctx, done: make(chan struct{})}
 	s.goFn = func() { s.done <- struct{}{} }
 	s.lockFn = func() {
@@ -132,21 +142,7 @@ func OpenSpawn(ctx context.Context, sub, m string, idle int, trueExe string) (*S
 		}
 		s.done <- struct{}{}
 	}
-	if idle > 0 {
-		var err error
-		switch sub {
-		case "goroutine":
-			s.Mem, err = GoroutineMemory(ctx, idle)
-		case "thread":
-			s.Mem, err = ThreadMemory(ctx, idle)
-		case "process":
-			s.Mem, err = ProcessMemory(ctx, idle)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("spawn: weigh %d idle %ss: %w", idle, sub, err)
-		}
-	}
-	return s, nil
+	return s
 }
 
 // Run creates and joins b.N workers, one after another.
@@ -187,33 +183,47 @@ func (s *Spawn) Run(b *measure.B) error {
 	return nil
 }
 
+// Participants: the whole process, whose threads create the workers
+// (exited threads included); for processes also every reaped child.
+func (s *Spawn) Participants() exp.Participants {
+	return exp.Participants{Process: true, Children: s.sub == "process"}
+}
+
 // Close has nothing to stop: every op joins its worker (a process left by
 // an interrupted op is killed by the child package's KillAll).
 func (s *Spawn) Close() error { return nil }
 
-// Annotate copies the memory figures into the arm and says them in KiB.
-func (s *Spawn) Annotate(a *result.Arm) {
-	if len(s.Mem) == 0 {
-		return
-	}
-	if a.Metrics == nil {
-		a.Metrics = map[string]float64{}
-	}
-	for k, v := range s.Mem {
-		a.Metrics[k] = v
-	}
-	line := fmt.Sprintf("memory of %d idle %s workers: %s resident per worker", int(s.Mem["idle-workers"]), s.sub, fmtKiB(s.Mem["rss-bytes/worker"]))
-	if v, ok := s.Mem["pss-bytes/worker"]; ok {
-		line += fmt.Sprintf(", %s proportional (PSS)", fmtKiB(v))
-	}
-	if v, ok := s.Mem["stack-bytes/worker"]; ok {
-		line += fmt.Sprintf(", stack %s (starting size %s)", fmtKiB(v), fmtKiB(s.Mem["stack-start-bytes"]))
-	}
-	if v, ok := s.Mem["kernel-stack-bytes/worker"]; ok {
-		line += fmt.Sprintf(", plus %s of kernel stack not counted in RSS", fmtKiB(v))
-	}
-	a.Notes = append(a.Notes, line)
+// idleMemory weighs m idle workers of one kind: a Gauge, one weighing
+// per repetition, each taken once every worker is proven started and parked.
+type idleMemory struct {
+	sub string
+	m   int
 }
+
+func (g *idleMemory) Read(ctx context.Context) (exp.Reading, error) {
+	var mem map[string]float64
+	var err error
+	switch g.sub {
+	case "goroutine":
+		mem, err = GoroutineMemory(ctx, g.m)
+	case "thread":
+		mem, err = ThreadMemory(ctx, g.m)
+	case "process":
+		mem, err = ProcessMemory(ctx, g.m)
+	default:
+		err = fmt.Errorf("spawn: no idle %s", g.sub)
+	}
+	if err != nil {
+		return exp.Reading{}, fmt.Errorf("spawn: weigh %d idle %ss: %w", g.m, g.sub, err)
+	}
+	return exp.Reading{Value: mem["rss-bytes/worker"], Ops: int64(g.m), Metrics: mem}, nil
+}
+
+// Participants: the weighing runs in ctxlab itself (and in the children it
+// parks, which are gone when Read returns).
+func (g *idleMemory) Participants() exp.Participants { return exp.WholeProcess() }
+
+func (g *idleMemory) Close() error { return nil }
 
 // fmtKiB formats bytes in KiB, or MiB from 1 MiB up.
 func fmtKiB(b float64) string {
@@ -347,7 +357,14 @@ func ThreadMemory(ctx context.Context, m int) (map[string]float64, error) {
 		fins = append(fins, fin)
 	}
 	parked.Wait()
-	time.Sleep(10 * time.Millisecond) // let the last ones reach FUTEX_WAIT
+	var tids []int
+	for _, t := range threads {
+		tids = append(tids, t.TID)
+	}
+	if err := waitParked(ctx, "self", tids, true); err != nil {
+		stopAll()
+		return nil, err
+	}
 	rss1, err := vmRSS("self")
 	ks1, _ := statusKBFile("/proc/meminfo", "KernelStack:")
 	stopAll()
@@ -362,6 +379,61 @@ func ThreadMemory(ctx context.Context, m int) (map[string]float64, error) {
 		out["kernel-stack-bytes/worker"] = float64(ks1-ks0) / float64(m)
 	}
 	return out, nil
+}
+
+// waitParked waits until the threads tids of process pid ("self" or a
+// number; nil = every thread of it) all sleep (state S), and with inFutex
+// sit in the futex system call: the workers are started and parked, so
+// their memory is what an idle worker weighs. It gives up after 10 s.
+func waitParked(ctx context.Context, pid string, tids []int, inFutex bool) error {
+	deadline := time.Now().Add(10 * time.Second)
+	futex := strconv.Itoa(unix.SYS_FUTEX) + " "
+	for {
+		list := tids
+		if list == nil {
+			ents, err := os.ReadDir("/proc/" + pid + "/task")
+			if err != nil {
+				return err
+			}
+			for _, e := range ents {
+				if n, err := strconv.Atoi(e.Name()); err == nil {
+					list = append(list, n)
+				}
+			}
+		}
+		busy := 0
+		for _, tid := range list {
+			dir := "/proc/" + pid + "/task/" + strconv.Itoa(tid)
+			if st, err := os.ReadFile(dir + "/stat"); err != nil || taskState(st) != 'S' {
+				busy++
+				continue
+			}
+			if inFutex {
+				if sc, err := os.ReadFile(dir + "/syscall"); err == nil && !strings.HasPrefix(string(sc), futex) {
+					busy++
+				}
+			}
+		}
+		if busy == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d workers of process %s not parked after 10s", busy, len(list), pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// taskState is the state letter of a /proc/…/stat line (after the comm).
+func taskState(stat []byte) byte {
+	s := string(stat)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2]
+	}
+	return 0
 }
 
 func statusKBFile(path, field string) (int64, error) {
@@ -415,7 +487,13 @@ func ProcessMemory(ctx context.Context, m int) (map[string]float64, error) {
 			return nil, fmt.Errorf("waiting for idle child %d of %d: %w", i+1, m, err)
 		}
 	}
-	time.Sleep(10 * time.Millisecond)
+	for _, pr := range procs {
+		pid := strconv.Itoa(pr.PID())
+		if err := waitParked(ctx, pid, nil, false); err != nil {
+			cleanup()
+			return nil, err
+		}
+	}
 	var rss, pss int64
 	for _, pr := range procs {
 		pid := strconv.Itoa(pr.PID())
@@ -523,10 +601,10 @@ func spawnFindings(arms []result.Arm) []string {
 			result.FormatNs(tr.Median), result.FormatNs(p.Median)))
 	}
 	var mem []string
-	for _, k := range []string{"goroutine/go", "thread/locked", "process/exec"} {
+	for _, k := range []string{"goroutine/idle", "thread/idle", "process/idle"} {
 		if a, ok := by[k]; ok {
 			if v, ok := a.Metrics["rss-bytes/worker"]; ok {
-				s := fmt.Sprintf("%s %s", a.Substrate, fmtKiB(v))
+				s := fmt.Sprintf("%s %s (%s–%s over %d weighings)", a.Substrate, fmtKiB(v), fmtKiB(a.Min), fmtKiB(a.Max), len(a.RepMeans))
 				if pss, ok := a.Metrics["pss-bytes/worker"]; ok {
 					s += fmt.Sprintf(" (PSS %s)", fmtKiB(pss))
 				}

@@ -22,10 +22,10 @@ func TestSpawnRuns(t *testing.T) {
 			t.Logf("%s unsupported: %s", a.Name, a.Unsupported)
 			continue
 		}
-		s, err := OpenSpawn(context.Background(), a.Substrate, a.Mechanism, 0, "/bin/true")
-		if err != nil {
-			t.Fatalf("%s: %v", a.Name, err)
+		if a.Mechanism == "idle" {
+			continue // the memory gauges: TestSpawnMemoryOrdered
 		}
+		s := OpenSpawn(context.Background(), a.Substrate, a.Mechanism, "/bin/true")
 		n := 50
 		if a.Substrate == "process" {
 			n = 3

@@ -146,7 +146,6 @@ type Yield struct {
 	closed bool
 	once   sync.Once
 
-	cpuNs, yields int64 // CPU time and yields over every batch
 	restoreMaxThr func()
 }
 
@@ -246,26 +245,23 @@ func (y *Yield) Run(b *measure.B) error {
 		w.start <- gate
 	}
 	y.mu.Unlock()
-	cpu0 := cpuTimeNs()
 	b.ResetTimer() // every worker has its quota and waits at the gate
 	close(gate)
 	y.batch.Wait()
 	b.StopTimer()
-	y.cpuNs += cpuTimeNs() - cpu0
-	y.yields += int64(b.N)
 	if y.stop.Load() {
 		return mech.ErrStopped
 	}
 	return nil
 }
 
-// cpuTimeNs is the process's user+system CPU time so far.
-func cpuTimeNs() int64 {
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
-		return 0
+// Participants: goroutine workers run on the runtime's threads (the
+// whole process); thread workers are their own locked threads.
+func (y *Yield) Participants() exp.Participants {
+	if !y.threads {
+		return exp.WholeProcess()
 	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	return exp.Threads(y.TIDs()...)
 }
 
 // TIDs are the OS threads of thread workers (none for goroutines).
@@ -306,15 +302,15 @@ func (y *Yield) Close() error {
 	return nil
 }
 
-// Annotate adds the CPU cost per yield and, for the lone thread, says that
-// its figure is the system call, not a switch.
-func (y *Yield) Annotate(a *result.Arm) {
-	if y.yields > 0 && y.cpuNs > 0 {
+// Analyze adds the CPU cost per yield (the runner's CPU time of the
+// participants over the timed repetitions) and, for the lone thread, says
+// that its figure is the system call, not a switch.
+func (y *Yield) Analyze(rec *exp.Record, a *result.Arm) {
+	if rec.Ops > 0 && rec.CPUNs > 0 {
 		if a.Metrics == nil {
 			a.Metrics = map[string]float64{}
 		}
-		a.Metrics["cpu-ns/yield"] = float64(y.cpuNs) / float64(y.yields)
-		a.Notes = append(a.Notes, fmt.Sprintf("CPU time per yield %s (getrusage over all batches, warm-up included)", result.FormatNs(a.Metrics["cpu-ns/yield"])))
+		a.Metrics["cpu-ns/yield"] = float64(rec.CPUNs) / float64(rec.Ops)
 	}
 	if y.threads && y.K == 1 {
 		a.Notes = append(a.Notes, "the syscall floor: one thread alone calling sched_yield; with nothing else runnable on its CPU the kernel returns at once — this is NOT a context switch")

@@ -35,9 +35,13 @@ func PinProcess(cpus []int) error {
 }
 
 // Affinity returns the CPU set of the calling thread.
-func Affinity() ([]int, error) {
+func Affinity() ([]int, error) { return TaskAffinity(0) }
+
+// TaskAffinity returns the CPU set of thread or process tid (0 = the
+// calling thread): the CPUs it may run on.
+func TaskAffinity(tid int) ([]int, error) {
 	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
+	if err := unix.SchedGetaffinity(tid, &set); err != nil {
 		return nil, err
 	}
 	var out []int

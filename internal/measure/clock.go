@@ -3,6 +3,8 @@ package measure
 import (
 	"sort"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // epoch anchors Now; time.Since on a monotonic time reads only the
@@ -11,6 +13,14 @@ var epoch = time.Now()
 
 // Now returns monotonic nanoseconds since process start. It does not allocate.
 func Now() int64 { return int64(time.Since(epoch)) }
+
+// MonoNow is CLOCK_MONOTONIC in ns: one clock for every process, so a
+// stamp taken in a child can be compared with a reading here.
+func MonoNow() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
 
 // ClockCost measures the cost of one Now() call in ns: the median over
 // several batches, so a preempted batch does not skew it.

@@ -52,6 +52,41 @@ func (s *Sampler) Stop(t int64) {
 	s.n++
 }
 
+// Stamp is a timestamp for an op the bench chose to sample itself (a
+// whole lap of a ring, every Every() ops), for StopPer.
+func (s *Sampler) Stamp() int64 { return Now() | 1 }
+
+// StopLess records the latency of an op started at t (a value from Start)
+// less d ns, never below 0: how late a sleep of d ended.
+func (s *Sampler) StopLess(t, d int64) {
+	if t == 0 || s == nil || s.n >= len(s.buf) {
+		return
+	}
+	s.buf[s.n] = max(0, Now()-t-d)
+	s.n++
+}
+
+// StopPer records the time since t (a value from Start) divided by per:
+// the mean of per ops timed together (one lap of a ring of per hops).
+func (s *Sampler) StopPer(t int64, per int) {
+	if t == 0 || s == nil || s.n >= len(s.buf) || per < 1 {
+		return
+	}
+	s.buf[s.n] = (Now() - t) / int64(per)
+	s.n++
+}
+
+// SinceMono records the time since stamp, a CLOCK_MONOTONIC reading in ns
+// taken by another process (the clock every process shares), for a
+// sampled op (t from Start, 0 = not sampled).
+func (s *Sampler) SinceMono(t, stamp int64) {
+	if t == 0 || s == nil || s.n >= len(s.buf) {
+		return
+	}
+	s.buf[s.n] = max(0, MonoNow()-stamp)
+	s.n++
+}
+
 // Record stores an externally measured latency in ns.
 func (s *Sampler) Record(ns int64) {
 	if s == nil || s.n >= len(s.buf) {

@@ -28,6 +28,7 @@ type Proc struct {
 	NumThreads int
 	UTicks     uint // utime, clock ticks
 	STicks     uint // stime, clock ticks
+	RSSBytes   int64
 }
 
 // ReadProc reads /proc/<pid>/stat through prometheus/procfs. A missing
@@ -46,7 +47,7 @@ func (r Root) ReadProc(pid int) (Proc, error) {
 		return Proc{}, notExist(pid, err)
 	}
 	return Proc{PID: pid, PPID: st.PPID, Comm: st.Comm, State: st.State, StartTicks: st.Starttime,
-		NumThreads: st.NumThreads, UTicks: st.UTime, STicks: st.STime}, nil
+		NumThreads: st.NumThreads, UTicks: st.UTime, STicks: st.STime, RSSBytes: int64(st.ResidentMemory())}, nil
 }
 
 // safeStat calls procfs's Stat and turns its panic on a truncated stat line

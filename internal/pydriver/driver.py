@@ -550,8 +550,9 @@ class TaskYield(AsyncBench):
     def notes(self):
         out = super().notes()
         if self.m < 100:
-            out.append("not comparable with a long loop's figure: each of the %d tasks yields only %d times per repetition, "
-                       "and starting and finishing the tasks is inside the timing (a longer --benchtime amortises it)" % (self.k, self.m))
+            out.append("not comparable with a long loop's figure: each of the %d tasks yields only %d time%s per repetition, "
+                       "and starting and finishing the tasks is inside the timing (a longer --benchtime amortises it)"
+                       % (self.k, self.m, "" if self.m == 1 else "s"))
         return out
 
     async def arun(self, n, every, samples):

@@ -516,13 +516,16 @@ func checkSizing(t *testing.T, r *Response, req Request) {
 	if len(b) < 2 || b[0][0] != 1 {
 		t.Fatalf("sizing %v: want at least two batches, the first of one op", b)
 	}
+	share := int64(float64(req.BenchNs) * p.Share)
 	for i := 1; i < len(b); i++ {
-		if g := float64(b[i][0]) / float64(b[i-1][0]); (g > p.GrowMax && b[i][0] > b[i-1][0]+1) || b[i][0] > p.MaxOpsPerRep {
-			t.Fatalf("sizing batch %v grew %.2f× over %v, want ≤ %v: %v", b[i], g, b[i-1], p.GrowMax, b)
+		// Each batch is testing.B's prediction from the one before (the
+		// runner's predictN), give or take float rounding.
+		want := predictN(p, share, b[i-1][0], b[i-1][1])
+		if d := b[i][0] - want; d < -2 || d > 2 {
+			t.Fatalf("sizing batch %v after %v: want %d ops (share %d ns, policy %+v): %v", b[i], b[i-1], want, share, *p, b)
 		}
 	}
 	last := b[len(b)-1]
-	share := int64(float64(req.BenchNs) * p.Share)
 	if !((last[0] > 1 && last[1] >= share) || last[1] >= req.BenchNs || last[0] >= p.MaxOpsPerRep) {
 		t.Fatalf("the sizing batch %v did not fill its share %d ns of %d: %v", last, share, req.BenchNs, b)
 	}
@@ -539,3 +542,15 @@ func checkSizing(t *testing.T, r *Response, req Request) {
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// predictN is testing.B's rule with the policy's parameters, as the
+// runner's predictN: the ops that should take goal ns if n took el ns,
+// padded by Overshoot, growing at most GrowMax times and at least by one,
+// and at most MaxOpsPerRep.
+func predictN(p *Policy, goal, n, el int64) int64 {
+	next := int64(float64(goal) * float64(n) / float64(max(el, 1)))
+	next += int64(float64(next) * (p.Overshoot - 1))
+	next = min(next, int64(p.GrowMax*float64(n)))
+	next = max(next, n+1)
+	return min(next, p.MaxOpsPerRep)
+}

@@ -3,11 +3,11 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
@@ -229,7 +229,7 @@ func (v verdict) gap() []string {
 	x, ok2 := v.pick("pingpong/thread/futex/cross-cpu")
 	if ok1 && ok2 {
 		line := fmt.Sprintf("  across CPUs a thread round trip costs %.1f× one CPU", x.Median/one.Median)
-		if c, src, ok := CPUPerOp(x); ok {
+		if c, src, ok := price.CPUPerOp(x); ok {
 			line += fmt.Sprintf("; on CPU %s of %s (%s): the rest is waiting for the other CPU to wake", result.FormatNs(c), result.FormatNs(x.Median), src)
 		} else {
 			line += ": each handoff wakes the other CPU from idle"
@@ -368,7 +368,7 @@ const (
 func (v verdict) indirect() []string {
 	out := []string{"the indirect cost: cold caches after other workers ran"}
 	// per-switch curve: (RT(W) − solo(W) − RT(0)) / 2 at the largest W.
-	if lo, hi, w, ok := IndirectPerSwitch(v.run); ok {
+	if lo, hi, w, ok := price.IndirectPerSwitch(v.run); ok {
 		out = append(out, fmt.Sprintf("  per switch, working sets up to %s: %s … %s on top of the direct cost", w, result.FormatNs(lo), result.FormatNs(hi)))
 	}
 	sweep := v.where("cachecost", func(a result.Arm) bool { return param(a, "mode") == "sweep" && param(a, "compare") != "" })
@@ -400,51 +400,6 @@ func (v verdict) indirect() []string {
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
-// IndirectPerSwitch is the range of cachecost's per-switch indirect cost,
-// (RT(W) − solo(W) − RT(0)) / 2, over the working sets the run measured,
-// and the largest W; ok is false when the run has no such arms.
-func IndirectPerSwitch(run *result.Run) (lo, hi float64, largest string, ok bool) {
-	rt, solo := map[string]result.Arm{}, map[string]result.Arm{}
-	var zero *result.Arm
-	for i, a := range run.Arms {
-		if a.Experiment != "cachecost" || !measured(a) {
-			continue
-		}
-		switch a.Params["mode"] {
-		case "per-switch":
-			if a.Params["W_bytes"] == "0" {
-				zero = &run.Arms[i]
-			} else {
-				rt[a.Params["W_bytes"]] = a
-			}
-		case "per-switch-solo":
-			solo[a.Params["W_bytes"]] = a
-		}
-	}
-	if zero == nil {
-		return 0, 0, "", false
-	}
-	var maxW int64 = -1
-	for wb, r := range rt {
-		s, ok2 := solo[wb]
-		if !ok2 {
-			continue
-		}
-		c := (r.Median - s.Median - zero.Median) / 2
-		if !ok || c < lo {
-			lo = c
-		}
-		if !ok || c > hi {
-			hi = c
-		}
-		ok = true
-		if n, _ := strconv.ParseInt(wb, 10, 64); n > maxW {
-			maxW, largest = n, r.Params["W"]
-		}
-	}
-	return lo, hi, largest, ok
-}
-
 func (v verdict) budget() []string {
 	out := []string{fmt.Sprintf("what %s handoffs per second cost in CPU (on-CPU time per op, all participants; ctxlab budget --rate N/s)", fmtThousands(VerdictRate))}
 	var parts []string
@@ -460,7 +415,7 @@ func (v verdict) budget() []string {
 		if !ok {
 			continue
 		}
-		c, src, ok := CPUPerOp(a)
+		c, src, ok := price.CPUPerOp(a)
 		if !ok {
 			continue
 		}
@@ -476,18 +431,7 @@ func (v verdict) budget() []string {
 	return append(out, "  "+strings.Join(parts, " · ")+" — from "+strings.Join(srcs, ", "))
 }
 
-// Percent renders a fraction as a percentage with sensible digits: 18%, 1.5%, 0.044%.
-func Percent(f float64) string { return pct(f) }
-
-func pct(f float64) string {
-	switch {
-	case f >= 0.1:
-		return fmt.Sprintf("%.0f%%", 100*f)
-	case f >= 0.01:
-		return fmt.Sprintf("%.1f%%", 100*f)
-	}
-	return fmt.Sprintf("%.2g%%", 100*f)
-}
+func pct(f float64) string { return price.Percent(f) }
 
 func fmtThousands(n int) string {
 	s := strconv.Itoa(n)
@@ -580,23 +524,4 @@ func reasonKind(r string) string {
 		return "repetitions spread > 1.25× (max/min)"
 	}
 	return r
-}
-
-// CPUPerOp is the on-CPU time per op of all the arm's participants, and
-// where it comes from: the runner's per-op CPU time when the run recorded
-// it, else the perf task-clock counter per op, else the arm's own CPU
-// figure (cpu-ns/yield). ok is false when the run has none of these.
-func CPUPerOp(a result.Arm) (ns float64, source string, ok bool) {
-	if a.CPUNsPerOp != nil && *a.CPUNsPerOp > 0 {
-		return *a.CPUNsPerOp, "CPU time of all participants", true
-	}
-	for _, c := range a.Counters {
-		if c.Name == "task-clock" && c.Unsupported == "" && c.PerOp != nil && *c.PerOp > 0 {
-			return *c.PerOp, "perf task-clock of the measured threads", true
-		}
-	}
-	if v, ok := a.Metrics["cpu-ns/yield"]; ok && v > 0 && !math.IsInf(v, 0) {
-		return v, "getrusage CPU time per yield", true
-	}
-	return 0, "", false
 }

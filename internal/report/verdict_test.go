@@ -60,14 +60,3 @@ func TestVerdictBudgetFromCPUTime(t *testing.T) {
 		t.Errorf("budget line not from CPU time:\n%s", text)
 	}
 }
-
-func TestCPUPerOpSources(t *testing.T) {
-	tc := 1500.0
-	a := result.Arm{Counters: []result.Counter{{Name: "task-clock", PerOp: &tc}}}
-	if ns, src, ok := CPUPerOp(a); !ok || ns != 1500 || !strings.Contains(src, "task-clock") {
-		t.Errorf("task-clock fallback: %v %q %v", ns, src, ok)
-	}
-	if _, _, ok := CPUPerOp(result.Arm{Median: 5000}); ok {
-		t.Error("wall time must not pass for CPU time")
-	}
-}

@@ -88,6 +88,10 @@ type Arm struct {
 	Placement  string            `json:"placement"` // "unpinned", "same-cpu", "cross-cpu", …
 	CPUs       []int             `json:"cpus,omitempty"`
 
+	// DurationNs is the arm's wall time from set-up to teardown, warm-up
+	// and sizing included: what measuring it cost.
+	DurationNs int64 `json:"duration_ns,omitempty"`
+
 	Status string `json:"status"` // "ok", "timed out", "failed", "unsupported", "skipped"
 	Reason string `json:"reason,omitempty"`
 
@@ -101,11 +105,17 @@ type Arm struct {
 
 	Switches   *Switches `json:"switches_per_op,omitempty"`
 	Migrations *float64  `json:"migrations_per_op,omitempty"`
-	// CPUNsPerOp is the on-CPU time per op of all participants (threads
-	// and child processes) over the timed repetitions, in ns.
-	CPUNsPerOp *float64           `json:"cpu_ns_per_op,omitempty"`
-	Counters   []Counter          `json:"counters,omitempty"`
-	Metrics    map[string]float64 `json:"metrics,omitempty"` // extra figures, names carry units
+	Counters   []Counter `json:"counters,omitempty"`
+	// CPUNsPerOp is the on-CPU time per op of every participating thread
+	// and process together, over the timed repetitions (schedstat, or
+	// getrusage for reaped children): what an op costs the machine, which
+	// is more than its wall time when workers run in parallel and less
+	// when they wait.
+	CPUNsPerOp *float64 `json:"cpu_ns_per_op,omitempty"`
+	// RunqNsPerOp is the participants' time per op spent runnable but
+	// waiting for a CPU (schedstat run-queue wait).
+	RunqNsPerOp *float64           `json:"runq_ns_per_op,omitempty"`
+	Metrics     map[string]float64 `json:"metrics,omitempty"` // extra figures, names carry units
 
 	Noise  Noise    `json:"noise"`
 	Checks []Check  `json:"checks,omitempty"`

@@ -14,7 +14,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
-// spinBench spins on one locked thread it names through exp.Threads.
+// spinBench spins on one locked thread it declares as its participant.
 type spinBench struct {
 	tid  int
 	reqs chan int
@@ -41,9 +41,9 @@ func openSpin() *spinBench {
 	return s
 }
 
-func (s *spinBench) Run(b *measure.B) error { s.reqs <- b.N; <-s.done; return nil }
-func (s *spinBench) Close() error           { close(s.reqs); return nil }
-func (s *spinBench) Threads() []int         { return []int{s.tid} }
+func (s *spinBench) Run(b *measure.B) error         { s.reqs <- b.N; <-s.done; return nil }
+func (s *spinBench) Close() error                   { close(s.reqs); return nil }
+func (s *spinBench) Participants() exp.Participants { return exp.Threads(s.tid) }
 
 func testConfig() Config {
 	return Config{Reps: 2, BenchTime: 20 * time.Millisecond, WarmUp: 5 * time.Millisecond, WarmUpOps: 1000,

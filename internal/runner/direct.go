@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
@@ -11,19 +12,38 @@ import (
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
-// direct measures an arm that times itself (exp.Arm.Direct, the CPython
-// driver) and turns what it returns into the same result as a Go arm:
-// the same summary, percentiles, histogram, switch and noise fields.
-func direct(ctx, actx context.Context, cfg Config, a exp.Arm, r result.Arm, reps int, before sysinfo.Noise) result.Arm {
+// selfTimed measures a bench that times itself (exp.SelfTimed, the
+// CPython driver) and turns what it returns into the same result as a Go
+// arm: the same summary, percentiles, histogram, switch and noise fields.
+func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
 	req := exp.DirectRequest{Reps: reps, BenchTime: cfg.BenchTime, WarmUp: cfg.WarmUp,
 		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples, Policy: exp.DefaultPolicy}
-	d, err := a.Direct(actx, req)
+	type measured struct {
+		d   *exp.DirectResult
+		err error
+	}
+	ch := make(chan measured, 1)
+	go func() {
+		d, err := bench.Measure(actx, req)
+		ch <- measured{d, err}
+	}()
+	var m measured
+	select {
+	case m = <-ch:
+	case <-actx.Done():
+		bench.Close()
+		m = <-ch
+	}
+	if err := bench.Close(); err != nil && m.err == nil {
+		r.Notes = append(r.Notes, "teardown: "+err.Error())
+	}
+	d, err := m.d, m.err
 	after := sysinfo.Sample(cfg.Host)
 	switch {
 	case ctx.Err() != nil:
 		r.Status, r.Reason = result.StatusInterrupted, "interrupted"
 	case actx.Err() != nil:
-		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("did not finish within %v", cfg.Timeout)
+		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("did not finish within %v", limit)
 		if err != nil {
 			r.Reason += "; " + err.Error()
 		}
@@ -56,7 +76,7 @@ func direct(ctx, actx context.Context, cfg Config, a exp.Arm, r result.Arm, reps
 	}
 	// fill summarises the means and samples; the counts are per op of the
 	// driver's own total, which may differ from reps × ops per rep.
-	fill(&r, cfg, d.RepMeans, 0, s, counts{})
+	fill(&r, cfg, d.RepMeans, 0, s)
 	r.Ops = d.OpsPerRep
 	if d.TotalOps > 0 {
 		n := float64(d.TotalOps)
@@ -80,5 +100,10 @@ func direct(ctx, actx context.Context, cfg Config, a exp.Arm, r result.Arm, reps
 	}
 	r.Notes = append(r.Notes, d.Notes...)
 	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
+	var walls []int64
+	for _, m := range d.RepMeans {
+		walls = append(walls, int64(m*float64(d.OpsPerRep)))
+	}
+	addReasons(&r.Noise, sizingReasons(int(d.OpsPerRep), walls, cfg.BenchTime))
 	return r
 }

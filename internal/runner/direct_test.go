@@ -13,8 +13,18 @@ import (
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
-func directArm(f func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error)) exp.Arm {
-	return exp.Arm{Name: "t/direct", Substrate: "pythread", Mechanism: "x", Params: map[string]string{"a": "1"}, Direct: f}
+// measureFunc is a SelfTimed bench made of one function.
+type measureFunc func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error)
+
+func (f measureFunc) Measure(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
+	return f(ctx, req)
+}
+func (measureFunc) Participants() exp.Participants { return exp.Participants{} }
+func (measureFunc) Close() error                   { return nil }
+
+func directArm(f measureFunc) exp.Arm {
+	return exp.Arm{Name: "t/direct", Substrate: "pythread", Mechanism: "x", Params: map[string]string{"a": "1"},
+		Open: func(context.Context) (exp.Bench, error) { return f, nil }}
 }
 
 func directConfig() Config {

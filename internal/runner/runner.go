@@ -17,7 +17,6 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
-	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
@@ -39,6 +38,9 @@ type Config struct {
 	StartLoad float64
 	// Counters opens perf counters on every participating thread (--counters).
 	Counters bool
+	// Observe, if not nil, gets what the runner saw of each arm besides
+	// its result (participants, whole-process switches): for tests.
+	Observe func(Observation)
 	// Progress, if not nil, gets a status line (arm i of n, elapsed,
 	// estimate) rewritten in place as each arm starts: a terminal only.
 	Progress io.Writer
@@ -115,47 +117,19 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 	return arms, exps, interrupted
 }
 
-// counts is what the runner accumulates over the timed regions of an arm.
-type counts struct {
-	vol, invol           int64
-	childVol, childInvol int64
-	migrations           int64
-	haveMigrations       bool
-}
-
-type snapshot struct {
-	vol, invol           int64
-	childVol, childInvol int64
-	migr                 map[int]uint64 // tid -> se.nr_migrations, self and children
-}
-
-func takeSnapshot(children []int) snapshot {
-	var s snapshot
-	s.vol, s.invol, _ = measure.SelfSwitches()
-	s.migr = map[int]uint64{}
-	root := procstat.DefaultRoot
-	pids := append([]int{selfPID}, children...)
-	for k, pid := range pids {
-		tasks, err := root.ReadTasks(pid)
-		if err != nil {
-			continue
-		}
-		for _, t := range tasks {
-			if k > 0 {
-				s.childVol += int64(t.Voluntary)
-				s.childInvol += int64(t.Involuntary)
-			}
-			if t.HasSched {
-				s.migr[t.TID] = t.Migrations
-			}
-		}
-	}
-	return s
-}
-
 // Arm measures one arm; it never returns an error: failures, timeouts and
-// unsupported arms are results with a status and a reason.
+// unsupported arms are results with a status and a reason. Every result
+// records how long the arm took, set-up and warm-up included.
 func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm {
+	t0 := time.Now()
+	r := arm(ctx, cfg, spec, a)
+	if a.Unsupported == "" { // listed, not run
+		r.DurationNs = int64(time.Since(t0))
+	}
+	return r
+}
+
+func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm {
 	r := result.Arm{
 		Name: a.Name, Experiment: spec.Name, Substrate: a.Substrate, Mechanism: a.Mechanism,
 		Params: a.Params, Op: a.Op, Unit: a.Unit, GOMAXPROCS: a.GOMAXPROCS, Placement: a.Placement,
@@ -200,9 +174,6 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	}
 	actx, cancel := withArmLimit(ctx, limit)
 	defer cancel()
-	if a.Direct != nil {
-		return direct(ctx, actx, cfg, a, r, reps, before)
-	}
 
 	bench, err := open(actx, a)
 	if err != nil {
@@ -211,76 +182,72 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 			return r
 		}
 		r.Status, r.Reason = result.StatusFailed, "setup: "+err.Error()
-		if errors.Is(err, exp.ErrUnsupported) {
+		switch {
+		case errors.Is(err, exp.ErrSkipped):
+			r.Status, r.Reason = result.StatusSkipped, err.Error()
+		case errors.Is(err, exp.ErrUnsupported):
 			r.Status = result.StatusUnsupported
 		}
 		return r
 	}
-
-	var c counts
-	var children []int
-	if ch, ok := bench.(exp.Children); ok {
-		children = ch.Children()
+	switch b := bench.(type) {
+	case exp.Loop:
+		return loop(ctx, actx, cfg, a, b, r, reps, limit, before)
+	case exp.SelfTimed:
+		return selfTimed(ctx, actx, cfg, b, r, reps, limit, before)
+	case exp.Gauge:
+		return gauge(ctx, actx, cfg, b, r, reps, limit, before)
+	default:
+		bench.Close()
+		r.Status, r.Reason = result.StatusFailed, fmt.Sprintf("setup: %T is not an exp.Loop, exp.SelfTimed or exp.Gauge bench", bench)
+		return r
 	}
-	var base snapshot
-	snap := func(begin bool) {
-		s := takeSnapshot(children)
-		if begin {
-			base = s
-			return
-		}
-		c.vol += s.vol - base.vol
-		c.invol += s.invol - base.invol
-		c.childVol += s.childVol - base.childVol
-		c.childInvol += s.childInvol - base.childInvol
-		for tid, m := range s.migr {
-			if m0, ok := base.migr[tid]; ok {
-				c.migrations += int64(m - m0)
-				c.haveMigrations = true
-			}
-		}
-	}
+}
 
-	ac := openArmCounters(cfg, a, bench, children)
-	defer ac.close()
-	snap = ac.wrap(snap)
+// Observation is what the runner saw of one arm beyond its result, for
+// tests that hold the core to its promises (Config.Observe).
+type Observation struct {
+	Arm          string
+	Participants exp.Participants
+	// Switches are the participants' switches over the timed repetitions;
+	// WholeSwitches are ctxlab's own (getrusage RUSAGE_SELF) plus every
+	// thread of the declared children over the same repetitions.
+	Switches, WholeSwitches int64
+	// CounterTIDs are the threads perf counters were opened on (nil
+	// without counters).
+	CounterTIDs []int
+	// RepWallNs is each timed repetition's wall time.
+	RepWallNs []int64
+}
+
+// MinOpsPerRep is the fewest ops a repetition may hold before its mean is
+// flagged noisy: below it one slow op moves the mean.
+const MinOpsPerRep = 10
+
+// loop measures a bench the runner times: warm-up and sizing, then the
+// repetitions, each bracketed by the probes.
+func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
+	parts := bench.Participants()
+	task := newTaskProbe(parts)
+	ps := probes{task, newSchedProbe()}
+	ac := openArmCounters(cfg, a, parts)
+	if ac != nil {
+		ps = append(ps, ac)
+	}
+	defer ps.close()
 
 	var sampler *measure.Sampler
 	var means []float64
+	var walls []int64
 	var opsPerRep int
+	var cpus []int
 	type outcome struct{ err error }
 	done := make(chan outcome, 1)
 	go func() {
-		// Warm-up: grow n until the warm-up time or op count is reached,
-		// which also estimates the op's cost for sizing the repetitions.
-		n, ops := 1, 0
-		var spent, lastElapsed int64
-		lastN := 0
-		warmStart := measure.Now()
-		for {
-			b := measure.NewB(actx, n, nil, nil)
-			b.StartTimer()
-			if err := bench.Run(b); err != nil {
-				done <- outcome{fmt.Errorf("warm-up: %w", err)}
-				return
-			}
-			b.StopTimer()
-			ops += n
-			spent += b.Elapsed()
-			lastN, lastElapsed = n, b.Elapsed()
-			if measure.Now()-warmStart >= int64(cfg.WarmUp) || ops >= cfg.WarmUpOps || actx.Err() != nil {
-				break
-			}
-			n = growN(n, b.Elapsed(), cfg.WarmUp)
-		}
-		// The last (largest) warm-up batch estimates the op's cost best: the
-		// first ones carry cold caches and lazy set-up.
-		perOp := float64(spent) / float64(ops)
-		if lastN > 0 && lastElapsed > 0 {
-			perOp = float64(lastElapsed) / float64(lastN)
-		}
-		if perOp <= 0 {
-			perOp = 1
+		perOp, err := size(actx, cfg, bench)
+		if err != nil {
+			done <- outcome{fmt.Errorf("warm-up: %w", err)}
+			return
 		}
 		opsPerRep = int(math.Max(1, math.Min(1e9, float64(cfg.BenchTime)/perOp)))
 		// Timestamps cost more than the calibrated clock read around a
@@ -294,7 +261,7 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 				done <- outcome{actx.Err()}
 				return
 			}
-			b := measure.NewB(actx, opsPerRep, sampler, snap)
+			b := measure.NewB(actx, opsPerRep, sampler, ps.snap)
 			b.StartTimer()
 			err := bench.Run(b)
 			b.StopTimer()
@@ -302,8 +269,11 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 				done <- outcome{err}
 				return
 			}
+			walls = append(walls, b.Elapsed())
 			means = append(means, float64(b.Elapsed())/float64(opsPerRep))
 		}
+		// The workers are still there: read where they may run.
+		cpus = participantCPUs(parts)
 		done <- outcome{nil}
 	}()
 
@@ -339,58 +309,130 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	case out.err != nil:
 		r.Status, r.Reason = result.StatusFailed, out.err.Error()
 	}
+	if abandoned {
+		// The measuring goroutine may still write its slices.
+		return r
+	}
+	if len(cpus) > 0 {
+		r.CPUs = cpus
+	}
 	if len(means) == 0 && (sampler == nil || sampler.Len() == 0) {
 		return r
 	}
 	if r.Status != result.StatusOK && len(means) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d repetitions finished before it stopped", len(means), reps))
 	}
-	fill(&r, cfg, means, opsPerRep, sampler, c)
-	ac.fill(&r)
-	if an, ok := bench.(exp.Annotator); ok && !abandoned {
-		an.Annotate(&r)
+	rec := &exp.Record{Ops: int64(opsPerRep) * int64(len(means)), SampleEvery: sampler.Every()}
+	for _, w := range walls {
+		rec.WallNs += w
+	}
+	fill(&r, cfg, means, opsPerRep, sampler)
+	if sampler.Len() > 0 {
+		rec.Samples = sampler.Sorted()
+	}
+	ps.fill(&r, rec)
+	if an, ok := bench.(exp.Analyzer); ok {
+		an.Analyze(rec, &r)
 	}
 	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
+	addReasons(&r.Noise, sizingReasons(opsPerRep, walls, cfg.BenchTime))
+	if cfg.Observe != nil {
+		o := Observation{Arm: r.Name, Participants: parts, RepWallNs: walls}
+		o.Switches, o.WholeSwitches = task.totals()
+		if ac != nil {
+			o.CounterTIDs = ac.tids
+		}
+		cfg.Observe(o)
+	}
 	return r
+}
+
+// size warms the bench up and finds its cost per op the way testing.B
+// sizes b.N: run a batch, predict from it how many ops fill the batch's
+// share of the benchtime (a tenth), grow at most 100× and at least by one,
+// and run again, until the warm-up time (or op count) is spent and a batch
+// that is not the first filled its share. A batch of one op counts only
+// when that op fills a whole repetition. So a slow first op (a child's
+// start-up, a cold cache) cannot size the repetitions.
+func size(ctx context.Context, cfg Config, bench exp.Loop) (perOp float64, err error) {
+	share := int64(cfg.BenchTime) / 10
+	if share < 1 {
+		share = 1
+	}
+	n, ops := 1, 0
+	start := measure.Now()
+	for i := 0; ; i++ {
+		b := measure.NewB(ctx, n, nil, nil)
+		b.StartTimer()
+		if err := bench.Run(b); err != nil {
+			return 0, err
+		}
+		b.StopTimer()
+		el := b.Elapsed()
+		ops += n
+		warm := measure.Now()-start >= int64(cfg.WarmUp) || ops >= cfg.WarmUpOps
+		trusted := i > 0 && ((n > 1 && el >= share) || el >= int64(cfg.BenchTime))
+		if warm && trusted {
+			return math.Max(float64(el)/float64(n), 1e-3), nil
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		n = predictN(share, n, el)
+	}
+}
+
+// predictN is testing.B's rule: the ops that should take goal ns if the
+// last n took el ns, with 20% headroom, growing at most 100× and at least
+// by one, and at most 1e9.
+func predictN(goal int64, n int, el int64) int {
+	if el <= 0 {
+		el = 1
+	}
+	next := int64(float64(goal) * float64(n) / float64(el))
+	next += next / 5
+	next = min(next, 100*int64(n))
+	next = max(next, int64(n)+1)
+	return int(min(next, 1e9))
+}
+
+// sizingReasons flags repetitions too short to trust: too few ops, or a
+// wall time far from the benchtime they were sized for (the op's cost
+// changed after sizing, or sizing was misled).
+func sizingReasons(opsPerRep int, walls []int64, benchTime time.Duration) []string {
+	var out []string
+	if len(walls) == 0 {
+		return nil
+	}
+	if opsPerRep < MinOpsPerRep {
+		out = append(out, fmt.Sprintf("only %d ops per repetition (< %d): one slow op moves the mean", opsPerRep, MinOpsPerRep))
+	}
+	s := append([]int64(nil), walls...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	med := time.Duration(s[len(s)/2])
+	if med < benchTime/4 || med > 4*benchTime {
+		out = append(out, fmt.Sprintf("repetitions lasted %v, not the %v they were sized for", med.Round(time.Microsecond), benchTime))
+	}
+	return out
+}
+
+func addReasons(n *result.Noise, reasons []string) {
+	if len(reasons) == 0 {
+		return
+	}
+	n.Reasons = append(n.Reasons, reasons...)
+	sort.Strings(n.Reasons)
+	n.Noisy = true
 }
 
 var selfPID = pid()
 
-// growN picks the next warm-up batch size from the last one's time,
-// aiming at a tenth of the warm-up per call and growing at most 10×.
-func growN(n int, elapsed int64, warm time.Duration) int {
-	target := float64(warm) / 10
-	next := n * 10
-	if elapsed > 0 {
-		est := int(float64(n) * target / float64(elapsed))
-		if est < next {
-			next = est
-		}
-	}
-	if next <= n {
-		next = n + 1
-	}
-	return next
-}
-
-func fill(r *result.Arm, cfg Config, means []float64, opsPerRep int, s *measure.Sampler, c counts) {
+// fill summarises the repetition means and the sampled latencies.
+func fill(r *result.Arm, cfg Config, means []float64, opsPerRep int, s *measure.Sampler) {
 	r.Ops = int64(opsPerRep)
 	r.RepMeans = means
 	sum := measure.Summarize(means)
 	r.Median, r.Min, r.Max = sum.Median, sum.Min, sum.Max
-	totalOps := float64(opsPerRep * len(means))
-	if totalOps > 0 {
-		r.Switches = &result.Switches{
-			Voluntary:        float64(c.vol+c.childVol) / totalOps,
-			Involuntary:      float64(c.invol+c.childInvol) / totalOps,
-			ChildVoluntary:   float64(c.childVol) / totalOps,
-			ChildInvoluntary: float64(c.childInvol) / totalOps,
-		}
-		if c.haveMigrations {
-			m := float64(c.migrations) / totalOps
-			r.Migrations = &m
-		}
-	}
 	if s != nil && s.Len() > 0 {
 		sorted := s.Sorted()
 		p := &result.Percentiles{

@@ -35,7 +35,8 @@ func (s *spin) Run(b *measure.B) error {
 	_ = x
 	return nil
 }
-func (s *spin) Close() error { s.closed.Add(1); return nil }
+func (s *spin) Close() error                   { s.closed.Add(1); return nil }
+func (s *spin) Participants() exp.Participants { return exp.WholeProcess() }
 
 func TestArmMeasuresRepetitions(t *testing.T) {
 	s := &spin{}
@@ -67,6 +68,7 @@ func (s *stuck) Run(b *measure.B) error {
 	<-s.release
 	return errors.New("stopped")
 }
+func (s *stuck) Participants() exp.Participants { return exp.WholeProcess() }
 func (s *stuck) Close() error {
 	select {
 	case <-s.release:
@@ -171,5 +173,71 @@ func TestArmSetupTimesOut(t *testing.T) {
 	}
 	if s.closed.Load() != 1 {
 		t.Fatal("the late bench was not closed")
+	}
+}
+
+// slowFirst's first op takes 60 ms (a child starting), every later op
+// about 20 µs of spinning.
+type slowFirst struct{ ops int }
+
+func (s *slowFirst) Run(b *measure.B) error {
+	for i := 0; i < b.N; i++ {
+		if s.ops == 0 {
+			time.Sleep(60 * time.Millisecond)
+		}
+		s.ops++
+		x := 0
+		for j := 0; j < 20000; j++ {
+			x += j ^ (x >> 2)
+		}
+		_ = x
+	}
+	return nil
+}
+func (s *slowFirst) Close() error                   { return nil }
+func (s *slowFirst) Participants() exp.Participants { return exp.WholeProcess() }
+
+// One slow first op must not size the repetitions (the issue: a process
+// ring sized from one op ran 1 op per repetition).
+func TestSizingIgnoresSlowFirstOp(t *testing.T) {
+	c := cfg()
+	c.BenchTime, c.WarmUp, c.WarmUpOps = 20*time.Millisecond, time.Millisecond, 1
+	r := Arm(context.Background(), c, spec, exp.Arm{Name: "fake/slowfirst", Open: func(context.Context) (exp.Bench, error) { return &slowFirst{}, nil }})
+	if r.Status != result.StatusOK {
+		t.Fatalf("%s: %s", r.Status, r.Reason)
+	}
+	if r.Ops < 100 {
+		t.Fatalf("%d ops per repetition, want ≥ 100 (sized from the slow first op?)", r.Ops)
+	}
+	if r.DurationNs < int64(3*c.BenchTime) {
+		t.Fatalf("duration %d ns: less than the repetitions alone", r.DurationNs)
+	}
+}
+
+func TestPredictN(t *testing.T) {
+	for _, tc := range []struct {
+		goal, el int64
+		n, want  int
+	}{
+		{goal: 1000, el: 10, n: 1, want: 100},   // at most 100×
+		{goal: 1000, el: 100, n: 10, want: 120}, // goal × 1.2
+		{goal: 1000, el: 1e6, n: 5, want: 6},    // at least n+1
+		{goal: 1e12, el: 1, n: 1e8, want: 1e9},  // capped
+	} {
+		if got := predictN(tc.goal, tc.n, tc.el); got != tc.want {
+			t.Errorf("predictN(%d, %d, %d) = %d, want %d", tc.goal, tc.n, tc.el, got, tc.want)
+		}
+	}
+}
+
+func TestSizingReasons(t *testing.T) {
+	if r := sizingReasons(5, []int64{1e6, 1e6}, time.Millisecond); len(r) != 1 || !strings.Contains(r[0], "only 5 ops") {
+		t.Errorf("few ops: %v", r)
+	}
+	if r := sizingReasons(1000, []int64{1e5, 1e5, 1e5}, time.Millisecond); len(r) != 1 || !strings.Contains(r[0], "sized for") {
+		t.Errorf("short reps: %v", r)
+	}
+	if r := sizingReasons(1000, []int64{1e6}, time.Millisecond); len(r) != 0 {
+		t.Errorf("good reps flagged: %v", r)
 	}
 }

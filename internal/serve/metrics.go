@@ -42,7 +42,7 @@ var (
 		"CPU migrations per op in the last probe run (from /proc/<pid>/task/<tid>/sched).",
 		probeLabels, nil)
 	descRunqWait = prometheus.NewDesc("ctxlab_runqueue_wait_per_switch_seconds",
-		"Time ctxlab's threads and the probe's child processes waited runnable on a run queue per switch onto a CPU, over the last probe run (/proc/<pid>/task/<tid>/schedstat): CPU contention as the probe met it.",
+		"Time the probe's participating threads and child processes waited runnable on a run queue, per OS context switch, over the last run's timed repetitions (schedstat): the CPU contention the probe met.",
 		probeLabels, nil)
 	descSpread = prometheus.NewDesc("ctxlab_probe_spread_ratio",
 		"Max/min of the repetitions' mean op times in the last probe run.",
@@ -103,8 +103,6 @@ type Run struct {
 	Over      bool          // over its share of the budget
 	NextBench time.Duration // the budget's size for the next run
 	Samples   Sampled       // zero when the samples could not be read
-	// RunqWaitPerSwitch is seconds waited runnable per switch-in; <0 = unknown.
-	RunqWaitPerSwitch float64
 }
 
 // probeState is what the exporter knows of one probe between runs.
@@ -278,8 +276,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		if a.Migrations != nil {
 			gauge(descMigrations, *a.Migrations, e, arm)
 		}
-		if p.run.RunqWaitPerSwitch >= 0 {
-			gauge(descRunqWait, p.run.RunqWaitPerSwitch, e, arm)
+		if a.RunqNsPerOp != nil && a.Switches != nil && a.Switches.Total() > 0 {
+			gauge(descRunqWait, *a.RunqNsPerOp/1e9/a.Switches.Total(), e, arm)
 		}
 		if a.Unit != "ns/op" {
 			continue // not a time: no latency metrics

@@ -21,7 +21,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func fakeArms() []result.Arm {
-	migr := 0.25
+	migr, runq := 0.25, 850.0
 	return []result.Arm{
 		{
 			Name: "pingpong/thread/futex/cross-cpu", Experiment: "pingpong", Substrate: "thread", Mechanism: "futex", Op: "round trip", Unit: "ns/op",
@@ -30,6 +30,7 @@ func fakeArms() []result.Arm {
 			Percentiles: &result.Percentiles{Samples: 3000, P50: 4800, P90: 6000, P95: 7000, P99: 12000, P999: 40000, Max: 90000},
 			Switches:    &result.Switches{Voluntary: 2, Involuntary: 0.125},
 			Migrations:  &migr,
+			RunqNsPerOp: &runq,
 			Noise:       result.Noise{Spread: 1.04},
 		},
 		{
@@ -76,7 +77,7 @@ func goldenRegistry(t *testing.T) *prometheus.Registry {
 	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i, a := range arms {
 		m.Record(a, Run{Wall: time.Duration(i+1) * 100 * time.Millisecond, CPU: 0.01 * float64(i+1), End: end, Over: i == 3,
-			NextBench: 5 * time.Millisecond, Samples: fakeSamples(a), RunqWaitPerSwitch: 2e-6 * float64(i)})
+			NextBench: 5 * time.Millisecond, Samples: fakeSamples(a)})
 	}
 	m.Skip("pingpong/process/pipe/unpinned")
 	h := NewCgroupCollector("testdata/cgroup/v1", 1)

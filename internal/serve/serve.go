@@ -221,7 +221,7 @@ func (s *Server) Cycle(ctx context.Context) {
 			Timeout: s.o.ProbeTimeout, MaxSamples: 20000, ClockCost: clock, Host: s.o.Host,
 		}
 		cpu0, t0 := cpuSeconds(), time.Now()
-		arm, tp := p.Arm, &tap{procRoot: s.o.ProcRoot}
+		arm, tp := p.Arm, &tap{}
 		if arm.Open != nil {
 			arm.Open = tp.wrap(arm.Open)
 		}
@@ -238,7 +238,7 @@ func (s *Server) Cycle(ctx context.Context) {
 		}
 		over := s.budget.observe(name, cpu)
 		s.metrics.Record(r, Run{Wall: wall, CPU: cpu, End: time.Now(), Over: over, NextBench: pb.benchTime,
-			Samples: tp.samples(), RunqWaitPerSwitch: tp.runqWaitPerSwitch()})
+			Samples: tp.samples()})
 		if r.Status != result.StatusOK {
 			s.o.Log.Warn("probe did not finish", "arm", name, "status", r.Status, "reason", r.Reason)
 		}

@@ -64,7 +64,8 @@ func (b *stuckBench) Run(mb *measure.B) error {
 	return nil
 }
 
-func (b *stuckBench) Close() error { b.once.Do(func() { close(b.closed) }); return nil }
+func (b *stuckBench) Close() error                   { b.once.Do(func() { close(b.closed) }); return nil }
+func (b *stuckBench) Participants() exp.Participants { return exp.WholeProcess() }
 
 type failBench struct{ calls int }
 
@@ -75,7 +76,8 @@ func (b *failBench) Run(mb *measure.B) error {
 	}
 	return nil
 }
-func (b *failBench) Close() error { return nil }
+func (b *failBench) Close() error                   { return nil }
+func (b *failBench) Participants() exp.Participants { return exp.WholeProcess() }
 
 func probe(name string, open func(context.Context) (exp.Bench, error)) serve.Probe {
 	spec := &exp.Spec{Name: "fake", Op: "round trip"}

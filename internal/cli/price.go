@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/price"
+	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/runner"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// calibrationArm is what a 2-second calibration measures when no stored
+// run has a cost per switch: a raw futex round trip of two threads on one
+// CPU, where wall time is CPU time.
+const calibrationArm = "pingpong/thread/futex/same-cpu"
+
+// historyDepth is how many stored runs (newest first) are searched for one
+// that can price a switch.
+const historyDepth = 50
+
+// placementOf is the watched process's placement, for choosing the round
+// trip that prices its switches: one CPU when its affinity allows only one.
+func placementOf(pid int) string {
+	var set unix.CPUSet
+	if pid > 0 && unix.SchedGetaffinity(pid, &set) == nil && set.Count() == 1 {
+		return price.OneCPU
+	}
+	return price.Unpinned
+}
+
+// costRun finds the cost per switch: from the newest stored run that can
+// give one (--db or the default history), else from a 2-second calibration
+// run now. It also returns the newest stored run with cachecost's
+// per-switch arms, for the indirect cost (nil when none).
+func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost, *result.Run, error) {
+	db, stderr := o.DB, o.Stderr
+	var cost price.Cost
+	var found bool
+	var indirect *result.Run
+	if db != "" || !testingWithoutStore(&storeOptions{DB: db}) {
+		if s, err := openStore(db, false); err == nil {
+			defer s.Close()
+			entries, _ := s.List(ctx, historyDepth)
+			for _, e := range entries {
+				run, err := s.Get(ctx, e.ID)
+				if err != nil {
+					continue
+				}
+				if !found {
+					cost, found = price.DirectCost(run, placement)
+				}
+				if indirect == nil {
+					if _, ok := price.IndirectAt(run, 1); ok {
+						indirect = run
+					}
+				}
+				if found && indirect != nil {
+					break
+				}
+			}
+		} else {
+			var ue *UsageError
+			if !errors.As(err, &ue) { // a missing history is not an error here
+				return cost, nil, err
+			}
+		}
+	}
+	if found {
+		return cost, indirect, nil
+	}
+	if o.noCalibrate {
+		return cost, indirect, errors.New("no stored run has a thread round trip to price a switch, and an interrupted watch does not calibrate")
+	}
+	fmt.Fprintln(stderr, "ctxlab: no stored run has a thread round trip to price a switch; calibrating for about 2 s ("+calibrationArm+")")
+	run, err := calibrate(ctx)
+	if err != nil {
+		return cost, indirect, err
+	}
+	cost, found = price.DirectCost(run, placement)
+	if !found {
+		a := run.Find(calibrationArm)
+		why := "the arm did not run"
+		if a != nil {
+			why = a.Status + " " + a.Reason
+		}
+		return cost, indirect, fmt.Errorf("calibration gave no cost per switch: %s", why)
+	}
+	cost.How += ", calibrated now while the process ran (a busy machine reads high)"
+	return cost, indirect, nil
+}
+
+// calibrate measures calibrationArm for about two seconds.
+func calibrate(ctx context.Context) (*result.Run, error) {
+	h := sysinfo.Detect()
+	p := exp.Params{Suite: exp.SuiteDefault, Host: h, CPUs: h.OnlineCPUs, Extra: map[string]string{}}
+	sel, err := exp.Select([]string{calibrationArm}, p)
+	if err != nil {
+		return nil, err
+	}
+	cfg := runner.ForSuite(exp.SuiteDefault)
+	cfg.Reps, cfg.BenchTime, cfg.Timeout, cfg.Host = 3, 600*time.Millisecond, 20*time.Second, h
+	cfg.ClockCost = measure.ClockCost()
+	arms, exps, _ := runner.Run(ctx, cfg, sel)
+	return &result.Run{Schema: result.SchemaVersion, ID: "calibration " + time.Now().UTC().Format("15:04:05"), Env: h.Env, Arms: arms, Experiments: exps}, nil
+}
+
+// writePrice closes a watch or diagnose with the price of what it saw.
+func writePrice(ctx context.Context, o *WatchOptions, w io.Writer, asJSON bool, seen price.Seen, placement string) error {
+	if !o.Price || seen.Seconds <= 0 {
+		return nil
+	}
+	if ctx.Err() != nil { // stopped by a signal: price from the history only, never calibrate
+		ctx = context.WithoutCancel(ctx)
+		o.noCalibrate = true
+	}
+	cost, indirect, err := costRun(ctx, o, placement)
+	if err != nil {
+		fmt.Fprintf(o.Stderr, "ctxlab: not priced: %v\n", err)
+		return nil
+	}
+	p := price.Of(seen, cost, indirect)
+	if asJSON {
+		return json.NewEncoder(w).Encode(struct {
+			Kind string `json:"kind"`
+			price.Price
+		}{"price", p})
+	}
+	for _, l := range p.Lines {
+		if _, err := fmt.Fprintln(w, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rssOf is the live processes' resident set, or 0.
+func rssOf(root procstat.Root, pids []int) int64 {
+	var total int64
+	for _, pid := range pids {
+		if p, err := root.ReadProc(pid); err == nil {
+			total += p.RSSBytes
+		}
+	}
+	return total
+}

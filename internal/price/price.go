@@ -1,0 +1,293 @@
+// Package price turns what a process was seen doing — context switches per
+// second, its resident set — into what that costs on this host, with the
+// cost per switch ctxlab measured here: the direct cost from a pingpong
+// round trip, the indirect cost (cold caches) from cachecost's per-switch
+// curve. It reads only the result model, so any stored run can price.
+package price
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// CPUPerOp is the on-CPU time per op of all the arm's participants, and
+// where it comes from: the runner's per-op CPU time when the run recorded
+// it, else the perf task-clock counter per op, else the arm's own CPU
+// figure (cpu-ns/yield). ok is false when the run has none of these: wall
+// time is never passed off as CPU time.
+func CPUPerOp(a result.Arm) (ns float64, source string, ok bool) {
+	if a.CPUNsPerOp != nil && *a.CPUNsPerOp > 0 {
+		return *a.CPUNsPerOp, "CPU time of all participants", true
+	}
+	for _, c := range a.Counters {
+		if c.Name == "task-clock" && c.Unsupported == "" && c.PerOp != nil && *c.PerOp > 0 {
+			return *c.PerOp, "perf task-clock of the measured threads", true
+		}
+	}
+	if v, ok := a.Metrics["cpu-ns/yield"]; ok && v > 0 && !math.IsInf(v, 0) {
+		return v, "getrusage CPU time per yield", true
+	}
+	return 0, "", false
+}
+
+// Cost is this host's measured direct cost of one context switch.
+type Cost struct {
+	PerSwitchNs float64
+	Arm         string // the arm it comes from
+	RunID       string
+	How         string // how the figure was derived from the arm
+}
+
+// Placements a watched process can have, for choosing the arm to price with.
+const (
+	OneCPU   = "same-cpu" // the process may run on one CPU only
+	Unpinned = "unpinned"
+)
+
+// DirectCost is the cost per switch from run's thread round trips, for the
+// watched process's placement: CPU time per round trip ÷ switches per round
+// trip where the run recorded CPU time; otherwise, only for arms on one CPU
+// (where wall time is CPU time), the round trip ÷ its switches. A raw futex
+// handoff is preferred (the kernel floor), then a pipe. ok is false when no
+// arm of run can give the figure.
+func DirectCost(run *result.Run, placement string) (Cost, bool) {
+	places := []string{placement}
+	if placement != OneCPU {
+		places = append(places, OneCPU)
+	}
+	for _, pl := range places {
+		for _, mech := range []string{"futex", "pipe"} {
+			a := run.Find("pingpong/thread/" + mech + "/" + pl)
+			if a == nil || a.Status != result.StatusOK || a.Median <= 0 || a.Switches == nil || a.Switches.Total() < 0.5 {
+				continue
+			}
+			sw := a.Switches.Total()
+			if c, src, ok := CPUPerOp(*a); ok {
+				return Cost{PerSwitchNs: c / sw, Arm: a.Name, RunID: run.ID,
+					How: fmt.Sprintf("%s per round trip %s ÷ %.2f switches", src, result.FormatNs(c), sw)}, true
+			}
+			if a.Placement == OneCPU {
+				return Cost{PerSwitchNs: a.Median / sw, Arm: a.Name, RunID: run.ID,
+					How: fmt.Sprintf("round trip on one CPU %s (wall = CPU there) ÷ %.2f switches", result.FormatNs(a.Median), sw)}, true
+			}
+		}
+	}
+	return Cost{}, false
+}
+
+// point is the indirect cost per switch at one working-set size.
+type point struct {
+	bytes int64
+	label string
+	ns    float64
+}
+
+// indirectCurve is cachecost's per-switch indirect cost,
+// (RT(W) − solo(W) − RT(0)) / 2, at each W > 0 the run measured, by W.
+func indirectCurve(run *result.Run) []point {
+	rt, solo := map[string]result.Arm{}, map[string]result.Arm{}
+	var zero *result.Arm
+	for i, a := range run.Arms {
+		if a.Experiment != "cachecost" || a.Status != result.StatusOK || a.Median <= 0 {
+			continue
+		}
+		switch a.Params["mode"] {
+		case "per-switch":
+			if a.Params["W_bytes"] == "0" {
+				zero = &run.Arms[i]
+			} else {
+				rt[a.Params["W_bytes"]] = a
+			}
+		case "per-switch-solo":
+			solo[a.Params["W_bytes"]] = a
+		}
+	}
+	if zero == nil {
+		return nil
+	}
+	var out []point
+	for wb, r := range rt {
+		s, ok := solo[wb]
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(wb, 10, 64)
+		out = append(out, point{n, r.Params["W"], (r.Median - s.Median - zero.Median) / 2})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].bytes < out[j].bytes })
+	return out
+}
+
+// IndirectPerSwitch is the range of cachecost's per-switch indirect cost
+// over every working set the run measured, and the largest W.
+func IndirectPerSwitch(run *result.Run) (lo, hi float64, largest string, ok bool) {
+	c := indirectCurve(run)
+	if len(c) == 0 {
+		return 0, 0, "", false
+	}
+	lo, hi = c[0].ns, c[0].ns
+	for _, p := range c {
+		lo, hi = math.Min(lo, p.ns), math.Max(hi, p.ns)
+	}
+	return lo, hi, c[len(c)-1].label, true
+}
+
+// Indirect is the indirect cost per switch at a resident set size: the
+// curve's values at the measured working sets around it.
+type Indirect struct {
+	LoNs, HiNs float64
+	From, To   string // the working sets the range comes from
+	Beyond     bool   // the RSS is larger than any working set measured
+}
+
+// IndirectAt brackets rssBytes between the measured working sets and gives
+// the indirect cost per switch there as a range (never below 0: a negative
+// point is noise around no cost).
+func IndirectAt(run *result.Run, rssBytes int64) (Indirect, bool) {
+	c := indirectCurve(run)
+	if len(c) == 0 || rssBytes <= 0 {
+		return Indirect{}, false
+	}
+	lo, hi := c[0], c[len(c)-1]
+	beyond := false
+	switch {
+	case rssBytes <= c[0].bytes:
+		hi = c[0]
+	case rssBytes >= hi.bytes:
+		lo, beyond = hi, rssBytes > hi.bytes
+	default:
+		for i := 1; i < len(c); i++ {
+			if c[i].bytes >= rssBytes {
+				lo, hi = c[i-1], c[i]
+				break
+			}
+		}
+	}
+	a, b := math.Max(0, lo.ns), math.Max(0, hi.ns)
+	if a > b {
+		a, b = b, a
+	}
+	return Indirect{LoNs: a, HiNs: b, From: lo.label, To: hi.label, Beyond: beyond}, true
+}
+
+// Seen is what a watch or diagnose saw of a process.
+type Seen struct {
+	Seconds    float64
+	Vol, Invol uint64
+	RSSBytes   int64 // 0 when unknown
+}
+
+// Rate is switches per second.
+func (s Seen) Rate() float64 {
+	if s.Seconds <= 0 {
+		return 0
+	}
+	return float64(s.Vol+s.Invol) / s.Seconds
+}
+
+// Price is what the switches seen cost: the share of one core that goes to
+// direct switching, and the indirect range when the run has cachecost's
+// per-switch curve.
+type Price struct {
+	Rate      float64 `json:"switches_per_s"`
+	PerSwitch float64 `json:"cost_per_switch_ns"`
+	Share     float64 `json:"direct_core_share"`
+	Arm       string  `json:"cost_arm"`
+	RunID     string  `json:"cost_run"`
+	How       string  `json:"cost_how"`
+	// IndirectLo/Hi are the indirect share of a core, when known.
+	IndirectLo *float64 `json:"indirect_core_share_lo,omitempty"`
+	IndirectHi *float64 `json:"indirect_core_share_hi,omitempty"`
+	Lines      []string `json:"lines"`
+}
+
+// Of prices what was seen with cost, and the indirect cost from run: a run
+// with cachecost's per-switch arms, or nil when there is none.
+func Of(s Seen, cost Cost, run *result.Run) Price {
+	rate := s.Rate()
+	p := Price{Rate: rate, PerSwitch: cost.PerSwitchNs, Share: rate * cost.PerSwitchNs / 1e9, Arm: cost.Arm, RunID: cost.RunID, How: cost.How}
+	p.Lines = append(p.Lines, fmt.Sprintf("price: %s switches/s × %s per switch ≈ %s of a core goes to direct switching; %s",
+		fmtRate(rate), result.FormatNs(cost.PerSwitchNs), pct(p.Share), advice(s)))
+	p.Lines = append(p.Lines, fmt.Sprintf("  cost per switch measured here: %s in run %s (%s)", cost.Arm, cost.RunID, cost.How))
+	if s.RSSBytes <= 0 {
+		p.Lines = append(p.Lines, "  indirect (cold caches): not priced, the process's resident set is unknown")
+		return p
+	}
+	if run == nil {
+		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — no run has cachecost's per-switch arms (ctxlab run cachecost)", fmtBytes(s.RSSBytes)))
+		return p
+	}
+	in, ok := IndirectAt(run, s.RSSBytes)
+	if !ok {
+		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — run %s has no cachecost per-switch arms (ctxlab run cachecost)", fmtBytes(s.RSSBytes), run.ID))
+		return p
+	}
+	lo, hi := rate*in.LoNs/1e9, rate*in.HiNs/1e9
+	p.IndirectLo, p.IndirectHi = &lo, &hi
+	where := "W=" + in.From + "…" + in.To
+	if in.From == in.To {
+		where = "W=" + in.From
+	}
+	if in.Beyond {
+		where += ", the largest measured: a larger set costs at least this"
+	}
+	p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: %s–%s per switch from cachecost (%s) ≈ %s–%s of a core more",
+		fmtBytes(s.RSSBytes), result.FormatNs(in.LoNs), result.FormatNs(in.HiNs), where, pct(lo), pct(hi)))
+	return p
+}
+
+// advice reads the switch mix: voluntary switches are handoffs the code
+// asked for (batch them); involuntary ones are preemptions (too many
+// runnable threads, or a quota).
+func advice(s Seen) string {
+	total := s.Vol + s.Invol
+	if total == 0 {
+		return "no switches seen"
+	}
+	v := float64(s.Vol) / float64(total)
+	switch {
+	case v >= 2.0/3:
+		return fmt.Sprintf("%.0f%% voluntary → batch the handoffs (fewer, larger messages; fewer wake-ups)", 100*v)
+	case v <= 1.0/3:
+		return fmt.Sprintf("%.0f%% involuntary → fewer runnable threads than CPUs, or a CPU quota: preemption, not the code's handoffs", 100*(1-v))
+	}
+	return fmt.Sprintf("%.0f%% voluntary, %.0f%% involuntary → both handoffs and preemption", 100*v, 100*(1-v))
+}
+
+func pct(f float64) string {
+	switch {
+	case f >= 0.1:
+		return fmt.Sprintf("%.0f%%", 100*f)
+	case f >= 0.01:
+		return fmt.Sprintf("%.1f%%", 100*f)
+	}
+	return fmt.Sprintf("%.2g%%", 100*f)
+}
+
+// Percent renders a fraction as a percentage with sensible digits: 18%, 1.5%, 0.044%.
+func Percent(f float64) string { return pct(f) }
+
+func fmtRate(r float64) string {
+	switch {
+	case r >= 1e6:
+		return fmt.Sprintf("%.3gM", r/1e6)
+	case r >= 1e4:
+		return fmt.Sprintf("%.3gk", r/1e3)
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.0f", r), ".0")
+}
+
+func fmtBytes(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.3g GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.3g MiB", float64(b)/(1<<20))
+	}
+	return fmt.Sprintf("%.3g KiB", float64(b)/(1<<10))
+}

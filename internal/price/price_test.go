@@ -1,0 +1,106 @@
+package price
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+func f(x float64) *float64 { return &x }
+
+func arm(name, placement string, median, switches float64) result.Arm {
+	return result.Arm{Name: name, Experiment: strings.Split(name, "/")[0], Status: result.StatusOK, Unit: "ns/op",
+		Median: median, Placement: placement, Switches: &result.Switches{Voluntary: switches}}
+}
+
+func TestCPUPerOpSources(t *testing.T) {
+	a := result.Arm{Counters: []result.Counter{{Name: "task-clock", PerOp: f(1500)}}}
+	if ns, src, ok := CPUPerOp(a); !ok || ns != 1500 || !strings.Contains(src, "task-clock") {
+		t.Errorf("task-clock fallback: %v %q %v", ns, src, ok)
+	}
+	a.CPUNsPerOp = f(1200)
+	if ns, _, _ := CPUPerOp(a); ns != 1200 {
+		t.Errorf("the runner's CPU time comes first: %v", ns)
+	}
+	if _, _, ok := CPUPerOp(result.Arm{Median: 5000}); ok {
+		t.Error("wall time must not pass for CPU time")
+	}
+}
+
+// The cost per switch follows the placement, prefers CPU time, and never
+// takes an unpinned or cross-CPU round trip's wall time (mostly waiting).
+func TestDirectCost(t *testing.T) {
+	same := arm("pingpong/thread/futex/same-cpu", "same-cpu", 6000, 2)
+	unp := arm("pingpong/thread/futex/unpinned", "unpinned", 20000, 2)
+	run := &result.Run{ID: "r", Arms: []result.Arm{unp, same}}
+	c, ok := DirectCost(run, Unpinned)
+	if !ok || c.Arm != same.Name || c.PerSwitchNs != 3000 {
+		t.Errorf("unpinned without CPU time should fall back to one CPU's wall time: %+v %v", c, ok)
+	}
+	run.Arms[0].CPUNsPerOp = f(8000)
+	c, _ = DirectCost(run, Unpinned)
+	if c.Arm != unp.Name || c.PerSwitchNs != 4000 || !strings.Contains(c.How, "CPU time") {
+		t.Errorf("unpinned with CPU time: %+v", c)
+	}
+	if _, ok := DirectCost(&result.Run{Arms: []result.Arm{arm("pingpong/thread/futex/cross-cpu", "cross-cpu", 2e5, 2)}}, Unpinned); ok {
+		t.Error("a cross-CPU wall time priced a switch")
+	}
+}
+
+func curveRun() *result.Run {
+	mk := func(mode, w, wb string, median float64) result.Arm {
+		return result.Arm{Name: "cachecost/" + mode + "/" + w, Experiment: "cachecost", Status: result.StatusOK, Median: median,
+			Params: map[string]string{"mode": mode, "W": w, "W_bytes": wb}}
+	}
+	return &result.Run{ID: "c", Arms: []result.Arm{
+		mk("per-switch", "0", "0", 6000),
+		mk("per-switch", "1MiB", "1048576", 16000), mk("per-switch-solo", "1MiB", "1048576", 8000), // (16-8-6)/2 = 1 µs
+		mk("per-switch", "8MiB", "8388608", 60000), mk("per-switch-solo", "8MiB", "8388608", 48000), // (60-48-6)/2 = 3 µs
+	}}
+}
+
+func TestIndirectAt(t *testing.T) {
+	run := curveRun()
+	for _, c := range []struct {
+		rss    int64
+		lo, hi float64
+		beyond bool
+	}{
+		{512 << 10, 1000, 1000, false},
+		{4 << 20, 1000, 3000, false},
+		{64 << 20, 3000, 3000, true},
+	} {
+		in, ok := IndirectAt(run, c.rss)
+		if !ok || in.LoNs != c.lo || in.HiNs != c.hi || in.Beyond != c.beyond {
+			t.Errorf("RSS %d: %+v %v, want %v–%v beyond=%v", c.rss, in, ok, c.lo, c.hi, c.beyond)
+		}
+	}
+	if _, ok := IndirectAt(&result.Run{}, 1<<20); ok {
+		t.Error("a run without per-switch arms priced the indirect cost")
+	}
+}
+
+// The price is the arithmetic the user would do by hand: switches/s ×
+// cost per switch, as a share of one core.
+func TestOf(t *testing.T) {
+	s := Seen{Seconds: 2, Vol: 90000, Invol: 10000, RSSBytes: 4 << 20} // 50 000 switches/s
+	p := Of(s, Cost{PerSwitchNs: 3000, Arm: "pingpong/thread/futex/same-cpu", RunID: "r", How: "x"}, curveRun())
+	if p.Rate != 50000 || math.Abs(p.Share-0.15) > 1e-9 {
+		t.Fatalf("rate %v share %v, want 50000 and 0.15", p.Rate, p.Share)
+	}
+	text := strings.Join(p.Lines, "\n")
+	for _, want := range []string{"50k switches/s × 3 µs per switch ≈ 15% of a core goes to direct switching", "90% voluntary → batch the handoffs", "RSS 4 MiB: 1 µs–3 µs per switch", "5.0%–15% of a core more"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("price lacks %q:\n%s", want, text)
+		}
+	}
+	if p.IndirectLo == nil || math.Abs(*p.IndirectLo-0.05) > 1e-9 {
+		t.Errorf("indirect lo = %v", p.IndirectLo)
+	}
+	inv := Of(Seen{Seconds: 1, Vol: 10, Invol: 990}, Cost{PerSwitchNs: 1000}, nil)
+	if !strings.Contains(inv.Lines[0], "99% involuntary → fewer runnable threads") {
+		t.Errorf("involuntary advice: %s", inv.Lines[0])
+	}
+}

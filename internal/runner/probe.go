@@ -1,0 +1,384 @@
+package runner
+
+import (
+	"runtime/metrics"
+	"sort"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// A probe reads one kind of figure just outside the clock at the start
+// and the end of every timed repetition, over exactly the arm's declared
+// participants, and fills its part of the result. Wall time is the
+// measure.B timer itself; the probes add what the OS and the Go runtime
+// counted meanwhile. begin may be called again before end (ResetTimer):
+// the later reading is the baseline.
+type probe interface {
+	begin()
+	end()
+	fill(r *result.Arm, rec *exp.Record)
+	close()
+}
+
+// probes is the list the runner brackets every repetition with.
+type probes []probe
+
+func (ps probes) snap(begin bool) {
+	if begin {
+		for _, p := range ps {
+			p.begin()
+		}
+		return
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		ps[i].end()
+	}
+}
+
+func (ps probes) fill(r *result.Arm, rec *exp.Record) {
+	for _, p := range ps {
+		p.fill(r, rec)
+	}
+}
+
+func (ps probes) close() {
+	for _, p := range ps {
+		p.close()
+	}
+}
+
+// taskKey names one thread: of ctxlab (pid = selfPID) or of a child.
+type taskKey struct{ pid, tid int }
+
+// taskVals are one thread's (or a whole process's) cumulative counts.
+type taskVals struct {
+	vol, invol  int64
+	migr        int64
+	haveMigr    bool
+	cpu, runq   int64
+	haveSchedst bool
+	child       bool // a child process's thread
+}
+
+// taskReading is one snapshot of every participant, plus the whole
+// process and its children for the cross-check.
+type taskReading struct {
+	tasks map[taskKey]taskVals
+	// whole is ctxlab's getrusage(RUSAGE_SELF) switches plus every thread
+	// of the declared child processes: what the participants' sum must
+	// never exceed.
+	whole taskVals
+}
+
+// taskProbe counts OS context switches (voluntary and involuntary),
+// migrations, on-CPU time and run-queue wait of the participants:
+// threads from /proc/self/task/<tid>/{status,sched,schedstat}, child
+// processes from every one of their threads, the whole process from
+// getrusage(RUSAGE_SELF) and CLOCK_PROCESS_CPUTIME_ID, reaped children
+// from getrusage(RUSAGE_CHILDREN).
+type taskProbe struct {
+	parts exp.Participants
+	base  taskReading
+	// acc accumulates deltas over the timed repetitions.
+	acc      taskVals
+	childAcc taskVals
+	whole    taskVals
+	migrOK   bool // migrations were counted for at least one task
+	cpuOK    bool // every participant's CPU time was read
+	runqOK   bool
+	// lost counts participant threads that vanished between begin and end.
+	lost int
+	// threadCPU is each declared thread's CPU time.
+	threadCPU map[int]int64
+}
+
+func newTaskProbe(parts exp.Participants) *taskProbe {
+	return &taskProbe{parts: parts, cpuOK: true, runqOK: true}
+}
+
+func readTask(pid, tid int, child bool) (taskVals, bool) {
+	t, err := procstat.DefaultRoot.ReadTask(pid, tid)
+	if err != nil {
+		return taskVals{}, false
+	}
+	v := taskVals{vol: int64(t.Voluntary), invol: int64(t.Involuntary), child: child}
+	if t.HasSched {
+		v.migr, v.haveMigr = int64(t.Migrations), true
+	}
+	if t.HasSchedstat {
+		v.cpu, v.runq, v.haveSchedst = int64(t.RunNs), int64(t.RunqNs), true
+	}
+	return v, true
+}
+
+// read takes one snapshot. The probe's own reading costs CPU time on the
+// thread that reads, which may be a participant (a bench that resets the
+// timer on its worker thread) or part of the whole process: so the calling
+// thread and the process-wide clocks are read last when a repetition
+// begins and first when it ends, leaving the reading itself outside.
+func (p *taskProbe) read(begin bool) taskReading {
+	rd := taskReading{tasks: map[taskKey]taskVals{}}
+	me := measure.Gettid()
+	mine := false
+	if !p.parts.Process {
+		for _, tid := range p.parts.TIDs {
+			mine = mine || tid == me
+		}
+	}
+	self := func() {
+		if vol, invol, err := measure.SelfSwitches(); err == nil {
+			rd.whole.vol += vol
+			rd.whole.invol += invol
+			if p.parts.Process {
+				v := taskVals{vol: vol, invol: invol, haveSchedst: true}
+				if cpu, err := measure.ProcessCPUNs(); err == nil {
+					v.cpu = cpu
+				} else {
+					v.haveSchedst = false
+				}
+				rd.tasks[taskKey{selfPID, 0}] = v // 0: the process as a whole
+			}
+		}
+		if mine {
+			if v, ok := readTask(selfPID, me, false); ok {
+				rd.tasks[taskKey{selfPID, me}] = v
+			}
+		}
+	}
+	others := func() {
+		if p.parts.Process {
+			// Migrations and run-queue wait: summed over the live threads.
+			if tasks, err := procstat.DefaultRoot.ReadTasks(selfPID); err == nil {
+				for _, t := range tasks {
+					if t.HasSched {
+						rd.tasks[taskKey{selfPID, t.TID}] = taskVals{migr: int64(t.Migrations), haveMigr: true, runq: int64(t.RunqNs), haveSchedst: t.HasSchedstat}
+					}
+				}
+			}
+		}
+		for _, tid := range p.parts.TIDs {
+			if p.parts.Process || tid == me {
+				continue
+			}
+			if v, ok := readTask(selfPID, tid, false); ok {
+				rd.tasks[taskKey{selfPID, tid}] = v
+			}
+		}
+		for _, pid := range p.parts.PIDs {
+			tids, err := procstat.DefaultRoot.TIDs(pid)
+			if err != nil {
+				continue
+			}
+			for _, tid := range tids {
+				if v, ok := readTask(pid, tid, true); ok {
+					rd.tasks[taskKey{pid, tid}] = v
+					rd.whole.vol += v.vol
+					rd.whole.invol += v.invol
+				}
+			}
+		}
+		if p.parts.Children {
+			if u, err := measure.ChildrenUsage(); err == nil {
+				rd.tasks[taskKey{-1, 0}] = taskVals{vol: u.Voluntary, invol: u.Involuntary, cpu: u.CPUNs, haveSchedst: true, child: true}
+				rd.whole.vol += u.Voluntary
+				rd.whole.invol += u.Involuntary
+			}
+		}
+	}
+	if begin {
+		others()
+		self()
+	} else {
+		self()
+		others()
+	}
+	return rd
+}
+
+func (p *taskProbe) begin() { p.base = p.read(true) }
+
+func (p *taskProbe) end() {
+	now := p.read(false)
+	p.whole.vol += now.whole.vol - p.base.whole.vol
+	p.whole.invol += now.whole.invol - p.base.whole.invol
+	for k, b := range p.base.tasks {
+		n, ok := now.tasks[k]
+		if !ok {
+			p.lost++
+			continue
+		}
+		acc := &p.acc
+		if b.child {
+			acc = &p.childAcc
+		}
+		whole := p.parts.Process && k.pid == selfPID
+		perThread := !whole || k.tid != 0
+		// A whole-process participant's switches and CPU time come from
+		// its process-wide entry (tid 0: exited threads included); its
+		// live threads add migrations and run-queue wait.
+		if !whole || k.tid == 0 {
+			acc.vol += n.vol - b.vol
+			acc.invol += n.invol - b.invol
+		}
+		if b.haveMigr && n.haveMigr {
+			acc.migr += n.migr - b.migr
+			p.migrOK = true
+		}
+		if !b.haveSchedst || !n.haveSchedst {
+			p.runqOK = false
+			if !whole || k.tid == 0 {
+				p.cpuOK = false
+			}
+			continue
+		}
+		if !whole || k.tid == 0 {
+			acc.cpu += n.cpu - b.cpu
+		}
+		if !whole && k.pid == selfPID {
+			if p.threadCPU == nil {
+				p.threadCPU = map[int]int64{}
+			}
+			p.threadCPU[k.tid] += n.cpu - b.cpu
+		}
+		if perThread && k.pid != -1 {
+			acc.runq += n.runq - b.runq
+		}
+	}
+}
+
+func (p *taskProbe) fill(r *result.Arm, rec *exp.Record) {
+	rec.CPUNs, rec.RunqNs = -1, -1
+	ops := float64(rec.Ops)
+	if ops <= 0 {
+		return
+	}
+	empty := !p.parts.Process && len(p.parts.TIDs) == 0 && len(p.parts.PIDs) == 0 && !p.parts.Children
+	if empty {
+		r.Notes = append(r.Notes, "this arm declares no participating thread or process: no switches or CPU time counted")
+		return
+	}
+	vol, invol := p.acc.vol+p.childAcc.vol, p.acc.invol+p.childAcc.invol
+	r.Switches = &result.Switches{
+		Voluntary: float64(vol) / ops, Involuntary: float64(invol) / ops,
+		ChildVoluntary: float64(p.childAcc.vol) / ops, ChildInvoluntary: float64(p.childAcc.invol) / ops,
+	}
+	if p.migrOK {
+		m := float64(p.acc.migr+p.childAcc.migr) / ops
+		r.Migrations = &m
+	}
+	if p.cpuOK {
+		cpu := p.acc.cpu + p.childAcc.cpu
+		rec.CPUNs = cpu
+		rec.ThreadCPUNs = p.threadCPU
+		v := float64(cpu) / ops
+		r.CPUNsPerOp = &v
+	} else {
+		r.Notes = append(r.Notes, "CPU time per op not counted: a participant's /proc/…/schedstat was unreadable")
+	}
+	if p.runqOK && !p.parts.Children {
+		rec.RunqNs = p.acc.runq + p.childAcc.runq
+		v := float64(rec.RunqNs) / ops
+		r.RunqNsPerOp = &v
+	}
+	if p.lost > 0 {
+		r.Notes = append(r.Notes, "a participating thread ended during a repetition: its last counts are missing")
+	}
+}
+
+func (p *taskProbe) close() {}
+
+// totals are the participants' and the whole process's switch counts over
+// the timed repetitions, for Observation.
+func (p *taskProbe) totals() (parts, whole int64) {
+	return p.acc.vol + p.acc.invol + p.childAcc.vol + p.childAcc.invol, p.whole.vol + p.whole.invol
+}
+
+// schedProbe reads the Go runtime's /sched/latencies:seconds histogram
+// (how long goroutines waited to run) around the timed repetitions.
+type schedProbe struct {
+	sample []metrics.Sample
+	base   []uint64
+	acc    *metrics.Float64Histogram
+}
+
+const schedMetric = "/sched/latencies:seconds"
+
+func newSchedProbe() *schedProbe {
+	return &schedProbe{sample: []metrics.Sample{{Name: schedMetric}}}
+}
+
+func (p *schedProbe) read() *metrics.Float64Histogram {
+	metrics.Read(p.sample)
+	if p.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return p.sample[0].Value.Float64Histogram()
+}
+
+func (p *schedProbe) begin() {
+	if h := p.read(); h != nil {
+		p.base = append(p.base[:0], h.Counts...)
+	}
+}
+
+func (p *schedProbe) end() {
+	h := p.read()
+	if h == nil || len(h.Counts) != len(p.base) {
+		return
+	}
+	if p.acc == nil {
+		p.acc = &metrics.Float64Histogram{Buckets: append([]float64(nil), h.Buckets...), Counts: make([]uint64, len(h.Counts))}
+	}
+	for i, c := range h.Counts {
+		if c >= p.base[i] {
+			p.acc.Counts[i] += c - p.base[i]
+		}
+	}
+}
+
+func (p *schedProbe) fill(r *result.Arm, rec *exp.Record) { rec.SchedLatencies = p.acc }
+func (p *schedProbe) close()                              {}
+
+// participantTIDs are every thread the participants have now: the declared
+// threads, each child's threads, and for a whole-process participant every
+// thread of ctxlab.
+func participantTIDs(parts exp.Participants) []int {
+	var tids []int
+	if parts.Process {
+		if self, err := procstat.DefaultRoot.TIDs(selfPID); err == nil {
+			tids = append(tids, self...)
+		}
+	}
+	tids = append(tids, parts.TIDs...)
+	for _, pid := range parts.PIDs {
+		if ct, err := procstat.DefaultRoot.TIDs(pid); err == nil {
+			tids = append(tids, ct...)
+		}
+	}
+	sort.Ints(tids)
+	return uniq(tids)
+}
+
+// participantCPUs is the union of the CPUs the participants may run on
+// (sched_getaffinity of each thread): the workers' CPUs, not the harness's.
+func participantCPUs(parts exp.Participants) []int {
+	set := map[int]bool{}
+	for _, tid := range participantTIDs(parts) {
+		cpus, err := measure.TaskAffinity(tid)
+		if err != nil {
+			continue
+		}
+		for _, c := range cpus {
+			set[c] = true
+		}
+	}
+	var out []int
+	for c := range set {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return out
+}
