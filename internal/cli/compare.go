@@ -41,6 +41,9 @@ difference can be significant; use --reps 6 or more to detect one.`,
 			if err := oneOf("--format", o.Format, compare.Formats); err != nil {
 				return err
 			}
+			if err := checkOutput("-o", o.Output); err != nil {
+				return err
+			}
 			refs := []string{"last~1", "last"}
 			switch len(args) {
 			case 1:
@@ -60,15 +63,7 @@ difference can be significant; use --reps 6 or more to detect one.`,
 			if err != nil {
 				return err
 			}
-			w, closeOut, err := output(o.Output, stdout)
-			if err != nil {
-				return err
-			}
-			if err := compare.Write(w, c, o.Format); err != nil {
-				closeOut()
-				return err
-			}
-			return closeOut()
+			return writeOutput(o.Output, stdout, func(w io.Writer) error { return compare.Write(w, c, o.Format) })
 		},
 	}
 	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")

@@ -19,6 +19,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
@@ -106,6 +107,15 @@ type RusageRecord struct {
 func startStopped(cmd *exec.Cmd) ([]*counter, string, error) {
 	runtime.LockOSThread() // ptrace requests must come from the tracing thread
 	defer runtime.UnlockOSThread()
+	if st, err := os.Stat(cmd.Path); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 && os.Geteuid() != 0 {
+		// A traced exec ignores set-user-ID and set-group-ID bits: the
+		// command would run without its privileges and behave differently.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			return nil, "", err
+		}
+		return openCounters(cmd.Process.Pid), "the command is set-user-ID or set-group-ID, so it was started untraced to keep its privileges: counters were opened just after it started, so its first moments are not counted", nil
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}
 	note := ""
 	if err := cmd.Start(); err != nil {
@@ -361,7 +371,7 @@ func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord,
 		}
 		return enc.Encode(ru)
 	}
-	title := fmt.Sprintf("ctxlab diagnose: %s, whole run (exit status %d, %.2f s)", o.Args[0], ru.ExitStatus, ru.WallS)
+	title := fmt.Sprintf("ctxlab diagnose: %s, whole run (exit status %d, %.2f s)", termsafe.String(o.Args[0]), ru.ExitStatus, ru.WallS)
 	if err := d.summary(sum, title); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -38,19 +39,22 @@ last, or last~N (N runs before the latest).`,
 		},
 	}
 	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
-	c.Flags().IntVar(&o.Limit, "limit", 20, "show at most this many runs, 0 for all")
+	c.Flags().IntVar(&o.Limit, "limit", 20, "show at most this many runs, 0 (all) to 1073741824")
 	c.Flags().StringVar(&o.Format, "format", "table", "output format: table, json, csv")
 	return c
 }
 
+// maxLimit bounds --limit.
+const maxLimit = 1 << 30
+
 func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
-	if o.Limit < 0 {
-		return usagef("--limit %d: must be 0 (all) or more", o.Limit)
+	if o.Limit < 0 || o.Limit > maxLimit {
+		return usagef("--limit %d: must be between 0 (all) and %d", o.Limit, maxLimit)
 	}
 	if err := oneOf("--format", o.Format, []string{"table", "json", "csv"}); err != nil {
 		return err
 	}
-	s, err := openStore(o.DB, false)
+	s, err := openStore(cmd.Context(), o.DB, false)
 	if err != nil {
 		return err
 	}
@@ -81,7 +85,7 @@ func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
 		cw := csv.NewWriter(stdout)
 		cw.Write([]string{"id", "time", "host", "suite", "arms", "noisy", "source"})
 		for _, e := range es {
-			cw.Write([]string{e.ID, e.Time.UTC().Format("2006-01-02T15:04:05Z"), e.Host, e.Suite, strconv.Itoa(e.Arms), strconv.Itoa(e.Noisy), e.Source})
+			cw.Write(termsafe.Strings([]string{e.ID, e.Time.UTC().Format("2006-01-02T15:04:05Z"), e.Host, e.Suite, strconv.Itoa(e.Arms), strconv.Itoa(e.Noisy), e.Source}))
 		}
 		cw.Flush()
 		return cw.Error()
@@ -92,8 +96,8 @@ func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
 	}
 	rows := [][]string{{"id", "time (UTC)", "host", "suite", "arms", "noisy", "source"}}
 	for _, e := range es {
-		rows = append(rows, []string{e.ID, e.Time.UTC().Format("2006-01-02 15:04:05"), e.Host, e.Suite,
-			strconv.Itoa(e.Arms), strconv.Itoa(e.Noisy), e.Source})
+		rows = append(rows, termsafe.Strings([]string{e.ID, e.Time.UTC().Format("2006-01-02 15:04:05"), e.Host, e.Suite,
+			strconv.Itoa(e.Arms), strconv.Itoa(e.Noisy), e.Source})) // imported runs name their own host and id
 	}
 	textcol.Write(stdout, rows, "", nil)
 	return nil

@@ -35,7 +35,7 @@ checked before any is stored; a run already in the store is reported and skipped
 				}
 				runs = append(runs, r)
 			}
-			s, err := openStore(db, true)
+			s, err := openStore(cmd.Context(), db, true)
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -56,12 +58,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	var ue *UsageError
 	var xs *exitStatusError
+	var se *saveError
 	switch {
 	case errors.As(err, &xs): // diagnose: the command's own status
 		return xs.code
-	case errors.Is(err, errInterrupted):
-		fmt.Fprintln(stderr, "ctxlab: interrupted; results so far are above")
+	case errors.Is(err, errInterrupted), ctx.Err() != nil && errors.Is(err, context.Canceled):
+		if err == errInterrupted { // a run: what finished was printed
+			fmt.Fprintln(stderr, "ctxlab: interrupted; results so far are above")
+		} else {
+			fmt.Fprintf(stderr, "ctxlab: interrupted: %v\n", err)
+		}
 		return 130
+	case errors.As(err, &se): // measured, but not stored: a failure, not bad input
+		fmt.Fprintf(stderr, "ctxlab: %v\n", err)
+		return 1
 	case errors.As(err, &ue), isCobraUsage(err), !reached:
 		fmt.Fprintf(stderr, "ctxlab: %v\n", err)
 		return 2
@@ -78,6 +88,29 @@ func isCobraUsage(err error) bool {
 }
 
 type flagError struct{ err error }
+
+// badFlagValue finds the flag in pflag's "invalid argument "abc" for
+// "-r, --reps" flag: …" errors.
+var badFlagValue = regexp.MustCompile(`^invalid argument (".*") for "(?:-\w, )?--([\w.-]+)" flag: (.*)$`)
+
+// withFlagUsage rewrites a flag-parse error so it names the flag, the bad
+// value and what the flag accepts (its usage line, which states the
+// range), the way every other bad value is reported.
+func withFlagUsage(c *cobra.Command, err error) error {
+	m := badFlagValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	f := c.Flags().Lookup(m[2])
+	if f == nil {
+		return err
+	}
+	why := m[3]
+	if i := strings.LastIndex(why, ": "); i >= 0 { // strconv.ParseInt: parsing "abc": invalid syntax
+		why = why[i+2:]
+	}
+	return fmt.Errorf("--%s %s: %s; want %s", m[2], m[1], why, f.Usage)
+}
 
 func (e *flagError) Error() string { return e.err.Error() }
 
@@ -102,7 +135,7 @@ Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
 			return runSuite(cmd.Context(), opts, nil, os.Args)
 		},
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{withFlagUsage(c, err)} })
 	addRunFlags(root, opts)
 	root.AddCommand(newRunCmd(stdout, stderr), newListCmd(stdout), newEnvCmd(stdout))
 	for _, f := range extraCommands {

@@ -48,7 +48,7 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 	var found bool
 	var indirect *result.Run
 	if db != "" || !testingWithoutStore(&storeOptions{DB: db}) {
-		if s, err := openStore(db, false); err == nil {
+		if s, err := openStore(ctx, db, false); err == nil {
 			defer s.Close()
 			entries, _ := s.List(ctx, historyDepth)
 			for _, e := range entries {

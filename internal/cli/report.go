@@ -72,6 +72,9 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 	} else if format != "svg" && format != "png" {
 		return usagef("--format %q with --chart: must be svg or png", format)
 	}
+	if err := checkOutput("-o", o.Output); err != nil {
+		return err
+	}
 	ref := "last"
 	if len(args) == 1 {
 		ref = args[0]
@@ -97,20 +100,14 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 			return usagef("--chart %q: run %s has no such chart; it has %s", o.Chart, run.ID, strings.Join(names, ", "))
 		}
 	}
-	w, closeOut, err := output(o.Output, stdout)
+	err = writeOutput(o.Output, stdout, func(w io.Writer) error {
+		if data != nil {
+			_, err := w.Write(data)
+			return err
+		}
+		return report.HTML(w, run)
+	})
 	if err != nil {
-		return err
-	}
-	if data != nil {
-		_, err = w.Write(data)
-	} else {
-		err = report.HTML(w, run)
-	}
-	if err != nil {
-		closeOut()
-		return err
-	}
-	if err := closeOut(); err != nil {
 		return err
 	}
 	if o.Output != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +53,10 @@ func (o *RunOptions) changed(name string) bool { return o.flags != nil && o.flag
 
 // runHooks lets other command files (the store) act on every finished run.
 var runHooks []func(ctx context.Context, o *RunOptions, run *result.Run) error
+
+// runCheckHooks let other command files check what they need (the store)
+// once the request is valid and before anything is measured.
+var runCheckHooks []func(ctx context.Context, o *RunOptions) error
 
 // runFlagHooks lets other files add flags to run (--db, --no-store …).
 var runFlagHooks []func(c *cobra.Command, o *RunOptions)
@@ -175,7 +180,7 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 		}
 		cfg.Reps = o.Reps
 	}
-	if o.BenchTime != 0 {
+	if o.changed("benchtime") {
 		if o.BenchTime < time.Millisecond || o.BenchTime > time.Minute {
 			return nil, usagef("--benchtime %v: must be between 1ms and 60s", o.BenchTime)
 		}
@@ -187,6 +192,9 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 	cfg.Timeout = o.Timeout
 	if !validFormat(o.Format) {
 		return nil, usagef("--format %q: must be one of %s", o.Format, strings.Join(report.Formats, ", "))
+	}
+	if err := checkOutput("-o", o.Output); err != nil {
+		return nil, err
 	}
 	sel, err := exp.Select(args, p)
 	if err != nil {
@@ -212,8 +220,15 @@ func validFormat(f string) bool {
 	return false
 }
 
-// intList parses "1,2,4" with every value in [lo, hi].
+// maxListLen bounds every list flag: each value is at least one arm.
+const maxListLen = 64
+
+// intList parses "1,2,4" with every value in [lo, hi] and at most
+// maxListLen values, counted before anything is parsed.
 func intList(flag, s string, lo, hi int) ([]int, error) {
+	if n := strings.Count(s, ",") + 1; n > maxListLen {
+		return nil, usagef("%s: %d values; at most %d, each %d..%d", flag, n, maxListLen, lo, hi)
+	}
 	var out []int
 	for _, part := range strings.Split(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(part))
@@ -235,6 +250,11 @@ func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []strin
 	if err != nil {
 		return err
 	}
+	for _, h := range runCheckHooks {
+		if err := h(ctx, o); err != nil {
+			return err
+		}
+	}
 	pl.cfg.ClockCost = measure.ClockCost()
 	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		pl.cfg.Progress = o.Stderr
@@ -251,27 +271,19 @@ func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []strin
 	run.Warnings = envWarnings(host)
 	arms, exps, interrupted := runner.Run(ctx, pl.cfg, pl.sel)
 	run.Arms, run.Experiments, run.Interrupted = arms, exps, interrupted
+	var hookErrs []error
 	for _, h := range runHooks {
 		if err := h(ctx, o, run); err != nil {
-			fmt.Fprintf(o.Stderr, "ctxlab: %v\n", err)
+			hookErrs = append(hookErrs, err)
 		}
 	}
-	out := o.Stdout
-	if o.Output != "" {
-		f, err := os.Create(o.Output)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		out = f
-	}
-	if err := writeRun(out, run, o.Format, o.Detail); err != nil {
-		return err
+	if err := writeOutput(o.Output, o.Stdout, func(w io.Writer) error { return writeRun(w, run, o.Format, o.Detail) }); err != nil {
+		return errors.Join(append(hookErrs, err)...)
 	}
 	if interrupted {
 		return errInterrupted
 	}
-	return nil
+	return errors.Join(hookErrs...)
 }
 
 // writeRun prints a finished run: in the table format the verdict alone

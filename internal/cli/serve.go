@@ -101,7 +101,8 @@ func validateServe(o *ServeOptions, host *sysinfo.Host) error {
 	if o.Interval < serve.MinInterval || o.Interval > serve.MaxInterval {
 		return usagef("--interval %v: must be between %v and %v", o.Interval, serve.MinInterval, serve.MaxInterval)
 	}
-	if o.BudgetPct < serve.MinBudgetPct || o.BudgetPct > serve.MaxBudgetPct {
+	if !(o.BudgetPct >= serve.MinBudgetPct && o.BudgetPct <= serve.MaxBudgetPct) { // NaN fails both
+
 		return usagef("--cpu-budget %g: must be between %g and %g (percent of one core)", o.BudgetPct, serve.MinBudgetPct, float64(serve.MaxBudgetPct))
 	}
 	if o.ProbeTimeout < serve.MinTimeout || o.ProbeTimeout > serve.MaxTimeout {

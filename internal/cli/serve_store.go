@@ -34,7 +34,7 @@ func applyServeStore(o *ServeOptions) error {
 	path := *db
 	// Check the file now: a foreign file at the path is a clear error
 	// before the server starts, not a warning every cycle.
-	s, err := openStore(path, true)
+	s, err := openStore(context.Background(), path, true)
 	if err != nil {
 		return usagef("--db %s: %v", path, err)
 	}

@@ -17,7 +17,7 @@ func TestServeBadInput(t *testing.T) {
 	}{
 		{[]string{"--interval", "1s"}, "--interval 1s: must be between 5s and 24h"},
 		{[]string{"--interval", "48h"}, "--interval 48h0m0s: must be between"},
-		{[]string{"--interval", "soon"}, "invalid argument"},
+		{[]string{"--interval", "soon"}, `--interval "soon"`},
 		{[]string{"--probes", "nosuch/arm"}, `unknown experiment "nosuch"`},
 		{[]string{"--probes", "pingpong/zzz*"}, "matches no arm of pingpong"},
 		{[]string{"--probes", "pingpong"}, "name arms, not a whole experiment"},

@@ -43,6 +43,9 @@ func runShow(cmd *cobra.Command, o *ShowOptions, args []string, stdout io.Writer
 	if err := oneOf("--format", o.Format, report.Formats); err != nil {
 		return err
 	}
+	if err := checkOutput("-o", o.Output); err != nil {
+		return err
+	}
 	ref := "last"
 	if len(args) == 1 {
 		ref = args[0]
@@ -51,15 +54,7 @@ func runShow(cmd *cobra.Command, o *ShowOptions, args []string, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	w, closeOut, err := output(o.Output, stdout)
-	if err != nil {
-		return err
-	}
-	if err := report.Write(w, run, o.Format); err != nil {
-		closeOut()
-		return err
-	}
-	return closeOut()
+	return writeOutput(o.Output, stdout, func(w io.Writer) error { return report.Write(w, run, o.Format) })
 }
 
 func newExportCmd(stdout, stderr io.Writer) *cobra.Command {

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxlab/ctxlab/internal/atomicfile"
+	"github.com/ctxlab/ctxlab/internal/report"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
 )
@@ -24,11 +27,10 @@ type storeOptions struct {
 func init() {
 	runFlagHooks = append(runFlagHooks, addStoreFlags)
 	runHooks = append(runHooks, saveRun)
+	runCheckHooks = append(runCheckHooks, checkStore)
 }
 
-// addStoreFlags adds --db and --no-store to run, and checks the store
-// before anything is measured, so a foreign file at the path is reported
-// at once instead of after minutes of measuring.
+// addStoreFlags adds --db and --no-store to run.
 func addStoreFlags(c *cobra.Command, o *RunOptions) {
 	so := &storeOptions{}
 	if o.Extra == nil {
@@ -37,26 +39,27 @@ func addStoreFlags(c *cobra.Command, o *RunOptions) {
 	o.Extra["store"] = so
 	c.Flags().StringVar(&so.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
 	c.Flags().BoolVar(&so.NoStore, "no-store", false, "do not save this run in the history database")
-	prev := c.PreRunE
-	c.PreRunE = func(cmd *cobra.Command, args []string) error {
-		if prev != nil {
-			if err := prev(cmd, args); err != nil {
-				return err
-			}
-		}
-		if so.NoStore || testingWithoutStore(so) {
-			return nil
-		}
-		s, err := openStore(so.DB, true)
-		if err != nil {
-			return fmt.Errorf("%w (or pass --no-store)", err)
-		}
-		return s.Close()
+}
+
+// checkStore opens the store once the request is valid and before
+// anything is measured, so a foreign file at the path is reported at once
+// instead of after minutes of measuring.
+func checkStore(ctx context.Context, o *RunOptions) error {
+	so, _ := o.Extra["store"].(*storeOptions)
+	if so == nil || so.NoStore || testingWithoutStore(so) {
+		return nil
 	}
+	s, err := openStore(ctx, so.DB, true)
+	if err != nil {
+		return fmt.Errorf("%w (or pass --no-store)", err)
+	}
+	return s.Close()
 }
 
 // saveRun stores every finished run unless --no-store. An interrupted run
-// is not stored: it would be a partial run in the history.
+// is not stored: it would be a partial run in the history. A run that
+// cannot be stored is not lost: its JSON goes to a file (named in the
+// error) or, failing that, to stdout, and ctxlab exits 1.
 func saveRun(ctx context.Context, o *RunOptions, run *result.Run) error {
 	so, _ := o.Extra["store"].(*storeOptions)
 	if so == nil || so.NoStore || testingWithoutStore(so) {
@@ -66,16 +69,41 @@ func saveRun(ctx context.Context, o *RunOptions, run *result.Run) error {
 		fmt.Fprintln(o.Stderr, "ctxlab: the run was interrupted and is not stored in the history")
 		return nil
 	}
-	s, err := openStore(so.DB, true)
-	if err != nil {
-		return err
+	s, err := openStore(ctx, so.DB, true)
+	if err == nil {
+		defer s.Close()
+		err = s.Save(ctx, run, store.SourceRun)
 	}
-	defer s.Close()
-	if err := s.Save(ctx, run, store.SourceRun); err != nil {
-		return err
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("run %s was not stored: %w", run.ID, errInterrupted)
+		}
+		return &saveError{fmt.Errorf("run %s was not stored: %v; %s", run.ID, err, keepRunJSON(o, run))}
 	}
 	fmt.Fprintf(o.Stderr, "ctxlab: stored as run %s in %s\n", run.ID, s.Path())
 	return nil
+}
+
+// saveError is a finished run that could not be stored: exit 1, even when
+// the cause was a bad --db (which is exit 2 only before anything ran).
+type saveError struct{ err error }
+
+func (e *saveError) Error() string { return e.err.Error() }
+
+// keepRunJSON puts the run's JSON where the user can import it later and
+// says where: the -o file when it holds JSON, else a file in the temporary
+// directory, else stdout.
+func keepRunJSON(o *RunOptions, run *result.Run) string {
+	if o.Output != "" && o.Output != "-" && o.Format == "json" {
+		return fmt.Sprintf("its JSON is in %s (ctxlab import %s stores it)", o.Output, o.Output)
+	}
+	p := filepath.Join(os.TempDir(), "ctxlab-run-"+run.ID+".json")
+	err := atomicfile.Write(p, func(w io.Writer) error { return report.Write(w, run, "json") })
+	if err == nil {
+		return fmt.Sprintf("its JSON is in %s (ctxlab import %s stores it)", p, p)
+	}
+	report.Write(o.Stdout, run, "json")
+	return fmt.Sprintf("writing it to %s failed too (%v), so its JSON is on stdout", p, err)
 }
 
 // testingWithoutStore keeps go test runs of other packages' CLI tests out
@@ -86,21 +114,46 @@ func testingWithoutStore(so *storeOptions) bool {
 }
 
 // openStore opens the store at path (the default when empty). With create
-// false a missing file is an error that says no run was stored yet.
-func openStore(path string, create bool) (*store.Store, error) {
+// false a missing file is an error that says no run was stored yet. A path
+// that cannot hold a store is bad input (exit 2); waiting for another
+// writer's lock ends when ctx does (exit 130).
+func openStore(ctx context.Context, path string, create bool) (*store.Store, error) {
 	if path == "" {
 		p, err := store.DefaultPath()
 		if err != nil {
-			return nil, err
+			return nil, &UsageError{err}
 		}
 		path = p
+		tightenDefaultDir(path)
 	}
 	if !create {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return nil, usagef("no runs stored yet: %s does not exist (ctxlab run stores every run; --db picks another file)", path)
 		}
 	}
-	return store.Open(path)
+	s, err := store.OpenContext(ctx, path)
+	if errors.Is(err, store.ErrUnusable) || errors.Is(err, store.ErrNotStore) {
+		return nil, &UsageError{err}
+	}
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%v: %w", err, errInterrupted)
+	}
+	return s, err
+}
+
+// tightenDefaultDir makes ctxlab's own default data directory 0700 and its
+// history 0600 when an older ctxlab left them readable by others. Only the
+// default location: a --db path is the user's to arrange.
+func tightenDefaultDir(path string) {
+	dir := filepath.Dir(path)
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o077 != 0 {
+		os.Chmod(dir, st.Mode().Perm()&0o700)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o077 != 0 {
+			os.Chmod(p, st.Mode().Perm()&0o600)
+		}
+	}
 }
 
 // loadRun reads a run from a JSON file when ref names one, else from the
@@ -112,7 +165,7 @@ func loadRun(ctx context.Context, db, ref string) (*result.Run, error) {
 	if st, err := os.Stat(ref); ref != "" && err == nil && !st.IsDir() {
 		return readRunFile(ref)
 	}
-	s, err := openStore(db, false)
+	s, err := openStore(ctx, db, false)
 	if err != nil {
 		return nil, err
 	}
@@ -137,16 +190,25 @@ func readRunFile(path string) (*result.Run, error) {
 	return run, nil
 }
 
-// output opens -o FILE or returns stdout; close is always safe to call.
-func output(path string, stdout io.Writer) (w io.Writer, close func() error, err error) {
+// writeOutput hands fill stdout, or, for -o FILE, a writer whose bytes
+// replace FILE only when fill and every write succeeded (atomicfile).
+func writeOutput(path string, stdout io.Writer, fill func(io.Writer) error) error {
 	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, nil
+		return fill(stdout)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, nil, err
+	return atomicfile.Write(path, fill)
+}
+
+// checkOutput probes -o FILE for writing before any work starts: a bad
+// path is a usage error (exit 2), not a failure after minutes of work.
+func checkOutput(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
 	}
-	return f, f.Close, nil
+	if err := atomicfile.Probe(path); err != nil {
+		return usagef("%s %s: %v", flag, path, err)
+	}
+	return nil
 }
 
 func oneOf(flag, v string, allowed []string) error {

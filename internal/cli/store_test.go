@@ -117,12 +117,12 @@ func TestForeignStoreRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "notes.txt")
 	os.WriteFile(path, []byte("not a database"), 0o644)
 	code, _, errs := ctxlab(t, "import", testRunFile, "--db", path)
-	if code != 1 || !strings.Contains(errs, "not a ctxlab history database") {
+	if code != 2 || !strings.Contains(errs, "not a ctxlab history database") {
 		t.Fatalf("import into a foreign file: %d %q", code, errs)
 	}
 	// run refuses before measuring anything.
 	code, out, errs := ctxlab(t, "run", "pingpong/goroutine/*/*", "--quick", "--db", path)
-	if code != 1 || out != "" || !strings.Contains(errs, "--no-store") {
+	if code != 2 || out != "" || !strings.Contains(errs, "--no-store") {
 		t.Fatalf("run with a foreign --db: %d %q %q", code, out, errs)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "not a database" {

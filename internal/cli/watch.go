@@ -16,6 +16,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
@@ -43,6 +44,8 @@ type WatchOptions struct {
 
 const (
 	minInterval = 10 * time.Millisecond
+	maxTop      = 1 << 20 // threads shown
+	maxCount    = 1 << 30 // intervals
 	maxInterval = time.Hour
 )
 
@@ -77,7 +80,7 @@ cachecost's per-switch curve when a stored run has it.`,
 	f := c.Flags()
 	f.StringVar(&o.Name, "name", "", "watch the processes whose command name matches this regular expression")
 	f.DurationVar(&o.Interval, "interval", time.Second, "time between readings (10ms to 1h)")
-	f.IntVar(&o.Count, "count", 0, "stop after this many intervals (0: until Ctrl-C or the process exits)")
+	f.IntVar(&o.Count, "count", 0, "stop after this many intervals, 0..1073741824 (0: until Ctrl-C or the process exits)")
 	addDisplayFlags(c, o)
 	f.StringVar(&o.ProcRoot, "proc-root", string(procstat.DefaultRoot), "proc filesystem to read (for tests)")
 	_ = f.MarkHidden("proc-root")
@@ -87,7 +90,7 @@ cachecost's per-switch curve when a stored run has it.`,
 // addDisplayFlags adds the flags watch and diagnose share.
 func addDisplayFlags(c *cobra.Command, o *WatchOptions) {
 	f := c.Flags()
-	f.IntVar(&o.Top, "top", 20, "show the N threads that matter most (0: all)")
+	f.IntVar(&o.Top, "top", 20, "show the N threads that matter most (0: all; at most 1048576)")
 	f.BoolVar(&o.ByName, "by-name", false, "fold threads with the same name into one row")
 	f.StringVar(&o.Sort, "sort", "switches", "order threads by: "+strings.Join(watch.SortKeys, ", "))
 	f.StringVar(&o.Format, "format", "auto", "auto (table on a terminal, else json), table or json")
@@ -96,8 +99,8 @@ func addDisplayFlags(c *cobra.Command, o *WatchOptions) {
 }
 
 func (o *WatchOptions) validateDisplay() error {
-	if o.Top < 0 {
-		return usagef("--top %d: must be 0 (all) or more", o.Top)
+	if o.Top < 0 || o.Top > maxTop {
+		return usagef("--top %d: must be between 0 (all) and %d", o.Top, maxTop)
 	}
 	if o.Sort != "switches" && o.Sort != "runq" {
 		return usagef("--sort %q: must be one of %s", o.Sort, strings.Join(watch.SortKeys, ", "))
@@ -117,8 +120,8 @@ func (o *WatchOptions) validate(args []string) error {
 	if o.Interval < minInterval || o.Interval > maxInterval {
 		return usagef("--interval %v: must be between %v and %v", o.Interval, minInterval, maxInterval)
 	}
-	if o.Count < 0 {
-		return usagef("--count %d: must be 0 (until stopped) or more", o.Count)
+	if o.Count < 0 || o.Count > maxCount {
+		return usagef("--count %d: must be between 0 (until stopped) and %d", o.Count, maxCount)
 	}
 	switch {
 	case len(args) == 1 && o.Name != "":
@@ -206,7 +209,7 @@ func (o *WatchOptions) targets(root procstat.Root) ([]int, string, error) {
 			}
 			return nil, "", fmt.Errorf("PID %d: cannot read it: %w", o.PID, err)
 		}
-		return []int{o.PID}, fmt.Sprintf("PID %d (%s)", o.PID, p.Comm), nil
+		return []int{o.PID}, fmt.Sprintf("PID %d (%s)", o.PID, termsafe.String(p.Comm)), nil
 	}
 	re := regexp.MustCompile(o.Name)
 	ps, err := root.FindByName(re, os.Getpid())

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -17,6 +18,9 @@ var Formats = []string{"table", "json", "csv", "markdown"}
 
 // Write renders c in format.
 func Write(w io.Writer, c *Comparison, format string) error {
+	if format != "json" {
+		c = termsafe.Strings(c) // arm names and hosts may come from imported files
+	}
 	switch format {
 	case "table", "":
 		return Table(w, c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -257,6 +258,9 @@ func containsSize(xs []int64, x int64) bool {
 
 // parseSizes parses "16KiB,2MiB,512" (KiB/K, MiB/M, GiB/G, or bytes).
 func parseSizes(s string) ([]int64, error) {
+	if n := strings.Count(s, ",") + 1; n > maxSweepSizes {
+		return nil, fmt.Errorf("--set cachecost.w=%s: %d sizes; at most %d", s, n, maxSweepSizes)
+	}
 	var out []int64
 	for _, part := range strings.Split(s, ",") {
 		w, err := parseSize(strings.TrimSpace(part))
@@ -271,6 +275,9 @@ func parseSizes(s string) ([]int64, error) {
 	return out, nil
 }
 
+// maxSweepSizes bounds cachecost.w: each size is a set of arms.
+const maxSweepSizes = 32
+
 func parseSize(s string) (int64, error) {
 	mult := int64(1)
 	num := s
@@ -284,7 +291,7 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > math.MaxInt64/mult { // the product must not wrap into range
 		return 0, fmt.Errorf("%q is not a size; want e.g. 16KiB, 2MiB or 4096", s)
 	}
 	return n * mult, nil

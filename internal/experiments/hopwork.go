@@ -225,11 +225,17 @@ func hopOptInt(p exp.Params, key string, def, lo, hi int) (int, error) {
 	return n, nil
 }
 
+// maxOptList bounds a list option: each value is at least one arm.
+const maxOptList = 64
+
 // hopOptIntList reads a comma-separated list of integers, each in lo..hi.
 func hopOptIntList(p exp.Params, key string, def []int, lo, hi int) ([]int, error) {
 	s, ok := p.Extra[key]
 	if !ok {
 		return def, nil
+	}
+	if n := strings.Count(s, ",") + 1; n > maxOptList {
+		return nil, fmt.Errorf("--set %s: %d values; at most %d, each %d..%d", key, n, maxOptList, lo, hi)
 	}
 	var out []int
 	for _, part := range strings.Split(s, ",") {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -18,6 +19,9 @@ var Formats = []string{"table", "json", "csv", "markdown", "bench", "html"}
 
 // Write renders run in format.
 func Write(w io.Writer, run *result.Run, format string) error {
+	if format != "json" && format != "html" { // JSON and HTML escape for themselves
+		run = termsafe.Strings(run) // names and warnings may come from an imported file
+	}
 	switch format {
 	case "table", "":
 		// The answer first, then the evidence.

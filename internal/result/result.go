@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // SchemaVersion is bumped whenever a field changes meaning or is removed.
@@ -215,22 +217,58 @@ func (r *Run) Write(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// Read decodes a run and refuses documents from a newer schema.
+// MaxFileBytes bounds a run document: the largest real runs are a few MB.
+const MaxFileBytes = 256 << 20
+
+// maxIDLen bounds a run id (ctxlab's own are 22 characters).
+const maxIDLen = 128
+
+// Read decodes one run document and refuses anything that is not one: a
+// schema outside 1..SchemaVersion, a missing or odd id, data after the
+// document, or more than MaxFileBytes.
 func Read(rd io.Reader) (*Run, error) {
 	var r Run
-	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+	lr := &io.LimitedReader{R: rd, N: MaxFileBytes + 1}
+	dec := json.NewDecoder(lr)
+	if err := dec.Decode(&r); err != nil {
+		if lr.N <= 0 {
+			return nil, fmt.Errorf("decode run: larger than %d MiB; not a ctxlab run", MaxFileBytes>>20)
+		}
 		return nil, fmt.Errorf("decode run: %w", err)
+	}
+	if err := dec.Decode(&struct{}{}); err != io.EOF {
+		return nil, fmt.Errorf("decode run: more data after the run document; want exactly one JSON object")
 	}
 	if r.Schema == 0 {
 		return nil, fmt.Errorf("decode run: not a ctxlab run (no schema field)")
 	}
-	if r.Schema > SchemaVersion {
-		return nil, fmt.Errorf("decode run: schema %d is newer than this ctxlab understands (%d)", r.Schema, SchemaVersion)
+	if r.Schema < 1 || r.Schema > SchemaVersion {
+		if r.Schema > SchemaVersion {
+			return nil, fmt.Errorf("decode run: schema %d is newer than this ctxlab understands (%d)", r.Schema, SchemaVersion)
+		}
+		return nil, fmt.Errorf("decode run: schema %d; want 1..%d", r.Schema, SchemaVersion)
+	}
+	if r.ID == "" {
+		return nil, fmt.Errorf("decode run: the run has no id")
+	}
+	if len(r.ID) > maxIDLen || !printableID(r.ID) {
+		return nil, fmt.Errorf("decode run: id %q: want 1..%d printable characters", r.ID, maxIDLen)
 	}
 	for i := range r.Arms {
 		r.Arms[i].Metrics = RenameLegacyMetrics(r.Arms[i].Metrics)
 	}
 	return &r, nil
+}
+
+// printableID: letters, digits and punctuation, no spaces or control
+// characters, so an id can be typed, and printed without escaping.
+func printableID(id string) bool {
+	for _, c := range id {
+		if !unicode.IsGraphic(c) || unicode.IsSpace(c) {
+			return false
+		}
+	}
+	return utf8.ValidString(id)
 }
 
 // LegacyMetricNames maps the metric names runs stored before the one

@@ -77,6 +77,55 @@ func TestFormatNs(t *testing.T) {
 	}
 }
 
+func TestReadRefusesWhatIsNotOneRun(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"schema":-5,"id":"x"}`:            "schema -5; want 1..",
+		`{"schema":99,"id":"x"}`:            "newer",
+		`{"id":"x"}`:                        "no schema",
+		`{"schema":1}`:                      "no id",
+		`{"schema":1,"id":"a b"}`:           "printable",
+		`{"schema":1,"id":"\u001b[2J"}`:     "printable",
+		`{"schema":1,"id":"x"} {"x":1}`:     "more data",
+		`{"schema":1,"id":"x"}garbage`:      "more data",
+		`[1,2]`:                             "decode run",
+		`{"schema":1,"id":"x","arms":"no"}`: "decode run",
+	} {
+		_, err := Read(strings.NewReader(doc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Read(%s) = %v, want an error with %q", doc, err, want)
+		}
+	}
+	if _, err := Read(strings.NewReader(`{"schema":1,"id":"20261130T120000-abcdef"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzRead: any input is refused or read as a run that writes and reads
+// back to the same document.
+func FuzzRead(f *testing.F) {
+	f.Add(`{"schema":1,"id":"x","arms":[{"name":"a","median":1.5}]}`)
+	f.Add(`{"schema":-5,"id":"x"}`)
+	f.Add(`{"schema":1,"id":"x","env":{"online_cpus":[0,1]},"warnings":["\u001b"]}`)
+	f.Fuzz(func(t *testing.T, doc string) {
+		r, err := Read(strings.NewReader(doc))
+		if err != nil {
+			return
+		}
+		var b1, b2 strings.Builder
+		if err := r.Write(&b1); err != nil {
+			t.Fatalf("read %q but cannot write it: %v", doc, err)
+		}
+		r2, err := Read(strings.NewReader(b1.String()))
+		if err != nil {
+			t.Fatalf("wrote %q, cannot read it back: %v", b1.String(), err)
+		}
+		r2.Write(&b2)
+		if b1.String() != b2.String() {
+			t.Fatalf("round trip changed the run:\n%s\n%s", b1.String(), b2.String())
+		}
+	})
+}
+
 // A run stored before the metric naming convention reads back with today's names.
 func TestReadRenamesLegacyMetrics(t *testing.T) {
 	doc := `{"schema":1,"id":"old","arms":[{"name":"hop/x","metrics":{"x-direct":3.5,"added-ns/op":20}}]}`

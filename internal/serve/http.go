@@ -2,15 +2,132 @@ package serve
 
 import (
 	"html/template"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ctxlab/ctxlab/internal/result"
 )
+
+// Limits of the HTTP side. Scrapes are small and quick; a client that is
+// slower than these is dropped, not waited for.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 10 * time.Second
+	writeTimeout      = 30 * time.Second
+	// idleTimeout closes kept-alive connections between scrapes; Prometheus
+	// reconnects when it finds one closed.
+	idleTimeout    = 30 * time.Second
+	maxHeaderBytes = 16 << 10
+	// fdReserve is what the probes and /proc reads may need besides
+	// connections (pipes, eventfds, perf events, children's pidfds).
+	fdReserve = 64
+	maxConns  = 512
+)
+
+// httpServer returns the server for ln, with its timeouts, and ln wrapped
+// so that connections stay within the file-descriptor limit.
+func (s *Server) httpServer(ln net.Listener) (*http.Server, net.Listener) {
+	cl := newConnCap(ln, connLimit())
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ConnState:         cl.track,
+	}
+	return srv, cl
+}
+
+// connLimit is how many connections may be open at once: half of what
+// RLIMIT_NOFILE leaves after fdReserve, at least 4, at most maxConns.
+func connLimit() int {
+	var rl unix.Rlimit
+	n := maxConns
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &rl) == nil && rl.Cur < uint64(2*maxConns+fdReserve) {
+		n = (int(rl.Cur) - fdReserve) / 2
+	}
+	return max(n, 4)
+}
+
+// connCap is a listener that keeps at most max connections open. When
+// full, a new connection takes the place of the connection that has been
+// idle (between requests, or not yet sent one) the longest; if every
+// connection is busy serving, the new one is closed. So clients that only
+// hold connections open can neither exhaust file descriptors (which made
+// every accept fail with EMFILE) nor lock scrapes out: unlike
+// netutil.LimitListener, which queues new connections behind the idle
+// ones until their timeouts run out.
+type connCap struct {
+	net.Listener
+	max   int
+	mu    sync.Mutex
+	conns map[net.Conn]connInfo
+}
+
+type connInfo struct {
+	busy  bool
+	since time.Time
+}
+
+func newConnCap(ln net.Listener, max int) *connCap {
+	return &connCap{Listener: ln, max: max, conns: map[net.Conn]connInfo{}}
+}
+
+func (l *connCap) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		if len(l.conns) >= l.max {
+			var victim net.Conn
+			var oldest time.Time
+			for vc, in := range l.conns {
+				if !in.busy && (victim == nil || in.since.Before(oldest)) {
+					victim, oldest = vc, in.since
+				}
+			}
+			if victim == nil {
+				l.mu.Unlock()
+				c.Close()
+				continue
+			}
+			delete(l.conns, victim)
+			victim.Close()
+		}
+		l.conns[c] = connInfo{since: time.Now()}
+		l.mu.Unlock()
+		return c, nil
+	}
+}
+
+// track follows each connection's state (http.Server.ConnState).
+func (l *connCap) track(c net.Conn, st http.ConnState) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.conns[c]; !ok {
+		return
+	}
+	switch st {
+	case http.StateActive:
+		l.conns[c] = connInfo{busy: true, since: time.Now()}
+	case http.StateIdle:
+		l.conns[c] = connInfo{since: time.Now()}
+	case http.StateClosed, http.StateHijacked:
+		delete(l.conns, c)
+	}
+}
 
 // Handler serves /metrics, /healthz and a small index page.
 func (s *Server) Handler() http.Handler {

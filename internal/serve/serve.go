@@ -141,7 +141,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // the listener closes, and Serve returns nil. An HTTP server failure is
 // returned as an error.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv, ln := s.httpServer(ln)
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(ln) }()
 	for _, n := range s.o.Notes {

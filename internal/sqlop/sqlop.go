@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -147,7 +148,8 @@ func (s *Source) Close() error {
 // tempDir makes the directory a database file lives in and the cleanup
 // that removes it.
 func (s *Source) tempDir() (string, error) {
-	dir, err := os.MkdirTemp("", "ctxlab-sqlop-")
+	RemoveStale(os.TempDir())
+	dir, err := os.MkdirTemp("", tempPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", err
 	}

@@ -24,7 +24,9 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"golang.org/x/sys/unix"
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/ctxlab/ctxlab/internal/result"
 )
@@ -108,19 +110,38 @@ const sqliteMagic = "SQLite format 3\x00"
 // up to date. A non-SQLite file, a SQLite file of another program, or a
 // store from a newer ctxlab is refused with ErrNotStore or a clear error.
 func Open(path string) (*Store, error) {
-	return open(path, Version)
+	return OpenContext(context.Background(), path)
 }
 
+// OpenContext is Open that gives up when ctx is done: waiting for another
+// writer's lock (up to BusyWait) stays interruptible.
+func OpenContext(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, Version)
+}
+
+// ErrUnusable means the path cannot hold a ctxlab store: a directory, a
+// foreign file, a file or directory without write permission. It is the
+// user's input that is wrong, not the work.
+var ErrUnusable = errors.New("cannot be used")
+
+// BusyWait is how long an open or a save waits for another process that
+// holds the database's write lock, retrying in steps of busyStep.
+const BusyWait = 20 * time.Second
+
+// busyStep is SQLite's own busy timeout: a step short enough that a
+// waiting save notices Ctrl-C within it.
+const busyStep = 100 * time.Millisecond
+
 // open migrates to version upto (tests use it to build an older store).
-func open(path string, upto int) (*Store, error) {
+func open(ctx context.Context, path string, upto int) (*Store, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("history database %s: %w", path, err)
+	if err := createPrivate(path); err != nil {
+		return nil, err
 	}
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(20000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyStep.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Set("_txlock", "immediate")
@@ -130,11 +151,74 @@ func open(path string, upto int) (*Store, error) {
 		return nil, fmt.Errorf("history database %s: %w", path, err)
 	}
 	s := &Store{db: db, path: path}
-	if err := s.migrate(upto); err != nil {
+	if err := retryBusy(ctx, func() error { return s.migrate(ctx, upto) }); err != nil {
 		db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// createPrivate makes the directory (0700: the history holds command lines
+// and host names) and an empty database file (0600) if they do not exist,
+// and checks that an existing file can be written, so a read-only file or
+// directory is named as such rather than as SQLite's "unable to open".
+func createPrivate(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("history database %s: %w: %v", path, ErrUnusable, unwrapPath(err))
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("history database %s: %w: cannot open it for writing: %v", path, ErrUnusable, unwrapPath(err))
+	}
+	f.Close()
+	// SQLite creates -wal and -shm beside the file: the directory must take
+	// new files too.
+	if err := unix.Access(filepath.Dir(path), unix.W_OK|unix.X_OK); err != nil {
+		return fmt.Errorf("history database %s: %w: its directory is not writable: %v", path, ErrUnusable, err)
+	}
+	return nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// retryBusy runs f again while it fails because another connection holds
+// the lock, for up to BusyWait, and stops at once when ctx is done. SQLite
+// does not call its busy handler for every lock (PRAGMA journal_mode=WAL
+// on a new file fails at once), so the wait is here, in one place.
+func retryBusy(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(BusyWait)
+	for {
+		err := f()
+		if err == nil || !isBusy(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w (another process held the database lock for %v)", err, BusyWait)
+		}
+		t := time.NewTimer(busyStep / 4)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("waiting for the database lock: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// isBusy reports SQLITE_BUSY or SQLITE_LOCKED (any extended code).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		c := se.Code() & 0xff
+		return c == sqlite3.SQLITE_BUSY || c == sqlite3.SQLITE_LOCKED
+	}
+	return false
 }
 
 // checkHeader refuses an existing non-empty file that is not SQLite,
@@ -145,15 +229,15 @@ func checkHeader(path string) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("history database %s: %w", path, err)
+		return fmt.Errorf("history database %s: %w: %v", path, ErrUnusable, unwrapPath(err))
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("history database %s: %w", path, err)
+		return fmt.Errorf("history database %s: %w: %v", path, ErrUnusable, err)
 	}
 	if st.IsDir() {
-		return fmt.Errorf("history database %s: is a directory", path)
+		return fmt.Errorf("history database %s: %w: it is a directory; want a file", path, ErrUnusable)
 	}
 	if st.Size() == 0 {
 		return nil
@@ -167,8 +251,7 @@ func checkHeader(path string) error {
 
 // migrate applies the missing migrations in one immediate transaction, so
 // two processes opening a new store at once do not both create it.
-func (s *Store) migrate(upto int) error {
-	ctx := context.Background()
+func (s *Store) migrate(ctx context.Context, upto int) error {
 	// WAL lets a reader and a writer work at once; it is a property of the
 	// file, so set it once the file is known to be ours (below).
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -177,12 +260,12 @@ func (s *Store) migrate(upto int) error {
 	}
 	defer tx.Rollback()
 	var ntables int
-	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type='table'`).Scan(&ntables); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type='table'`).Scan(&ntables); err != nil {
 		return s.wrapOpen(err)
 	}
 	var have int
 	var ours int
-	if err := tx.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type='table' AND name='ctxlab_schema'`).Scan(&ours); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='ctxlab_schema'`).Scan(&ours); err != nil {
 		return s.wrapOpen(err)
 	}
 	switch {
@@ -198,7 +281,7 @@ func (s *Store) migrate(upto int) error {
 		}
 	}
 	if have > Version {
-		return fmt.Errorf("history database %s: schema version %d is newer than this ctxlab understands (%d); use a newer ctxlab or another --db", s.path, have, Version)
+		return fmt.Errorf("history database %s: %w: schema version %d is newer than this ctxlab understands (%d); use a newer ctxlab or another --db", s.path, ErrUnusable, have, Version)
 	}
 	for _, m := range migrations[have:upto] {
 		if _, err := tx.Exec(m.sql); err != nil {
@@ -212,7 +295,7 @@ func (s *Store) migrate(upto int) error {
 		return s.wrapOpen(err)
 	}
 	var mode string
-	if err := s.db.QueryRow(`PRAGMA journal_mode=WAL`).Scan(&mode); err != nil {
+	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode=WAL`).Scan(&mode); err != nil {
 		return s.wrapOpen(err)
 	}
 	return nil
@@ -222,6 +305,9 @@ func (s *Store) wrapOpen(err error) error {
 	msg := err.Error()
 	if strings.Contains(msg, "not a database") || strings.Contains(msg, "malformed") {
 		return fmt.Errorf("history database %s: %w: %v; it was left untouched (move it away or pass --db)", s.path, ErrNotStore, err)
+	}
+	if isBusy(err) {
+		return err // retried by retryBusy, which names the path
 	}
 	return fmt.Errorf("history database %s: %w", s.path, err)
 }
@@ -258,6 +344,11 @@ func (s *Store) Save(ctx context.Context, run *result.Run, source string) error 
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
 	}
+	return retryBusy(ctx, func() error { return s.save(ctx, run, source, doc) })
+}
+
+// save is one attempt at Save's transaction.
+func (s *Store) save(ctx context.Context, run *result.Run, source string, doc []byte) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("save run %s: %w", run.ID, err)
@@ -325,7 +416,9 @@ func (s *Store) List(ctx context.Context, limit int) ([]Entry, error) {
 		if err := rows.Scan(&e.ID, &ts, &e.Host, &e.Suite, &e.Source, &e.Arms, &e.Noisy); err != nil {
 			return nil, fmt.Errorf("list runs: %w", err)
 		}
-		e.Time, _ = time.Parse(time.RFC3339Nano, ts)
+		if e.Time, err = time.Parse(time.RFC3339Nano, ts); err != nil {
+			return nil, fmt.Errorf("list runs: run %s has a bad time %q: %w", e.ID, ts, err)
+		}
 		out = append(out, e)
 	}
 	return out, rows.Err()

@@ -211,7 +211,7 @@ func TestMigrateFromPreviousVersion(t *testing.T) {
 		t.Skip("only one schema version")
 	}
 	path := filepath.Join(t.TempDir(), "history.db")
-	old, err := open(path, Version-1)
+	old, err := open(context.Background(), path, Version-1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,11 @@ package sysinfo
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -85,39 +85,55 @@ func Detect() *Host {
 	return h
 }
 
-// ParseCPUList parses a kernel CPU list such as "0-3,8,10-11".
+// MaxCPUs is the most CPUs a Linux kernel can be built for
+// (CONFIG_NR_CPUS ≤ 8192); CPU numbers are 0..MaxCPUs-1.
+const MaxCPUs = 8192
+
+// ParseCPUList parses a kernel CPU list such as "0-3,8,10-11" into sorted,
+// distinct CPU numbers. Every number is checked against MaxCPUs before
+// anything is expanded, so a range like 0-99999999 costs nothing.
 func ParseCPUList(s string) ([]int, error) {
-	var out []int
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("empty CPU list")
+	}
+	var seen [MaxCPUs]bool
+	cpu := func(x, part string) (int, error) {
+		n, err := strconv.Atoi(strings.TrimSpace(x))
+		if errors.Is(err, strconv.ErrRange) || n >= MaxCPUs {
+			return 0, fmt.Errorf("CPU %s in list %q is beyond the largest CPU number Linux supports (%d)", strings.TrimSpace(x), s, MaxCPUs-1)
+		}
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("bad CPU %q in list %q; want CPU numbers 0..%d such as 0,2-3", part, s, MaxCPUs-1)
+		}
+		return n, nil
 	}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("bad CPU %q in list %q", part, s)
+		a, err := cpu(lo, part)
+		if err != nil {
+			return nil, err
 		}
 		b := a
 		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("bad CPU range %q in list %q", part, s)
+			if b, err = cpu(hi, part); err != nil {
+				return nil, err
+			}
+			if b < a {
+				return nil, fmt.Errorf("bad CPU range %q in list %q: the end is below the start", part, s)
 			}
 		}
 		for c := a; c <= b; c++ {
+			seen[c] = true
+		}
+	}
+	var out []int
+	for c, ok := range seen {
+		if ok {
 			out = append(out, c)
 		}
 	}
-	sort.Ints(out)
-	// dedupe
-	w := 0
-	for i, c := range out {
-		if i == 0 || c != out[w-1] {
-			out[w] = c
-			w++
-		}
-	}
-	return out[:w], nil
+	return out, nil
 }
 
 // ValidateCPUs checks that every CPU in cpus is online and returns an error

@@ -59,3 +59,42 @@ func TestDetectFillsTheBasics(t *testing.T) {
 		t.Fatal("LLC size")
 	}
 }
+
+func TestParseCPUListBoundsBeforeExpanding(t *testing.T) {
+	for _, bad := range []string{"0-99999999", "0-9223372036854775807", "8192", "0-18446744073709551616", "0,1-8192"} {
+		_, err := ParseCPUList(bad)
+		if err == nil || !strings.Contains(err.Error(), "8191") {
+			t.Errorf("ParseCPUList(%q) = %v, want an error naming the largest CPU 8191", bad, err)
+		}
+	}
+	got, err := ParseCPUList("8191")
+	if err != nil || len(got) != 1 || got[0] != 8191 {
+		t.Errorf("ParseCPUList(8191) = %v, %v", got, err)
+	}
+}
+
+// FuzzParseCPUList: any input either fails or yields sorted, distinct CPUs
+// within 0..MaxCPUs-1 that format and parse back to themselves.
+func FuzzParseCPUList(f *testing.F) {
+	for _, s := range []string{"0", "0-3", "0,2-3,8", "1,1,0", "0-99999999", "-1", "3-1", " 1 , 2 ", "0-9223372036854775807"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cpus, err := ParseCPUList(s)
+		if err != nil {
+			return
+		}
+		if len(cpus) == 0 {
+			t.Fatalf("%q: no CPUs and no error", s)
+		}
+		for i, c := range cpus {
+			if c < 0 || c >= MaxCPUs || (i > 0 && c <= cpus[i-1]) {
+				t.Fatalf("%q: %v is not sorted, distinct and in range", s, cpus)
+			}
+		}
+		back, err := ParseCPUList(FormatCPUList(cpus))
+		if err != nil || !reflect.DeepEqual(back, cpus) {
+			t.Fatalf("%q: round trip %v → %q → %v, %v", s, cpus, FormatCPUList(cpus), back, err)
+		}
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 // Record is one JSON line about a thread or the process total, of one
@@ -145,6 +146,7 @@ func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden
 		if len(name) > 16 {
 			name = name[:16]
 		}
+		name = termsafe.String(name) // another user's thread may name itself an escape sequence
 		switch {
 		case t.Exited:
 			name += " -"
@@ -179,10 +181,10 @@ func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden
 		}
 	}
 	for _, n := range p.Notes {
-		fmt.Fprintf(&b, "note: %s\n", n)
+		fmt.Fprintf(&b, "note: %s\n", termsafe.String(n))
 	}
 	for _, r := range readings {
-		fmt.Fprintf(&b, "reading (%s): %s\n", r.Subject, r.Text)
+		fmt.Fprintf(&b, "reading (%s): %s\n", termsafe.String(r.Subject), termsafe.String(r.Text))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

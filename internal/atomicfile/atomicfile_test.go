@@ -1,0 +1,87 @@
+package atomicfile
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestWriteReplacesWholeOrNothing(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out.json")
+	if err := os.WriteFile(p, []byte("old"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := Write(p, func(w io.Writer) error {
+		io.WriteString(w, "half")
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want boom", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old" {
+		t.Fatalf("a failed write changed the file: %q", b)
+	}
+	if err := Write(p, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	st, _ := os.Stat(p)
+	if string(b) != "new" || st.Mode().Perm() != 0o640 {
+		t.Fatalf("got %q mode %v, want new 0640", b, st.Mode().Perm())
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("temporary files left behind: %v", ents)
+	}
+}
+
+func TestProbeRefusesWhatCannotBeWritten(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Join(dir, "no", "such", "x.json"), dir} {
+		if err := Probe(p); err == nil {
+			t.Errorf("Probe(%s) accepted", p)
+		}
+	}
+	ro := filepath.Join(dir, "ro")
+	os.Mkdir(ro, 0o500)
+	if os.Geteuid() != 0 {
+		if err := Probe(filepath.Join(ro, "x")); err == nil || !strings.Contains(err.Error(), "permission denied") {
+			t.Errorf("Probe in a read-only dir: %v", err)
+		}
+	}
+	if err := Probe(filepath.Join(dir, "ok.json")); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 { // only ro/
+		t.Fatalf("Probe left files: %v", ents)
+	}
+}
+
+func TestWriteOnAFullDiskLeavesNoFile(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	// /dev/full fails every write with ENOSPC; a fill that copies into it
+	// stands for a disk that fills up mid-write.
+	p := filepath.Join(t.TempDir(), "x.json")
+	err := Write(p, func(w io.Writer) error {
+		full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer full.Close()
+		_, err = io.WriteString(io.MultiWriter(w, full), "data")
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "no space") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatalf("a failed write left %s: %v", p, err)
+	}
+}

@@ -1,0 +1,290 @@
+package cli
+
+import (
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// badInput is one case of the bad-input corpus: the command line, and a
+// fragment its message must hold. Every case must exit 2, print nothing
+// on stdout, start nothing and store nothing. {dir}, {text}, {foreign},
+// {badschema}, {notrun}, {run} and {twice} are files the test makes.
+type badInput struct {
+	args string
+	want string
+}
+
+// corpus is the bad-input corpus (README: "Exit status"). Arguments are
+// split on spaces; a case that needs a space in one argument uses \x1f.
+var corpus = []badInput{
+	// run: flags and values
+	{"run --cpus 0-99999999 pingpong", "largest CPU number Linux supports (8191)"},
+	{"run --cpus 0-9223372036854775807", "8191"},
+	{"run --cpus 0-18446744073709551616", "8191"},
+	{"run --cpus 9999", "CPU 9999"},
+	{"run --cpus 3-1", "end is below the start"},
+	{"run --cpus x", `--cpus "x"`},
+	{"run --cpus -1", `--cpus "-1"`},
+	{"run --cpus 1,,2", "bad CPU"},
+	{"run --cpus ,", "bad CPU"},
+	{"run --cpus 0-", "bad CPU"},
+	{"run --reps 0", "--reps 0: must be between 1 and 1000"},
+	{"run --reps 1001", "between 1 and 1000"},
+	{"run --reps -5", "between 1 and 1000"},
+	{"run --reps abc", `--reps "abc": invalid syntax; want repetitions per arm, 1..1000`},
+	{"run --reps 99999999999999999999", "1..1000"},
+	{"run --benchtime 0s", "--benchtime 0s: must be between 1ms and 60s"},
+	{"run --benchtime 0", "between 1ms and 60s"},
+	{"run --benchtime 5parsecs", `--benchtime "5parsecs"`},
+	{"run --benchtime 1us", "between 1ms and 60s"},
+	{"run --benchtime 2h", "between 1ms and 60s"},
+	{"run --benchtime -1s", "between 1ms and 60s"},
+	{"run --timeout 1ms", "--timeout 1ms: must be between 1s and 1h"},
+	{"run --timeout 0s", "between 1s and 1h"},
+	{"run --timeout 2h", "between 1s and 1h"},
+	{"run --timeout forever", `--timeout "forever"`},
+	{"run --gomaxprocs 0", "--gomaxprocs 0: must be between 1 and 4096"},
+	{"run --gomaxprocs -1", "between 1 and 4096"},
+	{"run --gomaxprocs 4097", "between 1 and 4096"},
+	{"run --gomaxprocs 1,x", "not a whole number"},
+	{"run --gomaxprocs " + strings.Repeat("1,", 64) + "1", "at most 64"},
+	{"run --workers 0", "--workers 0: must be between 1 and 1000000"},
+	{"run --workers 1000001", "between 1 and 1000000"},
+	{"run --workers 2,,3", "not a whole number"},
+	{"run --workers 9223372036854775808", "not a whole number"},
+	{"run --workers " + strings.Repeat("2,", 100) + "2", "at most 64"},
+	{"run --hogs -3", "--hogs -3: must be between 0 and 1024"},
+	{"run --hogs 1025", "between 0 and 1024"},
+	{"run --hogs a", "not a whole number"},
+	{"run --set nokey", `--set "nokey": want key=value`},
+	{"run --set =1", "want key=value"},
+	{"run --set nosuch.option=1", "unknown option"},
+	{"run cachecost --set cachecost.w=17179869185GiB", "not a size"},
+	{"run cachecost --set cachecost.w=1B", "out of range"},
+	{"run cachecost --set cachecost.w=" + strings.Repeat("16KiB,", 40) + "16KiB", "at most 32"},
+	{"run cachecost --set cachecost.t=1", "cachecost.t"},
+	{"run cachecost --set cachecost.pattern=zigzag", "not a pattern"},
+	{"run hop --set hop.callers=0", "between 1 and 10000"},
+	{"run hop --set hop.pool=x", "not a whole number"},
+	{"run concurrency --set concurrency.levels=0", "between 1 and"},
+	{"run concurrency --set concurrency.levels=" + strings.Repeat("1,", 70) + "1", "at most 64"},
+	{"run callchain --set callchain.items=0", "callchain.items"},
+	{"run ring --set ring.substrates=fibers", "fibers"},
+	{"run --format xml", `--format "xml": must be one of`},
+	{"run --format ''", "--format"},
+	{"run --quick --full", "--quick and --full exclude each other"},
+	{"run nosuch", `"nosuch"`},
+	{"run pingpong/thread/zzz", "pingpong/thread/zzz"},
+	{"run pingpong/[", "pingpong/["},
+	{"run --nosuchflag", "nosuchflag"},
+	{"run -o /nonexistent/dir/x.json --quick", "-o /nonexistent/dir/x.json"},
+	{"run -o {dir} --quick", "is a directory"},
+	{"run -o {text}/x.json --quick", "not a directory"},
+	{"run --quick --db {dir}", "is a directory"},
+	{"run --quick --db {text}", "not a ctxlab history database"},
+	{"run --quick --db {foreign}", "another program"},
+	{"run --quick --db {text}/h.db", "not a directory"},
+	{"--reps 0", "between 1 and 1000"},
+	{"--cpus 0-99999999", "8191"},
+	{"--bogus", "bogus"},
+	{"extra-argument", "extra-argument"},
+	{"nosuchcommand", "nosuchcommand"},
+	// list and env
+	{"list nosuch", `"nosuch"`},
+	{"list --suite huge", `--suite "huge"`},
+	{"list a b", "accepts at most 1 arg"},
+	{"env --format yaml", `--format "yaml"`},
+	{"env extra", "unknown command"},
+	// history, show, export
+	{"history", "no runs stored yet"},
+	{"history --limit -1", "--limit -1: must be between 0"},
+	{"history --limit 99999999999", "1073741824"},
+	{"history --limit x", `--limit "x"`},
+	{"history --format yaml", `--format "yaml"`},
+	{"history --db {dir}", "is a directory"},
+	{"history --db {text}", "not a ctxlab history database"},
+	{"history --db {foreign}", "another program"},
+	{"history extra", "unknown command"},
+	{"show", "no runs stored yet"},
+	{"show --format yaml {run}", `--format "yaml"`},
+	{"show {notrun}", "decode run"},
+	{"show {badschema}", "schema -5; want 1.."},
+	{"show {twice}", "more data after the run document"},
+	{"show /nonexistent/run.json", "/nonexistent/run.json"},
+	{"show {run} -o /nonexistent/dir/x.txt", "-o /nonexistent/dir/x.txt"},
+	{"show {run} -o {dir}", "is a directory"},
+	{"show --db {foreign} last", "another program"},
+	{"show a b", "accepts at most 1 arg"},
+	{"export {run} -o /nonexistent/dir/x.json", "-o /nonexistent/dir/x.json"},
+	{"export {run} -o {dir}", "is a directory"},
+	{"export --db {dir}", "is a directory"},
+	{"export --format csv", "unknown flag"},
+	// import
+	{"import", "requires at least 1 arg"},
+	{"import /nonexistent.json", "/nonexistent.json"},
+	{"import {notrun}", "decode run"},
+	{"import {badschema}", "schema -5"},
+	{"import {twice}", "more data"},
+	{"import {text}", "decode run"},
+	{"import {run} --db {dir}", "is a directory"},
+	{"import {run} --db {text}", "not a ctxlab history database"},
+	{"import {run} --db {foreign}", "another program"},
+	{"import {run} --db {text}/h.db", "not a directory"},
+	// compare
+	{"compare --format bench {run} {run}", `--format "bench"`},
+	{"compare {run} {notrun}", "decode run"},
+	{"compare {badschema} {run}", "schema -5"},
+	{"compare {run} {run} -o /nonexistent/dir/c.txt", "-o /nonexistent/dir/c.txt"},
+	{"compare {run} {run} -o {dir}", "is a directory"},
+	{"compare a b c", "accepts at most 2 arg"},
+	{"compare --db {foreign}", "another program"},
+	// report
+	{"report {run} --chart nosuch", `--chart "nosuch"`},
+	{"report {run} --format png", `--format "png"`},
+	{"report {run} --chart pingpong --format pdf", `--format "pdf" with --chart`},
+	{"report {run} -o /nonexistent/dir/r.html", "-o /nonexistent/dir/r.html"},
+	{"report {run} -o {dir}", "is a directory"},
+	{"report {notrun}", "decode run"},
+	{"report --db {dir}", "is a directory"},
+	// budget
+	{"budget", "--rate is required"},
+	{"budget --rate 0/s --run {run}", "must be more than 0/s"},
+	{"budget --rate 10000 --run {run}", "ending in /s"},
+	{"budget --rate fast/s --run {run}", "is not a number"},
+	{"budget --rate NaN/s --run {run}", "must be more than 0/s"},
+	{"budget --rate Inf/s --run {run}", "at most"},
+	{"budget --rate 2e9/s --run {run}", "at most"},
+	{"budget --rate -5/s --run {run}", "must be more than 0/s"},
+	{"budget --rate 1/s --arm [x --run {run}", "not a valid glob"},
+	{"budget --rate 1/s --run {notrun}", "decode run"},
+	// watch and diagnose
+	{"watch", "give the PID to watch"},
+	{"watch 0", `PID "0"`},
+	{"watch -5", "unknown shorthand flag"},
+	{"watch abc", `PID "abc"`},
+	{"watch 99999999999999999999", "PID"},
+	{"watch 1 --name x", "not both"},
+	{"watch --name [", "not a regular expression"},
+	{"watch 1 --interval 1ms", "--interval 1ms: must be between 10ms and 1h"},
+	{"watch 1 --interval 2h", "between 10ms and 1h"},
+	{"watch 1 --interval soon", `--interval "soon"`},
+	{"watch 1 --count -1", "--count -1"},
+	{"watch 1 --count 2000000000", "1073741824"},
+	{"watch 1 --top -1", "--top -1"},
+	{"watch 1 --top 99999999", "1048576"},
+	{"watch 1 --sort cpu", `--sort "cpu"`},
+	{"watch 1 --format xml", `--format "xml"`},
+	{"watch 1 2", "accepts at most 1 arg"},
+	{"watch --name ^no-such-process-name-xyz$", "no process has a matching command name"},
+	{"diagnose", "requires at least 1 arg"},
+	{"diagnose -- /nonexistent/cmd", `command "/nonexistent/cmd"`},
+	{"diagnose --interval 1ms -- true", "between 10ms and 1h"},
+	{"diagnose --top -1 -- true", "--top -1"},
+	{"diagnose --format xml -- true", `--format "xml"`},
+	// serve
+	{"serve --cpu-budget NaN", "--cpu-budget NaN: must be between 0.05 and 50"},
+	{"serve --cpu-budget +Inf", "between 0.05 and 50"},
+	{"serve --cpu-budget -Inf", "between 0.05 and 50"},
+	{"serve --cpu-budget 0", "between 0.05 and 50"},
+	{"serve --cpu-budget 51", "between 0.05 and 50"},
+	{"serve --cpu-budget lots", `--cpu-budget "lots"`},
+	{"serve --interval 1s", "--interval 1s"},
+	{"serve --interval 48h", "--interval 48h0m0s"},
+	{"serve --interval soon", `--interval "soon"`},
+	{"serve --probe-timeout 10ms", "--probe-timeout 10ms"},
+	{"serve --probe-timeout 1h", "--probe-timeout 1h0m0s"},
+	{"serve --probes nosuch/arm", `unknown experiment "nosuch"`},
+	{"serve --probes pingpong/zzz*", "matches no arm"},
+	{"serve --probes pingpong/[", "pingpong/["},
+	{"serve --listen 0.0.0.0:9477", "add --allow-remote"},
+	{"serve --listen :9477", "every interface"},
+	{"serve --listen 127.0.0.1", "want host:port"},
+	{"serve --listen 127.0.0.1:99999", "between 1 and 65535"},
+	{"serve --listen 127.0.0.1:0", "between 1 and 65535"},
+	{"serve --listen 127.0.0.1:http", "between 1 and 65535"},
+	{"serve --db {dir}", "is a directory"},
+	{"serve --db {text}", "not a ctxlab history database"},
+	{"serve --db {foreign}", "another program"},
+	{"serve extra", "unknown command"},
+}
+
+// TestBadInputCorpus runs every corpus case through Main, the real entry
+// point: exit 2, the message names the bad value, nothing on stdout, and
+// nothing stored in the (empty, private) default history.
+func TestBadInputCorpus(t *testing.T) {
+	if len(corpus) < 100 {
+		t.Fatalf("the corpus has %d cases; keep at least 100", len(corpus))
+	}
+	home := isolate(t)
+	files := corpusFiles(t)
+	for _, tc := range corpus {
+		args := strings.Fields(tc.args)
+		for i, a := range args {
+			for k, v := range files {
+				a = strings.ReplaceAll(a, k, v)
+			}
+			args[i] = strings.ReplaceAll(strings.ReplaceAll(a, "\x1f", " "), "''", "")
+		}
+		start := time.Now()
+		code, out, errs := ctxlab(t, args...)
+		took := time.Since(start)
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2; stderr %q", tc.args, code, errs)
+			continue
+		}
+		if out != "" {
+			t.Errorf("%s: printed on stdout for bad input: %.200q", tc.args, out)
+		}
+		if !strings.Contains(errs, tc.want) {
+			t.Errorf("%s: message %q does not say %q", tc.args, errs, tc.want)
+		}
+		// Refused before anything started: far below one arm's benchtime.
+		// Generous, for a busy machine (run -o used to measure for 33 s).
+		if took > 10*time.Second {
+			t.Errorf("%s: took %v to refuse", tc.args, took)
+		}
+	}
+	if _, err := os.Stat(home); err == nil {
+		t.Errorf("bad input created the history database %s", home)
+	}
+}
+
+// corpusFiles makes the files the corpus names.
+func corpusFiles(t *testing.T) map[string]string {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	run, err := os.ReadFile(testRunFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := filepath.Join(dir, "other.sqlite")
+	db, err := sql.Open("sqlite", foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE notes (body TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	sub := filepath.Join(dir, "adir")
+	os.Mkdir(sub, 0o755)
+	return map[string]string{
+		"{dir}":       sub,
+		"{text}":      write("notes.txt", "not a database\n"),
+		"{foreign}":   foreign,
+		"{badschema}": write("bad.json", `{"schema":-5,"id":"x"}`),
+		"{notrun}":    write("notrun.json", `[1, 2, 3]`),
+		"{twice}":     write("twice.json", string(run)+string(run)),
+		"{run}":       testRunFile,
+	}
+}

@@ -1,0 +1,75 @@
+package termsafe
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestString(t *testing.T) {
+	for in, want := range map[string]string{
+		"pingpong/thread/futex": "pingpong/thread/futex",
+		"µs · ≈ 2 switches":     "µs · ≈ 2 switches",
+		"":                      "",
+		"\x1b]52;c;SGk=\x07":    `"\x1b]52;c;SGk=\a"`,
+		"a\nb":                  `"a\nb"`,
+		"tab\there":             `"tab\there"`,
+		"del\x7f":               `"del\x7f"`,
+		"c1\u009b2J":            `"c1\u009b2J"`,
+		"bidi\u202egnp.exe":     `"bidi\u202egnp.exe"`,
+		"bad\xff":               `"bad\xff"`,
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+type inner struct {
+	Names []string
+	M     map[string]string
+	Any   any
+	when  time.Time
+}
+
+type outer struct {
+	Name string
+	In   *inner
+	Arr  [2]string
+	N    int
+}
+
+func TestStringsCopiesAndEscapesEverywhere(t *testing.T) {
+	now := time.Now()
+	v := &outer{Name: "\x1b[2J", In: &inner{Names: []string{"ok", "\a"}, M: map[string]string{"\x1bk": "\x1bv"}, Any: "\x07", when: now},
+		Arr: [2]string{"x", "\r"}, N: 3}
+	c := Strings(v)
+	if v.Name != "\x1b[2J" || v.In.Names[1] != "\a" {
+		t.Fatal("Strings changed its input")
+	}
+	if c.Name != `"\x1b[2J"` || c.In.Names[0] != "ok" || c.In.Names[1] != `"\a"` || c.In.M[`"\x1bk"`] != `"\x1bv"` ||
+		c.In.Any != `"\a"` || c.Arr[1] != `"\r"` || c.N != 3 || !c.In.when.Equal(now) {
+		t.Fatalf("copy: %+v %+v", c, c.In)
+	}
+}
+
+// FuzzString: the result never carries a control character, and text
+// that needed no escaping is returned unchanged.
+func FuzzString(f *testing.F) {
+	for _, s := range []string{"", "abc", "\x1b]0;title\x07", "\xff\xfe", "µ", "\u202e"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := String(s)
+		if !Safe(got) || !utf8.ValidString(got) {
+			t.Fatalf("String(%q) = %q is not safe", s, got)
+		}
+		if Safe(s) != (got == s) {
+			t.Fatalf("String(%q) = %q changed safe text or kept unsafe text", s, got)
+		}
+		if strings.ContainsRune(got, 0x1b) {
+			t.Fatalf("escape left in %q", got)
+		}
+	})
+}
