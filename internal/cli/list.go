@@ -53,6 +53,9 @@ func list(w io.Writer, args []string, suite string) error {
 				fmt.Fprintf(w, "  %s\n", line)
 			}
 		}
+		if len(args) == 1 {
+			writeMetrics(w, s.Metrics)
+		}
 		arms, err := s.Arms(p)
 		if err != nil {
 			fmt.Fprintf(w, "  (arms unavailable: %v)\n", err)
@@ -78,4 +81,20 @@ func list(w io.Writer, args []string, suite string) error {
 	}
 	fmt.Fprintln(w, "\nq = in the quick suite (`ctxlab` alone, or `ctxlab run --quick`)")
 	return nil
+}
+
+// writeMetrics lists an experiment's declared metrics: name, unit, which
+// direction is better, and what each says.
+func writeMetrics(w io.Writer, ms []exp.Metric) {
+	if len(ms) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "  metrics (besides the median; result JSON \"metrics\"):")
+	for _, m := range ms {
+		better := ""
+		if m.Better != exp.NotRanked {
+			better = ", " + string(m.Better) + " is better"
+		}
+		fmt.Fprintf(w, "    %s (%s%s): %s\n", m.Name, m.Unit, better, m.Doc)
+	}
 }
