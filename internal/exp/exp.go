@@ -70,6 +70,9 @@ type Spec struct {
 	// Metrics declares every figure the arms add to result.Arm.Metrics
 	// (besides the runner's counter-derived ones, CounterMetrics).
 	Metrics []Metric
+	// Probes names the arms `ctxlab serve` re-measures by default: cheap,
+	// steady, and telling when hosts are compared. Most experiments have none.
+	Probes []string
 }
 
 // Arm is one configuration the runner measures.

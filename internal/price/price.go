@@ -291,22 +291,6 @@ func pct(f float64) string {
 // Percent renders a fraction as a percentage with sensible digits: 18%, 1.5%, 0.044%.
 func Percent(f float64) string { return pct(f) }
 
-func fmtRate(r float64) string {
-	switch {
-	case r >= 1e6:
-		return fmt.Sprintf("%.3gM", r/1e6)
-	case r >= 1e4:
-		return fmt.Sprintf("%.3gk", r/1e3)
-	}
-	return strings.TrimSuffix(fmt.Sprintf("%.0f", r), ".0")
-}
+func fmtRate(r float64) string { return result.FormatCount(math.Round(r)) }
 
-func fmtBytes(b int64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.3g GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.3g MiB", float64(b)/(1<<20))
-	}
-	return fmt.Sprintf("%.3g KiB", float64(b)/(1<<10))
-}
+func fmtBytes(b int64) string { return result.FormatValue(float64(b), "bytes") }

@@ -162,22 +162,9 @@ func statCell(label string, v float64, ok bool) string {
 	case strings.HasPrefix(label, "task-clock") || strings.HasPrefix(label, "ns/") || strings.Contains(label, " ns/"):
 		return result.FormatNs(v)
 	case v > 0 && v < 0.01:
-		return "1 per " + scaleCount(1/v)
+		return "1 per " + result.FormatCount(1/v)
 	}
 	return statNum(v, ok)
-}
-
-// scaleCount is a count with k, M or G: 1.4M.
-func scaleCount(n float64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.3gG", n/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.3gM", n/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.3gk", n/1e3)
-	}
-	return fmt.Sprintf("%.3g", n)
 }
 
 func statNum(v float64, ok bool) string {

@@ -243,7 +243,7 @@ func (v verdict) gap() []string {
 	tp, okTP := v.pick("pingpong/thread/pipe/same-cpu")
 	pp, okPP := v.pick("pingpong/process/pipe/same-cpu")
 	if okTP && okPP && tp.Switches != nil && pp.Switches != nil {
-		out = append(out, fmt.Sprintf("  processes vs threads over a pipe on one CPU: %.1f×, with %.2f vs %.2f switches: each process switch also changes the address space",
+		out = append(out, fmt.Sprintf("  processes vs threads over a pipe on one CPU: %.1f× with %.2f vs %.2f switches: the extra is per switch (address space, the child's own runtime)",
 			pp.Median/tp.Median, pp.Switches.Total(), tp.Switches.Total()))
 	}
 	return out
