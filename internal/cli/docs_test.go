@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
@@ -313,6 +315,9 @@ func parseOnly(t *testing.T, args []string) {
 	cmd, rest, err := root.Find(args)
 	if err == nil {
 		err = cmd.ParseFlags(rest)
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return // --help parses
 	}
 	if err == nil {
 		err = cmd.ValidateArgs(cmd.Flags().Args())
