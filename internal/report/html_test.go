@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/vg/draw"
+
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -207,5 +209,57 @@ func TestReferencesMatchLikeWithLike(t *testing.T) {
 	}
 	if !strings.Contains(got["python/ring/pythread/simplequeue/n=2"], "3.98 µs") || strings.Contains(got["python/ring/pythread/simplequeue/n=2"], "SimpleQueues") {
 		t.Errorf("python ring arm: %q", got["python/ring/pythread/simplequeue/n=2"])
+	}
+}
+
+// Legends are drawn below the plot (never on the data), bars have one for
+// substrates and placements, every axis names its unit, and a standalone
+// SVG carries the font while an inline one leaves it to the page.
+func TestChartLegendsUnitsAndFont(t *testing.T) {
+	run := browserFixture(t)
+	kinds := map[string]bool{}
+	for _, c := range Charts(run) {
+		kinds[c.Kind] = true
+		if c.plot.Legend.Rectangle(draw.Canvas{}).Size().Y != 0 { // no entries
+			t.Errorf("%s: a legend inside the plot", c.Name())
+		}
+		if len(c.legend) == 0 {
+			t.Errorf("%s: no legend", c.Name())
+		}
+		for _, l := range []string{c.plot.X.Label.Text, c.plot.Y.Label.Text} {
+			if l != "" && !strings.Contains(l, "(") {
+				t.Errorf("%s: axis label %q names no unit", c.Name(), l)
+			}
+		}
+		if c.Kind == ChartBars && c.Experiment == "pingpong" {
+			var labels []string
+			for _, it := range c.legend {
+				labels = append(labels, it.label)
+			}
+			got := strings.Join(labels, ",")
+			for _, w := range []string{"goroutine", "thread", "process", "same-cpu", "cross-cpu"} {
+				if !strings.Contains(got, w) {
+					t.Errorf("pingpong bars legend %q lacks %s", got, w)
+				}
+			}
+		}
+	}
+	if !kinds[ChartBars] || !kinds[ChartParam] || !kinds[ChartCDF] {
+		t.Errorf("fixture charts cover %v, want bars, param and cdf", kinds)
+	}
+	c := Charts(run)[0]
+	standalone, err := c.Render("svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline, err := c.inlineSVG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(standalone, []byte("@font-face")) || strings.Contains(inline, "@font-face") {
+		t.Error("the standalone SVG must embed the font, the inline one must not")
+	}
+	if !strings.Contains(inline, "sans-serif") {
+		t.Error("the chart font stack does not end in a generic family")
 	}
 }
