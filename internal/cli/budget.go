@@ -3,13 +3,13 @@ package cli
 import (
 	"fmt"
 	"io"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/textcol"
@@ -54,7 +54,7 @@ output says so.`,
 				return err
 			}
 			if o.Arm != "" {
-				if _, err := path.Match(o.Arm, ""); err != nil {
+				if _, err := exp.ParsePattern(o.Arm); err != nil {
 					return usagef("--arm %q: not a valid glob: %v", o.Arm, err)
 				}
 			}
@@ -104,19 +104,9 @@ func parseRate(s string) (float64, error) {
 	return v, nil
 }
 
+// armMatches: --arm has the meaning of every arm pattern (exp.Pattern).
 func armMatches(glob string, a result.Arm) bool {
-	if glob == "" || glob == a.Experiment {
-		return true
-	}
-	ok, _ := path.Match(glob, a.Name)
-	if !ok {
-		// A glob shorter than the name matches its leading parts.
-		parts := strings.Split(a.Name, "/")
-		for i := 1; i < len(parts) && !ok; i++ {
-			ok, _ = path.Match(glob, strings.Join(parts[:i], "/"))
-		}
-	}
-	return ok
+	return glob == "" || exp.Match(glob, a.Name)
 }
 
 func pct(f float64) string { return price.Percent(f) }

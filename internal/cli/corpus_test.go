@@ -96,7 +96,7 @@ var corpus = []badInput{
 	// list and env
 	{"list nosuch", `"nosuch"`},
 	{"list --suite huge", `--suite "huge"`},
-	{"list a b", "accepts at most 1 arg"},
+	{"list pingpong nosuch", `unknown experiment or arm "nosuch"`},
 	{"env --format yaml", `--format "yaml"`},
 	{"env extra", "unknown command"},
 	// history, show, export

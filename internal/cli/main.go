@@ -141,6 +141,7 @@ Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
 	for _, f := range extraCommands {
 		root.AddCommand(f(stdout, stderr))
 	}
+	addCompletions(root)
 	return root
 }
 

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/report"
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 func init() { extraCommands = append(extraCommands, newReportCmd) }
@@ -35,11 +38,14 @@ reference figures (SPEC §8) beside ours where an arm matches one.
 
 RUN is a stored run (id, unique prefix, last, last~N; default last) or a
 run JSON file. --chart NAME writes a single chart instead: NAME is an
-experiment (its bar chart) or EXPERIMENT:param / EXPERIMENT:cdf.`,
+experiment (its bar chart) or EXPERIMENT:param / EXPERIMENT:cdf, or an arm
+pattern (as in ctxlab run) with an optional :param or :cdf, which charts
+only the arms it selects, e.g. 'pingpong/thread/*' or 'ring/*/futex/*:param'.`,
 		Example: `  ctxlab report -o report.html
   ctxlab report last~1 -o before.html
   ctxlab report --chart pingpong -o pingpong.svg
-  ctxlab report --chart ring:param --format png -o ring.png`,
+  ctxlab report --chart ring:param --format png -o ring.png
+  ctxlab report --chart 'pingpong/thread/*' -o threads.svg`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runReport(cmd, o, args, stdout)
@@ -48,7 +54,7 @@ experiment (its bar chart) or EXPERIMENT:param / EXPERIMENT:cdf.`,
 	f := c.Flags()
 	f.StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
 	f.StringVarP(&o.Output, "output", "o", "", "output file (default stdout)")
-	f.StringVar(&o.Chart, "chart", "", "write only this chart: EXPERIMENT, EXPERIMENT:param or EXPERIMENT:cdf")
+	f.StringVar(&o.Chart, "chart", "", "write only this chart: EXPERIMENT or an arm pattern, optionally with :param or :cdf")
 	f.StringVar(&o.Format, "format", "", "html (the report), or svg or png with --chart (default: from -o's extension, else html / svg)")
 	return c
 }
@@ -85,19 +91,12 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 	}
 	var data []byte
 	if o.Chart != "" {
-		charts := report.Charts(run)
-		var names []string
-		for _, c := range charts {
-			if c.Name() == o.Chart {
-				if data, err = c.Render(format); err != nil {
-					return err
-				}
-				break
-			}
-			names = append(names, c.Name())
+		c, err := pickChart(run, o.Chart)
+		if err != nil {
+			return err
 		}
-		if data == nil {
-			return usagef("--chart %q: run %s has no such chart; it has %s", o.Chart, run.ID, strings.Join(names, ", "))
+		if data, err = c.Render(format); err != nil {
+			return err
 		}
 	}
 	err = writeOutput(o.Output, stdout, func(w io.Writer) error {
@@ -114,4 +113,51 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 		fmt.Fprintf(cmd.ErrOrStderr(), "ctxlab: wrote %s\n", o.Output)
 	}
 	return nil
+}
+
+// pickChart finds the chart --chart names: a chart of the run by name
+// (pingpong, ring:param), else the chart of the arms an arm pattern selects
+// (pingpong/thread/*, with :param or :cdf for those kinds).
+func pickChart(run *result.Run, name string) (*report.Chart, error) {
+	charts := report.Charts(run)
+	var names []string
+	for _, c := range charts {
+		if c.Name() == name {
+			return c, nil
+		}
+		names = append(names, c.Name())
+	}
+	text, kind := name, report.ChartBars
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		text, kind = name[:i], name[i+1:]
+		if kind != report.ChartParam && kind != report.ChartCDF {
+			return nil, usagef("--chart %q: %q is not a chart kind; want :%s or :%s", name, kind, report.ChartParam, report.ChartCDF)
+		}
+	}
+	pat, err := exp.ParsePattern(text)
+	if err != nil {
+		return nil, usagef("--chart: %v", err)
+	}
+	var arms []result.Arm
+	var exps []string
+	for _, a := range run.Arms {
+		if pat.Match(a.Name) {
+			if !slices.Contains(exps, a.Experiment) {
+				exps = append(exps, a.Experiment)
+			}
+			arms = append(arms, a)
+		}
+	}
+	switch {
+	case len(arms) == 0:
+		return nil, usagef("--chart %q: run %s has no such chart and no arm matches; it has charts %s", name, run.ID, strings.Join(names, ", "))
+	case len(exps) > 1:
+		return nil, usagef("--chart %q: selects arms of %s; a chart shows one experiment's arms", name, strings.Join(exps, ", "))
+	}
+	for _, c := range report.ExperimentCharts(exps[0], arms) {
+		if c.Kind == kind {
+			return c, nil
+		}
+	}
+	return nil, usagef("--chart %q: the %d arms it selects have no %s chart", name, len(arms), kind)
 }

@@ -49,29 +49,31 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &ServeOptions{Extra: map[string]any{}}
 	c := &cobra.Command{
 		Use:   "serve",
-		Short: "Prometheus exporter: a few probes re-measured on a schedule, plus host switching signals",
+		Short: "Prometheus exporter: a few probes re-measured on a schedule within a CPU budget",
 		Long: `Serve Prometheus metrics at /metrics (plus /healthz and an index page at /).
 
 A small set of arms (probes) is measured at start and then every --interval,
-one after another, never overlapping; their CPU use is measured (getrusage)
-and kept within --cpu-budget percent of one core averaged over time: probes
-shrink their repetitions, and one that still costs too much runs less often
-(ctxlab_probe_skipped_total, ctxlab_budget_exceeded_total). Host signals
-(/proc/stat switches, run queue, steal; cgroup throttling) are read at
-scrape time. A probe that fails or times out sets ctxlab_probe_success 0;
-the server keeps serving. SIGTERM or SIGINT abandons the probe in flight,
-reaps its children, closes the listener and exits 0.
+one after another, never overlapping. The exporter's whole CPU (getrusage:
+itself and its reaped children) is kept within --cpu-budget percent of one
+core averaged over time: probes shrink their repetitions, one that still
+costs too much runs less often, and when the host is busy and probes cost
+more the next ones are put off (ctxlab_probe_skipped_total,
+ctxlab_budget_exceeded_total). Host-wide signals are node_exporter's job;
+ctxlab adds its cgroup's throttling and its probes' run-queue wait. A probe
+that fails or times out sets ctxlab_probe_success 0; the server keeps
+serving. SIGTERM or SIGINT abandons the probe in flight, reaps its
+children, closes the listener and exits 0.
 
-Default probes:
-  ` + strings.Join(serve.DefaultProbes, "\n  ") + `
-  and the one-hog interference arm, when this build has that experiment.
+Default probes (the arms each experiment declares):
+  ` + strings.Join(serve.DefaultProbes(nil), "\n  ") + `
 
 It listens on 127.0.0.1 unless told otherwise: binding another address
 exposes how this host is loaded and scheduled to the network, so a
 non-loopback --listen needs --allow-remote.`,
 		Example: `  ctxlab serve
   ctxlab serve --interval 10s --probes 'pingpong/thread/futex/*'
-  ctxlab serve --listen 0.0.0.0:9477 --allow-remote   # in a container or DaemonSet`,
+  ctxlab serve --listen 0.0.0.0:9477 --allow-remote   # in a container or DaemonSet
+  ctxlab serve --db /var/lib/ctxlab/history.db        # also keep every cycle in the history`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(cmd, o, stderr)
@@ -113,7 +115,7 @@ func validateServe(o *ServeOptions, host *sysinfo.Host) error {
 	if allowed, err := measure.Affinity(); err == nil && len(allowed) > 0 {
 		p.CPUs = allowed // a container's cpuset: pin only where we may run
 	}
-	probes, notes, err := serve.Resolve(o.Probes, p, exp.Lookup)
+	probes, notes, err := serve.Resolve(o.Probes, p, nil)
 	if err != nil {
 		if errors.Is(err, serve.ErrNoProbes) {
 			return usagef("--probes %s: %v: %s", strings.Join(o.Probes, ","), err, strings.Join(notes, "; "))

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"runtime/metrics"
 	"sort"
 	"strings"
@@ -70,6 +69,9 @@ type Spec struct {
 	// Metrics declares every figure the arms add to result.Arm.Metrics
 	// (besides the runner's counter-derived ones, CounterMetrics).
 	Metrics []Metric
+	// Probes names the arms `ctxlab serve` re-measures by default: cheap,
+	// steady, and telling when hosts are compared. Most experiments have none.
+	Probes []string
 }
 
 // Arm is one configuration the runner measures.
@@ -322,15 +324,16 @@ type Selection struct {
 	Arms []Arm
 }
 
-// Select resolves command-line patterns (experiment names or arm globs such
-// as "pingpong/thread/*") into arms. With no patterns it takes every
+// Select resolves command-line patterns (experiment names, arm names or
+// arm globs such as "pingpong/thread/*"; see Pattern) into arms, in the
+// order experiments are first named. With no patterns it takes every
 // experiment. In the quick suite only arms marked Quick are kept, unless a
-// pattern names arms explicitly. An unknown name or a glob matching nothing
-// is an error naming the choices.
+// pattern names arms explicitly. An unknown name or a pattern matching
+// nothing is an error naming the choices.
 func Select(patterns []string, p Params) ([]Selection, error) {
 	type pick struct {
-		all   bool
-		globs []string
+		all  bool
+		pats []Pattern
 	}
 	picks := map[string]*pick{}
 	var order []string
@@ -346,18 +349,29 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 			add(s.Name).all = true
 		}
 	}
-	for _, pat := range patterns {
-		name, _, hasSlash := strings.Cut(pat, "/")
-		if _, ok := registry[name]; !ok {
-			return nil, fmt.Errorf("unknown experiment or arm %q; experiments are %s (see `ctxlab list`)", pat, strings.Join(names(), ", "))
+	var pats []Pattern
+	for _, text := range patterns {
+		pat, err := ParsePattern(text)
+		if err != nil {
+			return nil, err
 		}
-		if !hasSlash {
+		name := pat.Experiment()
+		switch _, known := registry[name]; {
+		case known && text == name:
 			add(name).all = true
-		} else {
-			pk := add(name)
-			pk.globs = append(pk.globs, pat)
+			continue
+		case known:
+			add(name).pats = append(add(name).pats, pat)
+		case name != "":
+			return nil, fmt.Errorf("unknown experiment or arm %q; experiments are %s (see `ctxlab list`)", text, strings.Join(names(), ", "))
+		default: // a glob in the first part may select arms of any experiment
+			for _, s := range All() {
+				add(s.Name).pats = append(add(s.Name).pats, pat)
+			}
 		}
+		pats = append(pats, pat)
 	}
+	hits := map[string]int{}
 	var out []Selection
 	for _, name := range order {
 		s := registry[name]
@@ -368,26 +382,29 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 		}
 		var keep []Arm
 		for _, a := range arms {
-			switch {
-			case pk.all:
-				if p.Suite != SuiteQuick || a.Quick {
-					keep = append(keep, a)
-				}
-			default:
-				for _, g := range pk.globs {
-					if ok, _ := path.Match(g, a.Name); ok || strings.HasPrefix(a.Name, g+"/") {
-						keep = append(keep, a)
-						break
-					}
+			matched := false
+			for _, pat := range pk.pats {
+				if pat.Match(a.Name) {
+					hits[pat.String()]++
+					matched = true
 				}
 			}
-		}
-		if len(keep) == 0 && !pk.all {
-			return nil, fmt.Errorf("no arm of %s matches %s; `ctxlab list %s` shows its arms", name, strings.Join(pk.globs, ", "), name)
+			if matched || pk.all && (p.Suite != SuiteQuick || a.Quick) {
+				keep = append(keep, a)
+			}
 		}
 		if len(keep) > 0 {
 			out = append(out, Selection{Spec: s, Arms: keep})
 		}
+	}
+	for _, pat := range pats {
+		if hits[pat.String()] > 0 {
+			continue
+		}
+		if name := pat.Experiment(); name != "" {
+			return nil, fmt.Errorf("no arm of %s matches %s; `ctxlab list %s` shows its arms", name, pat, name)
+		}
+		return nil, fmt.Errorf("no arm matches %s; `ctxlab list` shows every arm", pat)
 	}
 	return out, nil
 }

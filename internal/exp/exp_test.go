@@ -42,7 +42,10 @@ func TestSelect(t *testing.T) {
 		{[]string{"toy"}, SuiteQuick, "toy/a/x"},
 		{[]string{"toy/a/*"}, SuiteQuick, "toy/a/x toy/a/y"}, // named arms run even if not quick
 		{[]string{"toy/*/x"}, SuiteDefault, "toy/a/x toy/b/x"},
-		{[]string{"toy/a"}, SuiteDefault, "toy/a/x toy/a/y"}, // a prefix selects the arms under it
+		{[]string{"toy/a"}, SuiteDefault, "toy/a/x toy/a/y"},         // a prefix selects the arms under it
+		{[]string{"toy/*"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x"}, // * crosses '/'
+		{[]string{"t?y/*/x"}, SuiteDefault, "toy/a/x toy/b/x"},       // a glob in the first part
+		{[]string{"toy/b/x", "toy/a"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x"},
 	} {
 		sel, err := Select(tc.pats, params(tc.suite))
 		if err != nil {
@@ -62,6 +65,14 @@ func TestSelectErrorsNameTheChoices(t *testing.T) {
 	_, err = Select([]string{"toy/zzz/*"}, params(SuiteDefault))
 	if err == nil || !strings.Contains(err.Error(), "toy/zzz/*") {
 		t.Fatalf("glob matching nothing: %v", err)
+	}
+	_, err = Select([]string{"*/nothing/here"}, params(SuiteDefault))
+	if err == nil || !strings.Contains(err.Error(), "*/nothing/here") {
+		t.Fatalf("cross-experiment glob matching nothing: %v", err)
+	}
+	_, err = Select([]string{"toy/[x"}, params(SuiteDefault))
+	if err == nil || !strings.Contains(err.Error(), "toy/[x") {
+		t.Fatalf("malformed glob: %v", err)
 	}
 }
 

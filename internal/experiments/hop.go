@@ -26,7 +26,7 @@ func init() {
 		Doc: `One op is one call of a fast local operation: an indexed SQLite lookup
 (select v from t where id = ?, 1 000 rows, prepared statement) in :memory: or
 in a database file in a temp dir, through modernc.org/sqlite (pure Go) or
-mattn/go-sqlite3 (cgo; unavailable in a build without cgo), or a Go map
+mattn/go-sqlite3 (cgo; built only with -tags mattn), or a Go map
 lookup as the pure-compute control. Ways: direct (the caller runs it);
 goroutine (one hop to a worker goroutine, request and reply over channels);
 thread (one hop to a worker locked to its own OS thread); thread-2hop (two

@@ -58,6 +58,9 @@ arm is shown beside ctxlab's samples.`,
 		Checks:   interferenceChecks,
 		Findings: interferenceFindings,
 		Metrics:  interferenceMetrics,
+		// A round trip sharing its CPU with a spinning process: the kernel's
+		// slice shows in the tail, and differs between kernels and hosts.
+		Probes: []string{"interference/futex/process-spin/hogs=1/gomaxprocs=2"},
 	})
 	child.Register("starve", starveChild)
 	child.Register("client", clientChild)

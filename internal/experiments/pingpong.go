@@ -30,6 +30,10 @@ both workers on one CPU (same-cpu), one on each of two CPUs (cross-cpu).`,
 		Arms:     pingpongArms,
 		Checks:   pingpongChecks,
 		Findings: pingpongFindings,
+		// The in-runtime floor, the OS switch on one CPU and across two (the
+		// placement gap is what changes between hosts), and a process round trip.
+		Probes: []string{"pingpong/goroutine/chan/gomaxprocs=1", "pingpong/thread/futex/same-cpu",
+			"pingpong/thread/futex/cross-cpu", "pingpong/process/pipe/unpinned"},
 	})
 	child.Register("echo", echoChild)
 }

@@ -22,7 +22,8 @@ import (
 // A batch of b.N yields is split evenly over the K workers, which all start
 // together; ns/op is the batch's wall time ÷ b.N, so with P CPUs yielding
 // at once it is about the CPU cost of a yield ÷ P. The CPU cost itself
-// (getrusage over the batches ÷ yields) is reported as cpu-ns/yield.
+// (the runner's CPU time of the participants over the timed repetitions ÷
+// yields) is reported as cpu-ns/yield.
 func init() {
 	exp.Register(&exp.Spec{
 		Name:    "yield",

@@ -1,6 +1,14 @@
 package mech
 
-import "testing"
+import (
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // BenchmarkPlainChanRoundTrip is the plain testing.B loop of a goroutine
 // channel round trip. ctxlab's pingpong/goroutine/chan arm must agree with
@@ -61,4 +69,92 @@ func BenchmarkThreadPipeRoundTripCPU0(b *testing.B) {
 	})
 	p.Stop()
 	<-echoed
+}
+
+// rawPingPong runs b.N round trips between two locked threads on cpus,
+// each side a plain loop of raw system calls (RawSyscall6: no entersyscall
+// / exitsyscall, no Endpoint interface, no stop checks): the floor a Go
+// program can reach, to hold ctxlab's futex and eventfd arms against.
+// send and recv are side i's halves of one round trip.
+//
+// A thread blocked in a raw system call holds its P and cannot be
+// preempted, so a stop-the-world would wait on it for ever: the garbage
+// collector is off while the loop runs (it allocates nothing), and the
+// timer calls, which stop the world, run while B is outside its loop.
+func rawPingPong(b *testing.B, cpus []int, send, recv [2]func(i uint32)) {
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	ta, err := StartThread(cpus)
+	if err != nil {
+		b.Skip("cannot pin:", err)
+	}
+	defer ta.Stop()
+	tb, _ := StartThread(cpus)
+	defer tb.Stop()
+	n := uint32(b.N)
+	// B starts only after ResetTimer, and StopTimer waits until B is out
+	// of its loop: both read memory statistics, which stops the world.
+	gate := make(chan struct{})
+	echoed, _ := tb.Go(func() {
+		<-gate
+		for i := uint32(1); i <= n; i++ {
+			recv[1](i)
+			send[1](i)
+		}
+	})
+	ta.Do(func() {
+		b.ResetTimer()
+		close(gate)
+		for i := uint32(1); i <= n; i++ {
+			send[0](i)
+			recv[0](i)
+		}
+		<-echoed
+		b.StopTimer()
+	})
+}
+
+// BenchmarkRawFutexRoundTripCPU0 is a futex ping-pong of two locked
+// threads on CPU 0, in raw system calls: the reference for
+// `ctxlab run pingpong/thread/futex/unpinned --cpus 0`.
+func BenchmarkRawFutexRoundTripCPU0(b *testing.B) {
+	var w [2]uint32 // w[0]: A's sequence to B, w[1]: B's to A
+	wait := func(k int, i uint32) {
+		for atomic.LoadUint32(&w[k]) != i {
+			unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&w[k])), futexWaitOp|futexPrivate, uintptr(i-1), 0, 0, 0)
+		}
+	}
+	wake := func(k int, i uint32) {
+		atomic.StoreUint32(&w[k], i)
+		unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&w[k])), futexWakeOp|futexPrivate, 1, 0, 0, 0)
+	}
+	rawPingPong(b, []int{0},
+		[2]func(uint32){func(i uint32) { wake(0, i) }, func(i uint32) { wake(1, i) }},
+		[2]func(uint32){func(i uint32) { wait(1, i) }, func(i uint32) { wait(0, i) }})
+}
+
+// BenchmarkRawEventfdRoundTripCPU0 is an eventfd ping-pong (one eventfd
+// per direction) of two locked threads on CPU 0, in raw system calls: the
+// reference for `ctxlab run pingpong/thread/eventfd/unpinned --cpus 0`.
+func BenchmarkRawEventfdRoundTripCPU0(b *testing.B) {
+	var fd [2]int
+	for k := range fd {
+		f, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Close(f)
+		fd[k] = f
+	}
+	one := [8]byte{1}
+	var buf [2][8]byte
+	write := func(k int) {
+		unix.RawSyscall(unix.SYS_WRITE, uintptr(fd[k]), uintptr(unsafe.Pointer(&one[0])), 8)
+	}
+	read := func(k int) {
+		unix.RawSyscall(unix.SYS_READ, uintptr(fd[k]), uintptr(unsafe.Pointer(&buf[k][0])), 8)
+	}
+	rawPingPong(b, []int{0},
+		[2]func(uint32){func(uint32) { write(0) }, func(uint32) { write(1) }},
+		[2]func(uint32){func(uint32) { read(1) }, func(uint32) { read(0) }})
 }

@@ -87,8 +87,15 @@ type point struct {
 	ns    float64
 }
 
-// indirectCurve is cachecost's per-switch indirect cost,
-// (RT(W) − solo(W) − RT(0)) / 2, at each W > 0 the run measured, by W.
+// indirectCurve is cachecost's per-switch indirect cost at each W > 0 the
+// run measured, by W: what a round trip over two W-byte sets costs beyond
+// the same traversals without a switch (solo) and beyond a round trip
+// without data (W=0), per switch. It takes CPU time per op where all three
+// arms recorded it — (RT(W) − solo(W) − RT(0)) ÷ the switches RT(W) made
+// beyond solo(W)'s, which counts preemptions by other processes too (each
+// one also leaves the caches cold); from wall time it keeps only points
+// whose round trip switched about twice, ÷ 2 (a preempted op's wall time
+// holds other processes' turns).
 func indirectCurve(run *result.Run) []point {
 	rt, solo := map[string]result.Arm{}, map[string]result.Arm{}
 	var zero *result.Arm
@@ -110,6 +117,7 @@ func indirectCurve(run *result.Run) []point {
 	if zero == nil {
 		return nil
 	}
+	z, zok := cpuOnly(*zero)
 	var out []point
 	for wb, r := range rt {
 		s, ok := solo[wb]
@@ -117,62 +125,72 @@ func indirectCurve(run *result.Run) []point {
 			continue
 		}
 		n, _ := strconv.ParseInt(wb, 10, 64)
-		out = append(out, point{n, r.Params["W"], (r.Median - s.Median - zero.Median) / 2})
+		rc, rok := cpuOnly(r)
+		sc, sok := cpuOnly(s)
+		switch {
+		case zok && rok && sok && r.Switches != nil:
+			extra := r.Switches.Total()
+			if s.Switches != nil {
+				extra -= s.Switches.Total()
+			}
+			if extra >= 1 {
+				out = append(out, point{n, r.Params["W"], (rc - sc - z) / extra})
+			}
+		case r.Switches != nil && r.Switches.Total() <= 3 && (s.Switches == nil || s.Switches.Total() < 0.5):
+			out = append(out, point{n, r.Params["W"], (r.Median - s.Median - zero.Median) / 2})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].bytes < out[j].bytes })
 	return out
 }
 
-// IndirectPerSwitch is the range of cachecost's per-switch indirect cost
-// over every working set the run measured, and the largest W.
-func IndirectPerSwitch(run *result.Run) (lo, hi float64, largest string, ok bool) {
-	c := indirectCurve(run)
-	if len(c) == 0 {
-		return 0, 0, "", false
-	}
-	lo, hi = c[0].ns, c[0].ns
-	for _, p := range c {
-		lo, hi = math.Min(lo, p.ns), math.Max(hi, p.ns)
-	}
-	return lo, hi, c[len(c)-1].label, true
+// cpuOnly is the arm's CPU time per op when the run recorded it.
+func cpuOnly(a result.Arm) (float64, bool) {
+	c, _, ok := CPUPerOp(a)
+	return c, ok
 }
 
-// Indirect is the indirect cost per switch at a resident set size: the
-// curve's values at the measured working sets around it.
+// Indirect is the range of the indirect cost per switch for a process of
+// a given resident set: from the smallest working set measured (a switch
+// that touches little) to the working set at the RSS (a switch after which
+// the whole resident set is touched again). The RSS bounds the working set
+// from above; what a process really touches between switches lies inside.
 type Indirect struct {
 	LoNs, HiNs float64
-	From, To   string // the working sets the range comes from
+	From, To   string // the working sets the two ends come from
 	Beyond     bool   // the RSS is larger than any working set measured
 }
 
-// IndirectAt brackets rssBytes between the measured working sets and gives
-// the indirect cost per switch there as a range (never below 0: a negative
-// point is noise around no cost).
+// IndirectAt is the Indirect range for a resident set of rssBytes (never
+// below 0: a negative point is noise around no cost).
 func IndirectAt(run *result.Run, rssBytes int64) (Indirect, bool) {
 	c := indirectCurve(run)
 	if len(c) == 0 || rssBytes <= 0 {
 		return Indirect{}, false
 	}
-	lo, hi := c[0], c[len(c)-1]
-	beyond := false
-	switch {
-	case rssBytes <= c[0].bytes:
-		hi = c[0]
-	case rssBytes >= hi.bytes:
-		lo, beyond = hi, rssBytes > hi.bytes
-	default:
-		for i := 1; i < len(c); i++ {
-			if c[i].bytes >= rssBytes {
-				lo, hi = c[i-1], c[i]
-				break
-			}
+	hi := c[len(c)-1]
+	for _, p := range c {
+		if p.bytes >= rssBytes {
+			hi = p
+			break
 		}
 	}
+	lo := c[0]
 	a, b := math.Max(0, lo.ns), math.Max(0, hi.ns)
 	if a > b {
-		a, b = b, a
+		a = b
 	}
-	return Indirect{LoNs: a, HiNs: b, From: lo.label, To: hi.label, Beyond: beyond}, true
+	return Indirect{LoNs: a, HiNs: b, From: lo.label, To: hi.label, Beyond: rssBytes > c[len(c)-1].bytes}, true
+}
+
+// Curve is the indirect cost per switch at each working set measured,
+// "16KiB 3.3 µs · 256KiB 27 µs", or "" when run has no per-switch arms.
+func Curve(run *result.Run) string {
+	var parts []string
+	for _, p := range indirectCurve(run) {
+		parts = append(parts, p.label+" "+result.FormatNs(p.ns))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // Seen is what a watch or diagnose saw of a process.
@@ -229,15 +247,16 @@ func Of(s Seen, cost Cost, run *result.Run) Price {
 	}
 	lo, hi := rate*in.LoNs/1e9, rate*in.HiNs/1e9
 	p.IndirectLo, p.IndirectHi = &lo, &hi
-	where := "W=" + in.From + "…" + in.To
-	if in.From == in.To {
-		where = "W=" + in.From
-	}
+	upper := fmt.Sprintf("%s if each switch touches the whole RSS again (cachecost W=%s", result.FormatNs(in.HiNs), in.To)
 	if in.Beyond {
-		where += ", the largest measured: a larger set costs at least this"
+		upper += ", the largest measured: more for the full RSS"
 	}
-	p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: %s–%s per switch from cachecost (%s) ≈ %s–%s of a core more",
-		fmtBytes(s.RSSBytes), result.FormatNs(in.LoNs), result.FormatNs(in.HiNs), where, pct(lo), pct(hi)))
+	share := pct(lo) + "–" + pct(hi) + " of a core more"
+	if hi > 1 {
+		share = fmt.Sprintf("%s of a core more, or more (the upper end, %s, cannot be: the process cannot touch all of its RSS between switches at this rate)", pct(lo), pct(hi))
+	}
+	p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: %s per switch if a switch touches little (W=%s) to %s) ≈ %s",
+		fmtBytes(s.RSSBytes), result.FormatNs(in.LoNs), in.From, upper, share))
 	return p
 }
 
@@ -272,22 +291,6 @@ func pct(f float64) string {
 // Percent renders a fraction as a percentage with sensible digits: 18%, 1.5%, 0.044%.
 func Percent(f float64) string { return pct(f) }
 
-func fmtRate(r float64) string {
-	switch {
-	case r >= 1e6:
-		return fmt.Sprintf("%.3gM", r/1e6)
-	case r >= 1e4:
-		return fmt.Sprintf("%.3gk", r/1e3)
-	}
-	return strings.TrimSuffix(fmt.Sprintf("%.0f", r), ".0")
-}
+func fmtRate(r float64) string { return result.FormatCount(math.Round(r)) }
 
-func fmtBytes(b int64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.3g GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.3g MiB", float64(b)/(1<<20))
-	}
-	return fmt.Sprintf("%.3g KiB", float64(b)/(1<<10))
-}
+func fmtBytes(b int64) string { return result.FormatValue(float64(b), "bytes") }

@@ -51,8 +51,12 @@ func TestDirectCost(t *testing.T) {
 
 func curveRun() *result.Run {
 	mk := func(mode, w, wb string, median float64) result.Arm {
+		sw := 2.0
+		if mode == "per-switch-solo" {
+			sw = 0
+		}
 		return result.Arm{Name: "cachecost/" + mode + "/" + w, Experiment: "cachecost", Status: result.StatusOK, Median: median,
-			Params: map[string]string{"mode": mode, "W": w, "W_bytes": wb}}
+			Params: map[string]string{"mode": mode, "W": w, "W_bytes": wb}, Switches: &result.Switches{Voluntary: sw}}
 	}
 	return &result.Run{ID: "c", Arms: []result.Arm{
 		mk("per-switch", "0", "0", 6000),
@@ -70,7 +74,7 @@ func TestIndirectAt(t *testing.T) {
 	}{
 		{512 << 10, 1000, 1000, false},
 		{4 << 20, 1000, 3000, false},
-		{64 << 20, 3000, 3000, true},
+		{64 << 20, 1000, 3000, true},
 	} {
 		in, ok := IndirectAt(run, c.rss)
 		if !ok || in.LoNs != c.lo || in.HiNs != c.hi || in.Beyond != c.beyond {
@@ -91,7 +95,7 @@ func TestOf(t *testing.T) {
 		t.Fatalf("rate %v share %v, want 50000 and 0.15", p.Rate, p.Share)
 	}
 	text := strings.Join(p.Lines, "\n")
-	for _, want := range []string{"50k switches/s × 3 µs per switch ≈ 15% of a core goes to direct switching", "90% voluntary → batch the handoffs", "RSS 4 MiB: 1 µs–3 µs per switch", "5.0%–15% of a core more"} {
+	for _, want := range []string{"50k switches/s × 3 µs per switch ≈ 15% of a core goes to direct switching", "90% voluntary → batch the handoffs", "RSS 4 MiB: 1 µs per switch if a switch touches little (W=1MiB) to 3 µs if each switch touches the whole RSS again (cachecost W=8MiB)", "5.0%–15% of a core more"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("price lacks %q:\n%s", want, text)
 		}
@@ -102,5 +106,25 @@ func TestOf(t *testing.T) {
 	inv := Of(Seen{Seconds: 1, Vol: 10, Invol: 990}, Cost{PerSwitchNs: 1000}, nil)
 	if !strings.Contains(inv.Lines[0], "99% involuntary → fewer runnable threads") {
 		t.Errorf("involuntary advice: %s", inv.Lines[0])
+	}
+}
+
+// The indirect curve takes CPU time where all three arms have it, and
+// drops wall-time points whose round trip was preempted (its wall time
+// holds other processes' turns).
+func TestIndirectCurveCPUAndPreemption(t *testing.T) {
+	run := curveRun()
+	run.Arms[3].Switches.Involuntary = 300 // the 8 MiB round trip was preempted
+	if c := Curve(run); c != "1MiB 1 µs" {
+		t.Errorf("preempted point kept: %q", c)
+	}
+	// CPU time: (12−6−5) µs over 2 switches = 0.5 µs; (1305−300−5) µs over
+	// the 300 preempting switches it also made = 1000/302 µs (each left the caches cold).
+	for i, c := range []float64{5000, 12000, 6000, 1305000, 300000} {
+		run.Arms[i].CPUNsPerOp = f(c)
+	}
+	c := indirectCurve(run)
+	if len(c) != 2 || c[0].ns != 500 || math.Abs(c[1].ns-1e6/302) > 1e-6 {
+		t.Errorf("CPU-time curve %+v, want 500 and %v", c, 1e6/302)
 	}
 }

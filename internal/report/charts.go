@@ -2,17 +2,24 @@ package report
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"codeberg.org/go-fonts/liberation/liberationsansregular"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/ctxlab/ctxlab/internal/result"
 )
@@ -27,14 +34,15 @@ const (
 )
 
 // Chart is one rendered-to-be chart of an experiment, with its one-line
-// reading of the figures.
+// reading of the figures and a legend drawn below the plot, never over it.
 type Chart struct {
 	Experiment string
 	Kind       string
 	Title      string
 	Reading    string
 	plot       *plot.Plot
-	w, h       vg.Length
+	legend     []legendItem
+	w, h       vg.Length // the plot's size; the legend adds to h
 }
 
 // Name is how --chart selects it: "pingpong" for the bars, else
@@ -46,22 +54,41 @@ func (c *Chart) Name() string {
 	return c.Experiment + ":" + c.Kind
 }
 
-// Render writes the chart as "svg" or "png".
-func (c *Chart) Render(format string) ([]byte, error) {
-	wt, err := c.plot.WriterTo(c.w, c.h, format)
-	if err != nil {
+// Render writes the chart as "svg" (with its font embedded, so it renders
+// alike everywhere) or "png".
+func (c *Chart) Render(format string) ([]byte, error) { return c.render(format, true) }
+
+func (c *Chart) render(format string, embedFont bool) ([]byte, error) {
+	lh := c.legendHeight()
+	w, h := c.w, c.h+lh
+	var cv vg.CanvasWriterTo
+	if format == "svg" {
+		cv = vgsvg.NewWith(vgsvg.UseWH(w, h), vgsvg.EmbedFonts(embedFont))
+	} else {
+		var err error
+		if cv, err = draw.NewFormattedCanvas(w, h, format); err != nil {
+			return nil, err
+		}
+	}
+	dc := draw.New(cv)
+	// A margin round the plot: a browser's line box for a label is a
+	// little taller than the font's extents that gonum lays out with.
+	c.plot.Draw(draw.Crop(dc, chartMargin, -chartMargin, lh, -chartMargin))
+	c.drawLegend(draw.Crop(dc, legendInset, -legendInset, legendInset, -(c.h + legendInset)))
+	var b bytes.Buffer
+	if _, err := cv.WriteTo(&b); err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
-		return nil, err
+	if format == "svg" {
+		return []byte(strings.ReplaceAll(b.String(), "font-family:"+chartFamily+";", "font-family:"+chartFontStack+";")), nil
 	}
 	return b.Bytes(), nil
 }
 
-// inlineSVG is the chart as an <svg> element for embedding in HTML.
+// inlineSVG is the chart as an <svg> element for embedding in HTML; the
+// page embeds the font once (ChartFontFace).
 func (c *Chart) inlineSVG() (string, error) {
-	b, err := c.Render("svg")
+	b, err := c.render("svg", false)
 	if err != nil {
 		return "", err
 	}
@@ -70,6 +97,104 @@ func (c *Chart) inlineSVG() (string, error) {
 		s = s[i:]
 	}
 	return s, nil
+}
+
+// Every chart's text is set in Liberation Sans, the face gonum/plot measures
+// it with. Standalone SVGs and the HTML report embed that face, so each
+// label takes exactly the room laid out for it whatever fonts the viewer
+// has; the font stack after it ends in a generic family all the same.
+var chartFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+const (
+	chartFamily    = "Liberation Sans"
+	chartFontStack = "'Liberation Sans',Arimo,Arial,Helvetica,sans-serif"
+)
+
+// ChartFontFace is a CSS @font-face rule carrying the charts' font, for a
+// page that inlines charts (rendered without their own copy of it).
+func ChartFontFace() string {
+	return "@font-face { font-family: '" + chartFamily + "'; font-style: normal; font-weight: normal; src: url(data:font/ttf;base64," +
+		base64.StdEncoding.EncodeToString(liberationsansregular.TTF) + ") format('truetype'); }"
+}
+
+func textStyle(size vg.Length) text.Style {
+	return text.Style{Font: font.From(chartFont, size), Handler: plot.DefaultTextHandler}
+}
+
+// legendItem is one legend entry: a label and what it looks like. An item
+// with newRow starts a new row (substrates on one, placements on the next).
+type legendItem struct {
+	label  string
+	thumbs []plot.Thumbnailer
+	newRow bool
+}
+
+const (
+	chartWidth  = 7 * vg.Inch
+	chartMargin = vg.Length(4)
+	legendInset = vg.Length(6)
+	legendGap   = vg.Length(14) // between columns
+	legendPad   = vg.Length(3)  // between rows
+	legendThumb = vg.Length(22)
+	legendSize  = vg.Length(8)
+)
+
+// legendLayout places the entries row by row in equal columns, as many as
+// the width allows: each entry's column and row.
+func (c *Chart) legendLayout() (pos [][2]int, rows int, colW, rowH vg.Length) {
+	if len(c.legend) == 0 {
+		return nil, 0, 0, 0
+	}
+	sty := textStyle(legendSize)
+	for _, it := range c.legend {
+		r := sty.Rectangle(" " + it.label)
+		colW = max(colW, legendThumb+r.Max.X+legendGap)
+		rowH = max(rowH, r.Max.Y)
+	}
+	cols := max(1, int((c.w-2*legendInset+legendGap)/colW))
+	col, row := 0, 0
+	for i, it := range c.legend {
+		if i > 0 && (col == cols || it.newRow) {
+			col, row = 0, row+1
+		}
+		pos = append(pos, [2]int{col, row})
+		col++
+	}
+	return pos, row + 1, colW, rowH
+}
+
+func (c *Chart) legendHeight() vg.Length {
+	_, rows, _, rowH := c.legendLayout()
+	if rows == 0 {
+		return 0
+	}
+	return vg.Length(rows)*(rowH+legendPad) + 2*legendInset
+}
+
+// drawLegend draws the entries into the strip below the plot, top down.
+func (c *Chart) drawLegend(dc draw.Canvas) {
+	pos, _, colW, rowH := c.legendLayout()
+	sty := textStyle(legendSize)
+	descent := sty.FontExtents().Descent
+	for i, it := range c.legend {
+		x := dc.Min.X + vg.Length(pos[i][0])*colW
+		top := dc.Max.Y - vg.Length(pos[i][1])*(rowH+legendPad)
+		icon := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+			Min: vg.Point{X: x, Y: top - rowH}, Max: vg.Point{X: x + legendThumb, Y: top}}}
+		for _, th := range it.thumbs {
+			th.Thumbnail(&icon)
+		}
+		dc.FillText(sty, vg.Point{X: x + legendThumb + sty.Width(" "), Y: top - rowH + descent}, it.label)
+	}
+}
+
+// swatch is a legend thumbnail: a filled box.
+type swatch struct{ c color.Color }
+
+func (s swatch) Thumbnail(c *draw.Canvas) {
+	r := c.Rectangle
+	dy := (r.Max.Y - r.Min.Y) * 0.15
+	c.FillPolygon(s.c, []vg.Point{{X: r.Min.X, Y: r.Min.Y + dy}, {X: r.Max.X, Y: r.Min.Y + dy}, {X: r.Max.X, Y: r.Max.Y - dy}, {X: r.Min.X, Y: r.Max.Y - dy}})
 }
 
 // Charts builds every chart for run, experiment by experiment.
@@ -102,17 +227,72 @@ func measured(a result.Arm) bool {
 
 func short(exp, name string) string { return strings.TrimPrefix(name, exp+"/") }
 
-// valueTicks labels ticks with scaled units (850 ns, 4.2 µs).
-type valueTicks struct {
-	inner plot.Ticker
-	unit  string
+// axisUnit picks one unit for an axis from lo to hi (in unit), so that
+// its typical tick reads between 1 and 1000: the divisor for tick values
+// and the unit's name for the axis label. Times are scaled to ns, µs, ms
+// or s and sizes to B, KiB, MiB or GiB; other units are shown as they are.
+func axisUnit(unit string, lo, hi float64) (div float64, name string) {
+	if lo > 0 && hi > lo {
+		hi = math.Sqrt(lo * hi) // a log axis's middle
+	}
+	switch {
+	case isTimeUnit(unit):
+		for _, u := range []struct {
+			div  float64
+			name string
+		}{{1e9, "s"}, {1e6, "ms"}, {1e3, "µs"}} {
+			if hi >= u.div {
+				return u.div, u.name
+			}
+		}
+		return 1, "ns"
+	case unit == "B/op" || unit == "bytes":
+		for _, u := range []struct {
+			div  float64
+			name string
+		}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+			if hi >= u.div {
+				return u.div, u.name
+			}
+		}
+		return 1, "B"
+	}
+	return 1, unit
 }
 
-func (t valueTicks) Ticks(min, max float64) []plot.Tick {
+// isTimeUnit: figures in ns per something (ns/op, ns/element).
+func isTimeUnit(unit string) bool { return unit == "" || strings.HasPrefix(unit, "ns/") }
+
+// quantity names what an axis in unit measures.
+func quantity(unit string) string {
+	switch {
+	case isTimeUnit(unit):
+		return "time"
+	case unit == "B/op" || unit == "bytes":
+		return "memory"
+	}
+	return "value"
+}
+
+// tickLabel: 0.2, 15, 2500 — never an exponent.
+func tickLabel(v float64) string {
+	if math.Abs(v) >= 1000 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// scaledTicks labels ticks in the axis's one unit (named in its label).
+type scaledTicks struct {
+	inner plot.Ticker
+	div   float64
+}
+
+func (t scaledTicks) Ticks(min, max float64) []plot.Tick {
 	ts := t.inner.Ticks(min, max)
 	for i := range ts {
 		if ts[i].Label != "" {
-			ts[i].Label = result.FormatValue(ts[i].Value, t.unit)
+			ts[i].Label = tickLabel(ts[i].Value / t.div)
 		}
 	}
 	return ts
@@ -126,6 +306,8 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	if min <= 0 || max <= min {
 		return plot.LogTicks{Prec: -1}.Ticks(math.Max(min, 1e-9), math.Max(max, 1e-9))
 	}
+	// Fewer labels as the axis spans more decades, so none collide.
+	decades := math.Log10(max / min)
 	var ts []plot.Tick
 	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
 		p := math.Pow(10, e)
@@ -135,7 +317,7 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 				continue
 			}
 			t := plot.Tick{Value: v}
-			if m == 1 || m == 2 || m == 5 {
+			if m == 1 && (decades <= 7 || int(e)%2 == 0) || (m == 2 || m == 5) && decades <= 2.5 {
 				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
 			}
 			ts = append(ts, t)
@@ -144,11 +326,19 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	return ts
 }
 
-func axisTicker(log bool, unit string) plot.Ticker {
+func axisTicker(log bool, div float64) plot.Ticker {
 	if log {
-		return valueTicks{logTicks{}, unit}
+		return scaledTicks{logTicks{}, div}
 	}
-	return valueTicks{plot.DefaultTicks{}, unit}
+	return scaledTicks{plot.DefaultTicks{}, div}
+}
+
+// axisLabel is "time per round trip (µs, log scale)".
+func axisLabel(what, unitName string, log bool) string {
+	if log {
+		return fmt.Sprintf("%s (%s, log scale)", what, unitName)
+	}
+	return fmt.Sprintf("%s (%s)", what, unitName)
 }
 
 // spread is the min–max interval of each arm, drawn as error bars.
@@ -161,15 +351,33 @@ func (s spread) XError(i int) (float64, float64) { return s.lo[i], s.hi[i] }
 
 func newPlot(title string) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = title
-	p.Title.TextStyle.Font.Size = vg.Points(11)
+	p.Title.Text = wrap(title, textStyle(11), chartWidth-2*chartMargin-vg.Points(8))
+	p.Title.TextStyle.Font = font.From(chartFont, 11)
 	p.Title.Padding = vg.Points(8)
-	p.X.Label.TextStyle.Font.Size = vg.Points(9)
-	p.Y.Label.TextStyle.Font.Size = vg.Points(9)
-	p.X.Tick.Label.Font.Size = vg.Points(8)
-	p.Y.Tick.Label.Font.Size = vg.Points(8)
-	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	p.X.Label.TextStyle.Font = font.From(chartFont, 9)
+	p.Y.Label.TextStyle.Font = font.From(chartFont, 9)
+	p.X.Tick.Label.Font = font.From(chartFont, 8)
+	p.Y.Tick.Label.Font = font.From(chartFont, 8)
+	p.Legend.TextStyle.Font = font.From(chartFont, 8)
 	return p
+}
+
+// wrap breaks text at spaces into lines no wider than width.
+func wrap(s string, sty text.Style, width vg.Length) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && sty.Width(line+" "+w) > width {
+			lines = append(lines, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
 }
 
 // wide says whether values span enough to need a log axis.
@@ -203,7 +411,7 @@ func barsChart(exp string, arms []result.Arm) *Chart {
 		return nil
 	}
 	op := sel[0].Op
-	p := newPlot(fmt.Sprintf("%s: %s per %s (median; whisker min–max)", exp, unitLabel(unit), opLabel(op)))
+	p := newPlot(fmt.Sprintf("%s: %s per %s (bar: median; whisker: min–max)", exp, quantity(unit), opLabel(op)))
 	n := len(sel)
 	names := make([]string, n)
 	var all []float64
@@ -233,12 +441,11 @@ func barsChart(exp string, arms []result.Arm) *Chart {
 	} else {
 		p.X.Max = hi * 1.1
 	}
-	p.X.Tick.Marker = axisTicker(log, unit)
-	p.X.Label.Text = unitLabel(unit)
-	if log {
-		p.X.Label.Text += " (log scale)"
-	}
+	div, unitName := axisUnit(unit, p.X.Min, p.X.Max)
+	p.X.Tick.Marker = axisTicker(log, div)
+	p.X.Label.Text = axisLabel(quantity(unit)+" per "+opLabel(op), unitName, log)
 	sp := spread{}
+	colors := barColors(sel)
 	for i, a := range sel {
 		y := float64(n - 1 - i)
 		l, err := plotter.NewLine(plotter.XYs{{X: base, Y: y}, {X: a.Median, Y: y}})
@@ -246,7 +453,7 @@ func barsChart(exp string, arms []result.Arm) *Chart {
 			return nil
 		}
 		l.LineStyle.Width = vg.Points(9)
-		l.LineStyle.Color = substrateColor(a.Substrate)
+		l.LineStyle.Color = colors.of(a)
 		p.Add(l)
 		lo, hi := a.Min, a.Max
 		if lo <= 0 || lo > a.Median {
@@ -266,14 +473,7 @@ func barsChart(exp string, arms []result.Arm) *Chart {
 	p.NominalY(names...)
 	p.Y.Padding = vg.Points(6)
 	return &Chart{Experiment: exp, Kind: ChartBars, Title: p.Title.Text, Reading: barsReading(exp, sel),
-		plot: p, w: 7 * vg.Inch, h: vg.Length(n)*0.28*vg.Inch + 1.1*vg.Inch}
-}
-
-func unitLabel(unit string) string {
-	if unit == "" || unit == "ns/op" {
-		return "time"
-	}
-	return unit
+		plot: p, legend: colors.legend(), w: chartWidth, h: vg.Length(n)*0.28*vg.Inch + 1.1*vg.Inch}
 }
 
 func opLabel(op string) string {
@@ -290,12 +490,102 @@ func substrateColor(s string) color.Color {
 		return color.RGBA{0x2b, 0x8c, 0xbe, 0xff}
 	case strings.Contains(s, "process"):
 		return color.RGBA{0xd9, 0x5f, 0x0e, 0xff}
-	case strings.Contains(s, "thread"):
+	case strings.Contains(s, "thread") && !strings.HasPrefix(s, "py"):
 		return color.RGBA{0x7b, 0x3a, 0x96, 0xff}
 	case strings.Contains(s, "py") || strings.Contains(s, "task"):
 		return color.RGBA{0x31, 0xa3, 0x54, 0xff}
 	}
 	return color.RGBA{0x66, 0x66, 0x66, 0xff}
+}
+
+// placementShades: a bar's colour names its substrate, its shade its
+// placement (unpinned as is, same CPU lighter, across CPUs darker).
+var placementShades = []struct {
+	name  string
+	shade float64 // > 0 towards white, < 0 towards black
+	says  string
+}{
+	{"unpinned", 0, "unpinned"},
+	{"same-cpu", 0.5, "same-cpu (light)"},
+	{"cross-cpu", -0.45, "cross-cpu (dark)"},
+}
+
+func shade(c color.Color, f float64) color.Color {
+	r, g, b, _ := c.RGBA()
+	mix := func(v uint32) uint8 {
+		x := float64(v >> 8)
+		if f > 0 {
+			x += (255 - x) * f
+		} else {
+			x *= 1 + f
+		}
+		return uint8(math.Round(x))
+	}
+	return color.RGBA{mix(r), mix(g), mix(b), 0xff}
+}
+
+// barPalette colours bars and explains the colours in a legend.
+type barPalette struct {
+	substrates []string // in order of appearance
+	placements []int    // indexes into placementShades, in order of appearance
+}
+
+func barColors(arms []result.Arm) barPalette {
+	var bp barPalette
+	seenSub, seenPl := map[string]bool{}, map[int]bool{}
+	for _, a := range arms {
+		if sub := a.Substrate; sub != "" && !seenSub[sub] {
+			seenSub[sub] = true
+			bp.substrates = append(bp.substrates, sub)
+		}
+		if i := placementIndex(a.Placement); i >= 0 && !seenPl[i] {
+			seenPl[i] = true
+			bp.placements = append(bp.placements, i)
+		}
+	}
+	sort.Ints(bp.placements)
+	return bp
+}
+
+func placementIndex(name string) int {
+	for i, p := range placementShades {
+		if p.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (bp barPalette) of(a result.Arm) color.Color {
+	c := substrateColor(a.Substrate)
+	if i := placementIndex(a.Placement); i >= 0 && len(bp.placements) > 1 {
+		c = shade(c, placementShades[i].shade)
+	}
+	return c
+}
+
+// legend: one entry per substrate colour, then, where arms differ in
+// placement, one per placement shade (drawn in grey).
+func (bp barPalette) legend() []legendItem {
+	var out []legendItem
+	byColor := map[color.Color]int{}
+	for _, sub := range bp.substrates {
+		c := substrateColor(sub)
+		if i, ok := byColor[c]; ok {
+			out[i].label += ", " + sub
+			continue
+		}
+		byColor[c] = len(out)
+		out = append(out, legendItem{label: sub, thumbs: []plot.Thumbnailer{swatch{c}}})
+	}
+	if len(bp.placements) > 1 {
+		grey := color.RGBA{0x80, 0x80, 0x80, 0xff}
+		for _, i := range bp.placements {
+			out = append(out, legendItem{label: placementShades[i].says, thumbs: []plot.Thumbnailer{swatch{shade(grey, placementShades[i].shade)}},
+				newRow: i == bp.placements[0]})
+		}
+	}
+	return out
 }
 
 // barsReading compares the slowest and the fastest arm.
@@ -436,7 +726,7 @@ func paramChart(exp string, arms []result.Arm) *Chart {
 	sort.Strings(names)
 	unit := groups[names[0]][0].Unit
 	op := groups[names[0]][0].Op
-	p := newPlot(fmt.Sprintf("%s: %s per %s against %s", exp, unitLabel(unit), opLabel(op), key))
+	p := newPlot(fmt.Sprintf("%s: %s per %s against %s", exp, quantity(unit), opLabel(op), key))
 	var xs, ys []float64
 	for _, g := range names {
 		for _, a := range groups[g] {
@@ -449,20 +739,30 @@ func paramChart(exp string, arms []result.Arm) *Chart {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = logTicks{}
 	}
+	xUnit := "count"
+	if sizeParam[key] {
+		lo := 0.0
+		if logX {
+			lo = slices.Min(xs)
+		}
+		div, name := axisUnit("bytes", lo, slices.Max(xs))
+		p.X.Tick.Marker, xUnit = axisTicker(logX, div), name
+	}
 	lo, hi := math.Inf(1), 0.0
 	for _, y := range ys {
 		lo, hi = math.Min(lo, y), math.Max(hi, y)
 	}
 	if logY {
 		p.Y.Scale = plot.LogScale{}
-		// Room above the lines for the legend.
-		p.Y.Min, p.Y.Max = lo/1.5, hi*math.Pow(hi/lo, 0.35)
+		p.Y.Min, p.Y.Max = lo/1.3, hi*1.3
 	} else {
-		p.Y.Min, p.Y.Max = 0, hi*1.35
+		p.Y.Min, p.Y.Max = 0, hi*1.1
 	}
-	p.Y.Tick.Marker = axisTicker(logY, unit)
-	p.X.Label.Text = key
-	p.Y.Label.Text = unitLabel(unit) + " per " + opLabel(op)
+	div, unitName := axisUnit(unit, p.Y.Min, p.Y.Max)
+	p.Y.Tick.Marker = axisTicker(logY, div)
+	p.X.Label.Text = paramAxisLabel(key, xUnit, logX)
+	p.Y.Label.Text = axisLabel(quantity(unit)+" per "+opLabel(op), unitName, logY)
+	var legend []legendItem
 	var readings []string
 	for i, g := range names {
 		as := append([]result.Arm(nil), groups[g]...)
@@ -480,15 +780,14 @@ func paramChart(exp string, arms []result.Arm) *Chart {
 		s.Color = plotutil.Color(i)
 		s.Shape = plotutil.Shape(i)
 		p.Add(l, s)
-		p.Legend.Add(g, l, s)
+		legend = append(legend, legendItem{label: g, thumbs: []plot.Thumbnailer{l, s}})
 		first, last := as[0], as[len(as)-1]
 		readings = append(readings, fmt.Sprintf("%s %s → %s from %s=%s to %s=%s (%.2f×)", g,
 			result.FormatValue(first.Median, unit), result.FormatValue(last.Median, unit),
 			key, armParams(first)[key], key, armParams(last)[key], last.Median/first.Median))
 	}
-	p.Legend.Top, p.Legend.Left = true, true
 	return &Chart{Experiment: exp, Kind: ChartParam, Title: p.Title.Text,
-		Reading: strings.Join(readings, "; ") + ".", plot: p, w: 7 * vg.Inch, h: 3.6 * vg.Inch}
+		Reading: strings.Join(readings, "; ") + ".", plot: p, legend: legend, w: chartWidth, h: 3.4 * vg.Inch}
 }
 
 func minPositive(xs []float64) bool {
@@ -514,10 +813,18 @@ func cdfChart(exp string, arms []result.Arm) *Chart {
 	}
 	p := newPlot(fmt.Sprintf("%s: latency distribution per %s (share of sampled ops ≤ x)", exp, opLabel(sel[0].Op)))
 	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = axisTicker(true, "ns/op")
-	p.X.Label.Text = "latency of one " + opLabel(sel[0].Op) + " (log scale)"
-	p.Y.Label.Text = "share of ops"
+	lo, hi := math.Inf(1), 0.0
+	for _, a := range sel {
+		lo = math.Min(lo, math.Max(a.Histogram[0].LowNs, 1))
+		hi = math.Max(hi, a.Histogram[len(a.Histogram)-1].HighNs)
+	}
+	div, unitName := axisUnit("ns/op", lo, hi)
+	p.X.Tick.Marker = axisTicker(true, div)
+	p.X.Label.Text = axisLabel("latency of one "+opLabel(sel[0].Op), unitName, true)
+	p.Y.Label.Text = "share of sampled ops (%)"
+	p.Y.Tick.Marker = percentTicks{}
 	p.Y.Min, p.Y.Max = 0, 1
+	var legend []legendItem
 	worst, worstRatio := result.Arm{}, 0.0
 	for i, a := range sel {
 		var total int64
@@ -543,12 +850,11 @@ func cdfChart(exp string, arms []result.Arm) *Chart {
 		l.LineStyle.Dashes = plotutil.Dashes(i)
 		l.LineStyle.Width = vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(short(exp, a.Name), l)
+		legend = append(legend, legendItem{label: short(exp, a.Name), thumbs: []plot.Thumbnailer{l}})
 		if pc := a.Percentiles; pc != nil && pc.P50 > 0 && pc.P99/pc.P50 > worstRatio {
 			worst, worstRatio = a, pc.P99/pc.P50
 		}
 	}
-	p.Legend.Top, p.Legend.Left = false, false
 	reading := fmt.Sprintf("%d arms with sampled latencies.", len(sel))
 	if worstRatio > 0 {
 		pc := worst.Percentiles
@@ -556,5 +862,37 @@ func cdfChart(exp string, arms []result.Arm) *Chart {
 			result.FormatNs(pc.P50), result.FormatNs(pc.P99), worstRatio, result.FormatNs(pc.P999))
 	}
 	return &Chart{Experiment: exp, Kind: ChartCDF, Title: p.Title.Text, Reading: reading,
-		plot: p, w: 7 * vg.Inch, h: 3.8 * vg.Inch}
+		plot: p, legend: legend, w: chartWidth, h: 3.4 * vg.Inch}
+}
+
+// percentTicks labels a 0–1 axis in percent.
+type percentTicks struct{}
+
+func (percentTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for v := 0; v <= 100; v += 10 {
+		t := plot.Tick{Value: float64(v) / 100}
+		if v%20 == 0 {
+			t.Label = strconv.Itoa(v)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// sizeParam: parameters that are sizes in bytes (working sets).
+var sizeParam = map[string]bool{"w": true, "ws": true, "size": true, "bytes": true, "W_bytes": true}
+
+// paramAxisLabel names the swept parameter and its unit.
+func paramAxisLabel(key, unit string, log bool) string {
+	what := key
+	switch key {
+	case "n", "workers", "threads":
+		what = key + ": workers"
+	case "k", "tasks":
+		what = key + ": tasks"
+	case "w", "ws", "size":
+		what = key + ": working set"
+	}
+	return axisLabel(what, unit, log)
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // HTML writes a self-contained report: the environment, then per
-// experiment its charts (inline SVG, no scripts, no network), each with a
+// experiment its charts (inline SVG, their font embedded once, no scripts,
+// no network), each with a
 // one-line reading, the checks, the findings, the published reference
 // figures beside ours, and the table of arms.
 func HTML(w io.Writer, run *result.Run) error {
@@ -87,11 +88,12 @@ func htmlArmRow(exp string, a result.Arm) []string {
 }
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ns":    result.FormatNs,
-	"mark":  checkMark,
-	"cpus":  func(cs []int) string { return fmt.Sprint(cs) },
-	"bytes": func(b int64) string { return result.FormatValue(float64(b), "B/op") },
-	"date":  func(r *result.Run) string { return r.Time.UTC().Format("2006-01-02 15:04 UTC") },
+	"ns":       result.FormatNs,
+	"fontface": func() template.CSS { return template.CSS(ChartFontFace()) },
+	"mark":     checkMark,
+	"cpus":     func(cs []int) string { return fmt.Sprint(cs) },
+	"bytes":    func(b int64) string { return result.FormatValue(float64(b), "B/op") },
+	"date":     func(r *result.Run) string { return r.Time.UTC().Format("2006-01-02 15:04 UTC") },
 	"supported": func(cs []result.CounterInfo) string {
 		var ok, no []string
 		for _, c := range cs {
@@ -117,6 +119,7 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>ctxlab report {{.Run.ID}}</title>
 <style>
+{{fontface}}
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 60em; padding: 0 1em; color: #222; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.92em; }

@@ -110,7 +110,7 @@ func writeComparison(w io.Writer, key string, base, other result.Arm) {
 		if !ok1 && !ok2 {
 			continue
 		}
-		row := []string{r.label, statNum(b, ok1), statNum(o, ok2), ""}
+		row := []string{r.label, statCell(r.label, b, ok1), statCell(r.label, o, ok2), ""}
 		if ok1 && ok2 && b != 0 {
 			row[3] = fmt.Sprintf("%+.1f%%", 100*(o/b-1))
 		}
@@ -132,17 +132,39 @@ func writeCounterRows(w io.Writer, exp string, arms []result.Arm) {
 	if len(names) == 0 {
 		return
 	}
-	table := [][]string{append([]string{"counters per op"}, names...)}
+	head := []string{"counters per op"}
+	for _, n := range names {
+		if n == "task-clock" {
+			n += " (CPU time)"
+		}
+		head = append(head, n)
+	}
+	table := [][]string{head}
 	for _, a := range arms {
 		row := []string{strings.TrimPrefix(a.Name, exp+"/")}
 		for _, n := range names {
 			v, ok := counterPerOp(n)(a)
-			row = append(row, statNum(v, ok))
+			row = append(row, statCell(n, v, ok))
 		}
 		table = append(table, row)
 	}
 	fmt.Fprintln(w)
 	textcol.Write(w, table, "  ", textcol.Middle)
+}
+
+// statCell renders one figure in a human scale: times (ns-based rows and
+// task-clock, which counts ns) as 38.4 µs, rare events per op as
+// "1 per 1.4M", other figures as plain numbers.
+func statCell(label string, v float64, ok bool) string {
+	switch {
+	case !ok:
+		return "—"
+	case strings.HasPrefix(label, "task-clock") || strings.HasPrefix(label, "ns/") || strings.Contains(label, " ns/"):
+		return result.FormatNs(v)
+	case v > 0 && v < 0.01:
+		return "1 per " + result.FormatCount(1/v)
+	}
+	return statNum(v, ok)
 }
 
 func statNum(v float64, ok bool) string {

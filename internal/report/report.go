@@ -46,6 +46,10 @@ func Write(w io.Writer, run *result.Run, format string) error {
 
 const barWidth = 20
 
+// tailRatio is how far a median (a mean per op) may stand above the
+// sampled p50 before the table explains the difference.
+const tailRatio = 1.5
+
 // Table prints one block per experiment: aligned columns with scaled
 // units, each arm's multiple of the experiment's fastest arm (per op kind)
 // and a bar, then the checks, findings and notes.
@@ -135,6 +139,7 @@ func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 	}
 	rows := [][]string{{"arm", "median", "min–max", "p50", "p99", "sw/op vol+inv", "migr/op", "×fastest", ""}}
 	var notes []string
+	tail := false
 	for _, a := range arms {
 		name := strings.TrimPrefix(a.Name, exp+"/")
 		if a.Status != result.StatusOK && a.Median == 0 {
@@ -147,6 +152,10 @@ func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 			row[3], row[4] = result.FormatNs(p.P50), result.FormatNs(p.P99)
 			if p.NearClock {
 				row[3] += "°"
+			}
+			if p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio && (a.Unit == "" || a.Unit == "ns/op") {
+				row[3] += "*"
+				tail = true
 			}
 		}
 		if s := a.Switches; s != nil {
@@ -186,6 +195,9 @@ func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 	sort.Strings(notes)
 	for _, n := range dedupe(notes) {
 		fmt.Fprintf(w, "  · %s\n", n)
+	}
+	if tail {
+		fmt.Fprintf(w, "  * median more than %.1f× the sampled p50: the median is of means per op (total time ÷ ops), which carry the slow tail (p99); p50 is the typical op\n", tailRatio)
 	}
 	for _, a := range arms {
 		if a.Percentiles != nil && a.Percentiles.NearClock {

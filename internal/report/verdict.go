@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -163,7 +164,7 @@ func (v verdict) handoff() []string {
 			if !pinned(a) && !strings.Contains(a.Name, "gomaxprocs=1") {
 				s += " †"
 			}
-			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > 1.5 && tailNote == "" {
+			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio && tailNote == "" {
 				s += " *"
 				tailNote = tailWhy(a)
 			}
@@ -242,7 +243,7 @@ func (v verdict) gap() []string {
 	tp, okTP := v.pick("pingpong/thread/pipe/same-cpu")
 	pp, okPP := v.pick("pingpong/process/pipe/same-cpu")
 	if okTP && okPP && tp.Switches != nil && pp.Switches != nil {
-		out = append(out, fmt.Sprintf("  processes vs threads over a pipe on one CPU: %.1f×, with %.2f vs %.2f switches: each process switch also changes the address space",
+		out = append(out, fmt.Sprintf("  processes vs threads over a pipe on one CPU: %.1f× with %.2f vs %.2f switches: the extra is per switch (address space, the child's own runtime)",
 			pp.Median/tp.Median, pp.Switches.Total(), tp.Switches.Total()))
 	}
 	return out
@@ -368,8 +369,8 @@ const (
 func (v verdict) indirect() []string {
 	out := []string{"the indirect cost: cold caches after other workers ran"}
 	// per-switch curve: (RT(W) − solo(W) − RT(0)) / 2 at the largest W.
-	if lo, hi, w, ok := price.IndirectPerSwitch(v.run); ok {
-		out = append(out, fmt.Sprintf("  per switch, working sets up to %s: %s … %s on top of the direct cost", w, result.FormatNs(lo), result.FormatNs(hi)))
+	if c := price.Curve(v.run); c != "" {
+		out = append(out, "  per switch, on top of the direct cost, by working set touched: "+c)
 	}
 	sweep := v.where("cachecost", func(a result.Arm) bool { return param(a, "mode") == "sweep" && param(a, "compare") != "" })
 	groups := map[string][]result.Arm{}
@@ -484,44 +485,52 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// noise says once how many arms are noisy and why, each reason once.
+// noise says once how many arms are noisy and why: each kind of reason
+// once, with one arm's wording and how many arms gave it.
 func (v verdict) noise() []string {
-	reasons, order, noisy := noiseReasons(v.run.Arms)
+	kinds, order, noisy := noiseReasons(v.run.Arms)
 	if noisy == 0 {
 		return []string{"noise: no arm is noisy"}
 	}
 	var parts []string
-	for _, r := range order {
-		parts = append(parts, fmt.Sprintf("%s (%d)", r, reasons[r]))
+	for _, k := range order {
+		rk := kinds[k]
+		if rk.varied {
+			parts = append(parts, fmt.Sprintf("%s (e.g.; %d arms)", rk.example, rk.arms))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s (%d arms)", rk.example, rk.arms))
+		}
 	}
-	return []string{fmt.Sprintf("noise: %d of %d arms noisy — %s", noisy, len(v.run.Arms), strings.Join(parts, "; "))}
+	return []string{clip(fmt.Sprintf("noise: %d of %d arms noisy — %s", noisy, len(v.run.Arms), strings.Join(parts, "; ")), 240)}
 }
 
-// noiseReasons counts the arms per noise reason; reasons that name a
-// figure of one arm ("repetitions spread 2.15x …") are counted as one kind.
-func noiseReasons(arms []result.Arm) (count map[string]int, order []string, noisy int) {
-	count = map[string]int{}
+type reasonKind struct {
+	example string
+	arms    int
+	varied  bool // the arms' figures differ: example is one of them
+}
+
+// noiseReasons counts the arms per kind of noise reason; reasons that
+// differ only in their figures ("repetitions spread 2.15x …") are one kind.
+func noiseReasons(arms []result.Arm) (kinds map[string]*reasonKind, order []string, noisy int) {
+	kinds = map[string]*reasonKind{}
 	for _, a := range arms {
 		if !a.Noise.Noisy {
 			continue
 		}
 		noisy++
 		for _, r := range a.Noise.Reasons {
-			k := reasonKind(r)
-			if count[k] == 0 {
+			k := figures.ReplaceAllString(r, "#")
+			if kinds[k] == nil {
+				kinds[k] = &reasonKind{example: r}
 				order = append(order, k)
 			}
-			count[k]++
+			kinds[k].arms++
+			kinds[k].varied = kinds[k].varied || r != kinds[k].example
 		}
 	}
-	return count, order, noisy
+	return kinds, order, noisy
 }
 
-// reasonKind drops the per-arm figure from a spread reason, so one kind of
-// reason is said once.
-func reasonKind(r string) string {
-	if strings.HasPrefix(r, "repetitions spread ") {
-		return "repetitions spread > 1.25× (max/min)"
-	}
-	return r
-}
+// figures matches the numbers (and their units) in a reason.
+var figures = regexp.MustCompile(`[0-9][0-9.,]*\s*(µs|ms|ns|s|x|%)?`)

@@ -8,18 +8,22 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
+// Two real quick runs on the busy 2-vCPU development VM: one stored before
+// the metric renaming and the runner's CPU time, one after.
 func TestVerdictGolden(t *testing.T) {
-	var b bytes.Buffer
-	if err := Verdict(&b, loadQuick(t)); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"quick", "quick2"} {
+		var b bytes.Buffer
+		if err := Verdict(&b, loadRunFile(t, name+".json")); err != nil {
+			t.Fatal(err)
+		}
+		golden(t, name+".verdict.golden", b.Bytes())
 	}
-	golden(t, "quick.verdict.golden", b.Bytes())
 }
 
 // The verdict is one screen, says every line once, and answers every
 // question with a figure or with "not measured".
 func TestVerdictShape(t *testing.T) {
-	for _, run := range []*result.Run{loadQuick(t), loadRun(t), {Schema: 1, ID: "empty"}} {
+	for _, run := range []*result.Run{loadQuick(t), loadRunFile(t, "quick2.json"), loadRun(t), {Schema: 1, ID: "empty"}} {
 		lines := VerdictLines(run)
 		if len(lines) > VerdictMaxLines {
 			t.Errorf("%s: %d lines, want ≤ %d", run.ID, len(lines), VerdictMaxLines)
@@ -58,5 +62,27 @@ func TestVerdictBudgetFromCPUTime(t *testing.T) {
 	text := strings.Join(VerdictLines(run), "\n")
 	if !strings.Contains(text, "thread/futex/cross-cpu 20% of a core (20 µs/op)") {
 		t.Errorf("budget line not from CPU time:\n%s", text)
+	}
+}
+
+// The detail tables of a real busy quick run say each noise reason once,
+// explain a median far above its sampled p50, and print no figure in
+// scientific notation.
+func TestTableSaysThingsOnce(t *testing.T) {
+	var b bytes.Buffer
+	if err := Table(&b, loadQuick(t)); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if n := strings.Count(out, "load average 3.7 on 2 CPUs when the run started"); n != 1 {
+		t.Errorf("the run-wide load note appears %d times, want once", n)
+	}
+	if !strings.Contains(out, "* median more than 1.5× the sampled p50") {
+		t.Error("no explanation of a median far above its sampled p50")
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "e-0") || strings.Contains(l, "e+0") {
+			t.Errorf("not a human scale: %q", l)
+		}
 	}
 }

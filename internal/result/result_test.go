@@ -146,3 +146,14 @@ func TestReadRenamesLegacyMetrics(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatCount(t *testing.T) {
+	for n, want := range map[float64]string{3: "3", 61.4: "61.4", 467.3: "467", 9999: "9999", 134484: "134k", 1.152e6: "1.15M", 2e9: "2G"} {
+		if got := FormatCount(n); got != want {
+			t.Errorf("FormatCount(%v) = %q, want %q", n, got, want)
+		}
+	}
+	if got := FormatValue(38440, "ns/element"); got != "38.4 µs/element" {
+		t.Errorf("FormatValue ns/element = %q", got)
+	}
+}

@@ -40,3 +40,18 @@ func FormatValue(v float64, unit string) string {
 	}
 	return fmt.Sprintf("%.4g %s", v, unit)
 }
+
+// FormatCount renders a count with k, M or G from 10 000 up: 9999, 134k, 1.4M.
+func FormatCount(n float64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.3gG", n/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.3gM", n/1e6)
+	case n >= 1e4:
+		return fmt.Sprintf("%.3gk", n/1e3)
+	case n >= 100:
+		return fmt.Sprintf("%.0f", n)
+	}
+	return fmt.Sprintf("%.3g", n)
+}

@@ -14,7 +14,7 @@ var counterSource measure.CounterSource = measure.PerfSource{}
 // arm is opened. They count only the timed regions: they are one of the
 // probes the runner brackets every repetition with. Switch counts from
 // rusage and /proc stay the source of truth for switches; the counters add
-// to them. A nil *armCounters does nothing.
+// to them.
 type armCounters struct {
 	set  *measure.CounterSet
 	tids []int

@@ -207,7 +207,11 @@ func (p *taskProbe) end() {
 	for k, b := range p.base.tasks {
 		n, ok := now.tasks[k]
 		if !ok {
-			p.lost++
+			// A thread of a whole-process participant may exit (spawn):
+			// its switches and CPU time stay in the process-wide entry.
+			if !(p.parts.Process && k.pid == selfPID) {
+				p.lost++
+			}
 			continue
 		}
 		acc := &p.acc

@@ -249,12 +249,12 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 			done <- outcome{fmt.Errorf("warm-up: %w", err)}
 			return
 		}
-		opsPerRep = int(math.Max(1, math.Min(1e9, float64(cfg.BenchTime)/perOp)))
+		opsPerRep = int(math.Max(1, math.Min(float64(policy.MaxOpsPerRep), float64(cfg.BenchTime)/perOp)))
 		// Timestamps cost more than the calibrated clock read around a
 		// blocking op (measured: sampling every 6 µs pipe round trip added
 		// 3–10% to the mean, every 10th op under 1%), so sample no more
 		// often than every (2000 × clock / op)-th op: every op only from ~50 µs up.
-		minEvery := int(math.Ceil(2000 * cfg.ClockCost / perOp))
+		minEvery := int(math.Ceil(policy.SampleClockFactor * cfg.ClockCost / perOp))
 		sampler = measure.NewSampler(reps*opsPerRep, cfg.MaxSamples, minEvery)
 		for rep := 0; rep < reps; rep++ {
 			if actx.Err() != nil {
@@ -355,10 +355,7 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 // when that op fills a whole repetition. So a slow first op (a child's
 // start-up, a cold cache) cannot size the repetitions.
 func size(ctx context.Context, cfg Config, bench exp.Loop) (perOp float64, err error) {
-	share := int64(cfg.BenchTime) / 10
-	if share < 1 {
-		share = 1
-	}
+	share := max(int64(policy.Share*float64(cfg.BenchTime)), 1)
 	n, ops := 1, 0
 	start := measure.Now()
 	for i := 0; ; i++ {
@@ -371,7 +368,11 @@ func size(ctx context.Context, cfg Config, bench exp.Loop) (perOp float64, err e
 		el := b.Elapsed()
 		ops += n
 		warm := measure.Now()-start >= int64(cfg.WarmUp) || ops >= cfg.WarmUpOps
-		trusted := i > 0 && ((n > 1 && el >= share) || el >= int64(cfg.BenchTime))
+		// A batch at the op cap is as large as a repetition may be: accept
+		// it even if it falls short of its share (an op of a few ns under a
+		// long --benchtime), or sizing would never end.
+		atCap := n >= int(policy.MaxOpsPerRep)
+		trusted := i > 0 && ((n > 1 && el >= share) || el >= int64(cfg.BenchTime) || atCap)
 		if warm && trusted {
 			return math.Max(float64(el)/float64(n), 1e-3), nil
 		}
@@ -382,18 +383,20 @@ func size(ctx context.Context, cfg Config, bench exp.Loop) (perOp float64, err e
 	}
 }
 
+// policy is the runner's sizing and sampling rule, the one the CPython
+// driver is sent too, so the two cannot drift apart.
+var policy = exp.DefaultPolicy
+
 // predictN is testing.B's rule: the ops that should take goal ns if the
-// last n took el ns, with 20% headroom, growing at most 100× and at least
-// by one, and at most 1e9.
+// last n took el ns, padded by the policy's overshoot, growing at most
+// GrowMax times and at least by one, and at most MaxOpsPerRep.
 func predictN(goal int64, n int, el int64) int {
 	if el <= 0 {
 		el = 1
 	}
-	next := int64(float64(goal) * float64(n) / float64(el))
-	next += next / 5
-	next = min(next, 100*int64(n))
-	next = max(next, int64(n)+1)
-	return int(min(next, 1e9))
+	next := float64(goal) * float64(n) / float64(el) * policy.Overshoot
+	next = min(next, policy.GrowMax*float64(n), float64(policy.MaxOpsPerRep))
+	return int(min(max(int64(next), int64(n)+1), policy.MaxOpsPerRep))
 }
 
 // sizingReasons flags repetitions too short to trust: too few ops, or a

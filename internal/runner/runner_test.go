@@ -241,3 +241,21 @@ func TestSizingReasons(t *testing.T) {
 		t.Errorf("good reps flagged: %v", r)
 	}
 }
+
+// An op so cheap that even the op cap falls short of a sizing batch's
+// share must still be sized (at the cap), not loop until the arm's limit.
+func TestSizingAcceptsBatchAtCap(t *testing.T) {
+	saved := policy
+	defer func() { policy = saved }()
+	policy.MaxOpsPerRep = 1000
+	c := cfg()
+	c.BenchTime, c.WarmUp, c.WarmUpOps = 10*time.Second, time.Millisecond, 1
+	c.Reps, c.Timeout = 1, 5*time.Second
+	r := Arm(context.Background(), c, spec, exp.Arm{Name: "fake/cheap", Open: func(context.Context) (exp.Bench, error) { return &slowFirst{}, nil }})
+	if r.Status != result.StatusOK {
+		t.Fatalf("%s: %s (sizing never accepted a batch at the cap?)", r.Status, r.Reason)
+	}
+	if r.Ops != 1000 {
+		t.Fatalf("%d ops per repetition, want the cap 1000", r.Ops)
+	}
+}

@@ -16,27 +16,33 @@ const (
 	// probeReps is the repetitions per probe: the fewest that still give a spread.
 	probeReps = 3
 	// probeShare is the part of the budget the probes may use; the rest is
-	// left to the exporter itself (scrapes, host signals, the Go runtime).
-	probeShare = 0.9
+	// left to the exporter itself (scrapes, the Go runtime) and to a window
+	// that holds one cycle start more than it holds cycles (10 minutes at
+	// 60 s can see 11 cycles begin).
+	probeShare = 0.8
 )
 
-// budget keeps the probes' CPU within a fraction of one core averaged over
-// time. Each probe gets an equal share of the cycle's allowance; after each
-// run its measured CPU (getrusage, self and reaped children) resizes its
-// next repetition time. A probe that costs more than its share even at the
-// smallest size runs only every k-th cycle, so its average fits. Every run
-// over its share is counted, and the skips are counted too. On top of that
-// a running account keeps the total since start within the allowance
-// (perCycle for every interval begun), so noise that makes every probe
-// overshoot for a while cannot raise the long-run average.
+// budget keeps the whole exporter's CPU within a fraction of one core
+// averaged over time. Each probe gets an equal share of the probes' part of
+// a cycle's allowance; after each run its measured CPU (getrusage, self and
+// reaped children) resizes its next repetition time (stretch or shrink). A
+// probe that costs more than its share even at the smallest size runs only
+// every k-th cycle, so its average fits. On top of that a running account
+// holds the exporter's whole CPU since start — probes, scrapes, the Go
+// runtime, probe partners and hogs — to the allowance (perCycle for every
+// interval begun): when the host is busy and probes cost more, the next
+// ones are put off until the account has room. Every run over its share
+// and every probe put off is counted.
 type budget struct {
-	perCycle float64 // CPU seconds per cycle for all probes
+	perCycle float64 // CPU seconds the exporter may use per cycle
 	share    float64 // CPU seconds per probe per cycle
 	probes   map[string]*probeBudget
 	interval time.Duration
 	start    time.Time
-	spent    float64 // CPU seconds used by all probes since start
 	now      func() time.Time
+	// cpu reads the exporter's CPU seconds (self and reaped children).
+	cpu  func() float64
+	cpu0 float64
 }
 
 type probeBudget struct {
@@ -44,14 +50,15 @@ type probeBudget struct {
 	every     int // run once every `every` cycles
 	wait      int // cycles still to skip
 	lastCPU   float64
+	ran       bool
 }
 
 func newBudget(fraction float64, interval time.Duration, names []string) *budget {
-	b := &budget{perCycle: probeShare * fraction * interval.Seconds(), probes: map[string]*probeBudget{},
-		interval: interval, now: time.Now}
-	b.start = b.now()
+	b := &budget{perCycle: fraction * interval.Seconds(), probes: map[string]*probeBudget{},
+		interval: interval, now: time.Now, cpu: cpuSeconds}
+	b.start, b.cpu0 = b.now(), b.cpu()
 	if len(names) > 0 {
-		b.share = b.perCycle / float64(len(names))
+		b.share = probeShare * b.perCycle / float64(len(names))
 	}
 	// First guess: warm-up plus reps repetitions, two busy threads each.
 	bt := time.Duration(b.share / float64(2*(probeReps+1)) * float64(time.Second))
@@ -62,20 +69,28 @@ func newBudget(fraction float64, interval time.Duration, names []string) *budget
 	return b
 }
 
-// due says whether a probe runs this cycle; false means skipped for budget:
-// its turn in an every-k rotation has not come, or its last cost would take
-// the running total past the allowance.
+// spent is the exporter's CPU seconds since start.
+func (b *budget) spent() float64 { return b.cpu() - b.cpu0 }
+
+// due says whether a probe runs this cycle; false means put off for the
+// budget: its turn in an every-k rotation has not come, or its last cost
+// would take the exporter's CPU since start past the allowance. Every probe
+// runs once at start, so the page is complete from the first cycle; the
+// account then recovers any overdraft from later runs.
 func (b *budget) due(name string) bool {
 	p := b.probes[name]
+	if !p.ran {
+		return true
+	}
 	if p.wait > 0 {
 		p.wait--
 		return false
 	}
-	return b.spent+p.lastCPU <= b.allowance()
+	return b.spent()+p.lastCPU <= probeShare*b.allowance()
 }
 
-// allowance is the CPU the probes may have used by now: perCycle for every
-// interval begun since start.
+// allowance is the CPU the exporter may have used by now: perCycle for
+// every interval begun since start.
 func (b *budget) allowance() float64 {
 	cycles := math.Floor(b.now().Sub(b.start).Seconds()/b.interval.Seconds()) + 1
 	return cycles * b.perCycle
@@ -85,8 +100,7 @@ func (b *budget) allowance() float64 {
 // whether the run went over its share.
 func (b *budget) observe(name string, cpu float64) (over bool) {
 	p := b.probes[name]
-	p.lastCPU = cpu
-	b.spent += max(cpu, 0)
+	p.lastCPU, p.ran = cpu, true
 	if cpu <= 0 || b.share <= 0 {
 		return false
 	}

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,63 +11,74 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
-// Metric names carry their unit; the arm is a label, so one query compares
-// an arm across a fleet. Round-trip arms report as ctxlab_roundtrip_*,
-// other ops (hops, yields, …) as ctxlab_op_* with an "op" label.
+// Label sets. Every probe metric carries the experiment and the arm (the
+// arm's name without the experiment); latency metrics also carry what the
+// arm is made of, so a query can select by substrate, mechanism or placement.
 var (
-	descRoundTrip = prometheus.NewDesc("ctxlab_roundtrip_seconds",
-		"Round-trip latency of the last probe run: quantiles over sampled round trips; _sum and _count accumulate every timed round trip since start.",
-		[]string{"arm", "placement"}, nil)
-	descRoundTripMean = prometheus.NewDesc("ctxlab_roundtrip_mean_seconds",
-		"Mean round trip of the last probe run (median of the repetitions' batch-timed means).",
-		[]string{"arm", "placement"}, nil)
-	descRoundTripMax = prometheus.NewDesc("ctxlab_roundtrip_max_seconds",
-		"Slowest sampled round trip of the last probe run.",
-		[]string{"arm", "placement"}, nil)
+	probeLabels   = []string{"experiment", "arm"}
+	latencyLabels = []string{"experiment", "arm", "substrate", "mechanism", "placement", "op"}
+	switchLabels  = []string{"experiment", "arm", "substrate", "mechanism", "placement"}
+)
+
+// Metric names carry their unit (base units: seconds), counters end in
+// _total, and HELP says what one op is.
+var (
 	descOp = prometheus.NewDesc("ctxlab_op_seconds",
-		"Per-op latency of the last probe run for arms whose op is not a round trip.",
-		[]string{"arm", "op", "placement"}, nil)
+		"Latency of one op of a probe (op label: roundtrip = a value sent to the partner and back; hop, yield … as `ctxlab list EXPERIMENT` says). Quantiles: the last run's sampled ops; _sum and _count: the same sampled ops, accumulated since start, so rate(_sum)/rate(_count) is their mean.",
+		latencyLabels, nil)
 	descOpMean = prometheus.NewDesc("ctxlab_op_mean_seconds",
-		"Mean per-op time of the last probe run for arms whose op is not a round trip.",
-		[]string{"arm", "op", "placement"}, nil)
+		"Mean time of one op in the last probe run, from batch timing of every op (median of 3 repetitions' means): the figure to compare across hosts.",
+		latencyLabels, nil)
+	descOpMax = prometheus.NewDesc("ctxlab_op_max_seconds",
+		"Slowest sampled op of the last probe run.",
+		latencyLabels, nil)
+	descSwitchCost = prometheus.NewDesc("ctxlab_switch_cost_seconds",
+		"Time per OS context switch on this host: the last run's mean op time divided by its OS switches per op (every participating thread and child). Only for probes that switch at least once per op; placement same-cpu = both threads on one CPU, cross-cpu = one CPU each.",
+		switchLabels, nil)
 	descSwitches = prometheus.NewDesc("ctxlab_switches_per_op",
-		"OS context switches per op in the last probe run, over every participating thread and child.",
-		[]string{"arm", "kind"}, nil)
+		"OS context switches per op in the last probe run, over every participating thread and child (kind: voluntary or involuntary).",
+		append(probeLabels[:2:2], "kind"), nil)
 	descMigrations = prometheus.NewDesc("ctxlab_migrations_per_op",
 		"CPU migrations per op in the last probe run (from /proc/<pid>/task/<tid>/sched).",
-		[]string{"arm"}, nil)
+		probeLabels, nil)
+	descRunqWait = prometheus.NewDesc("ctxlab_runqueue_wait_per_switch_seconds",
+		"Time the probe's participating threads and child processes waited runnable on a run queue, per OS context switch, over the last run's timed repetitions (schedstat): the CPU contention the probe met.",
+		probeLabels, nil)
 	descSpread = prometheus.NewDesc("ctxlab_probe_spread_ratio",
-		"Max/min of the repetitions' means in the last probe run.",
-		[]string{"arm"}, nil)
-	descNoisy = prometheus.NewDesc("ctxlab_noisy",
-		"1 when the last probe run was flagged noisy (wide spread, steal, load or throttling).",
-		[]string{"arm"}, nil)
+		"Max/min of the repetitions' mean op times in the last probe run.",
+		probeLabels, nil)
+	descNoisy = prometheus.NewDesc("ctxlab_probe_noisy",
+		"1 when the last probe run was flagged noisy (wide spread, steal, load or throttling), else 0.",
+		probeLabels, nil)
 	descSuccess = prometheus.NewDesc("ctxlab_probe_success",
 		"1 when the last probe run finished, 0 when it failed, timed out or could not run.",
-		[]string{"arm"}, nil)
+		probeLabels, nil)
 	descDuration = prometheus.NewDesc("ctxlab_probe_duration_seconds",
 		"Wall time of the last probe run, set-up and teardown included.",
-		[]string{"arm"}, nil)
+		probeLabels, nil)
 	descLastRun = prometheus.NewDesc("ctxlab_probe_last_run_timestamp_seconds",
 		"Unix time the last probe run ended.",
-		[]string{"arm"}, nil)
+		probeLabels, nil)
 	descBenchTime = prometheus.NewDesc("ctxlab_probe_benchtime_seconds",
 		"Target time of one repetition for the probe's next run, as sized by the CPU budget.",
-		[]string{"arm"}, nil)
+		probeLabels, nil)
 	descRuns = prometheus.NewDesc("ctxlab_probe_runs_total",
-		"Probe runs by outcome (ok, failed, timed out, unsupported).",
-		[]string{"arm", "status"}, nil)
+		"Probe runs by outcome (status: ok, failed, timedout, unsupported).",
+		append(probeLabels[:2:2], "status"), nil)
 	descSkipped = prometheus.NewDesc("ctxlab_probe_skipped_total",
-		"Probe runs skipped to keep within the CPU budget.",
-		[]string{"arm"}, nil)
+		"Probe runs put off to keep the exporter within its CPU budget.",
+		probeLabels, nil)
 	descProbeCPU = prometheus.NewDesc("ctxlab_probe_cpu_seconds_total",
-		"CPU time spent by probe runs (user+system, this process and its reaped children).",
-		[]string{"arm"}, nil)
+		"CPU time of probe runs (user+system of this process and its reaped children, set-up included).",
+		probeLabels, nil)
 	descExceeded = prometheus.NewDesc("ctxlab_budget_exceeded_total",
-		"Probe runs that used more CPU than their share of the budget.",
-		[]string{"arm"}, nil)
+		"Probe runs that used more CPU than their share of the budget; the next run is shortened, or put off.",
+		probeLabels, nil)
 	descBudget = prometheus.NewDesc("ctxlab_budget_cpu_seconds",
-		"CPU time all probes together may use per interval (the budget times the interval, less the exporter's reserve).",
+		"CPU time the whole exporter may use per interval (--cpu-budget times the interval); probes are put off when the exporter's CPU since start would pass the budget's share.",
+		nil, nil)
+	descSelfCPU = prometheus.NewDesc("ctxlab_exporter_cpu_seconds_total",
+		"CPU time of the whole exporter since start: user+system of this process and its reaped children (probe partners and hogs), what the budget is held to.",
 		nil, nil)
 	descInterval = prometheus.NewDesc("ctxlab_probe_interval_seconds",
 		"Time between the starts of two probe cycles.",
@@ -76,18 +88,34 @@ var (
 		[]string{"version", "goversion"}, nil)
 )
 
+// Sampled is the per-op latency samples of one probe run, in ns: the ones
+// the quantiles come from, so that _sum and _count describe them too.
+type Sampled struct {
+	Count uint64
+	SumNs float64
+}
+
+// Run is what the scheduler knows of one finished probe run besides the result.
+type Run struct {
+	Wall      time.Duration
+	CPU       float64 // CPU seconds, self and reaped children
+	End       time.Time
+	Over      bool          // over its share of the budget
+	NextBench time.Duration // the budget's size for the next run
+	Samples   Sampled       // zero when the samples could not be read
+}
+
 // probeState is what the exporter knows of one probe between runs.
 type probeState struct {
-	name     string
-	last     *result.Arm // nil until the first run
-	duration float64
-	lastRun  time.Time
-	cpu      float64
-	runs     map[string]float64
-	skipped  float64
-	exceeded float64
-	bench    time.Duration
-	// count and sum accumulate every timed op (for the summary's _count/_sum).
+	experiment, arm string
+	last            *result.Arm // nil until the first run
+	run             Run
+	cpu             float64
+	runs            map[string]float64
+	skipped         float64
+	exceeded        float64
+	bench           time.Duration
+	// count and sum accumulate every sampled op since start (the summary's _count/_sum).
 	count uint64
 	sum   float64
 }
@@ -103,20 +131,24 @@ type Metrics struct {
 	interval  time.Duration
 	version   string
 	goVersion string
+	// selfCPU reads the exporter's CPU seconds; nil leaves the metric out.
+	selfCPU func() float64
 }
 
-// NewMetrics makes the probe collector for these probe names.
+// NewMetrics makes the probe collector for these probe names (full arm
+// names); budgetPerCycle is the CPU seconds the exporter may use per interval.
 func NewMetrics(names []string, interval time.Duration, budgetPerCycle float64, version, goVersion string) *Metrics {
 	m := &Metrics{probes: map[string]*probeState{}, budget: budgetPerCycle, interval: interval, version: version, goVersion: goVersion}
 	for _, n := range names {
-		m.probes[n] = &probeState{name: n, runs: map[string]float64{}}
+		e, a := splitName(n)
+		m.probes[n] = &probeState{experiment: e, arm: a, runs: map[string]float64{}}
 		m.order = append(m.order, n)
 	}
 	return m
 }
 
 // Record stores a finished probe run.
-func (m *Metrics) Record(a result.Arm, wall time.Duration, cpu float64, end time.Time, over bool, nextBench time.Duration) {
+func (m *Metrics) Record(a result.Arm, r Run) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p := m.probes[a.Name]
@@ -125,21 +157,21 @@ func (m *Metrics) Record(a result.Arm, wall time.Duration, cpu float64, end time
 	}
 	a2 := a
 	p.last = &a2
-	p.duration = wall.Seconds()
-	p.lastRun = end
-	p.cpu += cpu
-	p.runs[a.Status]++
-	if over {
+	p.run = r
+	p.cpu += r.CPU
+	p.runs[statusLabel(a.Status)]++
+	if r.Over {
 		p.exceeded++
 	}
-	p.bench = nextBench
-	if a.Unit == "ns/op" && a.Ops > 0 {
-		for _, mean := range a.RepMeans {
-			p.count += uint64(a.Ops)
-			p.sum += mean * float64(a.Ops) / 1e9
-		}
+	p.bench = r.NextBench
+	if a.Status == result.StatusOK && a.Percentiles != nil && r.Samples.Count > 0 {
+		p.count += r.Samples.Count
+		p.sum += r.Samples.SumNs / 1e9
 	}
 }
+
+// statusLabel makes a result status one word ("timed out" → "timedout").
+func statusLabel(s string) string { return strings.ReplaceAll(s, " ", "") }
 
 // Skip counts a run left out to keep within the budget.
 func (m *Metrics) Skip(name string) {
@@ -176,16 +208,16 @@ func (m *Metrics) Snapshots() []Snapshot {
 	var out []Snapshot
 	for _, n := range m.order {
 		p := m.probes[n]
-		out = append(out, Snapshot{Name: n, Last: p.last, LastRun: p.lastRun, Duration: p.duration, CPU: p.cpu, Skipped: p.skipped})
+		out = append(out, Snapshot{Name: n, Last: p.last, LastRun: p.run.End, Duration: p.run.Wall.Seconds(), CPU: p.cpu, Skipped: p.skipped})
 	}
 	return out
 }
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRoundTrip, descRoundTripMean, descRoundTripMax, descOp, descOpMean,
-		descSwitches, descMigrations, descSpread, descNoisy, descSuccess, descDuration, descLastRun, descBenchTime,
-		descRuns, descSkipped, descProbeCPU, descExceeded, descBudget, descInterval, descInfo} {
+	for _, d := range []*prometheus.Desc{descOp, descOpMean, descOpMax, descSwitchCost, descSwitches, descMigrations,
+		descRunqWait, descSpread, descNoisy, descSuccess, descDuration, descLastRun, descBenchTime, descRuns,
+		descSkipped, descProbeCPU, descExceeded, descBudget, descSelfCPU, descInterval, descInfo} {
 		ch <- d
 	}
 }
@@ -203,13 +235,17 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(descInfo, 1, m.version, m.goVersion)
 	gauge(descInterval, m.interval.Seconds())
 	gauge(descBudget, m.budget)
+	if m.selfCPU != nil {
+		counter(descSelfCPU, m.selfCPU())
+	}
 	for _, n := range m.order {
 		p := m.probes[n]
-		counter(descProbeCPU, p.cpu, n)
-		counter(descSkipped, p.skipped, n)
-		counter(descExceeded, p.exceeded, n)
+		e, arm := p.experiment, p.arm
+		counter(descProbeCPU, p.cpu, e, arm)
+		counter(descSkipped, p.skipped, e, arm)
+		counter(descExceeded, p.exceeded, e, arm)
 		if p.bench > 0 {
-			gauge(descBenchTime, p.bench.Seconds(), n)
+			gauge(descBenchTime, p.bench.Seconds(), e, arm)
 		}
 		statuses := make([]string, 0, len(p.runs))
 		for s := range p.runs {
@@ -217,43 +253,44 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		sort.Strings(statuses)
 		for _, s := range statuses {
-			counter(descRuns, p.runs[s], n, s)
+			counter(descRuns, p.runs[s], e, arm, s)
 		}
 		a := p.last
 		if a == nil {
 			continue
 		}
-		gauge(descSuccess, b2f(a.Status == result.StatusOK), n)
-		gauge(descDuration, p.duration, n)
-		gauge(descLastRun, float64(p.lastRun.UnixNano())/1e9, n)
+		gauge(descSuccess, b2f(a.Status == result.StatusOK), e, arm)
+		gauge(descDuration, p.run.Wall.Seconds(), e, arm)
+		gauge(descLastRun, float64(p.run.End.UnixNano())/1e9, e, arm)
 		if a.Status != result.StatusOK {
 			continue
 		}
-		gauge(descNoisy, b2f(a.Noise.Noisy), n)
+		gauge(descNoisy, b2f(a.Noise.Noisy), e, arm)
 		if a.Noise.Spread > 0 {
-			gauge(descSpread, a.Noise.Spread, n)
+			gauge(descSpread, a.Noise.Spread, e, arm)
 		}
 		if a.Switches != nil {
-			gauge(descSwitches, a.Switches.Voluntary, n, "voluntary")
-			gauge(descSwitches, a.Switches.Involuntary, n, "involuntary")
+			gauge(descSwitches, a.Switches.Voluntary, e, arm, "voluntary")
+			gauge(descSwitches, a.Switches.Involuntary, e, arm, "involuntary")
 		}
 		if a.Migrations != nil {
-			gauge(descMigrations, *a.Migrations, n)
+			gauge(descMigrations, *a.Migrations, e, arm)
+		}
+		if a.RunqNsPerOp != nil && a.Switches != nil && a.Switches.Total() > 0 {
+			gauge(descRunqWait, *a.RunqNsPerOp/1e9/a.Switches.Total(), e, arm)
 		}
 		if a.Unit != "ns/op" {
 			continue // not a time: no latency metrics
 		}
-		pl := a.Placement
-		if a.Op == "round trip" {
-			gauge(descRoundTripMean, a.Median/1e9, n, pl)
-			if q := a.Percentiles; q != nil {
-				ch <- prometheus.MustNewConstSummary(descRoundTrip, p.count, p.sum, quantiles(q), n, pl)
-				gauge(descRoundTripMax, q.Max/1e9, n, pl)
-			}
-		} else {
-			gauge(descOpMean, a.Median/1e9, n, a.Op, pl)
-			if q := a.Percentiles; q != nil {
-				ch <- prometheus.MustNewConstSummary(descOp, p.count, p.sum, quantiles(q), n, a.Op, pl)
+		lv := []string{e, arm, a.Substrate, a.Mechanism, a.Placement, opLabel(a.Op)}
+		gauge(descOpMean, a.Median/1e9, lv...)
+		if a.Switches != nil && a.Switches.Total() >= 1 {
+			gauge(descSwitchCost, a.Median/1e9/a.Switches.Total(), lv[:5]...)
+		}
+		if q := a.Percentiles; q != nil {
+			gauge(descOpMax, q.Max/1e9, lv...)
+			if p.count > 0 {
+				ch <- prometheus.MustNewConstSummary(descOp, p.count, p.sum, quantiles(q), lv...)
 			}
 		}
 	}

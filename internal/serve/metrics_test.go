@@ -21,19 +21,20 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func fakeArms() []result.Arm {
-	migr := 0.25
+	migr, runq := 0.25, 850.0
 	return []result.Arm{
 		{
-			Name: "pingpong/thread/futex/cross-cpu", Experiment: "pingpong", Op: "round trip", Unit: "ns/op",
+			Name: "pingpong/thread/futex/cross-cpu", Experiment: "pingpong", Substrate: "thread", Mechanism: "futex", Op: "round trip", Unit: "ns/op",
 			Placement: "cross-cpu", Status: result.StatusOK, Ops: 1000, RepMeans: []float64{5000, 5200, 5100},
 			Median: 5100, Min: 5000, Max: 5200,
 			Percentiles: &result.Percentiles{Samples: 3000, P50: 4800, P90: 6000, P95: 7000, P99: 12000, P999: 40000, Max: 90000},
 			Switches:    &result.Switches{Voluntary: 2, Involuntary: 0.125},
 			Migrations:  &migr,
+			RunqNsPerOp: &runq,
 			Noise:       result.Noise{Spread: 1.04},
 		},
 		{
-			Name: "pingpong/goroutine/chan/gomaxprocs=1", Experiment: "pingpong", Op: "round trip", Unit: "ns/op",
+			Name: "pingpong/goroutine/chan/gomaxprocs=1", Experiment: "pingpong", Substrate: "goroutine", Mechanism: "chan", Op: "round trip", Unit: "ns/op",
 			Placement: "unpinned", Status: result.StatusOK, Ops: 100000, RepMeans: []float64{300, 310, 900},
 			Median: 310, Min: 300, Max: 900,
 			Percentiles: &result.Percentiles{Samples: 20000, P50: 250, P90: 300, P95: 320, P99: 500, P999: 2000, Max: 10000},
@@ -41,7 +42,7 @@ func fakeArms() []result.Arm {
 			Noise:       result.Noise{Spread: 3, Noisy: true, Reasons: []string{"repetitions spread 3.00x"}},
 		},
 		{
-			Name: "ring/thread/futex/n=2", Experiment: "ring", Op: "hop", Unit: "ns/op", Placement: "unpinned",
+			Name: "ring/thread/futex/n=2", Experiment: "ring", Substrate: "thread", Mechanism: "futex", Op: "hop", Unit: "ns/op", Placement: "unpinned",
 			Status: result.StatusOK, Ops: 500, RepMeans: []float64{4000, 4000, 4000}, Median: 4000, Min: 4000, Max: 4000,
 			Percentiles: &result.Percentiles{Samples: 1500, P50: 3900, P90: 4100, P95: 4200, P99: 5000, P999: 8000, Max: 9000},
 			Noise:       result.Noise{Spread: 1},
@@ -51,6 +52,16 @@ func fakeArms() []result.Arm {
 			Placement: "unpinned", Status: result.StatusTimedOut, Reason: "did not finish within 10s",
 		},
 	}
+}
+
+// fakeSamples stands for the sampled ops of a fake arm: as many as its
+// percentiles say, each at 1.2× the arm's p50 (right-skewed, as latencies are).
+func fakeSamples(a result.Arm) Sampled {
+	if a.Percentiles == nil {
+		return Sampled{}
+	}
+	n := a.Percentiles.Samples
+	return Sampled{Count: uint64(n), SumNs: float64(n) * 1.2 * a.Percentiles.P50}
 }
 
 // goldenRegistry is a registry with fake probe results and the host
@@ -65,10 +76,11 @@ func goldenRegistry(t *testing.T) *prometheus.Registry {
 	m := NewMetrics(names, time.Minute, 0.54, "1.2.3-test", "go-test")
 	end := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i, a := range arms {
-		m.Record(a, time.Duration(i+1)*100*time.Millisecond, 0.01*float64(i+1), end, i == 3, 5*time.Millisecond)
+		m.Record(a, Run{Wall: time.Duration(i+1) * 100 * time.Millisecond, CPU: 0.01 * float64(i+1), End: end, Over: i == 3,
+			NextBench: 5 * time.Millisecond, Samples: fakeSamples(a)})
 	}
 	m.Skip("pingpong/process/pipe/unpinned")
-	h := NewHostCollector("testdata/proc", "testdata/cgroup/v1", 1, nil)
+	h := NewCgroupCollector("testdata/cgroup/v1", 1)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, h)
 	return reg
@@ -117,19 +129,19 @@ func TestMetricsParse(t *testing.T) {
 		t.Fatalf("the page does not parse: %v", err)
 	}
 	wantType := map[string]dto.MetricType{
-		"ctxlab_roundtrip_seconds":                  dto.MetricType_SUMMARY,
-		"ctxlab_roundtrip_mean_seconds":             dto.MetricType_GAUGE,
 		"ctxlab_op_seconds":                         dto.MetricType_SUMMARY,
+		"ctxlab_op_mean_seconds":                    dto.MetricType_GAUGE,
+		"ctxlab_op_max_seconds":                     dto.MetricType_GAUGE,
+		"ctxlab_switch_cost_seconds":                dto.MetricType_GAUGE,
 		"ctxlab_switches_per_op":                    dto.MetricType_GAUGE,
+		"ctxlab_runqueue_wait_per_switch_seconds":   dto.MetricType_GAUGE,
 		"ctxlab_probe_success":                      dto.MetricType_GAUGE,
 		"ctxlab_probe_duration_seconds":             dto.MetricType_GAUGE,
-		"ctxlab_noisy":                              dto.MetricType_GAUGE,
+		"ctxlab_probe_noisy":                        dto.MetricType_GAUGE,
 		"ctxlab_probe_cpu_seconds_total":            dto.MetricType_COUNTER,
+		"ctxlab_probe_runs_total":                   dto.MetricType_COUNTER,
 		"ctxlab_budget_exceeded_total":              dto.MetricType_COUNTER,
 		"ctxlab_probe_skipped_total":                dto.MetricType_COUNTER,
-		"ctxlab_host_context_switches_total":        dto.MetricType_COUNTER,
-		"ctxlab_host_procs_running":                 dto.MetricType_GAUGE,
-		"ctxlab_host_cpu_steal_seconds_total":       dto.MetricType_COUNTER,
 		"ctxlab_cgroup_cpu_throttled_seconds_total": dto.MetricType_COUNTER,
 	}
 	for name, typ := range wantType {
@@ -142,47 +154,113 @@ func TestMetricsParse(t *testing.T) {
 			t.Errorf("%s is %v, want %v", name, f.GetType(), typ)
 		}
 	}
+	// node_exporter's job is not repeated.
+	for name := range fams {
+		if strings.HasPrefix(name, "ctxlab_host_") {
+			t.Errorf("%s: a host-wide signal node_exporter already exports", name)
+		}
+	}
 	// Every probe has a success metric; only the timed-out one is 0.
 	success := map[string]float64{}
 	for _, m := range fams["ctxlab_probe_success"].GetMetric() {
-		success[label(m, "arm")] = m.GetGauge().GetValue()
+		success[label(m, "experiment")+"/"+label(m, "arm")] = m.GetGauge().GetValue()
 	}
 	if len(success) != 4 || success["pingpong/process/pipe/unpinned"] != 0 || success["pingpong/thread/futex/cross-cpu"] != 1 {
 		t.Errorf("ctxlab_probe_success = %v; want 4 arms, the timed-out one 0", success)
 	}
-	// The round-trip summary: 3 arms (not the hop arm, not the failed one),
-	// five quantiles each, count = every timed op, sum in seconds.
-	rt := fams["ctxlab_roundtrip_seconds"].GetMetric()
-	if len(rt) != 2 {
-		t.Fatalf("ctxlab_roundtrip_seconds has %d series, want 2", len(rt))
+	// One latency family for every probe that finished: the two round-trip
+	// arms and the hop arm, five quantiles each, labelled by what the arm is.
+	ops := fams["ctxlab_op_seconds"].GetMetric()
+	if len(ops) != 3 {
+		t.Fatalf("ctxlab_op_seconds has %d series, want 3", len(ops))
 	}
-	for _, m := range rt {
+	for _, m := range ops {
 		s := m.GetSummary()
 		if len(s.GetQuantile()) != 5 {
 			t.Errorf("%s: %d quantiles, want 5", label(m, "arm"), len(s.GetQuantile()))
 		}
-		if label(m, "arm") == "pingpong/thread/futex/cross-cpu" {
+		if label(m, "arm") == "thread/futex/cross-cpu" {
 			if s.GetSampleCount() != 3000 {
-				t.Errorf("count = %d, want 3 reps × 1000 ops", s.GetSampleCount())
+				t.Errorf("count = %d, want the 3000 sampled round trips", s.GetSampleCount())
 			}
-			if want := (5000 + 5200 + 5100) * 1000 / 1e9; abs(s.GetSampleSum()-want) > 1e-12 {
+			if want := 3000 * 1.2 * 4800 / 1e9; abs(s.GetSampleSum()-want) > 1e-12 {
 				t.Errorf("sum = %g s, want %g", s.GetSampleSum(), want)
 			}
-			if label(m, "placement") != "cross-cpu" {
-				t.Errorf("placement label %q", label(m, "placement"))
+			for k, want := range map[string]string{"experiment": "pingpong", "substrate": "thread", "mechanism": "futex",
+				"placement": "cross-cpu", "op": "roundtrip"} {
+				if got := label(m, k); got != want {
+					t.Errorf("label %s = %q, want %q", k, got, want)
+				}
 			}
 		}
+		if label(m, "arm") == "thread/futex/n=2" && label(m, "op") != "hop" {
+			t.Errorf("ring arm: op label %q, want hop", label(m, "op"))
+		}
 	}
-	if got := fams["ctxlab_host_context_switches_total"].GetMetric()[0].GetCounter().GetValue(); got != 6798135 {
-		t.Errorf("host switches = %v, want the fixture's ctxt 6798135", got)
+	checkPage(t, fams)
+	// Per-switch cost: the futex arm's mean over its 2.125 switches; not for
+	// the goroutine arm (no OS switch per op).
+	cost := map[string]float64{}
+	for _, m := range fams["ctxlab_switch_cost_seconds"].GetMetric() {
+		cost[label(m, "arm")] = m.GetGauge().GetValue()
+	}
+	if len(cost) != 1 || abs(cost["thread/futex/cross-cpu"]-5100e-9/2.125) > 1e-15 {
+		t.Errorf("switch cost = %v, want only thread/futex/cross-cpu at %g s", cost, 5100e-9/2.125)
 	}
 	if got := fams["ctxlab_cgroup_cpu_quota_cores"].GetMetric()[0].GetGauge().GetValue(); got != 0.5 {
 		t.Errorf("quota = %v cores, want 0.5", got)
 	}
 	// Units are in the names: every ctxlab family that is a time ends in _seconds or _seconds_total.
 	for name := range fams {
-		if strings.Contains(name, "time") && !strings.HasSuffix(name, "_seconds") {
+		if strings.Contains(name, "time") && !strings.HasSuffix(name, "_seconds") && !strings.HasSuffix(name, "_seconds_total") {
 			t.Errorf("%s: a time without its unit in the name", name)
+		}
+	}
+}
+
+// checkPage asserts what a PromQL user relies on, on any page: HELP on
+// every family, no label value over MaxLabelLen, one-word op and status
+// labels, and every summary's mean (_sum/_count) between its p50 and its
+// max (the matching ctxlab_op_max_seconds).
+func checkPage(t *testing.T, fams map[string]*dto.MetricFamily) {
+	t.Helper()
+	maxOf := map[string]float64{}
+	for _, m := range fams["ctxlab_op_max_seconds"].GetMetric() {
+		maxOf[label(m, "experiment")+"/"+label(m, "arm")] = m.GetGauge().GetValue()
+	}
+	for name, f := range fams {
+		if f.GetHelp() == "" {
+			t.Errorf("%s has no HELP", name)
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if len(l.GetValue()) > MaxLabelLen {
+					t.Errorf("%s{%s=%q}: label value of %d characters, want ≤ %d", name, l.GetName(), l.GetValue(), len(l.GetValue()), MaxLabelLen)
+				}
+				if (l.GetName() == "op" || l.GetName() == "status") && strings.ContainsAny(l.GetValue(), " /()") {
+					t.Errorf("%s: %s label %q is not one word", name, l.GetName(), l.GetValue())
+				}
+			}
+			s := m.GetSummary()
+			if f.GetType() != dto.MetricType_SUMMARY || s.GetSampleCount() == 0 {
+				continue
+			}
+			mean := s.GetSampleSum() / float64(s.GetSampleCount())
+			var p50 float64
+			for _, q := range s.GetQuantile() {
+				if q.GetQuantile() == 0.5 {
+					p50 = q.GetValue()
+				}
+			}
+			id := label(m, "experiment") + "/" + label(m, "arm")
+			mx, ok := maxOf[id]
+			if !ok {
+				t.Errorf("%s %s: a summary without its ctxlab_op_max_seconds", name, id)
+				continue
+			}
+			if mean < p50 || mean > mx {
+				t.Errorf("%s %s: _sum/_count = %g s, not between p50 %g s and max %g s", name, id, mean, p50, mx)
+			}
 		}
 	}
 }
@@ -190,8 +268,8 @@ func TestMetricsParse(t *testing.T) {
 func TestMetricsAccumulate(t *testing.T) {
 	a := fakeArms()[0]
 	m := NewMetrics([]string{a.Name}, time.Minute, 1, "v", "go")
-	m.Record(a, time.Second, 0.5, time.Now(), false, time.Millisecond)
-	m.Record(a, time.Second, 0.25, time.Now(), true, time.Millisecond)
+	m.Record(a, Run{Wall: time.Second, CPU: 0.5, End: time.Now(), NextBench: time.Millisecond, Samples: fakeSamples(a)})
+	m.Record(a, Run{Wall: time.Second, CPU: 0.25, End: time.Now(), Over: true, NextBench: time.Millisecond, Samples: fakeSamples(a)})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -199,8 +277,8 @@ func TestMetricsAccumulate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fams["ctxlab_roundtrip_seconds"].GetMetric()[0].GetSummary().GetSampleCount(); got != 6000 {
-		t.Errorf("summary count after two runs = %d, want 6000", got)
+	if got := fams["ctxlab_op_seconds"].GetMetric()[0].GetSummary().GetSampleCount(); got != 6000 {
+		t.Errorf("summary count after two runs = %d, want 6000 (2 × 3000 samples)", got)
 	}
 	if got := fams["ctxlab_probe_cpu_seconds_total"].GetMetric()[0].GetCounter().GetValue(); got != 0.75 {
 		t.Errorf("probe cpu = %v, want 0.75", got)
@@ -253,13 +331,14 @@ func lineDiff(want, got string) string {
 	return b.String()
 }
 
-// TestDeployFilesNameRealMetrics keeps the Grafana dashboard honest: every
-// ctxlab_* name it queries is one the exporter describes.
+// TestDeployFilesNameRealMetrics keeps the Grafana dashboard, the
+// Prometheus rules and the manual honest: every ctxlab_* name they use is
+// one the exporter describes (names after a ':' are recording rules' own).
 func TestDeployFilesNameRealMetrics(t *testing.T) {
 	known := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 100)
 	NewMetrics(nil, time.Minute, 1, "v", "go").Describe(ch)
-	NewHostCollector("testdata/proc", "", 0, nil).Describe(ch)
+	NewCgroupCollector("", 0).Describe(ch)
 	close(ch)
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range ch {
@@ -270,18 +349,22 @@ func TestDeployFilesNameRealMetrics(t *testing.T) {
 	if len(known) < 20 {
 		t.Fatalf("only %d metric names described", len(known))
 	}
-	dash, err := os.ReadFile("../../deploy/grafana-dashboard.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	used := regexp.MustCompile(`ctxlab_[a-z0-9_]+`).FindAllString(string(dash), -1)
-	if len(used) == 0 {
-		t.Fatal("the dashboard queries no ctxlab metric")
-	}
-	for _, name := range used {
-		base := strings.TrimSuffix(strings.TrimSuffix(name, "_sum"), "_count")
-		if !known[name] && !known[base] {
-			t.Errorf("the dashboard queries %s, which the exporter does not export", name)
+	name := regexp.MustCompile(`(?:^|[^:a-z0-9_])(ctxlab_[a-z0-9_]*[a-z0-9])\b`)
+	for _, file := range []string{"../../deploy/grafana-dashboard.json", "../../deploy/ctxlab.rules.yml", "../../docs/serve.md"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := name.FindAllStringSubmatch(string(data), -1)
+		if len(used) == 0 {
+			t.Fatalf("%s names no ctxlab metric", file)
+		}
+		for _, m := range used {
+			n := m[1]
+			base := strings.TrimSuffix(strings.TrimSuffix(n, "_sum"), "_count")
+			if !known[n] && !known[base] {
+				t.Errorf("%s uses %s, which the exporter does not export", file, n)
+			}
 		}
 	}
 }

@@ -51,13 +51,12 @@ func TestQuota(t *testing.T) {
 	}
 }
 
-func TestHostCollectorUnsupported(t *testing.T) {
-	h := NewHostCollector("testdata/proc", "", 0, nil)
-	if h.Unsupported["cgroup_throttling"] == "" || h.Unsupported["migrations"] == "" {
-		t.Errorf("want reasons for the missing cgroup and migrations, got %v", h.Unsupported)
+func TestCgroupCollectorUnsupported(t *testing.T) {
+	if c := NewCgroupCollector("", 0); c.Unsupported == "" {
+		t.Error("no cgroup directory: want a reason")
 	}
-	if _, bad := h.Unsupported["stat"]; bad {
-		t.Errorf("stat fixture reported unsupported: %v", h.Unsupported["stat"])
+	if c := NewCgroupCollector("testdata/cgroup/v2", 2); c.Unsupported != "" {
+		t.Errorf("v2 fixture reported unsupported: %s", c.Unsupported)
 	}
 }
 
@@ -66,11 +65,11 @@ func TestBudgetShrinksGrowsAndSpreads(t *testing.T) {
 	b := newBudget(0.01, time.Minute, []string{"a", "b"})
 	now := time.Unix(1000, 0)
 	b.now, b.start = func() time.Time { return now }, now
-	if got, want := b.perCycle, probeShare*0.6; abs(got-want) > 1e-12 {
+	if got, want := b.perCycle, 0.6; abs(got-want) > 1e-12 {
 		t.Fatalf("perCycle = %v, want %v", got, want)
 	}
-	if abs(b.share-b.perCycle/2) > 1e-12 {
-		t.Fatalf("share = %v, want half of %v", b.share, b.perCycle)
+	if abs(b.share-probeShare*b.perCycle/2) > 1e-12 {
+		t.Fatalf("share = %v, want half the probes' part of %v", b.share, b.perCycle)
 	}
 	a := b.probes["a"]
 	start := a.benchTime
@@ -120,21 +119,30 @@ func TestBudgetShrinksGrowsAndSpreads(t *testing.T) {
 	}
 }
 
+// TestBudgetRunningAccount: the account holds the exporter's whole CPU
+// (not only what probes report) to the allowance; each probe's first run
+// is free of it, so the page is complete after the first cycle.
 func TestBudgetRunningAccount(t *testing.T) {
-	now := time.Unix(1000, 0)
+	now, cpu := time.Unix(1000, 0), 0.0
 	b := newBudget(0.01, time.Minute, []string{"a", "b"})
-	b.now = func() time.Time { return now }
-	b.start = now
-	if !b.due("a") || !b.due("b") {
-		t.Fatal("first runs not due")
+	b.now, b.cpu = func() time.Time { return now }, func() float64 { return cpu }
+	b.start, b.cpu0 = now, 0
+	if !b.due("a") {
+		t.Fatal("first run of a not due")
 	}
-	// A noisy run of a costs 3 shares: 1.5 cycles' allowance, overdrawn.
+	// A noisy run of a costs 3 shares (1.5 of the probes' part of a cycle): overdrawn.
+	cpu += 3 * b.share
 	b.observe("a", 3*b.share)
+	if !b.due("b") {
+		t.Error("b's first run put off: the first cycle must show every probe")
+	}
+	cpu += b.share / 2
+	b.observe("b", b.share/2)
 	if b.due("b") {
 		t.Error("b due although the account is overdrawn")
 	}
-	// One interval later the allowance is 4 shares: b (no cost known) fits,
-	// a (3 shares more) does not.
+	// One interval later the probes' part is 4 shares, 3.5 spent: b (half a
+	// share) fits, a (3 shares more) does not.
 	now = now.Add(time.Minute)
 	if b.allowance() != 2*b.perCycle {
 		t.Errorf("allowance after one interval = %v, want %v", b.allowance(), 2*b.perCycle)
@@ -146,10 +154,16 @@ func TestBudgetRunningAccount(t *testing.T) {
 	if !b.due("b") {
 		t.Error("b not due although the allowance covers it")
 	}
-	// Another interval: 6 shares, a fits again.
-	now = now.Add(time.Minute)
+	// Two intervals more: 8 shares, a fits again.
+	now = now.Add(2 * time.Minute)
 	if !b.due("a") {
 		t.Error("a not due once the allowance covers it")
+	}
+	// CPU the exporter spent outside probes (scrapes, the runtime, a
+	// busy host making everything dearer) counts too.
+	cpu += 3 * b.perCycle
+	if b.due("a") || b.due("b") {
+		t.Error("probes due although the exporter's own CPU overdrew the account")
 	}
 }
 
@@ -169,61 +183,95 @@ func fakeSpec(name string, arms ...exp.Arm) *exp.Spec {
 	return &exp.Spec{Name: name, Op: "round trip", Arms: func(p exp.Params) ([]exp.Arm, error) { return arms, nil }}
 }
 
-func fakeLookup(specs ...*exp.Spec) Lookup {
-	return func(name string) (*exp.Spec, bool) {
-		for _, s := range specs {
-			if s.Name == name {
-				return s, true
-			}
-		}
-		return nil, false
-	}
-}
+const interferenceProbe = "interference/futex/process-spin/hogs=1/gomaxprocs=2"
+
+var pingpongProbes = []string{"pingpong/goroutine/chan/gomaxprocs=1", "pingpong/thread/futex/same-cpu",
+	"pingpong/thread/futex/cross-cpu", "pingpong/process/pipe/unpinned"}
 
 func pingpongFake() *exp.Spec {
 	var arms []exp.Arm
-	for _, n := range append(DefaultProbes, "pingpong/thread/futex/unpinned") {
+	for _, n := range append(pingpongProbes, "pingpong/thread/futex/unpinned") {
 		arms = append(arms, exp.Arm{Name: n, Open: func(context.Context) (exp.Bench, error) { return nil, nil }})
 	}
-	return fakeSpec("pingpong", arms...)
+	s := fakeSpec("pingpong", arms...)
+	s.Probes = pingpongProbes
+	return s
 }
 
 var testParams = exp.Params{Suite: exp.SuiteDefault, CPUs: []int{0, 1}, Host: &sysinfo.Host{}}
 
-func TestResolveDefaultsWithoutInterference(t *testing.T) {
-	probes, notes, err := Resolve(nil, testParams, fakeLookup(pingpongFake()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(probes) != len(DefaultProbes) {
-		t.Errorf("%d probes, want the %d defaults", len(probes), len(DefaultProbes))
-	}
-	if len(notes) != 1 || !strings.Contains(notes[0], "no interference experiment") {
-		t.Errorf("notes = %q; want one saying the interference probe is left out", notes)
-	}
-}
-
-func TestResolveDefaultsWithInterference(t *testing.T) {
+// TestResolveDefaults: the default probes are what each experiment
+// declares, in registry order; serve knows no experiment by name.
+func TestResolveDefaults(t *testing.T) {
 	inter := fakeSpec("interference",
-		exp.Arm{Name: "interference/thread/futex/hogs=0", Params: map[string]string{"hogs": "0"}},
-		exp.Arm{Name: "interference/thread/futex/hogs=1/stream", Params: map[string]string{"hogs": "1", "kind": "stream"}},
-		exp.Arm{Name: "interference/thread/futex/hogs=1/spin", Params: map[string]string{"hogs": "1", "kind": "spin"}},
+		exp.Arm{Name: "interference/futex/none/hogs=0/gomaxprocs=2"},
+		exp.Arm{Name: interferenceProbe},
 	)
-	probes, notes, err := Resolve(nil, testParams, fakeLookup(pingpongFake(), inter))
+	inter.Probes = []string{interferenceProbe}
+	plain := fakeSpec("ring", exp.Arm{Name: "ring/thread/futex/n=2"})
+	specs := []*exp.Spec{pingpongFake(), plain, inter}
+	probes, notes, err := Resolve(nil, testParams, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(notes) != 0 {
 		t.Errorf("notes = %q, want none", notes)
 	}
-	last := probes[len(probes)-1]
-	if last.Name() != "interference/thread/futex/hogs=1/spin" {
-		t.Errorf("interference probe = %s, want the one-hog spin arm", last.Name())
+	var got []string
+	for _, p := range probes {
+		got = append(got, p.Name())
+	}
+	want := append(append([]string{}, pingpongProbes...), interferenceProbe)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("probes = %q, want %q", got, want)
+	}
+	if d := DefaultProbes(specs); strings.Join(d, " ") != strings.Join(want, " ") {
+		t.Errorf("DefaultProbes = %q, want %q", d, want)
+	}
+	// A declared probe that this machine cannot plan is a note, not an error.
+	inter.Probes = []string{"interference/nosuch"}
+	probes, notes, err = Resolve(nil, testParams, specs)
+	if err != nil || len(probes) != len(pingpongProbes) || len(notes) != 1 || !strings.Contains(notes[0], "interference/nosuch") {
+		t.Errorf("missing declared probe: err %v, %d probes, notes %q", err, len(probes), notes)
+	}
+}
+
+// TestRegisteredProbes: the real experiments' declared probes exist, and
+// their labels stay short.
+func TestRegisteredProbes(t *testing.T) {
+	names := DefaultProbes(nil)
+	if len(names) == 0 {
+		t.Skip("no experiments linked into this test binary")
+	}
+	for _, n := range names {
+		if l := armLabel(n); len(l) > MaxLabelLen {
+			t.Errorf("%s: arm label of %d characters", n, len(l))
+		}
+	}
+}
+
+func TestOpLabel(t *testing.T) {
+	for op, want := range map[string]string{
+		"round trip": "roundtrip",
+		"round trip (2 switches, each side follows its whole array)": "roundtrip",
+		"futex round trip between two locked threads on one CPU":     "roundtrip",
+		"pipe round trip between two processes on one CPU":           "roundtrip",
+		"burst of 100 channel round trips":                           "op",
+		"hop":                                                        "hop",
+		"yield":                                                      "yield",
+		"create + join":                                              "createjoin",
+		"element visited":                                            "elementvisited",
+		"1 ms timer sleep (percentiles: wake delay beyond the 1 ms)": "mstimersleep",
+		"": "op",
+	} {
+		if got := opLabel(op); got != want {
+			t.Errorf("opLabel(%q) = %q, want %q", op, got, want)
+		}
 	}
 }
 
 func TestResolvePatterns(t *testing.T) {
-	look := fakeLookup(pingpongFake())
+	look := []*exp.Spec{pingpongFake()}
 	probes, _, err := Resolve([]string{"pingpong/thread/futex/*", "pingpong/thread/futex/same-cpu"}, testParams, look)
 	if err != nil {
 		t.Fatal(err)
@@ -250,14 +298,18 @@ func TestResolveLimitsAndUnsupported(t *testing.T) {
 	for i := 0; i < MaxProbes+1; i++ {
 		many = append(many, exp.Arm{Name: "big/" + string(rune('a'+i))})
 	}
-	_, _, err := Resolve([]string{"big/*"}, testParams, fakeLookup(fakeSpec("big", many...)))
+	_, _, err := Resolve([]string{"big/*"}, testParams, []*exp.Spec{fakeSpec("big", many...)})
 	if err == nil || !strings.Contains(err.Error(), "at most") {
 		t.Errorf("too many probes: error = %v", err)
 	}
 	un := fakeSpec("u", exp.Arm{Name: "u/cross", Unsupported: "needs two CPUs"})
-	_, notes, err := Resolve([]string{"u/*"}, testParams, fakeLookup(un))
+	_, notes, err := Resolve([]string{"u/*"}, testParams, []*exp.Spec{un})
 	if err != ErrNoProbes || len(notes) != 1 || !strings.Contains(notes[0], "needs two CPUs") {
 		t.Errorf("only unsupported arms: err = %v, notes = %q", err, notes)
+	}
+	long := fakeSpec("l", exp.Arm{Name: "l/" + strings.Repeat("x", MaxLabelLen+1)})
+	if _, _, err := Resolve([]string{"l/*"}, testParams, []*exp.Spec{long}); err == nil || !strings.Contains(err.Error(), "characters") {
+		t.Errorf("an arm label over %d characters: error = %v", MaxLabelLen, err)
 	}
 }
 

@@ -3,7 +3,7 @@ package serve
 import (
 	"errors"
 	"fmt"
-	"path"
+	"regexp"
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
@@ -15,70 +15,61 @@ type Probe struct {
 	Arm  exp.Arm
 }
 
-// Name is the arm's stable name; it is the "arm" label of every metric.
+// Name is the arm's full, stable name ("pingpong/thread/futex/same-cpu").
 func (p Probe) Name() string { return p.Arm.Name }
-
-// DefaultProbes are the arms measured when --probes is not given: the cheap
-// in-runtime handoff, an OS-thread handoff on one CPU and across two (the
-// placement gap is what changes between hosts), and a process round trip.
-// The interference probe is added to them when that experiment exists.
-var DefaultProbes = []string{
-	"pingpong/goroutine/chan/gomaxprocs=1",
-	"pingpong/thread/futex/same-cpu",
-	"pingpong/thread/futex/cross-cpu",
-	"pingpong/process/pipe/unpinned",
-}
-
-// InterferenceExperiment is the experiment the default one-hog p99 probe
-// comes from. It is looked up at run time, so a build without it still serves.
-const InterferenceExperiment = "interference"
 
 // MaxProbes bounds --probes: each probe gets a share of one CPU budget, and
 // beyond this the shares are too small to measure anything.
 const MaxProbes = 16
 
+// MaxLabelLen is the longest label value the exporter emits: long values
+// make queries, legends and alert texts hard to read.
+const MaxLabelLen = 40
+
 // ErrNoProbes is returned when nothing the user asked for can run here.
 var ErrNoProbes = errors.New("no probe can run on this machine")
 
-// Lookup finds an experiment by name; exp.Lookup in production, a fake in tests.
-type Lookup func(name string) (*exp.Spec, bool)
-
 // Resolve turns --probes patterns (arm names or globs such as
-// "pingpong/thread/*") into probes, validated against the registry before
-// anything starts. With no patterns it returns the default set. Arms that
-// cannot run here (cross-cpu on one CPU) are left out; notes say which and
-// why, and so does a missing interference experiment. An error is bad input.
-func Resolve(patterns []string, p exp.Params, lookup Lookup) (probes []Probe, notes []string, err error) {
-	if lookup == nil {
-		lookup = exp.Lookup
+// "pingpong/thread/*") into probes, validated against the experiments
+// before anything starts. With no patterns it returns the arms each
+// experiment declares as its probes (exp.Spec.Probes). specs nil means the
+// registry (exp.All). Arms that cannot run here (cross-cpu on one CPU) are
+// left out; notes say which and why. An error is bad input.
+func Resolve(patterns []string, p exp.Params, specs []*exp.Spec) (probes []Probe, notes []string, err error) {
+	if specs == nil {
+		specs = exp.All()
 	}
 	seen := map[string]bool{}
-	add := func(pr Probe) {
+	add := func(pr Probe) error {
 		if seen[pr.Name()] {
-			return
+			return nil
 		}
 		seen[pr.Name()] = true
+		if l := armLabel(pr.Name()); len(l) > MaxLabelLen {
+			return fmt.Errorf("--probes: arm %s: its label %q is %d characters, more than the %d a Prometheus label should carry; choose another arm", pr.Name(), l, len(l), MaxLabelLen)
+		}
 		if pr.Arm.Unsupported != "" {
 			notes = append(notes, fmt.Sprintf("probe %s left out: %s", pr.Name(), pr.Arm.Unsupported))
-			return
+			return nil
 		}
 		probes = append(probes, pr)
+		return nil
 	}
 	if len(patterns) == 0 {
-		for _, name := range DefaultProbes {
-			matched, err := match(name, p, lookup)
-			if err != nil {
-				return nil, nil, err
+		for _, spec := range specs {
+			for _, name := range spec.Probes {
+				matched, err := match(name, p, specs)
+				if err != nil {
+					// A declared probe this build or machine cannot plan is a note, not bad input.
+					notes = append(notes, fmt.Sprintf("probe %s left out: %v", name, err))
+					continue
+				}
+				for _, pr := range matched {
+					if err := add(pr); err != nil {
+						return nil, nil, err
+					}
+				}
 			}
-			for _, pr := range matched {
-				add(pr)
-			}
-		}
-		pr, note := interferenceProbe(p, lookup)
-		if note != "" {
-			notes = append(notes, note)
-		} else {
-			add(pr)
 		}
 	}
 	for _, pat := range patterns {
@@ -86,12 +77,14 @@ func Resolve(patterns []string, p exp.Params, lookup Lookup) (probes []Probe, no
 		if pat == "" {
 			return nil, nil, fmt.Errorf("--probes: empty arm name; want arm names or globs such as pingpong/thread/*")
 		}
-		matched, err := match(pat, p, lookup)
+		matched, err := match(pat, p, specs)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, pr := range matched {
-			add(pr)
+			if err := add(pr); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	if len(probes) > MaxProbes {
@@ -103,19 +96,38 @@ func Resolve(patterns []string, p exp.Params, lookup Lookup) (probes []Probe, no
 	return probes, notes, nil
 }
 
+// DefaultProbes lists the arms the experiments declare as probes, in
+// registry order (for help texts and docs).
+func DefaultProbes(specs []*exp.Spec) []string {
+	if specs == nil {
+		specs = exp.All()
+	}
+	var out []string
+	for _, s := range specs {
+		out = append(out, s.Probes...)
+	}
+	return out
+}
+
 // match resolves one arm name or glob. A bare experiment name is not a
 // probe (it would select dozens of arms): the user must name arms.
-func match(pat string, p exp.Params, lookup Lookup) ([]Probe, error) {
+func match(pat string, p exp.Params, specs []*exp.Spec) ([]Probe, error) {
 	name, _, hasSlash := strings.Cut(pat, "/")
-	spec, ok := lookup(name)
-	if !ok {
+	var spec *exp.Spec
+	for _, s := range specs {
+		if s.Name == name {
+			spec = s
+		}
+	}
+	if spec == nil {
 		return nil, fmt.Errorf("--probes %q: unknown experiment %q; `ctxlab list` shows experiments and their arms", pat, name)
 	}
 	if !hasSlash {
 		return nil, fmt.Errorf("--probes %q: name arms, not a whole experiment, e.g. %s/* or an arm from `ctxlab list %s`", pat, name, name)
 	}
-	if _, err := path.Match(pat, ""); err != nil {
-		return nil, fmt.Errorf("--probes %q: bad glob: %v", pat, err)
+	glob, err := exp.ParsePattern(pat)
+	if err != nil {
+		return nil, fmt.Errorf("--probes: bad glob: %v", err)
 	}
 	arms, err := spec.Arms(p)
 	if err != nil {
@@ -123,7 +135,7 @@ func match(pat string, p exp.Params, lookup Lookup) ([]Probe, error) {
 	}
 	var out []Probe
 	for _, a := range arms {
-		if ok, _ := path.Match(pat, a.Name); ok {
+		if glob.Match(a.Name) {
 			out = append(out, Probe{Spec: spec, Arm: a})
 		}
 	}
@@ -133,52 +145,43 @@ func match(pat string, p exp.Params, lookup Lookup) ([]Probe, error) {
 	return out, nil
 }
 
-// interferenceProbe picks the one-hog arm of the interference experiment:
-// hogs=1, preferring a spinning hog and a quick arm. note says why there is
-// none (the experiment is not in this build, or has no one-hog arm).
-func interferenceProbe(p exp.Params, lookup Lookup) (Probe, string) {
-	spec, ok := lookup(InterferenceExperiment)
-	if !ok {
-		return Probe{}, "probe interference (one-hog p99) left out: this build has no interference experiment"
+// splitName splits an arm's full name into the experiment and arm labels:
+// "pingpong/thread/futex/same-cpu" → "pingpong", "thread/futex/same-cpu".
+// The experiment is its own label, so the arm label does not repeat it.
+func splitName(name string) (experiment, arm string) {
+	if e, a, ok := strings.Cut(name, "/"); ok {
+		return e, a
 	}
-	q := p
-	q.Hogs = []int{1}
-	arms, err := spec.Arms(q)
-	if err != nil {
-		if arms, err = spec.Arms(p); err != nil {
-			return Probe{}, "probe interference (one-hog p99) left out: " + err.Error()
-		}
-	}
-	best, bestScore := -1, -1
-	for i, a := range arms {
-		if !oneHog(a) || a.Unsupported != "" {
-			continue
-		}
-		score := 0
-		if a.Quick {
-			score++
-		}
-		if strings.Contains(a.Name, "spin") || a.Params["kind"] == "spin" {
-			score += 2
-		}
-		if score > bestScore {
-			best, bestScore = i, score
-		}
-	}
-	if best < 0 {
-		return Probe{}, "probe interference (one-hog p99) left out: the interference experiment has no runnable arm with one hog"
-	}
-	return Probe{Spec: spec, Arm: arms[best]}, ""
+	return "", name
 }
 
-func oneHog(a exp.Arm) bool {
-	if a.Params["hogs"] == "1" {
-		return true
+func armLabel(name string) string { _, a := splitName(name); return a }
+
+// roundTripOp matches an op that is one round trip, with at most a
+// mechanism named before it: "round trip", "futex round trip between …",
+// "round trip (2 switches …)"; not "burst of 100 channel round trips".
+var roundTripOp = regexp.MustCompile(`^(\w+ )?round trip\b`)
+
+// opLabel makes an op's description one lower-case word for the "op"
+// label: "roundtrip" for a round trip, else the description up to any
+// parenthesis with its letters joined when that is short ("hop", "yield",
+// "createjoin"), else "op" (ctxlab list EXPERIMENT says what it is).
+func opLabel(op string) string {
+	op = strings.ToLower(strings.TrimSpace(op))
+	if roundTripOp.MatchString(op) {
+		return "roundtrip"
 	}
-	for _, part := range strings.Split(a.Name, "/") {
-		if part == "hogs=1" {
-			return true
+	if i := strings.IndexAny(op, "(,;:"); i >= 0 {
+		op = op[:i]
+	}
+	w := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' {
+			return r
 		}
+		return -1
+	}, op)
+	if w == "" || len(w) > 16 {
+		return "op"
 	}
-	return false
+	return w
 }

@@ -1,7 +1,8 @@
 // Package serve is ctxlab's Prometheus exporter: a small set of arms
-// re-measured on a schedule within a CPU budget, plus the host signals that
-// explain a change in them, so a fleet is compared in the monitoring it
-// already has instead of host by host (SPEC §7).
+// re-measured on a schedule within a CPU budget, plus what node_exporter
+// cannot say about them (their own CPU, run-queue wait and cgroup
+// throttling), so a fleet is compared in the monitoring it already has
+// instead of host by host (SPEC §7).
 package serve
 
 import (
@@ -73,9 +74,11 @@ type Options struct {
 
 // Server is a running exporter: the probe scheduler and the HTTP handlers.
 type Server struct {
-	o        Options
-	metrics  *Metrics
-	host     *HostCollector
+	o       Options
+	metrics *Metrics
+	cgroup  *CgroupCollector
+	// host lists the signals that cannot be read here, for the index page.
+	host     struct{ Unsupported map[string]string }
 	reg      *prometheus.Registry
 	budget   *budget
 	started  time.Time
@@ -114,18 +117,13 @@ func New(o Options) *Server {
 	for _, n := range names {
 		s.metrics.SetBenchTime(n, s.budget.probes[n].benchTime)
 	}
-	var migrCPUs []int
-	if o.Host.PerfParanoid <= 0 {
-		migrCPUs = o.Host.OnlineCPUs
+	s.metrics.selfCPU = cpuSeconds
+	s.cgroup = NewCgroupCollector(o.Host.CgroupDir, o.Host.CgroupVersion)
+	s.host.Unsupported = map[string]string{}
+	if why := s.cgroup.Unsupported; why != "" {
+		s.host.Unsupported["cgroup_throttling"] = why
 	}
-	s.host = NewHostCollector(o.ProcRoot, o.Host.CgroupDir, o.Host.CgroupVersion, migrCPUs)
-	if migrCPUs == nil {
-		s.host.Unsupported["migrations"] = fmt.Sprintf("system-wide perf counters need perf_event_paranoid ≤ 0 (it is %d) or CAP_PERFMON; /proc/stat and /proc/schedstat carry no migration count", o.Host.PerfParanoid)
-		if o.Host.PerfParanoid <= 0 {
-			s.host.Unsupported["migrations"] = "no online CPUs known"
-		}
-	}
-	s.reg.MustRegister(s.metrics, s.host)
+	s.reg.MustRegister(s.metrics, s.cgroup)
 	if !o.NoRuntimeMetrics {
 		s.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	}
@@ -143,15 +141,14 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // the listener closes, and Serve returns nil. An HTTP server failure is
 // returned as an error.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	defer s.host.Close()
 	srv, ln := s.httpServer(ln)
 	httpErr := make(chan error, 1)
 	go func() { httpErr <- srv.Serve(ln) }()
 	for _, n := range s.o.Notes {
 		s.o.Log.Info(n)
 	}
-	for sig, why := range s.host.Unsupported {
-		s.o.Log.Info("host signal unsupported", "signal", sig, "reason", why)
+	if why := s.cgroup.Unsupported; why != "" {
+		s.o.Log.Info("cgroup throttling unsupported", "reason", why)
 	}
 	s.o.Log.Info("serving", "listen", ln.Addr().String(), "probes", len(s.o.Probes), "interval", s.o.Interval,
 		"budget_pct_of_one_core", s.o.BudgetPct)
@@ -224,9 +221,9 @@ func (s *Server) Cycle(ctx context.Context) {
 			Timeout: s.o.ProbeTimeout, MaxSamples: 20000, ClockCost: clock, Host: s.o.Host,
 		}
 		cpu0, t0 := cpuSeconds(), time.Now()
-		arm, pr := p.Arm, &primer{}
+		arm, tp := p.Arm, &tap{}
 		if arm.Open != nil {
-			arm.Open = pr.wrap(arm.Open)
+			arm.Open = tp.wrap(arm.Open)
 		}
 		r := s.o.RunArm(ctx, cfg, p.Spec, arm)
 		wall, cpu := time.Since(t0), cpuSeconds()-cpu0
@@ -236,11 +233,12 @@ func (s *Server) Cycle(ctx context.Context) {
 		if r.Name == "" {
 			r.Name = name
 		}
-		if pr.timedOut.Load() && r.Status == result.StatusFailed {
+		if tp.timedOut.Load() && r.Status == result.StatusFailed {
 			r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("the first op did not finish within %v", s.o.ProbeTimeout)
 		}
 		over := s.budget.observe(name, cpu)
-		s.metrics.Record(r, wall, cpu, time.Now(), over, pb.benchTime)
+		s.metrics.Record(r, Run{Wall: wall, CPU: cpu, End: time.Now(), Over: over, NextBench: pb.benchTime,
+			Samples: tp.samples()})
 		if r.Status != result.StatusOK {
 			s.o.Log.Warn("probe did not finish", "arm", name, "status", r.Status, "reason", r.Reason)
 		}
@@ -269,49 +267,4 @@ func runID() string {
 	var b [3]byte
 	rand.Read(b[:])
 	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
-}
-
-// primer wraps an arm's Open so that one op runs before the runner sees
-// the bench: a partner process or thread that is still starting would
-// otherwise make the first warm-up op look like milliseconds, and the
-// runner, sizing repetitions from the warm-up, would time a single op. A
-// first op that hangs is abandoned when the arm's time limit ends, and
-// timedOut says so (the runner reports it as a failed set-up).
-type primer struct{ timedOut atomic.Bool }
-
-func (pr *primer) wrap(open func(ctx context.Context) (exp.Bench, error)) func(ctx context.Context) (exp.Bench, error) {
-	return func(ctx context.Context) (exp.Bench, error) {
-		b, err := open(ctx)
-		if err != nil {
-			return nil, err
-		}
-		lb, ok := b.(exp.Loop)
-		if !ok {
-			return b, nil
-		}
-		done := make(chan error, 1)
-		go func() {
-			pb := measure.NewB(ctx, 1, nil, nil)
-			pb.StartTimer()
-			done <- lb.Run(pb)
-		}()
-		select {
-		case err := <-done:
-			if err != nil {
-				b.Close()
-				return nil, fmt.Errorf("first op: %w", err)
-			}
-			return b, nil
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				pr.timedOut.Store(true)
-			}
-			b.Close() // must unblock the stuck op (exp.Bench's contract)
-			select {
-			case <-done:
-			case <-time.After(shutdownGrace):
-			}
-			return nil, fmt.Errorf("first op: %w", ctx.Err())
-		}
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -108,13 +109,26 @@ func scrape(t *testing.T, url string) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for _, m := range fams["ctxlab_probe_success"].GetMetric() {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "arm" {
-				out[l.GetValue()] = m.GetGauge().GetValue()
-			}
-		}
+		out[fullName(m)] = m.GetGauge().GetValue()
 	}
 	return out
+}
+
+// fullName is a series' arm as `ctxlab list` names it: experiment/arm.
+func fullName(m *dto.Metric) string {
+	var e, a string
+	for _, l := range m.GetLabel() {
+		switch l.GetName() {
+		case "experiment":
+			e = l.GetValue()
+		case "arm":
+			a = l.GetValue()
+		}
+	}
+	if e == "" {
+		return a
+	}
+	return e + "/" + a
 }
 
 // TestProbeFailureAndTimeout: a failing probe and two kinds of stuck probe
@@ -193,7 +207,7 @@ func TestCancelDuringProbeLeavesNoChild(t *testing.T) {
 	}
 	host := sysinfo.Detect()
 	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs}
-	probes, _, err := serve.Resolve([]string{"pingpong/process/pipe/unpinned"}, p, exp.Lookup)
+	probes, _, err := serve.Resolve([]string{"pingpong/process/pipe/unpinned"}, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +360,7 @@ func TestServeRealProbes(t *testing.T) {
 	if allowed, err := measure.Affinity(); err == nil && len(allowed) > 0 {
 		p.CPUs = allowed
 	}
-	probes, notes, err := serve.Resolve(nil, p, exp.Lookup)
+	probes, notes, err := serve.Resolve(nil, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,11 +410,7 @@ func TestServeRealProbes(t *testing.T) {
 	perArm := func(family string) map[string]bool {
 		out := map[string]bool{}
 		for _, m := range fams[family].GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "arm" {
-					out[l.GetValue()] = true
-				}
-			}
+			out[fullName(m)] = true
 		}
 		return out
 	}
@@ -409,29 +419,56 @@ func TestServeRealProbes(t *testing.T) {
 			t.Errorf("%s: success %v; see the log", pr.Name(), got[pr.Name()])
 			continue
 		}
-		latency := []string{"ctxlab_roundtrip_seconds", "ctxlab_roundtrip_mean_seconds"}
-		if op := probeOp(pr); op != "round trip" {
-			latency = []string{"ctxlab_op_seconds", "ctxlab_op_mean_seconds"} // e.g. interference's wake-up
-		}
-		for _, fam := range append(latency, "ctxlab_switches_per_op",
-			"ctxlab_probe_cpu_seconds_total", "ctxlab_probe_duration_seconds", "ctxlab_noisy") {
+		for _, fam := range []string{"ctxlab_op_seconds", "ctxlab_op_mean_seconds", "ctxlab_op_max_seconds",
+			"ctxlab_switches_per_op", "ctxlab_runqueue_wait_per_switch_seconds",
+			"ctxlab_probe_cpu_seconds_total", "ctxlab_probe_duration_seconds", "ctxlab_probe_noisy"} {
 			if !perArm(fam)[pr.Name()] {
 				t.Errorf("%s: no %s", pr.Name(), fam)
 			}
 		}
 	}
-	for _, fam := range []string{"ctxlab_host_context_switches_total", "ctxlab_host_procs_running",
-		"ctxlab_host_cpu_steal_seconds_total", "process_cpu_seconds_total", "ctxlab_build_info"} {
+	// The OS-thread round trips switch at least once per op: their
+	// per-switch cost is there.
+	for _, name := range []string{"pingpong/thread/futex/same-cpu", "pingpong/thread/futex/cross-cpu"} {
+		if got[name] == 1 && !perArm("ctxlab_switch_cost_seconds")[name] {
+			t.Errorf("%s: no ctxlab_switch_cost_seconds", name)
+		}
+	}
+	for _, fam := range []string{"ctxlab_exporter_cpu_seconds_total", "process_cpu_seconds_total", "ctxlab_build_info"} {
 		if _, ok := fams[fam]; !ok {
 			t.Errorf("no %s on the live page", fam)
 		}
 	}
-}
-
-// probeOp is the op a probe's arm reports, as the runner fills it in.
-func probeOp(p serve.Probe) string {
-	if p.Arm.Op != "" {
-		return p.Arm.Op
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if len(l.GetValue()) > serve.MaxLabelLen {
+					t.Errorf("%s{%s=%q}: label value over %d characters", name, l.GetName(), l.GetValue(), serve.MaxLabelLen)
+				}
+			}
+		}
 	}
-	return p.Spec.Op
+	for _, m := range fams["ctxlab_op_seconds"].GetMetric() {
+		s := m.GetSummary()
+		mean := s.GetSampleSum() / float64(s.GetSampleCount())
+		var p50 float64
+		for _, q := range s.GetQuantile() {
+			if q.GetQuantile() == 0.5 {
+				p50 = q.GetValue()
+			}
+		}
+		// The mean of the very samples the quantiles come from cannot pass
+		// their max; below the median is possible (a two-peaked round trip),
+		// so it is logged, not failed.
+		var mx float64
+		for _, x := range fams["ctxlab_op_max_seconds"].GetMetric() {
+			if fullName(x) == fullName(m) {
+				mx = x.GetGauge().GetValue()
+			}
+		}
+		if mean > mx*(1+1e-9) {
+			t.Errorf("%s: _sum/_count %g s above the max %g s", fullName(m), mean, mx)
+		}
+		t.Logf("%s: p50 %.3g s, mean %.3g s, max %.3g s over %d samples", fullName(m), p50, mean, mx, s.GetSampleCount())
+	}
 }

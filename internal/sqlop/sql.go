@@ -157,3 +157,15 @@ func (h *sqlHandle) Close() error {
 	errs = append(errs, h.db.Close())
 	return errors.Join(errs...)
 }
+
+// registerCgoOff lists the cgo arms in a build without them, with the
+// reason (CgoUnsupported), so listings and reports say why they did not run.
+func registerCgoOff() {
+	registerSQL(sqlDriver{name: "mattn", sqlName: "sqlite3", about: mattnAbout}, CgoUnsupported)
+	register("cgo-call", cgoCallAbout, CgoUnsupported, nil)
+}
+
+const (
+	mattnAbout   = "github.com/mattn/go-sqlite3 (SQLite's C code through cgo; -tags mattn)"
+	cgoCallAbout = "one call of a trivial C function through cgo (the cgo crossing alone; -tags mattn)"
+)

@@ -3,7 +3,7 @@
 // on a 1 000-row table, through a prepared statement) on a database file in a
 // temporary directory or in `:memory:`, through the pure-Go driver
 // (modernc.org/sqlite, always built) or the cgo driver (mattn/go-sqlite3,
-// built only with cgo), plus an in-memory map lookup as the pure-compute
+// built only with -tags mattn and cgo), plus an in-memory map lookup as the pure-compute
 // control and a trivial cgo call. Every operation returns a value the caller
 // can check (Want), so a benchmark proves the work really ran.
 package sqlop

@@ -120,8 +120,8 @@ func TestUnknownAndUnsupported(t *testing.T) {
 	}
 	if CgoUnsupported != "" {
 		for _, op := range []string{"mattn-memory", "mattn-file", "cgo-call"} {
-			if got := Unsupported(op); got != "built without cgo" {
-				t.Errorf("Unsupported(%s) = %q, want %q", op, got, "built without cgo")
+			if got := Unsupported(op); got != CgoUnsupported {
+				t.Errorf("Unsupported(%s) = %q, want %q", op, got, CgoUnsupported)
 			}
 			if _, err := NewSource(op); !errors.Is(err, ErrUnsupported) {
 				t.Errorf("NewSource(%s) = %v, want ErrUnsupported", op, err)

@@ -1,4 +1,8 @@
-//go:build cgo
+//go:build mattn && cgo
+
+// The cgo arms (the mattn/go-sqlite3 driver and the bare cgo call) are built
+// only with -tags mattn: compiling SQLite's C code takes minutes on a small
+// machine, and the default build needs no C compiler.
 
 package sqlop
 
@@ -11,12 +15,12 @@ import (
 	_ "github.com/mattn/go-sqlite3" // registers database/sql driver "sqlite3"
 )
 
-// CgoUnsupported is "" when this build has cgo, or why it has not.
+// CgoUnsupported is "" when this build has the cgo arms, or why it has not.
 const CgoUnsupported = ""
 
 func init() {
-	registerSQL(sqlDriver{name: "mattn", sqlName: "sqlite3", about: "github.com/mattn/go-sqlite3 (SQLite's C code through cgo)"}, "")
-	register("cgo-call", "one call of a trivial C function through cgo (the cgo crossing alone)", "", func(s *Source) error {
+	registerSQL(sqlDriver{name: "mattn", sqlName: "sqlite3", about: mattnAbout}, "")
+	register("cgo-call", cgoCallAbout, "", func(s *Source) error {
 		s.open = func() (Handle, error) { return &cgoHandle{}, nil }
 		return nil
 	})

@@ -1,0 +1,364 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// TestPrometheusScrapesCtxlab runs the real thing: `ctxlab serve` on a
+// loopback port, and Debian's prometheus scraping it every second with
+// deploy/ctxlab.rules.yml loaded. Once Prometheus holds two scrapes taken
+// after the first probe cycle, every expression of the Grafana dashboard
+// must return at least one series, every rule must load and evaluate
+// without error, and the same-CPU p99 alert's expression must evaluate
+// over real series. Both processes are stopped by PID at the end.
+func TestPrometheusScrapesCtxlab(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ctxlab serve and prometheus")
+	}
+	promBin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus is not installed (apt-get install prometheus; .ci/run does): " + err.Error())
+	}
+	rules, _ := filepath.Abs("ctxlab.rules.yml")
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		out, err := exec.Command(promtool, "check", "rules", rules).CombinedOutput()
+		if err != nil {
+			t.Fatalf("promtool check rules: %v\n%s", err, out)
+		}
+	}
+	dir := t.TempDir()
+	ctxlabAddr, promAddr := freeAddr(t), freeAddr(t)
+
+	// ctxlab serve, as a process of its own (this test binary acting as ctxlab).
+	serve := exec.Command(os.Args[0], "-test.run=^$")
+	serve.Env = append(os.Environ(), envCtxlabArgs+"="+strings.Join([]string{"serve", "--listen", ctxlabAddr}, "\x1f"))
+	var serveLog bytes.Buffer
+	serve.Stdout, serve.Stderr = &serveLog, &serveLog
+	serve.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, "ctxlab serve", serve, &serveLog)
+
+	// The first cycle: every probe has reported.
+	deadline := time.Now().Add(40 * time.Second)
+	var page map[string]bool
+	for {
+		page = families(ctxlabAddr)
+		if page["ctxlab_op_seconds"] && countProbes(ctxlabAddr) > 0 && countProbes(ctxlabAddr) == countOps(ctxlabAddr) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ctxlab serve: no complete probe cycle within 40 s; log:\n%s", serveLog.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	cfg := filepath.Join(dir, "prometheus.yml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+scrape_configs:
+  - job_name: ctxlab
+    static_configs:
+      - targets: [%q]
+`, rules, ctxlabAddr)), 0o644)
+	prom := exec.Command(promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+promAddr, "--log.level=warn")
+	var promLog bytes.Buffer
+	prom.Stdout, prom.Stderr = &promLog, &promLog
+	prom.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stop(t, "prometheus", prom, &promLog)
+	api := "http://" + promAddr + "/api/v1/"
+
+	// Two scrapes, and every rule evaluated at least once.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		res, err := query(api, `count_over_time(ctxlab_build_info{job="ctxlab"}[1m])`)
+		if err == nil && len(res) > 0 && res[0].Value >= 2 && rulesEvaluated(api) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus: not two scrapes and one rule evaluation within 30 s (last error %v); log:\n%s", err, promLog.String())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+
+	// Every dashboard expression returns data. A family that this host
+	// cannot export at all (no cgroup cpu.stat, no /proc/…/sched) is
+	// logged, not failed.
+	exprs := dashboardExprs(t)
+	if len(exprs) < 20 {
+		t.Fatalf("only %d expressions in the dashboard", len(exprs))
+	}
+	vars := strings.NewReplacer("$instance", ".*", "$job", ".*", "$experiment", ".*", "$arm", ".*", "$__rate_interval", "1m")
+	for _, e := range exprs {
+		q := vars.Replace(e)
+		res, err := query(api, q)
+		if err != nil {
+			t.Errorf("dashboard expression %s: %v", q, err)
+			continue
+		}
+		if len(res) == 0 {
+			if missing := absent(q, page); missing != "" {
+				t.Logf("dashboard expression %s: no series; this host does not export %s", q, missing)
+				continue
+			}
+			t.Errorf("dashboard expression returns no series: %s", q)
+		}
+	}
+
+	// The alert evaluates over real series: its selector has data, and the
+	// whole expression runs (empty: nothing has doubled in two seconds).
+	p99 := `ctxlab_op_seconds{experiment="pingpong", arm="thread/futex/same-cpu", quantile="0.99"}`
+	if res, err := query(api, p99); err != nil || len(res) != 1 {
+		t.Errorf("the alert's series %s: %d series, error %v", p99, len(res), err)
+	}
+	for _, r := range rulesState(t, api) {
+		if r.Health != "ok" || r.LastError != "" {
+			t.Errorf("rule %s: health %q, error %q", r.Name, r.Health, r.LastError)
+		}
+		if r.Type == "alerting" {
+			if _, err := query(api, r.Query); err != nil {
+				t.Errorf("alert %s: its expression does not evaluate: %v", r.Name, err)
+			}
+		}
+	}
+}
+
+type sample struct {
+	Metric map[string]string
+	Value  float64
+}
+
+// query runs an instant query; an error is a PromQL or HTTP error.
+func query(api, q string) ([]sample, error) {
+	resp, err := http.Get(api + "query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status, Error string
+		Data          struct {
+			ResultType string          `json:"resultType"`
+			Result     json.RawMessage `json:"result"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	if body.Status != "success" {
+		return nil, fmt.Errorf("%s", body.Error)
+	}
+	var raw []struct {
+		Metric map[string]string
+		Value  [2]any
+	}
+	if body.Data.ResultType == "vector" {
+		if err := json.Unmarshal(body.Data.Result, &raw); err != nil {
+			return nil, err
+		}
+	} else {
+		return nil, fmt.Errorf("result type %s, want vector", body.Data.ResultType)
+	}
+	var out []sample
+	for _, r := range raw {
+		var v float64
+		if s, ok := r.Value[1].(string); ok {
+			fmt.Sscan(s, &v)
+		}
+		out = append(out, sample{r.Metric, v})
+	}
+	return out, nil
+}
+
+type ruleState struct {
+	Name, Query, Health, Type string
+	LastError                 string `json:"lastError"`
+	LastEvaluation            string `json:"lastEvaluation"`
+}
+
+func rulesState(t *testing.T, api string) []ruleState {
+	t.Helper()
+	rs, err := fetchRules(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) == 0 {
+		t.Fatal("prometheus loaded no rules from deploy/ctxlab.rules.yml")
+	}
+	return rs
+}
+
+func fetchRules(api string) ([]ruleState, error) {
+	resp, err := http.Get(api + "rules")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Groups []struct{ Rules []ruleState }
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	var out []ruleState
+	for _, g := range body.Data.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out, nil
+}
+
+func rulesEvaluated(api string) bool {
+	rs, err := fetchRules(api)
+	if err != nil || len(rs) == 0 {
+		return false
+	}
+	for _, r := range rs {
+		if r.LastEvaluation == "" || strings.HasPrefix(r.LastEvaluation, "0001-") {
+			return false
+		}
+	}
+	return true
+}
+
+// dashboardExprs lists every target expression of the Grafana dashboard.
+func dashboardExprs(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			if tg.Expr != "" {
+				out = append(out, tg.Expr)
+			}
+		}
+	}
+	return out
+}
+
+var metricName = regexp.MustCompile(`ctxlab_[a-z0-9_]+`)
+
+// absent names a ctxlab family the expression uses that the exporter's
+// page does not have at all ("" when it has them all).
+func absent(expr string, page map[string]bool) string {
+	for _, n := range metricName.FindAllString(expr, -1) {
+		base := strings.TrimSuffix(strings.TrimSuffix(n, "_sum"), "_count")
+		if !page[n] && !page[base] && (strings.HasPrefix(n, "ctxlab_cgroup_") || strings.HasPrefix(n, "ctxlab_migrations_")) {
+			return n
+		}
+	}
+	return ""
+}
+
+func scrapePage(addr string) ([]byte, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+func parse(b []byte) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(bytes.NewReader(b))
+}
+
+// families lists the metric families on ctxlab's page.
+func families(addr string) map[string]bool {
+	out := map[string]bool{}
+	b, err := scrapePage(addr)
+	if err != nil {
+		return out
+	}
+	fams, err := parse(b)
+	if err != nil {
+		return out
+	}
+	for n := range fams {
+		out[n] = true
+	}
+	return out
+}
+
+func countSeries(addr, family string) int {
+	b, err := scrapePage(addr)
+	if err != nil {
+		return -1
+	}
+	fams, err := parse(b)
+	if err != nil {
+		return -1
+	}
+	return len(fams[family].GetMetric())
+}
+
+// countProbes is the probes configured; countOps those that have reported.
+func countProbes(addr string) int { return countSeries(addr, "ctxlab_probe_cpu_seconds_total") }
+func countOps(addr string) int    { return countSeries(addr, "ctxlab_probe_success") }
+
+// freeAddr is a loopback address with a port nobody listens on now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// stop ends a process started by the test by its PID: SIGTERM, then
+// SIGKILL after 10 s, and always waits for it.
+func stop(t *testing.T, name string, cmd *exec.Cmd, log *bytes.Buffer) {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		t.Errorf("%s (pid %d) did not stop on SIGTERM within 10 s; killed. Log:\n%s", name, cmd.Process.Pid, log.String())
+	}
+}

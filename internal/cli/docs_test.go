@@ -1,0 +1,392 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// TestDocumentedCommands runs every `ctxlab …` command that README.md and
+// docs/*.md show, so a documented command cannot fail unnoticed. A command
+// is taken from fenced or indented code blocks and from inline code that
+// starts with "ctxlab "; `#` comments, `> file` redirections and the parts
+// of `&&` and `|` chains that are not ctxlab are dropped. The rules:
+//
+//   - A synopsis (a line with placeholders: PID, RUN, [EXPERIMENT], …, a|b),
+//     or inline code naming a bare command (`ctxlab watch`), must name a
+//     real command, and each --flag must be one of its flags.
+//   - `ctxlab` and `ctxlab run …` are parsed and validated as run would
+//     (exit-2 checks, and the selection must hold at least one arm). Those
+//     selecting at most execArms arms also run, with --benchtime 1ms --reps 1
+//     --no-store. Larger selections (the suites) take minutes even so, and
+//     the arms of fixedWork experiments do a set amount of work that
+//     --benchtime does not shorten (MiB working sets, thousands of workers,
+//     an interpreter start per arm): those are parsed and selected only;
+//     their own packages' tests run them small.
+//   - `watch` runs against a process the test starts: a PID in the example
+//     becomes that process's, --name matches it, and --interval 100ms
+//     --count 2 bound it.
+//   - `diagnose -- CMD` runs with CMD replaced by `sleep 0.2` (the documented
+//     commands are stress loads or the reader's own server).
+//   - `serve` is parsed only (it is a server; internal/serve tests it).
+//   - Every other command (list, env, history, show, compare, report,
+//     budget, export, import, completion) runs for real, against a history
+//     seeded with two tiny runs and the report fixture, in a temp dir.
+//
+// Each must exit 0.
+func TestDocumentedCommands(t *testing.T) {
+	examples := docExamples(t)
+	if len(examples) < 40 {
+		t.Fatalf("found only %d documented commands; is the extraction broken?", len(examples))
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), "CTXLAB_TEST_AS_MAIN=1", "XDG_DATA_HOME="+filepath.Join(dir, "data"), "HOME="+dir)
+	sh := func(args ...string) (string, error) { return runExample(t, dir, env, args) }
+
+	// The history the examples read: two tiny runs, then a real quick run
+	// of pingpong, ring and interference (so ring:param exists).
+	for i := 0; i < 2; i++ {
+		if out, err := sh("run", "pingpong/goroutine/chan/*", "--benchtime", "1ms", "--reps", "2"); err != nil {
+			t.Fatalf("seeding the history: %v\n%s", err, out)
+		}
+	}
+	if out, err := sh("import", filepath.Join(mustAbs(t, "../report/testdata"), "browser-run.json")); err != nil {
+		t.Fatalf("seeding the history: %v\n%s", err, out)
+	}
+
+	victim := exec.Command("sleep", "60")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { victim.Process.Kill(); victim.Wait() }()
+
+	seen := map[string]bool{}
+	for _, ex := range examples {
+		key := fmt.Sprint(ex.synopsis, ex.args)
+		if seen[key] {
+			continue // the same command, documented twice, runs once
+		}
+		seen[key] = true
+		t.Run(ex.where, func(t *testing.T) {
+			args := ex.args
+			switch {
+			case ex.synopsis:
+				checkSynopsis(t, args)
+				return
+			case len(args) == 0 || args[0] == "run" || strings.HasPrefix(args[0], "-"):
+				n, exps := checkPlan(t, args)
+				if n > execArms || testing.Short() || slices.ContainsFunc(exps, func(e string) bool { return fixedWork[e] }) {
+					return
+				}
+				args = append(args, "--benchtime", "1ms", "--reps", "1", "--no-store", "--timeout", "30s")
+			case args[0] == "watch":
+				args = watchForm(args, victim.Process.Pid)
+			case args[0] == "diagnose":
+				i := indexOf(args, "--")
+				args = append(args[:i+1:i+1], "sleep", "0.2")
+			case args[0] == "serve":
+				parseOnly(t, args)
+				return
+			}
+			if out, err := runExample(t, dir, env, args); err != nil {
+				t.Errorf("%s: ctxlab %s: %v\n%s", ex.where, strings.Join(args, " "), err, tail(out, 1500))
+			}
+		})
+	}
+}
+
+// execArms: run examples selecting at most this many arms really run.
+const execArms = 12
+
+// fixedWork: experiments whose arms take seconds whatever --benchtime says.
+var fixedWork = map[string]bool{"cachecost": true, "python": true, "ring": true, "spawn": true, "yield": true}
+
+type docExample struct {
+	where    string   // file:line
+	args     []string // after "ctxlab"
+	synopsis bool
+}
+
+var (
+	inlineCtxlab = regexp.MustCompile("`(ctxlab(?: [^`]*)?)`")
+	placeholder  = regexp.MustCompile(`^\[|\]$|…|\\\||^[A-Z][A-Z0-9_]*(\.json)?$`)
+)
+
+// docExamples extracts the ctxlab commands of README.md and docs/*.md.
+func docExamples(t *testing.T) []docExample {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	files = append([]string{filepath.Join("..", "..", "README.md")}, files...)
+	var out []docExample
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fenced := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				fenced = !fenced
+				continue
+			}
+			var cands []string
+			inline := !fenced && !strings.HasPrefix(line, "    ")
+			if c := strings.TrimPrefix(strings.TrimSpace(line), "$ "); !inline && (c == "ctxlab" || strings.HasPrefix(c, "ctxlab ")) {
+				cands = append(cands, c)
+			}
+			if inline {
+				for _, m := range inlineCtxlab.FindAllStringSubmatch(line, -1) {
+					cands = append(cands, m[1])
+				}
+			}
+			for _, c := range cands {
+				words, err := shellWords(c)
+				if err != nil {
+					t.Errorf("%s:%d: %v", f, i+1, err)
+					continue
+				}
+				for _, cmd := range commands(words) {
+					ex := docExample{where: fmt.Sprintf("%s:%d", filepath.Base(f), i+1), args: cmd}
+					// Inline `ctxlab watch` names a command; it is no example.
+					ex.synopsis = inline && len(cmd) <= 1
+					for _, w := range cmd {
+						ex.synopsis = ex.synopsis || placeholder.MatchString(w)
+					}
+					out = append(out, ex)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// shellWords splits a command line as sh would for the simple lines docs
+// hold: quotes, backslashes, an unquoted # comment. Operators (&&, |, >)
+// come back as words of their own.
+func shellWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord, quote := false, byte(0)
+	flush := func() {
+		if inWord {
+			words = append(words, cur.String())
+			cur.Reset()
+			inWord = false
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote, inWord = c, true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case c == ' ' || c == '\t':
+			flush()
+		case c == '#' && !inWord:
+			flush()
+			return words, nil
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unclosed quote in %q", s)
+	}
+	flush()
+	return words, nil
+}
+
+// commands cuts words at && and | and keeps the ctxlab commands, without
+// "ctxlab" and without redirections.
+func commands(words []string) [][]string {
+	var out [][]string
+	var cur []string
+	end := func() {
+		if len(cur) > 0 && cur[0] == "ctxlab" {
+			out = append(out, cur[1:])
+		}
+		cur = nil
+	}
+	for i := 0; i < len(words); i++ {
+		switch w := words[i]; {
+		case w == "&&" || w == "|" || w == ";":
+			end()
+		case w == ">" || w == "2>" || w == "<" || w == ">>":
+			i++ // and its file
+		case strings.HasPrefix(w, ">") || strings.HasPrefix(w, "2>"):
+		default:
+			cur = append(cur, w)
+		}
+	}
+	end()
+	return out
+}
+
+// checkSynopsis: the command exists and knows every --flag named.
+func checkSynopsis(t *testing.T, args []string) {
+	t.Helper()
+	root := newRoot(context.Background(), io.Discard, io.Discard)
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		t.Fatalf("ctxlab %s: %v", strings.Join(args, " "), err)
+	}
+	for _, w := range args {
+		if w == "--" {
+			break
+		}
+		if name, ok := strings.CutPrefix(strings.Trim(w, "[]"), "--"); ok {
+			name, _, _ = strings.Cut(name, "=")
+			if cmd.Flags().Lookup(name) == nil {
+				t.Errorf("ctxlab %s: %s has no flag --%s", strings.Join(args, " "), cmd.CommandPath(), name)
+			}
+		}
+	}
+}
+
+// checkPlan parses a run (or bare ctxlab) command with run's own flags and
+// validates it as run would; it returns how many arms it selects, and of
+// which experiments.
+func checkPlan(t *testing.T, args []string) (int, []string) {
+	t.Helper()
+	a := args
+	bare := len(a) == 0 || a[0] != "run"
+	if !bare {
+		a = a[1:]
+	}
+	o := &RunOptions{Stdout: io.Discard, Stderr: io.Discard}
+	var pl *plan
+	c := &cobra.Command{Use: "run", SilenceErrors: true, SilenceUsage: true, RunE: func(cmd *cobra.Command, rest []string) error {
+		if bare && !o.Full {
+			o.Quick = true // as bare ctxlab does
+		}
+		var err error
+		pl, err = validate(o, rest, sysinfo.Detect())
+		return err
+	}}
+	addRunFlags(c, o)
+	c.SetArgs(a)
+	c.SetOut(io.Discard)
+	c.SetErr(io.Discard)
+	if err := c.Execute(); err != nil {
+		t.Fatalf("ctxlab %s: %v", strings.Join(args, " "), err)
+	}
+	n := 0
+	var exps []string
+	for _, s := range pl.sel {
+		n += len(s.Arms)
+		exps = append(exps, s.Spec.Name)
+	}
+	if n == 0 {
+		t.Fatalf("ctxlab %s selects no arm", strings.Join(args, " "))
+	}
+	return n, exps
+}
+
+// parseOnly: the command exists and its flags and arguments parse.
+func parseOnly(t *testing.T, args []string) {
+	t.Helper()
+	root := newRoot(context.Background(), io.Discard, io.Discard)
+	cmd, rest, err := root.Find(args)
+	if err == nil {
+		err = cmd.ParseFlags(rest)
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return // --help parses
+	}
+	if err == nil {
+		err = cmd.ValidateArgs(cmd.Flags().Args())
+	}
+	if err != nil {
+		t.Fatalf("ctxlab %s: %v", strings.Join(args, " "), err)
+	}
+}
+
+// watchForm points a watch example at pid and bounds it.
+func watchForm(args []string, pid int) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case w == "--name":
+			out = append(out, w, "^sleep$")
+			i++
+		case w == "--interval" || w == "--count":
+			i++
+		case regexp.MustCompile(`^[0-9]+$`).MatchString(w) && i > 0 && !strings.HasPrefix(args[i-1], "--"):
+			out = append(out, strconv.Itoa(pid))
+		default:
+			out = append(out, w)
+		}
+	}
+	return append(out, "--interval", "100ms", "--count", "2")
+}
+
+// runExample runs this test binary as ctxlab in dir, in its own process
+// group, and kills that group when it returns.
+func runExample(t *testing.T, dir string, env, args []string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Dir, cmd.Env = dir, env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	err := cmd.Wait()
+	return out.String(), err
+}
+
+func indexOf(xs []string, x string) int {
+	for i, y := range xs {
+		if y == x {
+			return i
+		}
+	}
+	return len(xs) - 1
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,116 @@
+package exp
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
+
+// Pattern is an arm pattern as users type it, with one meaning wherever
+// ctxlab takes one (run, list, budget --arm, serve --probes, report
+// --chart): an experiment name ("pingpong"), an arm name, a leading part of
+// arm names ("pingpong/thread"), or a glob in which `*` matches any run of
+// characters, `/` included ("pingpong/thread/*" is every thread arm of
+// pingpong, "*/futex/*" every futex arm), `?` one character and `[…]` one
+// of a set ("[!…]" or "[^…]" one not in it), as in a shell.
+type Pattern struct {
+	text string
+	re   *regexp.Regexp
+}
+
+// ParsePattern checks a pattern; the error names it and says what is wrong.
+func ParsePattern(s string) (Pattern, error) {
+	if strings.TrimSpace(s) == "" {
+		return Pattern{}, fmt.Errorf("empty arm pattern; want an experiment, an arm or a glob such as pingpong/thread/*")
+	}
+	if !utf8.ValidString(s) {
+		return Pattern{}, fmt.Errorf("arm pattern %q is not UTF-8 text", s)
+	}
+	text := s
+	if t := strings.TrimRight(s, "/"); t != "" {
+		s = t // "pingpong/thread/" (a completed prefix) is "pingpong/thread"
+	}
+	var re strings.Builder
+	re.WriteString(`^(?:`)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '*':
+			re.WriteString(`.*`)
+		case '?':
+			re.WriteString(`.`)
+		case '[':
+			end := strings.IndexByte(s[i+1:], ']')
+			if end == 0 { // "[]…]": a ']' first is a member
+				if e := strings.IndexByte(s[i+2:], ']'); e >= 0 {
+					end = e + 1
+				} else {
+					end = -1
+				}
+			}
+			if end < 0 {
+				return Pattern{}, fmt.Errorf("arm pattern %q: '[' at %d has no closing ']'", s, i)
+			}
+			set := s[i+1 : i+1+end]
+			if set[0] == '!' {
+				set = "^" + set[1:]
+			}
+			re.WriteString("[" + strings.ReplaceAll(set, `\`, `\\`) + "]")
+			i += end + 1
+		case '\\':
+			if i+1 < len(s) {
+				i++
+			}
+			_, n := utf8.DecodeRuneInString(s[i:])
+			re.WriteString(regexp.QuoteMeta(s[i : i+n]))
+			i += n - 1
+		default:
+			_, n := utf8.DecodeRuneInString(s[i:])
+			re.WriteString(regexp.QuoteMeta(s[i : i+n]))
+			i += n - 1
+		}
+	}
+	// A pattern also selects the arms under a leading part it names.
+	re.WriteString(`)(?:/.*)?$`)
+	r, err := regexp.Compile(re.String())
+	if err != nil {
+		return Pattern{}, fmt.Errorf("arm pattern %q: %v", s, err)
+	}
+	return Pattern{text: text, re: r}, nil
+}
+
+// MustPattern is ParsePattern for patterns written in the code.
+func MustPattern(s string) Pattern {
+	p, err := ParsePattern(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// Match reports whether the arm called name is selected.
+func (p Pattern) Match(name string) bool { return p.re != nil && p.re.MatchString(name) }
+
+// String is the pattern as typed.
+func (p Pattern) String() string { return p.text }
+
+// IsGlob reports whether the pattern has glob characters, i.e. may name
+// more than one experiment or arm by a wildcard.
+func (p Pattern) IsGlob() bool { return strings.ContainsAny(p.text, "*?[") }
+
+// Experiment returns the experiment a pattern names by its first part, or
+// "" when that part is a glob (it may then select arms of several).
+func (p Pattern) Experiment() string {
+	first, _, _ := strings.Cut(strings.TrimRight(p.text, "/"), "/")
+	if strings.ContainsAny(first, `*?[\`) {
+		return ""
+	}
+	return first
+}
+
+// Match reports whether pattern selects the arm called name; a malformed
+// pattern selects nothing (ParsePattern says why).
+func Match(pattern, name string) bool {
+	p, err := ParsePattern(pattern)
+	return err == nil && p.Match(name)
+}

@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"context"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// sleepers: two locked threads; per op, the declared one sleeps once (one
+// voluntary switch) and the other, which is not a participant, sleeps
+// three times. Only the declared thread's switch may be counted.
+type sleepers struct {
+	tids [2]int
+	reqs [2]chan int
+	done chan struct{}
+}
+
+func openSleepers(t *testing.T, cpus []int) *sleepers {
+	s := &sleepers{reqs: [2]chan int{make(chan int), make(chan int)}, done: make(chan struct{}, 2)}
+	for k := 0; k < 2; k++ {
+		ready := make(chan struct{})
+		go func(k int) {
+			runtime.LockOSThread()
+			s.tids[k] = unix.Gettid()
+			if k == 0 {
+				if err := measure.PinThread(cpus); err != nil {
+					t.Error(err)
+				}
+			}
+			close(ready)
+			naps := 1 + 2*k
+			ts := unix.NsecToTimespec(1000)
+			for n := range s.reqs[k] {
+				for i := 0; i < n*naps; i++ {
+					unix.Nanosleep(&ts, nil)
+				}
+				s.done <- struct{}{}
+			}
+		}(k)
+		<-ready
+	}
+	return s
+}
+
+func (s *sleepers) Run(b *measure.B) error {
+	s.reqs[0] <- b.N
+	s.reqs[1] <- b.N
+	<-s.done
+	<-s.done
+	return nil
+}
+func (s *sleepers) Close() error                   { close(s.reqs[0]); close(s.reqs[1]); return nil }
+func (s *sleepers) Participants() exp.Participants { return exp.Threads(s.tids[0]) }
+
+// The runner counts switches, CPU time and counters on exactly the
+// declared thread, and records where it may run.
+func TestParticipantsCountedExactly(t *testing.T) {
+	cpus, err := measure.Affinity()
+	if err != nil || len(cpus) == 0 {
+		t.Skip("no affinity:", err)
+	}
+	pin := cpus[len(cpus)-1:]
+	var s *sleepers
+	var obs Observation
+	c := testConfig()
+	c.Counters = true
+	c.Observe = func(o Observation) { obs = o }
+	r := Arm(context.Background(), c, &exp.Spec{Name: "t", Op: "nap"}, exp.Arm{Name: "t/naps",
+		Open: func(context.Context) (exp.Bench, error) { s = openSleepers(t, pin); return s, nil }})
+	if r.Status != result.StatusOK {
+		t.Fatalf("%s: %s", r.Status, r.Reason)
+	}
+	sw := r.Switches.Total()
+	// One nap is one voluntary switch (a preemption may add a little);
+	// counting the other thread too would give about 4.
+	if sw < 0.9 || sw > 1.8 {
+		t.Errorf("%.2f switches per op, want ≈ 1: the declared thread's only", sw)
+	}
+	if len(obs.CounterTIDs) != 1 || obs.CounterTIDs[0] != s.tids[0] {
+		t.Errorf("counters on %v, want exactly [%d]", obs.CounterTIDs, s.tids[0])
+	}
+	if obs.Switches > obs.WholeSwitches {
+		t.Errorf("participants %d > whole process %d", obs.Switches, obs.WholeSwitches)
+	}
+	if len(r.CPUs) != 1 || r.CPUs[0] != pin[0] {
+		t.Errorf("cpus %v, want the declared thread's %v", r.CPUs, pin)
+	}
+	if r.CPUNsPerOp == nil || *r.CPUNsPerOp <= 0 || r.RunqNsPerOp == nil {
+		t.Errorf("cpu %v runq %v per op", r.CPUNsPerOp, r.RunqNsPerOp)
+	}
+	if r.DurationNs <= 0 {
+		t.Errorf("duration %d", r.DurationNs)
+	}
+}
+
+// fakeGauge reads 30, 10, 20 bytes per worker.
+type fakeGauge struct{ n int }
+
+func (g *fakeGauge) Read(ctx context.Context) (exp.Reading, error) {
+	g.n++
+	v := []float64{30, 10, 20}[(g.n-1)%3]
+	return exp.Reading{Value: v, Ops: 7, Metrics: map[string]float64{"x": v * 2}}, nil
+}
+func (g *fakeGauge) Close() error                   { return nil }
+func (g *fakeGauge) Participants() exp.Participants { return exp.WholeProcess() }
+
+func TestGaugeSummarisedLikeAFigure(t *testing.T) {
+	c := cfg()
+	c.Reps = 3
+	r := Arm(context.Background(), c, spec, exp.Arm{Name: "fake/gauge", Unit: "B/op",
+		Open: func(context.Context) (exp.Bench, error) { return &fakeGauge{}, nil }})
+	if r.Status != result.StatusOK || r.Median != 20 || r.Min != 10 || r.Max != 30 || r.Ops != 7 || len(r.RepMeans) != 3 {
+		t.Fatalf("%+v", r)
+	}
+	if r.Metrics["x"] != 40 || !r.Noise.Noisy || r.Unit != "B/op" || r.DurationNs <= 0 {
+		t.Fatalf("metrics %v noise %+v unit %q", r.Metrics, r.Noise, r.Unit)
+	}
+}
