@@ -58,6 +58,9 @@ life, the counters, its rusage and a reading. ctxlab exits with CMD's status.`,
 			if o.Interval < minInterval || o.Interval > maxInterval {
 				return usagef("--interval %v: must be between %v and %v", o.Interval, minInterval, maxInterval)
 			}
+			if err := o.checkDB(cmd.Context()); err != nil {
+				return err
+			}
 			o.Args = args
 			return runDiagnose(cmd.Context(), o)
 		},

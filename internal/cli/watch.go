@@ -74,6 +74,9 @@ cachecost's per-switch curve when a stored run has it.`,
 			if err := o.validate(args); err != nil {
 				return err
 			}
+			if err := o.checkDB(cmd.Context()); err != nil {
+				return err
+			}
 			return runWatch(cmd.Context(), o)
 		},
 	}
@@ -140,6 +143,19 @@ func (o *WatchOptions) validate(args []string) error {
 		}
 	}
 	return nil
+}
+
+// checkDB refuses a --db given explicitly that cannot be read as a
+// history (exit 2), instead of quietly pricing from a calibration.
+func (o *WatchOptions) checkDB(ctx context.Context) error {
+	if o.DB == "" {
+		return nil
+	}
+	s, err := openStore(ctx, o.DB, false)
+	if err != nil {
+		return err
+	}
+	return s.Close()
 }
 
 // isTerminal reports whether w is a terminal.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func TestIdleConnectionsDoNotLockOutScrapes(t *testing.T) {
 	args := []string{"serve", "--listen", addr, "--interval", "1h", "--probes", "pingpong/goroutine/chan/gomaxprocs=1"}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envServeMain+"="+strings.Join(args, "\x1f"))
-	var stderr bytes.Buffer
+	var stderr lockedBuffer // written by exec's copying goroutine
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -116,4 +117,23 @@ func TestIdleConnectionsDoNotLockOutScrapes(t *testing.T) {
 		t.Errorf("the server ran out of file descriptors:\n%s", stderr.String())
 	}
 	t.Logf("server holds %d files under RLIMIT_NOFILE %d", len(fds), nofile)
+}
+
+// lockedBuffer is a bytes.Buffer that a child's output can be copied into
+// while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
