@@ -58,6 +58,14 @@ func pySkip(a exp.Arm) string {
 	return "a CPython arm takes ~3 s (an interpreter each) and takes the same self-timed path as the kept ones"
 }
 
+// tasksOrNil is the children's threads seen at Open, or nil.
+func (o *opened) tasksOrNil() map[int]bool {
+	if o == nil {
+		return nil
+	}
+	return o.tasks
+}
+
 // opened is what the truth test saw of an arm when it was opened.
 type opened struct {
 	loop  bool // a runner-timed bench (not the self-timed CPython driver)
@@ -210,8 +218,13 @@ func checkTruth(t *testing.T, a exp.Arm, r result.Arm, seen *opened, o runner.Ob
 	if got := r.Switches.Total() * ops; math.Abs(got-float64(o.Switches)) > 0.5 {
 		t.Errorf("switches per op × ops = %.1f, participants' sum %d", got, o.Switches)
 	}
-	if o.Switches > o.WholeSwitches {
-		t.Errorf("participants switched %d times, more than the whole process and its children (%d)", o.Switches, o.WholeSwitches)
+	// The whole-process reading sits inside the participants' readings (it
+	// is taken last at begin and first at end, to keep the probe's own
+	// cost out), so a participant may switch a few times in between: allow
+	// a couple per participating task and 1%, far below a double count.
+	tasks := len(parts.TIDs) + len(seen.tasksOrNil())
+	if slack := int64(2*tasks+2) + o.WholeSwitches/100; o.Switches > o.WholeSwitches+slack {
+		t.Errorf("participants switched %d times, more than the whole process and its children (%d, +%d for the reading order)", o.Switches, o.WholeSwitches, slack)
 	}
 	if r.CPUNsPerOp == nil || *r.CPUNsPerOp < 0 {
 		t.Errorf("no CPU time per op for participants %+v", parts)
