@@ -63,6 +63,9 @@ func env(w io.Writer, format string) error {
 	for _, c := range e.Caches {
 		cs = append(cs, fmt.Sprintf("L%d %s %s", c.Level, c.Type, result.FormatValue(float64(c.SizeB), "bytes")))
 	}
+	if len(cs) == 0 {
+		cs = []string{"not reported by this kernel (no /sys/devices/system/cpu/cpu0/cache)"}
+	}
 	kv("caches", strings.Join(cs, ", "))
 	kv("kernel", e.Kernel)
 	kv("scheduler", fmt.Sprintf("%s, slice %s", orUnknown(e.Scheduler), sliceText(e.SchedSliceNs)))

@@ -139,7 +139,7 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 {{with .Run.Env}}<table>
 <tr><th>host</th><td>{{.Hostname}}</td></tr>
 <tr><th>CPU</th><td>{{.CPUModel}}: {{.LogicalCPUs}} logical CPUs, {{.Cores}} cores, {{.ThreadsPerCore}} threads per core, online {{cpus .OnlineCPUs}}{{if .Hypervisor}} · virtual machine{{end}}</td></tr>
-<tr><th>caches</th><td>{{range .Caches}}L{{.Level}} {{.Type}} {{bytes .SizeB}} · {{end}}</td></tr>
+<tr><th>caches</th><td>{{range .Caches}}L{{.Level}} {{.Type}} {{bytes .SizeB}} · {{else}}not reported by this kernel (no /sys/devices/system/cpu/cpu0/cache){{end}}</td></tr>
 <tr><th>kernel</th><td>{{.Kernel}}{{if .Scheduler}} · scheduler {{.Scheduler}}{{end}}{{if .Governor}} · governor {{.Governor}}{{end}} · cgroup CPU quota {{.CPUQuota}}</td></tr>
 <tr><th>Go</th><td>{{.GoVersion}} · GOMAXPROCS {{.GOMAXPROCS}}</td></tr>
 <tr><th>load</th><td>load1 {{printf "%.2f" .Load1}} · steal since boot {{printf "%.2f" .StealPct}}%</td></tr>
