@@ -177,7 +177,13 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 
 	bench, err := open(actx, a)
 	if err != nil {
-		if actx.Err() != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			// Ctrl-C during set-up: the run was interrupted, not the arm
+			// broken (open closes whatever the set-up still brings up).
+			r.Status, r.Reason = result.StatusInterrupted, "interrupted during setup"
+			return r
+		}
+		if actx.Err() != nil {
 			r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("setup did not finish within %v", limit)
 			return r
 		}

@@ -261,3 +261,17 @@ func TestSizingAcceptsBatchAtCap(t *testing.T) {
 		t.Fatalf("%d ops per repetition, want the cap 1000", r.Ops)
 	}
 }
+
+// Ctrl-C while an arm is still being set up is an interruption, not a
+// failure of the arm.
+func TestInterruptDuringSetup(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	r := Arm(ctx, cfg(), spec, exp.Arm{Name: "fake/slowsetup", Open: func(actx context.Context) (exp.Bench, error) {
+		<-actx.Done()
+		return nil, actx.Err()
+	}})
+	if r.Status != result.StatusInterrupted {
+		t.Fatalf("status %q (%s), want interrupted", r.Status, r.Reason)
+	}
+}
