@@ -235,14 +235,17 @@ func TestHogCleanupSuccess(t *testing.T) {
 }
 
 func TestHogCleanupTimeout(t *testing.T) {
-	// A 5 s repetition under a 1 s limit: the arm must time out and take
-	// its hogs (threads and processes) down with it.
+	// A 20 s repetition under a 1 s limit: the arm must time out and take
+	// its hogs (threads and processes) down with it. (Sizing alone needs a
+	// batch of a tenth of the benchtime, 2 s, so it cannot finish in time
+	// even when a hog-slowed batch makes the op look slow: with 5 s, a
+	// batch of 0.5 s did, the repetitions came out short, and it ended ok.)
 	for _, a := range []ifArm{
 		{shape: shapeTimer, hog: hogSpec{N: 2, Place: hogThread, Kind: hogSpin}, gmp: 1},
 		{shape: shapeProcPipe, hog: hogSpec{N: 1, Place: hogProcess, Kind: hogSpin}, gmp: 2},
 	} {
 		t.Run(a.name(), func(t *testing.T) {
-			r, x := captured(t, context.Background(), testCfg(5*time.Second, time.Second), a)
+			r, x := captured(t, context.Background(), testCfg(20*time.Second, time.Second), a)
 			if r.Status != result.StatusTimedOut {
 				t.Fatalf("status %s (%s), want timed out", r.Status, r.Reason)
 			}
