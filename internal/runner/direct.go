@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -39,20 +38,9 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 	}
 	d, err := m.d, m.err
 	after := sysinfo.Sample(cfg.Host)
-	switch {
-	case ctx.Err() != nil:
-		r.Status, r.Reason = result.StatusInterrupted, "interrupted"
-	case actx.Err() != nil:
-		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("did not finish within %v", limit)
-		if err != nil {
-			r.Reason += "; " + err.Error()
-		}
-	case errors.Is(err, exp.ErrSkipped):
-		r.Status, r.Reason = result.StatusSkipped, err.Error()
-	case errors.Is(err, exp.ErrUnsupported):
-		r.Status, r.Reason = result.StatusUnsupported, err.Error()
-	case err != nil:
-		r.Status, r.Reason = result.StatusFailed, err.Error()
+	endStatus(&r, ctx, actx, limit, err)
+	if r.Status == result.StatusTimedOut && err != nil {
+		r.Reason += "; " + err.Error()
 	}
 	if d == nil || len(d.RepMeans) == 0 {
 		return r

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
@@ -51,14 +50,7 @@ func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm,
 		r.Notes = append(r.Notes, "teardown: "+err.Error())
 	}
 	after := sysinfo.Sample(cfg.Host)
-	switch {
-	case ctx.Err() != nil:
-		r.Status, r.Reason = result.StatusInterrupted, "interrupted"
-	case actx.Err() != nil:
-		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("did not finish within %v", limit)
-	case failed != nil:
-		r.Status, r.Reason = result.StatusFailed, failed.Error()
-	}
+	endStatus(&r, ctx, actx, limit, failed)
 	if len(values) == 0 {
 		return r
 	}

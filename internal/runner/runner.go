@@ -304,16 +304,9 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	}
 	after := sysinfo.Sample(cfg.Host)
 
-	switch {
-	case ctx.Err() != nil:
-		r.Status, r.Reason = result.StatusInterrupted, "interrupted"
-	case actx.Err() != nil:
-		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("did not finish within %v", limit)
-		if abandoned {
-			r.Reason += "; a worker did not stop and was abandoned"
-		}
-	case out.err != nil:
-		r.Status, r.Reason = result.StatusFailed, out.err.Error()
+	endStatus(&r, ctx, actx, limit, out.err)
+	if r.Status == result.StatusTimedOut && abandoned {
+		r.Reason += "; a worker did not stop and was abandoned"
 	}
 	if abandoned {
 		// The measuring goroutine may still write its slices.
@@ -403,6 +396,24 @@ func predictN(goal int64, n int, el int64) int {
 	next := float64(goal) * float64(n) / float64(el) * policy.Overshoot
 	next = min(next, policy.GrowMax*float64(n), float64(policy.MaxOpsPerRep))
 	return int(min(max(int64(next), int64(n)+1), policy.MaxOpsPerRep))
+}
+
+// endStatus says how an arm ended: interrupted (the run's context),
+// timed out (the arm's limit), or what its error says (skipped,
+// unsupported, failed). Nothing is set when it ran to the end.
+func endStatus(r *result.Arm, ctx, actx context.Context, limit time.Duration, err error) {
+	switch {
+	case ctx.Err() != nil:
+		r.Status, r.Reason = result.StatusInterrupted, "interrupted"
+	case actx.Err() != nil:
+		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("did not finish within %v", limit)
+	case errors.Is(err, exp.ErrSkipped):
+		r.Status, r.Reason = result.StatusSkipped, err.Error()
+	case errors.Is(err, exp.ErrUnsupported):
+		r.Status, r.Reason = result.StatusUnsupported, err.Error()
+	case err != nil:
+		r.Status, r.Reason = result.StatusFailed, err.Error()
+	}
 }
 
 // sizingReasons flags repetitions too short to trust: too few ops, or a
