@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // list, run, budget --arm and report --chart read arm patterns one way.
@@ -102,13 +104,23 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 	// Stored run ids complete show, report and compare.
-	code, _, errs := run(t, "import", filepath.Join("..", "report", "testdata", "browser-run.json"))
+	fixture := filepath.Join("..", "report", "testdata", "browser-run.json")
+	f, err := os.Open(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := result.Read(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := run(t, "import", fixture)
 	if code != 0 {
 		t.Fatalf("import: %s", errs)
 	}
 	for _, cmd := range []string{"show", "report", "compare"} {
-		code, out, _ := run(t, "__complete", cmd, "2026")
-		if code != 0 || !strings.Contains(out, "20261201T044147-16a87c") {
+		code, out, _ := run(t, "__complete", cmd, stored.ID[:4])
+		if code != 0 || !strings.Contains(out, stored.ID) {
 			t.Errorf("__complete %s: no stored run id in %q", cmd, out)
 		}
 	}
