@@ -193,6 +193,16 @@ type Loop interface {
 	Run(b *measure.B) error
 }
 
+// TimedPhase is implemented by a Loop whose work changes once the timed
+// repetitions begin (the starve shape starts its never-preempted hog only
+// after a few timed samples, so warm-up and sizing see an unstarved
+// timer). The runner calls StartTimed once, after warm-up and sizing and
+// before the first timed repetition, with that repetition's op count; the
+// bench never has to guess from its *measure.B whether it is being timed.
+type TimedPhase interface {
+	StartTimed(opsPerRep int)
+}
+
 // SelfTimed is a bench that times itself in another runtime (the CPython
 // driver): the runner hands it its sizing and sampling policy and turns
 // what it returns into the result. Measure must return when ctx is done.

@@ -345,11 +345,23 @@ type ifBench struct {
 	parts exp.Participants
 
 	// starve shape only
+	// starveAt is the timed samples after which the child starts its hog:
+	// set by StartTimed (0 until the timed repetitions begin).
+	starveAt      atomic.Int64
 	starveSamples int
 	hogAfter      int // samples before the child said its hog started (-1 = never)
 }
 
 const schedMetric = "/sched/latencies:seconds"
+
+// StartTimed implements exp.TimedPhase: the starve shape's hog starts
+// after a few timed samples of the first repetition (half of it at most),
+// so the figures hold both the unstarved and the starved timer.
+func (x *ifBench) StartTimed(opsPerRep int) {
+	if x.arm.shape == shapeStarve {
+		x.starveAt.Store(int64(max(1, min(starveAfter, opsPerRep/2))))
+	}
+}
 
 func openInterference(ctx context.Context, a ifArm, qs []quantum.Quantum, qnote string, c0 []int) (exp.Bench, error) {
 	x := &ifBench{arm: a, quanta: qs, qnote: qnote, hogAfter: -1, parts: exp.WholeProcess()}
@@ -652,7 +664,6 @@ func (x *ifBench) openStarve(ctx context.Context) error {
 	var rbuf [8]byte
 	measured := 0
 	told := false
-	after := 0 // measured samples before the hog starts, fixed at the first measured batch
 	// The timer goroutine and its hog live in the child.
 	x.parts = exp.Participants{PIDs: []int{proc.PID()}}
 	// The first wake-up proves the child is up, so its start-up is not
@@ -664,9 +675,7 @@ func (x *ifBench) openStarve(ctx context.Context) error {
 		return fmt.Errorf("starve child: %w", err)
 	}
 	x.run = func(b *measure.B) error {
-		if b.S != nil && after == 0 {
-			after = max(1, min(starveAfter, b.N/2))
-		}
+		after := int(x.starveAt.Load())
 		for i := 0; i < b.N; {
 			if _, err := io.ReadFull(dataR, rbuf[:]); err != nil {
 				if x.closed.Load() {

@@ -256,6 +256,9 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 			return
 		}
 		opsPerRep = int(math.Max(1, math.Min(float64(policy.MaxOpsPerRep), float64(cfg.BenchTime)/perOp)))
+		if tp, ok := bench.(exp.TimedPhase); ok {
+			tp.StartTimed(opsPerRep)
+		}
 		// Timestamps cost more than the calibrated clock read around a
 		// blocking op (measured: sampling every 6 µs pipe round trip added
 		// 3–10% to the mean, every 10th op under 1%), so sample no more

@@ -275,3 +275,43 @@ func TestInterruptDuringSetup(t *testing.T) {
 		t.Fatalf("status %q (%s), want interrupted", r.Status, r.Reason)
 	}
 }
+
+// phased records when the runner says the timed repetitions begin.
+type phased struct {
+	slowFirst
+	started   int   // StartTimed calls
+	startOps  int   // the op count it was given
+	afterRuns []int // b.N of every Run after StartTimed
+}
+
+func (p *phased) StartTimed(opsPerRep int) { p.started++; p.startOps = opsPerRep }
+func (p *phased) Run(b *measure.B) error {
+	if p.started > 0 {
+		p.afterRuns = append(p.afterRuns, b.N)
+	}
+	return p.slowFirst.Run(b)
+}
+
+// A bench whose work changes once timing begins is told so once, after
+// sizing, with the repetition's op count; every later Run is a timed
+// repetition of that size.
+func TestStartTimedOnceBeforeRepetitions(t *testing.T) {
+	c := cfg()
+	c.BenchTime, c.WarmUp, c.WarmUpOps, c.Reps = 5*time.Millisecond, time.Millisecond, 1, 3
+	p := &phased{}
+	r := Arm(context.Background(), c, spec, exp.Arm{Name: "fake/phased", Open: func(context.Context) (exp.Bench, error) { return p, nil }})
+	if r.Status != result.StatusOK {
+		t.Fatalf("%s: %s", r.Status, r.Reason)
+	}
+	if p.started != 1 || int64(p.startOps) != r.Ops {
+		t.Fatalf("StartTimed called %d times with %d ops; want once with %d", p.started, p.startOps, r.Ops)
+	}
+	if len(p.afterRuns) != c.Reps {
+		t.Fatalf("%d runs after StartTimed, want the %d repetitions", len(p.afterRuns), c.Reps)
+	}
+	for _, n := range p.afterRuns {
+		if int64(n) != r.Ops {
+			t.Fatalf("a run of %d ops after StartTimed, want repetitions of %d", n, r.Ops)
+		}
+	}
+}
