@@ -24,6 +24,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // RunOptions are the flags of `ctxlab run` (and of bare `ctxlab`).
@@ -286,12 +287,32 @@ func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []strin
 	return errors.Join(hookErrs...)
 }
 
+// termWidth is w's width in columns when w is a terminal, else 0: the
+// verdict's long lines are wrapped at spaces there rather than cut
+// mid-word by the terminal.
+func termWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return width
+}
+
 // writeRun prints a finished run: in the table format the verdict alone
 // (one screen), the tables too with --detail; other formats in full.
 func writeRun(w io.Writer, run *result.Run, format string, detail bool) error {
 	if (format == "table" || format == "") && !detail {
-		if err := report.Verdict(w, run); err != nil {
-			return err
+		width := termWidth(w)
+		for _, l := range report.VerdictLines(run) {
+			for _, part := range textcol.Wrap(l, width) {
+				if _, err := fmt.Fprintln(w, part); err != nil {
+					return err
+				}
+			}
 		}
 		if run.Interrupted {
 			fmt.Fprintln(w, "interrupted: the verdict covers the arms that finished")

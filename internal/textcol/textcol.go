@@ -41,3 +41,49 @@ func Write(w io.Writer, rows [][]string, indent string, right func(col, ncols in
 // Middle right-aligns every column but the first (names) and the last
 // (bars, notes): the numbers in between.
 func Middle(col, ncols int) bool { return col > 0 && col < ncols-1 }
+
+// Wrap breaks a line longer than width runes at spaces, so a terminal
+// does not cut it mid-word; continuation lines keep the line's own indent
+// plus four spaces. Runs of spaces inside the line (aligned columns) are
+// kept, a number stays with the unit after it ("17.6 µs"), and a word
+// longer than the room stays whole. width ≤ 0 leaves the line as it is.
+func Wrap(line string, width int) []string {
+	r := []rune(line)
+	if width <= 0 || len(r) <= width {
+		return []string{line}
+	}
+	n := 0
+	for n < len(r) && r[n] == ' ' {
+		n++
+	}
+	cont := []rune(strings.Repeat(" ", n+4))
+	var out []string
+	for len(r) > width {
+		cut := -1
+		for i := width; i > n; i-- { // the last good space within the room
+			if breakable(r, i) {
+				cut = i
+				break
+			}
+		}
+		for i := width + 1; cut < 0 && i < len(r); i++ { // else the first after it
+			if breakable(r, i) {
+				cut = i
+			}
+		}
+		if cut < 0 {
+			break
+		}
+		out = append(out, strings.TrimRight(string(r[:cut]), " "))
+		rest := []rune(strings.TrimLeft(string(r[cut:]), " "))
+		r = append(append([]rune{}, cont...), rest...)
+		n = len(cont)
+	}
+	return append(out, string(r))
+}
+
+// breakable: a line may break at r[i] when it is a space that does not
+// follow a digit (a figure keeps its unit).
+func breakable(r []rune, i int) bool {
+	return r[i] == ' ' && i > 0 && (r[i-1] < '0' || r[i-1] > '9')
+}

@@ -2,6 +2,7 @@ package textcol
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -17,5 +18,32 @@ func TestWrite(t *testing.T) {
 	Write(&b, [][]string{{"a", "bb", ""}, {"ccc", "d", "e"}}, "", nil)
 	if want := "a    bb\nccc  d   e\n"; b.String() != want {
 		t.Fatalf("left-aligned: got %q want %q", b.String(), want)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	for _, tc := range []struct {
+		line  string
+		width int
+		want  []string
+	}{
+		{"short", 80, []string{"short"}},
+		{"no width given stays whole", 0, []string{"no width given stays whole"}},
+		{"  one two three four", 12, []string{"  one two", "      three", "      four"}},
+		{"a averyveryverylongword b", 8, []string{"a", "    averyveryverylongword", "    b"}},
+		{"µs µs µs µs", 8, []string{"µs µs µs", "    µs"}}, // runes, not bytes
+		{"  a      b    c d e", 15, []string{"  a      b    c", "      d e"}}, // aligned columns kept
+		{"cost 17.6 µs/op here", 10, []string{"cost", "    17.6 µs/op", "    here"}}, // a figure keeps its unit
+	} {
+		got := Wrap(tc.line, tc.width)
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("Wrap(%q, %d) = %q, want %q", tc.line, tc.width, got, tc.want)
+		}
+		for _, l := range got {
+			// Only a piece with no place to break may stay wider.
+			if tc.width > 0 && len([]rune(l)) > tc.width && !strings.Contains(l, "averyvery") && !strings.Contains(l, "17.6 µs/op") {
+				t.Errorf("Wrap(%q, %d): %q is wider than %d", tc.line, tc.width, l, tc.width)
+			}
+		}
 	}
 }
