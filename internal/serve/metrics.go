@@ -33,7 +33,7 @@ var (
 		"Slowest sampled op of the last probe run.",
 		latencyLabels, nil)
 	descSwitchCost = prometheus.NewDesc("ctxlab_switch_cost_seconds",
-		"Time per OS context switch on this host: the last run's mean op time divided by its OS switches per op (every participating thread and child). Only for probes that switch at least once per op; placement same-cpu = both threads on one CPU, cross-cpu = one CPU each.",
+		"Mean op time per OS context switch on this host: the last run's mean op time divided by its OS switches per op (every participating thread and child). It holds the system calls and wake-ups around each switch, so it is an upper bound on the bare switch, and a figure to rank hosts by. Only for probes without CPU hogs that switch at least once per op; placement same-cpu = both threads on one CPU, cross-cpu = one CPU each.",
 		switchLabels, nil)
 	descSwitches = prometheus.NewDesc("ctxlab_switches_per_op",
 		"OS context switches per op in the last probe run, over every participating thread and child (kind: voluntary or involuntary).",
@@ -284,7 +284,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		lv := []string{e, arm, a.Substrate, a.Mechanism, a.Placement, opLabel(a.Op)}
 		gauge(descOpMean, a.Median/1e9, lv...)
-		if a.Switches != nil && a.Switches.Total() >= 1 {
+		// Per switch only where the op is a bare handoff: with a CPU hog in
+		// the arm the op time holds the hog's slices too.
+		if a.Switches != nil && a.Switches.Total() >= 1 && noHogs(a) {
 			gauge(descSwitchCost, a.Median/1e9/a.Switches.Total(), lv[:5]...)
 		}
 		if q := a.Percentiles; q != nil {
@@ -305,4 +307,11 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// noHogs: the arm runs no CPU hog beside its workers (its "hogs" parameter
+// is absent or 0).
+func noHogs(a *result.Arm) bool {
+	h := a.Params["hogs"]
+	return h == "" || h == "0"
 }

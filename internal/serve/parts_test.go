@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
@@ -330,4 +332,30 @@ func FuzzParseCgroupFiles(f *testing.F) {
 			t.Errorf("quota %v reported ok", q)
 		}
 	})
+}
+
+type timedFake struct{ started int }
+
+func (f *timedFake) Run(*measure.B) error             { return nil }
+func (f *timedFake) Close() error                     { return nil }
+func (f *timedFake) Participants() exp.Participants   { return exp.WholeProcess() }
+func (f *timedFake) StartTimed(int)                   { f.started++ }
+func (f *timedFake) Analyze(*exp.Record, *result.Arm) {}
+
+// The probe wrapper hides nothing the runner asks of a loop: a starve arm
+// told "timing begins" through it starts its hog.
+func TestTappedLoopForwardsTimedPhase(t *testing.T) {
+	f := &timedFake{}
+	var b exp.Loop = &tappedLoop{Loop: f, t: &tap{}}
+	tp, ok := b.(exp.TimedPhase)
+	if !ok {
+		t.Fatal("tappedLoop is not an exp.TimedPhase")
+	}
+	tp.StartTimed(10)
+	if f.started != 1 {
+		t.Fatalf("StartTimed reached the arm %d times, want 1", f.started)
+	}
+	if _, ok := b.(exp.Analyzer); !ok {
+		t.Fatal("tappedLoop is not an exp.Analyzer")
+	}
 }

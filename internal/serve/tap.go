@@ -81,6 +81,15 @@ type tappedLoop struct {
 	t *tap
 }
 
+// StartTimed passes the runner's "timing begins" on to an arm that needs
+// it (the starve shape starts its hog then): embedding exp.Loop alone
+// would hide it.
+func (b *tappedLoop) StartTimed(opsPerRep int) {
+	if tp, ok := b.Loop.(exp.TimedPhase); ok {
+		tp.StartTimed(opsPerRep)
+	}
+}
+
 func (b *tappedLoop) Analyze(rec *exp.Record, a *result.Arm) {
 	var s Sampled
 	for _, ns := range rec.Samples {
