@@ -452,13 +452,14 @@ func ProcessMemory(ctx context.Context, m int) (map[string]float64, error) {
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
 	rd, wr := os.NewFile(uintptr(p[0]), "idle-in"), os.NewFile(uintptr(p[1]), "idle-hold")
-	var ready [2]int
-	if err := unix.Pipe2(ready[:], unix.O_CLOEXEC); err != nil {
+	// os.Pipe, not a raw pipe: its read end is on the netpoller, so the
+	// wait below can have a deadline and end with ctx.
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
 		rd.Close()
 		wr.Close()
 		return nil, fmt.Errorf("pipe: %w", err)
 	}
-	readyR, readyW := os.NewFile(uintptr(ready[0]), "ready-in"), os.NewFile(uintptr(ready[1]), "ready-out")
 	var procs []*child.Proc
 	cleanup := func() {
 		wr.Close() // EOF: the children exit by themselves
@@ -480,7 +481,12 @@ func ProcessMemory(ctx context.Context, m int) (map[string]float64, error) {
 	readyW.Close()
 	// Each child writes one byte once it is about to block.
 	buf := make([]byte, 1)
-	readyR.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if err := readyR.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		cleanup()
+		return nil, fmt.Errorf("ready pipe: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { readyR.SetReadDeadline(time.Now()) })
+	defer stop()
 	for i := 0; i < m; i++ {
 		if _, err := readyR.Read(buf); err != nil {
 			cleanup()

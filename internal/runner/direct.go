@@ -16,7 +16,7 @@ import (
 // arm: the same summary, percentiles, histogram, switch and noise fields.
 func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
 	req := exp.DirectRequest{Reps: reps, BenchTime: cfg.BenchTime, WarmUp: cfg.WarmUp,
-		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples, Policy: exp.DefaultPolicy}
+		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples, Policy: policy}
 	type measured struct {
 		d   *exp.DirectResult
 		err error
@@ -31,7 +31,13 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 	case m = <-ch:
 	case <-actx.Done():
 		bench.Close()
-		m = <-ch
+		select {
+		case m = <-ch:
+		case <-time.After(abandonAfter):
+			endStatus(&r, ctx, actx, limit, nil)
+			r.Reason += "; " + errAbandoned.Error()
+			return r
+		}
 	}
 	if err := bench.Close(); err != nil && m.err == nil {
 		r.Notes = append(r.Notes, "teardown: "+err.Error())

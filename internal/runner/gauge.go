@@ -23,6 +23,7 @@ func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm,
 	metrics := map[string][]float64{}
 	var ops int64
 	var failed error
+	abandoned := false
 	for rep := 0; rep < reps && failed == nil; rep++ {
 		ch := make(chan read, 1)
 		go func() {
@@ -34,7 +35,15 @@ func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm,
 		case got = <-ch:
 		case <-actx.Done():
 			bench.Close()
-			got = <-ch
+			select {
+			case got = <-ch:
+			case <-time.After(abandonAfter):
+				abandoned = true
+				got.err = errAbandoned
+			}
+		}
+		if got.err == nil && actx.Err() != nil {
+			got.err = actx.Err() // stop here: the bench is closed
 		}
 		if got.err != nil {
 			failed = got.err
@@ -45,6 +54,11 @@ func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm,
 		for k, v := range got.rd.Metrics {
 			metrics[k] = append(metrics[k], v)
 		}
+	}
+	if abandoned {
+		endStatus(&r, ctx, actx, limit, failed)
+		r.Reason += "; " + errAbandoned.Error()
+		return r
 	}
 	if err := bench.Close(); err != nil && failed == nil {
 		r.Notes = append(r.Notes, "teardown: "+err.Error())

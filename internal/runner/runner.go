@@ -296,7 +296,7 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 		bench.Close()
 		select {
 		case out = <-done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(abandonAfter):
 			abandoned = true
 		}
 	}
@@ -309,7 +309,7 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 
 	endStatus(&r, ctx, actx, limit, out.err)
 	if r.Status == result.StatusTimedOut && abandoned {
-		r.Reason += "; a worker did not stop and was abandoned"
+		r.Reason += "; " + errAbandoned.Error()
 	}
 	if abandoned {
 		// The measuring goroutine may still write its slices.
@@ -400,6 +400,12 @@ func predictN(goal int64, n int, el int64) int {
 	next = min(next, policy.GrowMax*float64(n), float64(policy.MaxOpsPerRep))
 	return int(min(max(int64(next), int64(n)+1), policy.MaxOpsPerRep))
 }
+
+// abandonAfter is how long a closed arm gets to return what it has before
+// the runner gives up on it (a worker stuck where Close cannot reach).
+var abandonAfter = 5 * time.Second
+
+var errAbandoned = errors.New("a worker did not stop and was abandoned")
 
 // endStatus says how an arm ended: interrupted (the run's context),
 // timed out (the arm's limit), or what its error says (skipped,

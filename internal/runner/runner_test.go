@@ -315,3 +315,33 @@ func TestStartTimedOnceBeforeRepetitions(t *testing.T) {
 		}
 	}
 }
+
+// stuckGauge never returns from Read, whatever Close or ctx say.
+type stuckGauge struct{ release chan struct{} }
+
+func (g *stuckGauge) Read(context.Context) (exp.Reading, error) {
+	<-g.release
+	return exp.Reading{}, nil
+}
+func (g *stuckGauge) Close() error                   { return nil }
+func (g *stuckGauge) Participants() exp.Participants { return exp.Participants{} }
+
+// A gauge stuck where Close cannot reach ends "timed out … abandoned"
+// within the limit plus the abandon wait, as a loop does, not never.
+func TestStuckGaugeIsAbandoned(t *testing.T) {
+	saved := abandonAfter
+	abandonAfter = 300 * time.Millisecond
+	defer func() { abandonAfter = saved }()
+	g := &stuckGauge{release: make(chan struct{})}
+	defer close(g.release)
+	c := cfg()
+	c.Timeout = 200 * time.Millisecond
+	start := time.Now()
+	r := Arm(context.Background(), c, spec, exp.Arm{Name: "fake/stuck", Open: func(context.Context) (exp.Bench, error) { return g, nil }})
+	if r.Status != result.StatusTimedOut || !strings.Contains(r.Reason, "abandoned") {
+		t.Fatalf("status %q (%s), want timed out and abandoned", r.Status, r.Reason)
+	}
+	if d := time.Since(start); d > c.Timeout+abandonAfter+5*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
