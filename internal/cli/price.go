@@ -95,7 +95,7 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 		}
 		return cost, indirect, fmt.Errorf("calibration gave no cost per switch: %s", why)
 	}
-	cost.How += ", calibrated now while the process ran (a busy machine reads high)"
+	cost.How += ", calibrated now (a busy machine reads high)"
 	return cost, indirect, nil
 }
 

@@ -314,6 +314,13 @@ func writeRun(w io.Writer, run *result.Run, format string, detail bool) error {
 				}
 			}
 		}
+		// What the table format printed above its tables (a CPU quota, a
+		// governor that scales, a VM) still belongs under the verdict.
+		for _, warn := range run.Warnings {
+			for _, part := range textcol.Wrap("warning: "+warn, width) {
+				fmt.Fprintln(w, part)
+			}
+		}
 		if run.Interrupted {
 			fmt.Fprintln(w, "interrupted: the verdict covers the arms that finished")
 		}

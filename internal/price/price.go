@@ -136,8 +136,10 @@ func indirectCurve(run *result.Run) []point {
 			if extra >= 1 {
 				out = append(out, point{n, r.Params["W"], (rc - sc - z) / extra})
 			}
-		case r.Switches != nil && r.Switches.Total() <= 3 && (s.Switches == nil || s.Switches.Total() < 0.5):
-			out = append(out, point{n, r.Params["W"], (r.Median - s.Median - zero.Median) / 2})
+		case r.Switches != nil && r.Switches.Total() >= 1.5 && r.Switches.Total() <= 2.5 && (s.Switches == nil || s.Switches.Total() < 0.5):
+			// Wall time only from round trips that switched about twice
+			// (not preempted), divided by the switches they made.
+			out = append(out, point{n, r.Params["W"], (r.Median - s.Median - zero.Median) / r.Switches.Total()})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].bytes < out[j].bytes })
@@ -253,7 +255,10 @@ func Of(s Seen, cost Cost, run *result.Run) Price {
 	}
 	share := pct(lo) + "–" + pct(hi) + " of a core more"
 	if hi > 1 {
-		share = fmt.Sprintf("%s of a core more, or more (the upper end, %s, cannot be: the process cannot touch all of its RSS between switches at this rate)", pct(lo), pct(hi))
+		// Over a whole core: the process cannot touch all of its RSS
+		// between switches at this rate, so that end is no figure.
+		share = fmt.Sprintf("%s of a core more, or more (the upper end would exceed a whole core: the process cannot touch all of its RSS between switches at this rate)", pct(lo))
+		p.IndirectHi = nil
 	}
 	p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: %s per switch if a switch touches little (W=%s) to %s) ≈ %s",
 		fmtBytes(s.RSSBytes), result.FormatNs(in.LoNs), in.From, upper, share))

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -164,9 +165,11 @@ func (v verdict) handoff() []string {
 			if !pinned(a) && !strings.Contains(a.Name, "gomaxprocs=1") {
 				s += " †"
 			}
-			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio && tailNote == "" {
+			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio {
 				s += " *"
-				tailNote = tailWhy(a)
+				if tailNote == "" { // explained once, on the first such arm
+					tailNote = tailWhy(a)
+				}
 			}
 			return s
 		}
@@ -212,7 +215,9 @@ func shortName(a result.Arm) string { return strings.TrimPrefix(a.Name, a.Experi
 func (v verdict) gap() []string {
 	var out []string
 	g, okG := v.pick("pingpong/goroutine/chan/gomaxprocs=1")
-	t, okT := v.pick("pingpong/thread/futex/same-cpu", "pingpong/thread/futex/unpinned")
+	// Same CPU only: unpinned or across CPUs the round trip also waits for
+	// another CPU to wake, which is not a cost per switch.
+	t, okT := v.pick("pingpong/thread/futex/same-cpu")
 	if okG && okT && t.Switches != nil {
 		s := t.Switches
 		line := fmt.Sprintf("  gap: a thread round trip is %.0f× a goroutine's: %.2f OS switches (%.2f voluntary + %.2f involuntary)", t.Median/g.Median, s.Total(), s.Voluntary, s.Involuntary)
@@ -242,9 +247,15 @@ func (v verdict) gap() []string {
 	}
 	tp, okTP := v.pick("pingpong/thread/pipe/same-cpu")
 	pp, okPP := v.pick("pingpong/process/pipe/same-cpu")
-	if okTP && okPP && tp.Switches != nil && pp.Switches != nil {
-		out = append(out, fmt.Sprintf("  processes vs threads over a pipe on one CPU: %.1f× with %.2f vs %.2f switches: the extra is per switch (address space, the child's own runtime)",
-			pp.Median/tp.Median, pp.Switches.Total(), tp.Switches.Total()))
+	if okTP && okPP && tp.Switches != nil && pp.Switches != nil && tp.Switches.Total() > 0 {
+		ps, ts := pp.Switches.Total(), tp.Switches.Total()
+		line := fmt.Sprintf("  processes vs threads over a pipe on one CPU: %.1f× with %.2f vs %.2f switches", pp.Median/tp.Median, ps, ts)
+		if math.Abs(ps/ts-1) < 0.1 {
+			line += ": the extra is per switch (address space, the child's own runtime)"
+		} else {
+			line += fmt.Sprintf(": the process arm makes %+.2f switches per round trip", ps-ts)
+		}
+		out = append(out, line)
 	}
 	return out
 }
