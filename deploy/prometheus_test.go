@@ -51,13 +51,13 @@ func TestPrometheusScrapesCtxlab(t *testing.T) {
 	// ctxlab serve, as a process of its own (this test binary acting as ctxlab).
 	serve := exec.Command(os.Args[0], "-test.run=^$")
 	serve.Env = append(os.Environ(), envCtxlabArgs+"="+strings.Join([]string{"serve", "--listen", ctxlabAddr}, "\x1f"))
-	var serveLog bytes.Buffer
-	serve.Stdout, serve.Stderr = &serveLog, &serveLog
+	serveLog := logFile(t, "serve.log")
+	serve.Stdout, serve.Stderr = serveLog, serveLog
 	serve.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer stop(t, "ctxlab serve", serve, &serveLog)
+	defer stop(t, "ctxlab serve", serve, serveLog)
 
 	// The first cycle: every probe has reported.
 	deadline := time.Now().Add(40 * time.Second)
@@ -68,7 +68,7 @@ func TestPrometheusScrapesCtxlab(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("ctxlab serve: no complete probe cycle within 40 s; log:\n%s", serveLog.String())
+			t.Fatalf("ctxlab serve: no complete probe cycle within 40 s; log:\n%s", readLog(serveLog))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -85,13 +85,13 @@ scrape_configs:
 `, rules, ctxlabAddr)), 0o644)
 	prom := exec.Command(promBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+promAddr, "--log.level=warn")
-	var promLog bytes.Buffer
-	prom.Stdout, prom.Stderr = &promLog, &promLog
+	promLog := logFile(t, "prometheus.log")
+	prom.Stdout, prom.Stderr = promLog, promLog
 	prom.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := prom.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer stop(t, "prometheus", prom, &promLog)
+	defer stop(t, "prometheus", prom, promLog)
 	api := "http://" + promAddr + "/api/v1/"
 
 	// Two scrapes, and every rule evaluated at least once.
@@ -102,7 +102,7 @@ scrape_configs:
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("prometheus: not two scrapes and one rule evaluation within 30 s (last error %v); log:\n%s", err, promLog.String())
+			t.Fatalf("prometheus: not two scrapes and one rule evaluation within 30 s (last error %v); log:\n%s", err, readLog(promLog))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -348,7 +348,23 @@ func freeAddr(t *testing.T) string {
 
 // stop ends a process started by the test by its PID: SIGTERM, then
 // SIGKILL after 10 s, and always waits for it.
-func stop(t *testing.T, name string, cmd *exec.Cmd, log *bytes.Buffer) {
+// logFile is a child's stdout and stderr: a file, so no copying goroutine
+// races with a test reading the log while the child still writes.
+func logFile(t *testing.T, name string) *os.File {
+	f, err := os.Create(filepath.Join(t.TempDir(), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func readLog(f *os.File) string {
+	b, _ := os.ReadFile(f.Name())
+	return string(b)
+}
+
+func stop(t *testing.T, name string, cmd *exec.Cmd, log *os.File) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
@@ -359,6 +375,6 @@ func stop(t *testing.T, name string, cmd *exec.Cmd, log *bytes.Buffer) {
 	case <-ctx.Done():
 		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		t.Errorf("%s (pid %d) did not stop on SIGTERM within 10 s; killed. Log:\n%s", name, cmd.Process.Pid, log.String())
+		t.Errorf("%s (pid %d) did not stop on SIGTERM within 10 s; killed. Log:\n%s", name, cmd.Process.Pid, readLog(log))
 	}
 }

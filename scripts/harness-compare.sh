@@ -3,11 +3,11 @@
 #        CTX=./ctxlab MECH=./mech.test bash scripts/harness-compare.sh
 # Needs perf (linux-perf) and taskset; prints a markdown table of ratios.
 # Interleaved rounds: ctxlab arms with --cpus 0 against their references.
-set -u
+set -euo pipefail
 CTX=${CTX:-ctxlab}; MECH=${MECH:-./mech.test}; ROUNDS=${ROUNDS:-3}; OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 for r in $(seq 1 $ROUNDS); do
-  $CTX run 'pingpong/thread/pipe/unpinned' 'pingpong/process/pipe/unpinned' 'pingpong/thread/futex/unpinned' 'pingpong/thread/eventfd/unpinned' 'pingpong/goroutine/chan/gomaxprocs=1' --cpus 0 --reps 5 --no-store --format json -o $OUT/ctx$r.json >/dev/null 2>&1
+  $CTX run 'pingpong/thread/pipe/unpinned' 'pingpong/process/pipe/unpinned' 'pingpong/thread/futex/unpinned' 'pingpong/thread/eventfd/unpinned' 'pingpong/goroutine/chan/gomaxprocs=1' --cpus 0 --reps 5 --no-store --format json -o $OUT/ctx$r.json >/dev/null 2>$OUT/ctx$r.err || { echo "ctxlab run failed:"; cat $OUT/ctx$r.err; exit 1; }
   taskset -c 0 perf bench sched pipe -T -l 300000 > $OUT/perfT$r.txt 2>&1
   taskset -c 0 perf bench sched pipe -l 300000 > $OUT/perfP$r.txt 2>&1
   $MECH -test.run XXX -test.bench 'RawFutex|RawEventfd' -test.count 3 -test.cpu 4 > $OUT/raw$r.txt 2>&1

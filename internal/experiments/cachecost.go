@@ -851,7 +851,7 @@ func cachecostFindings(arms []result.Arm) []string {
 
 // cachecostMetrics declares the figures cachecost arms add beside the median.
 var cachecostMetrics = []exp.Metric{
-	{Name: "oncpu-ns/element", Unit: "ns", Better: exp.LowerIsBetter, Doc: "on-CPU time per element, all workers (thread CPU clocks): the indirect cost shows here"},
+	{Name: "oncpu-ns/element", Unit: "ns", Better: exp.LowerIsBetter, Doc: "on-CPU time per element, all workers (the runner's schedstat reading of their threads): the indirect cost shows here"},
 	{Name: "runq-wait-ns/element", Unit: "ns", Better: exp.LowerIsBetter, Doc: "run-queue wait per element (schedstat): time runnable but not running"},
 	{Name: "voluntary-switches/ms", Unit: "switches", Better: exp.NotRanked, Doc: "voluntary OS switches per ms of wall time"},
 	{Name: "involuntary-switches/ms", Unit: "switches", Better: exp.NotRanked, Doc: "involuntary OS switches (preemptions) per ms of wall time"},

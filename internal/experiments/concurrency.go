@@ -25,7 +25,7 @@ func init() {
 		Summary: "a microsecond SQLite lookup at concurrency 1, 10, 50: goroutines under a semaphore vs a pool of locked threads",
 		Op:      "lookup",
 		Doc: `One op is one indexed SQLite lookup (as in hop); the figure is wall time
-per lookup with C lookups in flight, and the metric ms/10000-lookups is the
+per lookup with C lookups in flight, and the metric elapsed-ms/10000-lookups is the
 total for 10 000. sem/c=C: one goroutine per lookup, at most C at a time —
 the semaphore is a channel of C connections, which a goroutine takes before
 its lookup and gives back after (what database/sql's pool does with
