@@ -31,8 +31,8 @@ func TestWrap(t *testing.T) {
 		{"no width given stays whole", 0, []string{"no width given stays whole"}},
 		{"  one two three four", 12, []string{"  one two", "      three", "      four"}},
 		{"a averyveryverylongword b", 8, []string{"a", "    averyveryverylongword", "    b"}},
-		{"µs µs µs µs", 8, []string{"µs µs µs", "    µs"}}, // runes, not bytes
-		{"  a      b    c d e", 15, []string{"  a      b    c", "      d e"}}, // aligned columns kept
+		{"µs µs µs µs", 8, []string{"µs µs µs", "    µs"}},                           // runes, not bytes
+		{"  a      b    c d e", 15, []string{"  a      b    c", "      d e"}},        // aligned columns kept
 		{"cost 17.6 µs/op here", 10, []string{"cost", "    17.6 µs/op", "    here"}}, // a figure keeps its unit
 	} {
 		got := Wrap(tc.line, tc.width)
