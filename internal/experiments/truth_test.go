@@ -125,11 +125,23 @@ func TestTruthEveryArm(t *testing.T) {
 						return b, err
 					}
 				}
+				v0, i0, _ := measure.SelfSwitches()
 				r := runner.Arm(context.Background(), cfg, spec, wrapped)
+				v1, i1, _ := measure.SelfSwitches()
 				mu.Lock()
 				o, observed := obs[a.Name]
 				mu.Unlock()
 				checkTruth(t, a, r, seen, o, observed)
+				// An instrument of the test's own: the kernel's count for the
+				// whole process (exited threads included) from before the arm
+				// opened to after it closed must cover what the runner
+				// counted for in-process participants — a participant counted
+				// twice would not fit.
+				if observed && len(o.Participants.PIDs) == 0 && !o.Participants.Children {
+					if whole := (v1 - v0) + (i1 - i0); o.Switches > whole {
+						t.Errorf("runner counted %d switches for the participants; the whole process made %d over the arm", o.Switches, whole)
+					}
+				}
 				waitNoChildren(t)
 			})
 		}
@@ -210,7 +222,9 @@ func checkTruth(t *testing.T, a exp.Arm, r result.Arm, seen *opened, o runner.Ob
 		}
 		return
 	}
-	// Switches per op are the participants' sum, within the whole process's.
+	// Switches per op are the participants' sum over the ops of the finished
+	// repetitions (the runner's own normalisation; the independent check is
+	// the test's getrusage reading around the arm), within the whole process's.
 	if r.Switches == nil {
 		t.Fatalf("no switches counted for participants %+v", parts)
 	}
