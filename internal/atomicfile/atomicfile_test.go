@@ -85,3 +85,38 @@ func TestWriteOnAFullDiskLeavesNoFile(t *testing.T) {
 		t.Fatalf("a failed write left %s: %v", p, err)
 	}
 }
+
+// A device is written in place, never replaced by a file (as root, /dev
+// takes new files: a rename would turn /dev/null into a regular file).
+func TestDeviceWrittenInPlace(t *testing.T) {
+	if err := Probe(os.DevNull); err != nil {
+		t.Fatalf("Probe(%s): %v", os.DevNull, err)
+	}
+	if err := Write(os.DevNull, func(w io.Writer) error { _, err := io.WriteString(w, "x"); return err }); err != nil {
+		t.Fatalf("Write(%s): %v", os.DevNull, err)
+	}
+	if st, err := os.Stat(os.DevNull); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("%s is no longer a character device: %v %v", os.DevNull, st.Mode(), err)
+	}
+}
+
+// A symbolic link keeps pointing at its file; the file gets the bytes.
+func TestSymlinkKept(t *testing.T) {
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "run.json"), filepath.Join(dir, "latest.json")
+	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(link, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("%s is no longer a link", link)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "new" {
+		t.Fatalf("target holds %q, want new", b)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -139,5 +140,30 @@ func TestFreshFileManyOpeners(t *testing.T) {
 		if err != nil || len(es) != openers || ok != "ok" {
 			t.Fatalf("round %d: %d runs stored (want %d), integrity %q, %v", r, len(es), openers, ok, err)
 		}
+	}
+}
+
+// A FIFO as the history is refused at once: opening it would block until
+// some writer came, and Ctrl-C could not end the wait.
+func TestFIFOIsUnusable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		s, err := Open(path)
+		if err == nil {
+			s.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnusable) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("Open(fifo) = %v, want ErrUnusable: not a regular file", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Open(fifo) blocked")
 	}
 }

@@ -224,6 +224,10 @@ func isBusy(err error) bool {
 // checkHeader refuses an existing non-empty file that is not SQLite,
 // before SQLite gets a chance to write to it.
 func checkHeader(path string) error {
+	// Stat first: opening a FIFO (or a device) would block or do harm.
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
+		return fmt.Errorf("history database %s: %w: not a regular file (%v)", path, ErrUnusable, st.Mode().Type())
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
