@@ -355,7 +355,15 @@ func TestDeployFilesNameRealMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		used := name.FindAllStringSubmatch(string(data), -1)
+		text := string(data)
+		// The table of names from the previous release names gone metrics
+		// on purpose; everything else must name live ones.
+		if i := strings.Index(text, "### Renamed from the previous release"); i >= 0 {
+			if j := strings.Index(text[i:], "\n## "); j >= 0 {
+				text = text[:i] + text[i+j:]
+			}
+		}
+		used := name.FindAllStringSubmatch(text, -1)
 		if len(used) == 0 {
 			t.Fatalf("%s names no ctxlab metric", file)
 		}
