@@ -10,7 +10,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/pydriver"
 )
 
-// --python chooses the CPython the python experiment drives. It is
+// --python chooses the CPython that runs every experiment's CPython arms. It is
 // shorthand for --set python=VALUE, checked before anything starts.
 func init() {
 	runFlagHooks = append(runFlagHooks, addPythonFlag)
@@ -18,7 +18,7 @@ func init() {
 
 func addPythonFlag(c *cobra.Command, o *RunOptions) {
 	var py string
-	c.Flags().StringVar(&py, "python", "", "the CPython for the python experiment: a command or path, or all (every python3.N and python3.Nt on PATH); default python3")
+	c.Flags().StringVar(&py, "python", "", "which CPython runs the CPython arms (pythread, pytask, pyprocess) of every experiment: a command or path, or all (every python3.N and python3.Nt on PATH); default python3")
 	prev := c.PreRunE
 	c.PreRunE = func(cmd *cobra.Command, args []string) error {
 		if prev != nil {
@@ -58,7 +58,7 @@ func envPythons() []*pydriver.Interpreter { return pydriver.FindAll() }
 // writePythons prints the interpreters found for the env table.
 func writePythons(w io.Writer, ins []*pydriver.Interpreter) {
 	if len(ins) == 0 {
-		fmt.Fprintf(w, "%-22s %s\n", "python", "none on PATH (the python experiment's arms are skipped)")
+		fmt.Fprintf(w, "%-22s %s\n", "python", "none on PATH (the CPython arms are skipped)")
 		return
 	}
 	for _, in := range ins {

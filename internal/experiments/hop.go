@@ -34,12 +34,16 @@ hops to that worker per call: execute, then fetch the row — the shape of
 thread-backed async database wrappers); pool-cC-nN (C concurrent callers
 share N worker goroutines; the figure is wall time per call, p50 is one
 caller's latency). At GOMAXPROCS=1 and all CPUs. hop.callers and hop.pool
-set C and N. cgo-call is one bare call of a trivial C function.`,
-		Arms:     hopArms,
-		Derive:   hopDerive,
-		Checks:   hopChecks,
-		Findings: hopFindings,
-		Metrics:  hopMetrics,
+set C and N. cgo-call is one bare call of a trivial C function.
+CPython (pytask): an sqlite3 lookup from an asyncio task, direct, through
+one run_in_executor hop (executor), through two hops (two-hop: execute, then
+fetch, the shape of aiosqlite), and through aiosqlite where it imports.
+` + cpythonDoc,
+		Arms:     withCPython(hopArms, hopPyPlan),
+		Derive:   nativeDerive(hopDerive),
+		Checks:   cpythonChecks(hopChecks, hopPyChecks),
+		Findings: cpythonFindings(hopFindings, hopPyFindings),
+		Metrics:  append(append([]exp.Metric(nil), hopMetrics...), cpythonMetrics...),
 	})
 	exp.RegisterOption("hop.callers", "hop: concurrent callers C of the pool way, 1..10000 (default 8)")
 	exp.RegisterOption("hop.pool", "hop: worker goroutines N of the pool way, 1..1000 (default 2)")
@@ -464,3 +468,57 @@ var hopMetrics = []exp.Metric{
 	{Name: "added-ns/op", Unit: "ns", Better: exp.LowerIsBetter, Doc: "what the hop adds to the direct call, per call"},
 	{Name: "cgo-call-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the cgo driver's direct lookup (its cgo call cost included)"},
 }
+
+// hopPyPlan is an sqlite3 lookup from asyncio, direct and through hops to
+// executor threads (SPEC §5.9).
+func hopPyPlan(exp.Params) []pyArm {
+	var out []pyArm
+	for _, how := range []string{"direct", "executor", "two-hop", "aiosqlite"} {
+		out = append(out, pyArm{key: "hop/pytask/" + how, sub: "pytask", mech: how, op: "query", bench: "hop",
+			params: map[string]string{"how": how}, place: "unpinned", quick: how != "aiosqlite"})
+	}
+	return out
+}
+
+func hopPyChecks(arms []result.Arm) []result.Check {
+	var out []result.Check
+	by := okArms(arms)
+	for _, py := range pyTags(arms) {
+		d, ok1 := by[withPy("hop/pytask/direct", py)]
+		e, ok2 := by[withPy("hop/pytask/executor", py)]
+		t, ok3 := by[withPy("hop/pytask/two-hop", py)]
+		if !(ok1 && ok2 && ok3) {
+			continue
+		}
+		out = append(out, result.Check{
+			Name:  "sqlite3 lookup: two hops cost more than one, which costs more than direct",
+			Holds: t.Median > e.Median && e.Median > d.Median,
+			Detail: fmt.Sprintf("direct %s, one executor hop %s, two hops %s%s", result.FormatNs(d.Median),
+				result.FormatNs(e.Median), result.FormatNs(t.Median), pySuffixText(py)),
+			Arms: []string{d.Name, e.Name, t.Name},
+		})
+	}
+	return out
+}
+
+func hopPyFindings(arms []result.Arm) []string {
+	var out []string
+	by := okArms(arms)
+	for _, py := range pyTags(arms) {
+		d, okF := by[withPy("hop/pytask/direct", py)]
+		e, okG := by[withPy("hop/pytask/executor", py)]
+		t, okH := by[withPy("hop/pytask/two-hop", py)]
+		if okF && okG && okH && d.Median > 0 {
+			out = append(out, fmt.Sprintf("sqlite3 lookup%s: direct %s; one executor hop %s (%.1f× direct); two hops %s (%.1f×)",
+				pySuffixText(py), result.FormatNs(d.Median), result.FormatNs(e.Median), e.Median/d.Median, result.FormatNs(t.Median), t.Median/d.Median))
+		}
+	}
+	return append(out, hopPyRefs.findings(arms)...)
+}
+
+// hopPyRefs are SPEC §8's figures for the CPython sqlite3 lookups.
+var hopPyRefs = pyRefs{GIL: map[string]string{
+	"hop/pytask/direct":    "8.4 µs",
+	"hop/pytask/executor":  "30.4 µs (run_in_executor)",
+	"hop/pytask/aiosqlite": "58.8 µs",
+}}

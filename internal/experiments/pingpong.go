@@ -25,11 +25,16 @@ func init() {
 		Op:      "round trip",
 		Doc: `A sends a value to B, B sends it back; one op is that round trip.
 Substrates: goroutine (Go scheduler only), thread (goroutine locked to its own
-OS thread), process (ctxlab re-executed as the partner). Placements: unpinned,
-both workers on one CPU (same-cpu), one on each of two CPUs (cross-cpu).`,
-		Arms:     pingpongArms,
-		Checks:   pingpongChecks,
-		Findings: pingpongFindings,
+OS thread), process (ctxlab re-executed as the partner), pythread (two CPython
+threads over SimpleQueues, an Event pair or a pipe), pytask (two asyncio tasks
+over asyncio.Queues or bare futures), pyprocess (a forked CPython child over a
+pipe). Placements: unpinned, both workers on one CPU (same-cpu), one on each
+of two CPUs (cross-cpu).
+` + cpythonDoc,
+		Arms:     withCPython(pingpongArms, pingpongPyPlan),
+		Checks:   cpythonChecks(pingpongChecks, pingpongPyChecks),
+		Findings: cpythonFindings(pingpongFindings, pingpongPyFindings),
+		Metrics:  cpythonMetrics,
 		// The in-runtime floor, the OS switch on one CPU and across two (the
 		// placement gap is what changes between hosts), and a process round trip.
 		Probes: []string{"pingpong/goroutine/chan/gomaxprocs=1", "pingpong/thread/futex/same-cpu",
@@ -431,3 +436,85 @@ func pingpongFindings(arms []result.Arm) []string {
 	}
 	return out
 }
+
+// pingpongPyPlan is CPython's round trips: threads, asyncio tasks and a
+// forked process (SPEC §5.9).
+func pingpongPyPlan(exp.Params) []pyArm {
+	var out []pyArm
+	pp := func(sub, mech, bench string, place string, quick bool) {
+		out = append(out, pyArm{key: fmt.Sprintf("pingpong/%s/%s/%s", sub, mech, place), sub: sub, mech: mech, op: "round trip",
+			bench: bench, place: place, quick: quick})
+	}
+	pp("pythread", "simplequeue", "pingpong.simplequeue", "unpinned", true)
+	pp("pythread", "simplequeue", "pingpong.simplequeue", "same-cpu", true)
+	pp("pythread", "simplequeue", "pingpong.simplequeue", "cross-cpu", false)
+	pp("pythread", "event", "pingpong.event", "unpinned", false)
+	pp("pythread", "pipe", "pingpong.pipe-thread", "unpinned", false)
+	pp("pyprocess", "pipe", "pingpong.pipe-fork", "unpinned", false)
+	pp("pytask", "asyncio-queue", "pingpong.asyncio-queue", "unpinned", true)
+	pp("pytask", "future", "pingpong.future", "unpinned", false)
+	return out
+}
+
+// Thresholds of the CPython pingpong checks.
+const (
+	minPyThreadSwitches = 1.5  // a blocking thread handoff: ≈ 2 per round trip
+	maxPyTaskSwitches   = 0.05 // a task handoff stays on one thread: ≈ 0
+)
+
+func pingpongPyChecks(arms []result.Arm) []result.Check {
+	var out []result.Check
+	for _, a := range arms {
+		if a.Status != result.StatusOK || a.Switches == nil {
+			continue
+		}
+		sw := a.Switches.Total()
+		switch {
+		case (a.Substrate == "pythread" || a.Substrate == "pyprocess") && a.Placement != "same-cpu":
+			out = append(out, result.Check{
+				Name:   "a CPython thread (or process) round trip costs about 2 OS switches (≥ 1.5)",
+				Holds:  sw >= minPyThreadSwitches,
+				Detail: fmt.Sprintf("%s: %.2f switches per round trip (%.2f voluntary, %.2f involuntary)", a.Name, sw, a.Switches.Voluntary, a.Switches.Involuntary),
+				Arms:   []string{a.Name},
+			})
+		case a.Substrate == "pytask":
+			out = append(out, result.Check{
+				Name:   "an asyncio task round trip causes no OS switch (< 0.05 per round trip)",
+				Holds:  sw < maxPyTaskSwitches,
+				Detail: fmt.Sprintf("%s: %.4f switches per round trip", a.Name, sw),
+				Arms:   []string{a.Name},
+			})
+		}
+	}
+	return out
+}
+
+func pingpongPyFindings(arms []result.Arm) []string {
+	var out []string
+	by := okArms(arms)
+	for _, py := range pyTags(arms) {
+		n := func(k string) string { return withPy(k, py) }
+		u, ok1 := by[n("pingpong/pythread/simplequeue/unpinned")]
+		s, ok2 := by[n("pingpong/pythread/simplequeue/same-cpu")]
+		c, ok3 := by[n("pingpong/pythread/simplequeue/cross-cpu")]
+		if ok1 && ok2 {
+			line := fmt.Sprintf("placement%s: a CPython thread round trip costs %s unpinned (%s switches) and %s with both threads on one CPU (%s switches)",
+				pySuffixText(py), result.FormatNs(u.Median), swText(u), result.FormatNs(s.Median), swText(s))
+			if ok3 {
+				line += fmt.Sprintf(", %s on two CPUs (%s switches)", result.FormatNs(c.Median), swText(c))
+			}
+			out = append(out, line+"; reported for a 2-vCPU VM: ~50 µs unpinned, ~6 µs per hop pinned to one CPU")
+		}
+	}
+	return append(out, pingpongPyRefs.findings(arms)...)
+}
+
+// pingpongPyRefs are SPEC §8's figures for the CPython round trips.
+var pingpongPyRefs = pyRefs{GIL: map[string]string{
+	"pingpong/pythread/simplequeue/unpinned": "7.2 µs (7.15–7.63), 2.0 OS switches",
+	"pingpong/pythread/event/unpinned":       "11.0–11.3 µs (CPython 3.13, 8 cores: 9.3 µs)",
+	"pingpong/pythread/pipe/unpinned":        "p50 2.85 µs (CPython 3.13, 8 cores)",
+	"pingpong/pyprocess/pipe/unpinned":       "p50 3.2 µs (CPython 3.13, 8 cores)",
+	"pingpong/pytask/asyncio-queue/unpinned": "4.3 µs (4.25–4.49)",
+	"pingpong/pytask/future/unpinned":        "3.4 µs (3.38–3.52)",
+}}

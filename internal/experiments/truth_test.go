@@ -46,13 +46,13 @@ func hugeSkip(a exp.Arm) string {
 // machine (an interpreter start each), so running all 35 would cost more
 // than the rest of the test; the pydriver and python tests cover each bench.
 var pyKept = map[string]bool{
-	"python/pingpong/pythread/simplequeue/unpinned": true,
-	"python/ring/pytask/asyncio-queue/n=2":          true,
-	"python/callchain/pythread/plain":               true,
+	"pingpong/pythread/simplequeue/unpinned": true,
+	"ring/pytask/asyncio-queue/n=2":          true,
+	"callchain/pythread/plain":               true,
 }
 
 func pySkip(a exp.Arm) string {
-	if !strings.HasPrefix(a.Name, "python/") || pyKept[a.Name] && (!testing.Short() || a.Name == "python/callchain/pythread/plain") {
+	if !cpythonSubstrates[a.Substrate] || pyKept[a.Name] && (!testing.Short() || a.Name == "callchain/pythread/plain") {
 		return ""
 	}
 	return "a CPython arm takes ~3 s (an interpreter each) and takes the same self-timed path as the kept ones"

@@ -55,29 +55,22 @@ type RefMatch struct {
 }
 
 // Matches returns the references for an experiment's arms: per arm where
-// an arm matches, and experiment-wide ones that no arm matched. A CPython
-// figure matches only a CPython arm of the same kind (python/ring/… for a
-// ring figure): beside a Go or OS-thread arm it would compare different
-// things. Experiment-wide figures are shown as context under the Go
-// experiment they describe.
+// an arm matches, and experiment-wide ones that no arm matched. A per-arm
+// CPython figure matches only the experiment's CPython arms (substrates
+// pythread, pytask, pyprocess): beside a Go or OS-thread arm it would
+// compare different things. Experiment-wide figures are shown once, as
+// context.
 func Matches(exp string, arms []result.Arm) []RefMatch {
 	var out []RefMatch
 	for _, r := range References {
+		if r.Experiment != exp {
+			continue
+		}
 		cpython := strings.HasPrefix(r.Text, "CPython")
 		perArm := len(r.Match) > 0 || r.Param != ""
-		switch {
-		case exp == "python":
-			if !cpython || !perArm {
-				continue
-			}
-		case r.Experiment != exp:
-			continue
-		case cpython && perArm:
-			continue // per-arm CPython figures belong beside the python arms
-		}
 		matched := false
 		for _, a := range arms {
-			if !measured(a) || !r.matches(a) {
+			if !measured(a) || !r.matches(a) || perArm && cpython != cpythonArm(a) {
 				continue
 			}
 			matched = true
@@ -93,10 +86,11 @@ func Matches(exp string, arms []result.Arm) []RefMatch {
 	return out
 }
 
+// cpythonArm reports whether the arm's workers are CPython's (substrates
+// pythread, pytask, pyprocess).
+func cpythonArm(a result.Arm) bool { return strings.HasPrefix(a.Substrate, "py") }
+
 func (r Reference) matches(a result.Arm) bool {
-	if a.Experiment == "python" && !strings.HasPrefix(a.Name, "python/"+r.Experiment+"/") {
-		return false
-	}
 	if len(r.Match) > 0 {
 		hay := a.Substrate + "/" + a.Mechanism + "/" + a.Name
 		ok := false

@@ -148,8 +148,8 @@ var handoffRows = []handoffRow{
 	{"goroutines, Go channel", []string{"pingpong/goroutine/chan/gomaxprocs=1"}, []string{"pingpong/goroutine/chan/gomaxprocs=all"}, "", false},
 	{"OS threads, futex", []string{"pingpong/thread/futex/same-cpu"}, []string{"pingpong/thread/futex/cross-cpu", "pingpong/thread/futex/unpinned"}, "", false},
 	{"processes, pipe", []string{"pingpong/process/pipe/same-cpu"}, []string{"pingpong/process/pipe/cross-cpu", "pingpong/process/pipe/unpinned"}, published["process pipe"], true},
-	{"CPython threads, SimpleQueue", []string{"python/pingpong/pythread/simplequeue/same-cpu"}, []string{"python/pingpong/pythread/simplequeue/cross-cpu", "python/pingpong/pythread/simplequeue/unpinned"}, published["pythread"], false},
-	{"asyncio tasks, asyncio.Queue", []string{"python/pingpong/pytask/asyncio-queue/same-cpu"}, []string{"python/pingpong/pytask/asyncio-queue/cross-cpu", "python/pingpong/pytask/asyncio-queue/unpinned"}, published["pytask"], false},
+	{"CPython threads, SimpleQueue", []string{"pingpong/pythread/simplequeue/same-cpu"}, []string{"pingpong/pythread/simplequeue/cross-cpu", "pingpong/pythread/simplequeue/unpinned"}, published["pythread"], false},
+	{"asyncio tasks, asyncio.Queue", []string{"pingpong/pytask/asyncio-queue/same-cpu"}, []string{"pingpong/pytask/asyncio-queue/cross-cpu", "pingpong/pytask/asyncio-queue/unpinned"}, published["pytask"], false},
 }
 
 // pinned says whether the arm's workers were placed by ctxlab.
@@ -301,8 +301,8 @@ func (v verdict) tail() []string {
 	if n == 0 {
 		out = append(out, "  Go: not measured (run interference)")
 	}
-	py := v.where("python", func(a result.Arm) bool {
-		return strings.HasPrefix(a.Name, "python/interference/pythread/") && param(a, "busy") == "1" && a.Percentiles != nil
+	py := v.where("interference", func(a result.Arm) bool {
+		return a.Substrate == "pythread" && param(a, "busy") == "1" && a.Percentiles != nil
 	})
 	if len(py) > 0 {
 		a := py[0]
@@ -360,11 +360,11 @@ func (v verdict) hop() []string {
 		out = append(out, fmt.Sprintf("  %s, GOMAXPROCS=%d: a thread hop adds %s", param(t, "op"), t.GOMAXPROCS, result.FormatNs(t.Median-d.Median)),
 			"    "+strings.Join(parts, " · "))
 	}
-	d, ok1 := v.pick("python/hop/pytask/direct")
-	e, ok2 := v.pick("python/hop/pytask/executor")
+	d, ok1 := v.pick("hop/pytask/direct")
+	e, ok2 := v.pick("hop/pytask/executor")
 	if ok1 && ok2 {
 		line := fmt.Sprintf("  CPython sqlite3: direct %s · executor hop %s (%.1f×)", armFigure(d), armFigure(e), e.Median/d.Median)
-		if t, ok := v.pick("python/hop/pytask/two-hop"); ok {
+		if t, ok := v.pick("hop/pytask/two-hop"); ok {
 			line += fmt.Sprintf(" · two hops %s (%.1f×)", armFigure(t), t.Median/d.Median)
 		}
 		out = append(out, line)
