@@ -47,8 +47,8 @@ func (c *armCounters) note(err error) {
 	}
 }
 
-func (c *armCounters) begin() { c.note(c.set.Begin()) }
-func (c *armCounters) end()   { c.note(c.set.End()) }
+func (c *armCounters) begin()    { c.note(c.set.Begin()) }
+func (c *armCounters) end()      { c.note(c.set.End()) }
 func (c *armCounters) mark()     { c.set.Mark() }
 func (c *armCounters) rollback() { c.set.Rollback() }
 
