@@ -56,7 +56,8 @@ type Sched struct {
 	Switches          uint64
 	VoluntarySwitches uint64
 	InvoluntarySwitch uint64
-	SliceNs           uint64 // se.slice (EEVDF kernels), 0 if absent
+	HasSlice          bool   // se.slice is there: an EEVDF kernel
+	SliceNs           uint64 // se.slice
 }
 
 // ParseSched parses /proc/…/sched. Kernels before 6.6 name the statistics
@@ -94,12 +95,22 @@ func ParseSched(data []byte) (Sched, error) {
 			s.InvoluntarySwitch, _ = strconv.ParseUint(v, 10, 64)
 		case "se.slice":
 			s.SliceNs, _ = strconv.ParseUint(v, 10, 64)
+			s.HasSlice = true
 		}
 	}
 	if !seenMig {
 		return s, fmt.Errorf("%w: sched has no se.nr_migrations", ErrParse)
 	}
 	return s, nil
+}
+
+// ReadSched reads and parses /proc/<pid>/task/<tid>/sched.
+func (r Root) ReadSched(pid, tid int) (Sched, error) {
+	data, err := os.ReadFile(filepath.Join(string(r), strconv.Itoa(pid), "task", strconv.Itoa(tid), "sched"))
+	if err != nil {
+		return Sched{}, err
+	}
+	return ParseSched(data)
 }
 
 // TIDs lists the thread ids of process pid, sorted.
@@ -137,11 +148,8 @@ func (r Root) ReadTask(pid, tid int) (Task, error) {
 		return t, err
 	}
 	t.Comm, t.Voluntary, t.Involuntary = st.Name, st.VoluntaryCtxtSwitches, st.NonVoluntaryCtxtSwitches
-	dir := filepath.Join(string(r), strconv.Itoa(pid), "task", strconv.Itoa(tid))
-	if data, err := os.ReadFile(filepath.Join(dir, "sched")); err == nil {
-		if s, err := ParseSched(data); err == nil {
-			t.HasSched, t.Migrations, t.WaitSumNs = true, s.Migrations, s.WaitSumNs
-		}
+	if s, err := r.ReadSched(pid, tid); err == nil {
+		t.HasSched, t.Migrations, t.WaitSumNs = true, s.Migrations, s.WaitSumNs
 	}
 	if ss, err := p.Schedstat(); err == nil {
 		t.HasSchedstat, t.RunNs, t.RunqNs, t.Timeslices = true, ss.RunningNanoseconds, ss.WaitingNanoseconds, ss.RunTimeslices
