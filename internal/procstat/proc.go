@@ -143,3 +143,21 @@ func Descendants(all []Proc, pid int) []int {
 	sort.Ints(out)
 	return out
 }
+
+// ReadTaskState is thread tid's state letter ("R", "S", "D" …) from
+// /proc/<pid>/task/<tid>/stat, parsed by procfs.
+func (r Root) ReadTaskState(pid, tid int) (string, error) {
+	fs, err := procfs.NewFS(string(r))
+	if err != nil {
+		return "", err
+	}
+	p, err := fs.Thread(pid, tid)
+	if err != nil {
+		return "", notExist(pid, err)
+	}
+	st, err := safeStat(p)
+	if err != nil {
+		return "", notExist(pid, err)
+	}
+	return st.State, nil
+}
