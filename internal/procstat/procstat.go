@@ -1,8 +1,11 @@
-// Package procstat reads per-thread scheduling figures from /proc: context
-// switches (status), migrations and waits (sched), run and wait time
-// (schedstat). status and schedstat come through prometheus/procfs; sched,
-// which procfs does not cover, has its own parser. Each read is split into the I/O and a pure parser so the
-// parsers are testable against fixtures. It imports nothing internal.
+// Package procstat is the one reader of /proc for ctxlab: per-thread
+// scheduling figures (status, sched, schedstat), process identity (stat),
+// memory (status VmRSS, smaps_rollup, meminfo), a thread's state and system
+// call, and the umask. Where prometheus/procfs parses a file (status, stat,
+// schedstat, smaps_rollup, meminfo) it is used; the files it does not cover
+// (sched, syscall, status's Umask line) have a pure ParseX([]byte) here,
+// one per file, tested against the fake /proc in testdata and fuzzed. Parse
+// errors wrap ErrParse. It imports nothing internal.
 package procstat
 
 import (
