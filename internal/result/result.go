@@ -264,17 +264,21 @@ func Read(rd io.Reader) (*Run, error) {
 
 // LegacyPythonName maps an arm name of the former "python" experiment
 // (before CPython became a substrate of each experiment) to today's:
-// "python/pingpong/pythread/…" is "pingpong/pythread/…", and the forked
-// process pipe, "python/pingpong/process/pipe/…", is
-// "pingpong/pyprocess/pipe/…" (pingpong/process/… is Go's). Other names
+// "python/EXPERIMENT/pythread/…" is "EXPERIMENT/pythread/…", and the
+// forked process, "python/EXPERIMENT/process/…", is
+// "EXPERIMENT/pyprocess/…" (EXPERIMENT/process/… is Go's). Other names
 // are returned as they are, with ok false.
 func LegacyPythonName(name string) (string, bool) {
 	rest, ok := strings.CutPrefix(name, "python/")
 	if !ok || !strings.Contains(rest, "/") {
 		return name, false
 	}
-	if r, ok := strings.CutPrefix(rest, "pingpong/process/"); ok {
-		rest = "pingpong/pyprocess/" + r
+	// The old substrate "process" (os.fork) is "pyprocess" now: the Go
+	// experiment has its own process arms under the same mechanism names.
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) == 3 && parts[1] == "process" {
+		parts[1] = "pyprocess"
+		rest = strings.Join(parts, "/")
 	}
 	return rest, true
 }
