@@ -15,48 +15,11 @@ import (
 	"github.com/ctxlab/ctxlab/internal/child"
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/pydriver"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
-
-// hugeSkip says why an arm is left out unless CTXLAB_TRUTH_ALL=1: only
-// the rings and yields whose set-up alone (thousands of threads or
-// goroutines, a hundred processes) takes seconds to tens of seconds on a
-// busy 2-core machine, which `go test ./...` cannot afford. The same code
-// paths run in the smaller arms of the same kind.
-func hugeSkip(a exp.Arm) string {
-	if os.Getenv("CTXLAB_TRUTH_ALL") == "1" {
-		return ""
-	}
-	n, _ := strconv.Atoi(a.Params["n"])
-	k, _ := strconv.Atoi(a.Params["k"])
-	switch {
-	case a.Substrate == "goroutine" && (n >= 10000 || k >= 10000),
-		a.Substrate == "thread" && (n >= 1000 || k >= 1000),
-		a.Substrate == "process" && n >= 100:
-		return "a ring or yield this large takes seconds to set up on a busy 2-core machine; CTXLAB_TRUTH_ALL=1 runs it"
-	}
-	return ""
-}
-
-// pyKept are the CPython arms the truth test runs: one per kind of bench
-// (and one under -short). Every CPython arm goes through the same
-// self-timed path, and the driver takes ~3 s per arm on a busy 2-core
-// machine (an interpreter start each), so running all 35 would cost more
-// than the rest of the test; the pydriver and python tests cover each bench.
-var pyKept = map[string]bool{
-	"python/pingpong/pythread/simplequeue/unpinned": true,
-	"python/ring/pytask/asyncio-queue/n=2":          true,
-	"python/callchain/pythread/plain":               true,
-}
-
-func pySkip(a exp.Arm) string {
-	if !strings.HasPrefix(a.Name, "python/") || pyKept[a.Name] && (!testing.Short() || a.Name == "python/callchain/pythread/plain") {
-		return ""
-	}
-	return "a CPython arm takes ~3 s (an interpreter each) and takes the same self-timed path as the kept ones"
-}
 
 // tasksOrNil is the children's threads seen at Open, or nil.
 func (o *opened) tasksOrNil() map[int]bool {
@@ -83,13 +46,24 @@ type opened struct {
 // whole process's (getrusage) plus its children's (/proc); perf counters
 // opened on exactly the declared threads; a duration for every arm that
 // ran; and no participating thread or process left once the arm is done.
+//
+// Nothing is skipped, in -short mode either: what the machine cannot do
+// (a CPU it lacks, no python3) the arm itself reports as unsupported or
+// skipped, with the reason, and the test holds it to that. The biggest
+// rings (a thousand threads, a hundred processes) take seconds to set up
+// on a busy 2-core machine, so an arm's limit here is a minute.
 func TestTruthEveryArm(t *testing.T) {
+	// The CPython driver otherwise lingers 2 s for a next arm; the test
+	// waits for every child to be reaped after each arm.
+	savedIdle := pydriver.IdleClose
+	pydriver.IdleClose = 20 * time.Millisecond
+	defer func() { pydriver.IdleClose = savedIdle }()
 	h := sysinfo.Detect()
 	p := exp.Params{Suite: exp.SuiteQuick, CPUs: h.OnlineCPUs, Host: h, Extra: map[string]string{}}
 	var mu sync.Mutex
 	obs := map[string]runner.Observation{}
 	cfg := runner.Config{Reps: 2, BenchTime: 3 * time.Millisecond, WarmUp: time.Millisecond, WarmUpOps: 100,
-		Timeout: 20 * time.Second, MaxSamples: 2000, ClockCost: measure.ClockCost(), Host: h, Counters: true,
+		Timeout: time.Minute, MaxSamples: 2000, ClockCost: measure.ClockCost(), Host: h, Counters: true,
 		Observe: func(o runner.Observation) { mu.Lock(); obs[o.Arm] = o; mu.Unlock() }}
 	total := 0
 	for _, spec := range exp.All() {
@@ -100,12 +74,6 @@ func TestTruthEveryArm(t *testing.T) {
 		for _, a := range arms {
 			a := a
 			t.Run(a.Name, func(t *testing.T) {
-				if why := hugeSkip(a); why != "" {
-					t.Skip(why)
-				}
-				if why := pySkip(a); why != "" {
-					t.Skip(why)
-				}
 				total++
 				var seen *opened
 				wrapped := a

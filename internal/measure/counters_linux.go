@@ -198,6 +198,14 @@ type CounterSet struct {
 	enabled   []uint64
 	running   []uint64
 	regions   int
+	saved     savedTotals // at the last Mark
+}
+
+// savedTotals are a CounterSet's totals at a Mark.
+type savedTotals struct {
+	total            []float64
+	enabled, running []uint64
+	regions          int
 }
 
 // OpenCounters opens events on each thread in tids with src. It never
@@ -325,6 +333,37 @@ func (s *CounterSet) End() error {
 	}
 	s.regions++
 	return nil
+}
+
+// Mark remembers the totals so far; Rollback returns to them, dropping
+// regions measured since (a repetition that failed).
+func (s *CounterSet) Mark() {
+	if !s.Open() {
+		return
+	}
+	s.saved.total = append(s.saved.total[:0], s.total...)
+	s.saved.enabled = append(s.saved.enabled[:0], s.enabled...)
+	s.saved.running = append(s.saved.running[:0], s.running...)
+	s.saved.regions = s.regions
+}
+
+// Rollback drops what was measured since the last Mark (all of it when
+// there was none).
+func (s *CounterSet) Rollback() {
+	if !s.Open() {
+		return
+	}
+	if s.saved.total == nil {
+		clear(s.total)
+		clear(s.enabled)
+		clear(s.running)
+		s.regions = 0
+		return
+	}
+	copy(s.total, s.saved.total)
+	copy(s.enabled, s.saved.enabled)
+	copy(s.running, s.saved.running)
+	s.regions = s.saved.regions
 }
 
 // Values returns each event's total over the regions measured, or why it

@@ -287,3 +287,35 @@ func indexOf(name string) int {
 	}
 	return -1
 }
+
+// Rollback drops the regions measured since Mark: a failed repetition's
+// counts leave the totals as they were.
+func TestCounterSetRollback(t *testing.T) {
+	f := newFake()
+	f.rate = map[string]uint64{"instructions": 2000, "context-switches": 2}
+	s := OpenCounters(f, Events, []int{11})
+	defer s.Close()
+	region := func() {
+		if err := s.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.End(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Mark()
+	region()
+	s.Rollback() // the first region failed
+	if cs := value(t, s.Values(), "context-switches"); cs.Unsupported == "" {
+		t.Fatalf("after rolling back the only region: %+v, want unsupported (nothing measured)", cs)
+	}
+	s.Mark()
+	region()
+	s.Mark()
+	region()
+	region()
+	s.Rollback()
+	if cs := value(t, s.Values(), "context-switches"); cs.Unsupported != "" || cs.Value != 2 {
+		t.Fatalf("context-switches = %+v, want 2 (one kept region)", cs)
+	}
+}

@@ -47,8 +47,10 @@ func (c *armCounters) note(err error) {
 	}
 }
 
-func (c *armCounters) begin() { c.note(c.set.Begin()) }
-func (c *armCounters) end()   { c.note(c.set.End()) }
+func (c *armCounters) begin()    { c.note(c.set.Begin()) }
+func (c *armCounters) end()      { c.note(c.set.End()) }
+func (c *armCounters) mark()     { c.set.Mark() }
+func (c *armCounters) rollback() { c.set.Rollback() }
 
 // fill adds the counters per op, the derived figures (IPC, misses per
 // 1 000 instructions) and any warnings to r.

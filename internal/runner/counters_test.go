@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,5 +147,101 @@ func TestArmCountersFake(t *testing.T) {
 	}
 	if len(r.Metrics) != 0 {
 		t.Errorf("derived metrics from unsupported counters: %v", r.Metrics)
+	}
+}
+
+// trackedSource is fakeSource behind a lock that notes a read of a closed fd.
+type trackedSource struct {
+	mu          sync.Mutex
+	f           fakeSource
+	closed      map[int]bool
+	readClosed  bool
+	closedCount int
+}
+
+func (s *trackedSource) Open(ev measure.EventSpec, tid, groupFD int, group bool) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.f.Open(ev, tid, groupFD, group)
+}
+
+func (s *trackedSource) Read(fd int, buf []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed[fd] {
+		s.readClosed = true
+		return 0, unix.EBADF
+	}
+	return s.f.Read(fd, buf)
+}
+
+func (s *trackedSource) Close(fd int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed[fd] = true
+	s.closedCount++
+	return nil
+}
+
+// stuckLoop's timed repetition blocks until released, deaf to Close.
+type stuckLoop struct {
+	timed   bool
+	release chan struct{}
+	started chan struct{}
+}
+
+func (l *stuckLoop) StartTimed(int) { l.timed = true }
+func (l *stuckLoop) Run(b *measure.B) error {
+	if l.timed {
+		close(l.started)
+		<-l.release
+	}
+	return nil
+}
+func (l *stuckLoop) Close() error                   { return nil }
+func (l *stuckLoop) Participants() exp.Participants { return exp.Threads(unix.Gettid()) }
+
+// An abandoned arm's counters stay open until its stuck repetition has
+// returned and read them: closing them under it would have it read fds
+// that may by then be someone else's.
+func TestAbandonedArmCountersClosedAfterItReturns(t *testing.T) {
+	saved := abandonAfter
+	abandonAfter = 100 * time.Millisecond
+	defer func() { abandonAfter = saved }()
+	src := &trackedSource{f: fakeSource{reads: map[int]uint64{}}, closed: map[int]bool{}}
+	prev := counterSource
+	counterSource = src
+	defer func() { counterSource = prev }()
+	l := &stuckLoop{release: make(chan struct{}), started: make(chan struct{})}
+	c := testConfig()
+	c.Counters = true
+	c.Timeout = 300 * time.Millisecond
+	r := Arm(context.Background(), c, &exp.Spec{Name: "t", Op: "op"}, exp.Arm{Name: "t/stuck",
+		Open: func(context.Context) (exp.Bench, error) { return l, nil }})
+	if r.Status != result.StatusTimedOut || !strings.Contains(r.Reason, "abandoned") {
+		t.Fatalf("status %s (%s), want timed out and abandoned", r.Status, r.Reason)
+	}
+	src.mu.Lock()
+	early := src.closedCount
+	src.mu.Unlock()
+	if early != 0 {
+		t.Errorf("%d counter fds closed while the abandoned repetition still runs", early)
+	}
+	close(l.release)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		src.mu.Lock()
+		n, bad := src.closedCount, src.readClosed
+		src.mu.Unlock()
+		if bad {
+			t.Fatal("the abandoned repetition read a closed counter fd")
+		}
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("counters never closed after the abandoned repetition returned")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

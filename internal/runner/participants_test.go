@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 
@@ -120,5 +121,63 @@ func TestGaugeSummarisedLikeAFigure(t *testing.T) {
 	}
 	if r.Metrics["x"] != 40 || !r.Noise.Noisy || r.Unit != "B/op" || r.DurationNs <= 0 {
 		t.Fatalf("metrics %v noise %+v unit %q", r.Metrics, r.Noise, r.Unit)
+	}
+}
+
+// failingSleepers is sleepers whose second timed repetition naps twenty
+// times per op on the declared thread, then fails.
+type failingSleepers struct {
+	*sleepers
+	timed, runs int
+}
+
+func (f *failingSleepers) StartTimed(n int) { f.timed = n }
+
+func (f *failingSleepers) Run(b *measure.B) error {
+	if f.timed == 0 {
+		return f.sleepers.Run(b)
+	}
+	f.runs++
+	if f.runs < 2 {
+		return f.sleepers.Run(b)
+	}
+	f.reqs[0] <- 20 * b.N
+	f.reqs[1] <- 0
+	<-f.done
+	<-f.done
+	return errors.New("worker broke")
+}
+
+// A repetition that fails is not counted: neither its ops nor what the
+// probes saw during it (its switches would otherwise be spread over the
+// finished repetitions' ops).
+func TestFailedRepetitionRolledBack(t *testing.T) {
+	cpus, err := measure.Affinity()
+	if err != nil || len(cpus) == 0 {
+		t.Skip("no affinity:", err)
+	}
+	c := testConfig()
+	c.Reps = 3
+	c.Counters = true
+	var obs Observation
+	c.Observe = func(o Observation) { obs = o }
+	prev := counterSource
+	counterSource = &fakeSource{reads: map[int]uint64{}}
+	defer func() { counterSource = prev }()
+	r := Arm(context.Background(), c, &exp.Spec{Name: "t", Op: "nap"}, exp.Arm{Name: "t/naps",
+		Open: func(context.Context) (exp.Bench, error) {
+			return &failingSleepers{sleepers: openSleepers(t, cpus[len(cpus)-1:])}, nil
+		}})
+	if r.Status != result.StatusFailed || len(r.RepMeans) != 1 {
+		t.Fatalf("status %s (%s), %d repetition means; want failed after 1", r.Status, r.Reason, len(r.RepMeans))
+	}
+	if r.Switches == nil {
+		t.Fatal("no switches recorded for the finished repetition")
+	}
+	if sw := r.Switches.Total(); sw < 0.9 || sw > 3 {
+		t.Errorf("%.2f switches per op, want ≈ 1 (the failed repetition's 20 per op dropped)", sw)
+	}
+	if obs.Switches > obs.WholeSwitches {
+		t.Errorf("participants %d > whole process %d", obs.Switches, obs.WholeSwitches)
 	}
 }

@@ -15,10 +15,15 @@ import (
 // participants, and fills its part of the result. Wall time is the
 // measure.B timer itself; the probes add what the OS and the Go runtime
 // counted meanwhile. begin may be called again before end (ResetTimer):
-// the later reading is the baseline.
+// the later reading is the baseline. mark and rollback bracket one
+// repetition: a repetition that fails (a timeout, a broken worker) is
+// rolled back, so what the probes counted covers exactly the repetitions
+// whose ops the result counts.
 type probe interface {
 	begin()
 	end()
+	mark()
+	rollback()
 	fill(r *result.Arm, rec *exp.Record)
 	close()
 }
@@ -35,6 +40,18 @@ func (ps probes) snap(begin bool) {
 	}
 	for i := len(ps) - 1; i >= 0; i-- {
 		ps[i].end()
+	}
+}
+
+func (ps probes) mark() {
+	for _, p := range ps {
+		p.mark()
+	}
+}
+
+func (ps probes) rollback() {
+	for _, p := range ps {
+		p.rollback()
 	}
 }
 
@@ -93,6 +110,8 @@ type taskProbe struct {
 	lost int
 	// threadCPU is each declared thread's CPU time.
 	threadCPU map[int]int64
+	// saved is the state at the last mark.
+	saved *taskProbe
 }
 
 func newTaskProbe(parts exp.Participants) *taskProbe {
@@ -292,6 +311,38 @@ func (p *taskProbe) fill(r *result.Arm, rec *exp.Record) {
 	}
 }
 
+func (p *taskProbe) mark() {
+	if p.saved == nil {
+		p.saved = &taskProbe{}
+	}
+	cpu := p.saved.threadCPU
+	clear(cpu)
+	*p.saved = *p
+	p.saved.saved = nil
+	if p.threadCPU != nil {
+		if cpu == nil {
+			cpu = map[int]int64{}
+		}
+		for k, v := range p.threadCPU {
+			cpu[k] = v
+		}
+	}
+	p.saved.threadCPU = cpu
+}
+
+func (p *taskProbe) rollback() {
+	if p.saved == nil {
+		return
+	}
+	s := p.saved
+	p.acc, p.childAcc, p.whole = s.acc, s.childAcc, s.whole
+	p.migrOK, p.cpuOK, p.runqOK, p.lost = s.migrOK, s.cpuOK, s.runqOK, s.lost
+	clear(p.threadCPU)
+	for k, v := range s.threadCPU {
+		p.threadCPU[k] = v
+	}
+}
+
 func (p *taskProbe) close() {}
 
 // totals are the participants' and the whole process's switch counts over
@@ -306,6 +357,7 @@ type schedProbe struct {
 	sample []metrics.Sample
 	base   []uint64
 	acc    *metrics.Float64Histogram
+	saved  []uint64 // acc's counts at the last mark (nil: acc was nil)
 }
 
 const schedMetric = "/sched/latencies:seconds"
@@ -341,6 +393,24 @@ func (p *schedProbe) end() {
 			p.acc.Counts[i] += c - p.base[i]
 		}
 	}
+}
+
+func (p *schedProbe) mark() {
+	p.saved = p.saved[:0]
+	if p.acc != nil {
+		p.saved = append(p.saved, p.acc.Counts...)
+	}
+}
+
+func (p *schedProbe) rollback() {
+	if p.acc == nil {
+		return
+	}
+	if len(p.saved) != len(p.acc.Counts) {
+		p.acc = nil // nothing was accumulated before the mark
+		return
+	}
+	copy(p.acc.Counts, p.saved)
 }
 
 func (p *schedProbe) fill(r *result.Arm, rec *exp.Record) { rec.SchedLatencies = p.acc }

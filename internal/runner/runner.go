@@ -240,7 +240,6 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	if ac != nil {
 		ps = append(ps, ac)
 	}
-	defer ps.close()
 
 	var sampler *measure.Sampler
 	var means []float64
@@ -270,11 +269,15 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 				done <- outcome{actx.Err()}
 				return
 			}
+			ps.mark()
 			b := measure.NewB(actx, opsPerRep, sampler, ps.snap)
 			b.StartTimer()
 			err := bench.Run(b)
 			b.StopTimer()
 			if err != nil {
+				// Only finished repetitions count: drop what the probes
+				// saw of this one, whose ops are not counted either.
+				ps.rollback()
 				done <- outcome{err}
 				return
 			}
@@ -300,10 +303,15 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 			abandoned = true
 		}
 	}
-	if !abandoned {
+	if abandoned {
+		// The measuring goroutine may still read the probes (perf counter
+		// fds): close them only once it has returned, if it ever does.
+		go func() { <-done; ps.close() }()
+	} else {
 		if err := bench.Close(); err != nil && out.err == nil {
 			r.Notes = append(r.Notes, "teardown: "+err.Error())
 		}
+		defer ps.close()
 	}
 	after := sysinfo.Sample(cfg.Host)
 
