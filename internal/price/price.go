@@ -297,4 +297,3 @@ func pct(f float64) string {
 func Percent(f float64) string { return pct(f) }
 
 func fmtRate(r float64) string { return result.FormatCount(math.Round(r)) }
-
