@@ -31,9 +31,11 @@ import (
 // driver over a separate "done" link (one uncounted handoff per batch).
 func init() {
 	exp.Register(&exp.Spec{
-		Name:    "ring",
-		Summary: "N workers pass a token around a ring: how a handoff's cost grows with the number of workers",
-		Op:      "hop",
+		Name:       "ring",
+		Order:      20,
+		References: ringRefs,
+		Summary:    "N workers pass a token around a ring: how a handoff's cost grows with the number of workers",
+		Op:         "hop",
 		Doc: `N workers (goroutines, locked OS threads, or processes) pass one token
 around a ring; one op is one hop from a worker to the next. Worker 0 is the
 driver, so N=2 is a ping-pong and a hop is half a round trip.
@@ -945,4 +947,15 @@ func ringFindings(arms []result.Arm) []string {
 var ringMetrics = []exp.Metric{
 	{Name: "pingpong-rt-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the round trip of the reference arm ring/thread/M/pingpong/P (same mechanism, placement and GOMAXPROCS)"},
 	{Name: "half-rt-ratio", Unit: "ratio", Better: exp.NotRanked, Doc: "the hop as a multiple of half that round trip (a 2-worker ring's hop is half a round trip)"},
+}
+
+// ringRefs are SPEC §8's published ring hops, beside the CPython arms.
+var ringRefs = []exp.Reference{
+	{Substrates: []string{"pythread"}, Param: "n", Value: "2", Ns: 3980, Text: "CPython 3.14: ring per hop, threads, 2 workers 3.98 µs (free-threaded 4.64 µs)"},
+	{Substrates: []string{"pythread"}, Param: "n", Value: "100", Ns: 4540, Text: "CPython 3.14: ring per hop, threads, 100 workers 4.54 µs (free-threaded 5.22 µs)"},
+	{Substrates: []string{"pythread"}, Param: "n", Value: "1000", Ns: 7650, Text: "CPython 3.14: ring per hop, threads, 1000 workers 7.65 µs"},
+	{Substrates: []string{"pytask"}, Param: "n", Value: "2", Ns: 2370, Text: "CPython 3.14: ring per hop, asyncio tasks, 2 workers 2.37 µs"},
+	{Substrates: []string{"pytask"}, Param: "n", Value: "100", Ns: 2220, Text: "CPython 3.14: ring per hop, asyncio tasks, 100 workers 2.22 µs"},
+	{Substrates: []string{"pytask"}, Param: "n", Value: "1000", Ns: 3070, Text: "CPython 3.14: ring per hop, asyncio tasks, 1000 workers 3.07 µs"},
+	{Substrates: []string{"pythread", "pytask"}, Match: []string{"same-cpu", "pinned"}, Ns: 6450, Text: "CPython 3.14: two threads pinned to one core 6.45 µs and 3.0 switches per hop (tasks 2.65 µs)"},
 }

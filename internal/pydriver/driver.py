@@ -129,6 +129,9 @@ class Bench:
     def children(self):
         return []
 
+    def begin_timed(self):
+        """The timed repetitions begin (the sizing batches are over)."""
+
     def metrics(self):
         return {}
 
@@ -788,6 +791,394 @@ class ChainTask(AsyncBench):
         return pc() - t0, n
 
 
+# --- issue 18: the seeds' remaining CPython findings ----------------------
+
+
+class TaskEvent(AsyncBench):
+    """Two asyncio tasks over a pair of asyncio.Event (the seed's 5.3 µs)."""
+
+    async def asetup(self):
+        self.e1, self.e2 = asyncio.Event(), asyncio.Event()
+        self.stop = False
+
+        async def echo():
+            e1, e2 = self.e1, self.e2
+            while True:
+                await e1.wait()
+                e1.clear()
+                if self.stop:
+                    return
+                e2.set()
+
+        self.t = asyncio.get_running_loop().create_task(echo())
+        await asyncio.sleep(0)
+
+    async def arun(self, n, every, samples):
+        e1, e2 = self.e1, self.e2
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            s = pc()
+            e1.set()
+            await e2.wait()
+            e2.clear()
+            samples.append(pc() - s)
+            for _ in range(every - 1):
+                e1.set()
+                await e2.wait()
+                e2.clear()
+        for _ in range(rest):
+            e1.set()
+            await e2.wait()
+            e2.clear()
+        return pc() - t0, n
+
+    async def ateardown(self):
+        self.stop = True
+        self.e1.set()
+        await self.t
+
+
+class BusyProcess:
+    """The seeds' remedy for a busy thread: the same pure-Python spin in a
+    forked child. It stays in the driver's process group (a killed driver
+    takes it along) and leaves by itself when the driver is gone."""
+
+    def __init__(self):
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                pin(BASE_MASK)  # not on the measuring thread's CPUs only
+                n = 0
+                while True:
+                    n += 1
+                    if n & 0xFFFFF == 0 and os.getppid() != parent:
+                        break
+            finally:
+                os._exit(0)
+        self.pid = pid
+
+    def close(self):
+        import signal
+
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(self.pid, 0)
+
+
+# Concurrency: the seeds' compare(op_async, op_sync, n, concurrency). One op
+# is one lookup; a batch is gathers (or maps) of at most CONC_CHUNK lookups,
+# the seeds' 10 000, so a long repetition does not hold a million tasks.
+
+CONC_CHUNK = 10000
+
+
+class LookupOp:
+    """The fast op: an indexed sqlite3 lookup on a database file (a
+    connection per thread, as each pool thread of the seeds had), or a dict
+    lookup (the pure-compute control)."""
+
+    def __init__(self, op):
+        self.op = op
+        self.dir = None
+        self.conns = []
+        if op == "dict":
+            d = {i: "value %d" % i for i in range(1000)}
+            self.lookup = lambda k: d[k]
+            return
+        if op != "sqlite-file":
+            raise ValueError("unknown op %r (want sqlite-file or dict)" % op)
+        import sqlite3
+        import tempfile
+
+        self.dir = tempfile.mkdtemp(prefix="ctxlab-py-")
+        path = os.path.join(self.dir, "lookup.db")
+        conn = sqlite3.connect(path)
+        make_db(conn)
+        conn.close()
+        local = threading.local()
+        lock = threading.Lock()
+        conns = self.conns
+
+        def conn_here():
+            c = sqlite3.connect(path, check_same_thread=False)
+            with lock:
+                conns.append(c)
+            local.execute = c.execute
+            return c.execute
+
+        def lookup(k):
+            try:
+                execute = local.execute
+            except AttributeError:
+                execute = conn_here()
+            return execute(SQL, (k,)).fetchone()
+
+        self.lookup = lookup
+
+    def close(self):
+        for c in self.conns:
+            c.close()
+        if self.dir:
+            import shutil
+
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ConcSem(AsyncBench):
+    """asyncio.gather of one coroutine per lookup under asyncio.Semaphore(C),
+    each lookup through asyncio.to_thread or run_in_executor (the loop's
+    default executor)."""
+
+    sampled = False
+    sample_note = "no per-op latencies: C lookups are in flight at once; the figure is wall time per lookup"
+
+    async def asetup(self):
+        self.c = int(self.p["c"])
+        self.how = self.p.get("how", "to_thread")
+        if self.how not in ("to_thread", "executor"):
+            raise ValueError("unknown how %r (want to_thread or executor)" % self.how)
+        self.op = LookupOp(self.p.get("op", "sqlite-file"))
+        self.keys = itertools.cycle(range(1000))
+
+    async def arun(self, n, every, samples):
+        sem, lookup = asyncio.Semaphore(self.c), self.op.lookup
+        if self.how == "to_thread":
+            hop = asyncio.to_thread
+        else:
+            ex = asyncio.get_running_loop().run_in_executor
+            hop = lambda f, k: ex(None, f, k)
+
+        async def one(k):
+            async with sem:
+                return await hop(lookup, k)
+
+        gather, keys, islice = asyncio.gather, self.keys, itertools.islice
+        t0 = pc()
+        left = n
+        while left > 0:
+            k = min(left, CONC_CHUNK)
+            await gather(*[one(x) for x in islice(keys, k)])
+            left -= k
+        return pc() - t0, n
+
+    async def ateardown(self):
+        try:
+            await asyncio.get_running_loop().shutdown_default_executor()
+        finally:
+            self.op.close()
+
+
+class ConcPool(Bench):
+    """concurrent.futures.ThreadPoolExecutor(C).map of the plain lookup."""
+
+    sampled = False
+    sample_note = ConcSem.sample_note
+
+    def setup(self):
+        import concurrent.futures
+
+        self.c = int(self.p["c"])
+        self.op = LookupOp(self.p.get("op", "sqlite-file"))
+        self.keys = itertools.cycle(range(1000))
+        self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=self.c)
+
+    def run(self, n, every, samples):
+        mp, lookup, keys, islice = self.ex.map, self.op.lookup, self.keys, itertools.islice
+        t0 = pc()
+        left = n
+        while left > 0:
+            k = min(left, CONC_CHUNK)
+            for _ in mp(lookup, list(islice(keys, k))):
+                pass
+            left -= k
+        return pc() - t0, n
+
+    def teardown(self):
+        self.ex.shutdown(wait=True)
+        self.op.close()
+
+
+# Event-loop lag: a loop serves requests from a few client tasks; every
+# `period`-th request does X ms of pure-Python work (inline, via to_thread,
+# or in a process pool), the others one byte of socket I/O. A 1 ms
+# call_later timer re-armed for ever measures the loop's lag meanwhile.
+
+
+def work(k):
+    """Pure-Python CPU work: k iterations of an integer loop (x stays a
+    small int, so every iteration costs the same)."""
+    x = 0
+    for i in range(k):
+        x ^= i
+    return x
+
+
+def work_fault(k, fault):
+    if fault == "crash":
+        os._exit(7)
+    if fault == "hang":
+        time.sleep(3600)
+    return work(k)
+
+
+def calibrate(ms):
+    """The iterations of work() that take ms milliseconds of CPU here, and
+    the CPU time that count then takes. CPU time, not wall time: on a busy
+    machine a preempted try would otherwise shrink the work. Each estimate
+    is the least of a few tries; a second round corrects the first from a
+    run of the full size."""
+    goal = ms * 1e6
+    k = 20000
+    for tries in (5, 3):
+        took = min(_cpu(work, k) for _ in range(tries))
+        k = max(1, int(k * goal / max(took, 1)))
+    return k, min(_cpu(work, k) for _ in range(3))
+
+
+def _cpu(f, k):
+    t = time.thread_time_ns()
+    f(k)
+    return time.thread_time_ns() - t
+
+
+class EventLoopLag(AsyncBench):
+    sample_note = "per-op latencies are those of the I/O-only requests (the CPU ones are left out)"
+
+    async def asetup(self):
+        self.ms = float(self.p["work_ms"])
+        self.how = self.p.get("how", "inline")
+        if self.how not in ("inline", "to_thread", "process"):
+            raise ValueError("unknown how %r (want inline, to_thread or process)" % self.how)
+        self.period = int(self.p.get("period", 10))
+        self.clients = int(self.p.get("clients", 4))
+        self.fault = self.p.get("fault", "")
+        self.k, self.work_ns = calibrate(self.ms)
+        self.lags, self.timed_ns, self.timed_ops, self.loop_cpu = [], 0, 0, 0
+        self.timed = False
+        self.pool = None
+        import socket
+
+        self.socks = [socket.socketpair() for _ in range(self.clients)]
+        for a, b in self.socks:
+            a.setblocking(False)
+            b.setblocking(False)
+        if self.how == "process":
+            import concurrent.futures
+            import multiprocessing
+
+            # One worker fewer than the CPUs (at least one): the loop keeps a CPU.
+            n = max(1, len(os.sched_getaffinity(0)) - 1) if HAVE_AFFINITY else 1
+            self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork"))
+            loop = asyncio.get_running_loop()
+            try:  # start the workers outside timing
+                await asyncio.gather(*[loop.run_in_executor(self.pool, work, 1) for _ in range(n)])
+            except BaseException:
+                self.pool.shutdown(wait=True, cancel_futures=True)
+                raise
+
+    def children(self):
+        procs = getattr(self.pool, "_processes", None) or {}
+        return list(procs.keys())
+
+    def begin_timed(self):
+        self.timed = True
+
+    def metrics(self):
+        m = {"work-ms": self.work_ns / 1e6, "cpu-request-share": 1.0 / self.period}
+        if self.lags:
+            lags = sorted(self.lags)
+            q = lambda f: lags[min(len(lags) - 1, int(f * len(lags)))] / 1e3
+            m.update({"timer-lag-p50-us": q(0.50), "timer-lag-p99-us": q(0.99), "timer-lag-max-us": lags[-1] / 1e3,
+                      "timer-fires": float(len(lags))})
+        if self.timed_ns > 0 and self.timed_ops > 0:
+            m["loop-thread-cpu-share"] = self.loop_cpu / self.timed_ns
+            m["loop-cpu-us/request"] = self.loop_cpu / self.timed_ops / 1e3
+        return m
+
+    async def arun(self, n, every, samples):
+        loop = asyncio.get_running_loop()
+        k, period, fault = self.k, self.period, self.fault
+        if self.how == "inline":
+            async def cpu():
+                work(k)
+        elif self.how == "to_thread":
+            async def cpu():
+                await asyncio.to_thread(work, k)
+        elif fault:
+            async def cpu():
+                await loop.run_in_executor(self.pool, work_fault, k, fault)
+        else:
+            async def cpu():
+                await loop.run_in_executor(self.pool, work, k)
+        sock_recv = loop.sock_recv
+        lags = self.lags if self.timed else []
+        done = loop.create_future()
+        stop = [False]
+
+        async def prober():
+            while not stop[0]:
+                fut = loop.create_future()
+                t = pc()
+                h = loop.call_later(0.001, fut.set_result, None)
+                try:
+                    await fut
+                except asyncio.CancelledError:
+                    h.cancel()
+                    return
+                lags.append(pc() - t - 1_000_000)
+
+        counter = itertools.count()
+
+        async def client(a, b):
+            send = b.send
+            for i in counter:
+                if i >= n:
+                    return
+                if i % period == 0:
+                    await cpu()
+                    continue
+                s = pc()
+                loop.call_soon(send, b"x")
+                await sock_recv(a, 1)
+                if i % every == 0:
+                    samples.append(pc() - s)
+
+        probe = loop.create_task(prober())
+        await asyncio.sleep(0)
+        c0 = time.thread_time_ns()
+        t0 = pc()
+        try:
+            await asyncio.gather(*[client(a, b) for a, b in self.socks])
+        finally:
+            el = pc() - t0
+            cpu_ns = time.thread_time_ns() - c0
+            stop[0] = True
+            probe.cancel()
+            try:
+                await probe
+            except asyncio.CancelledError:
+                pass
+        if self.timed:
+            self.timed_ns += el
+            self.timed_ops += n
+            self.loop_cpu += cpu_ns
+        return el, n
+
+    async def ateardown(self):
+        try:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True, cancel_futures=True)
+            await asyncio.get_running_loop().shutdown_default_executor()
+        finally:
+            for a, b in self.socks:
+                a.close()
+                b.close()
+
+
 class Spin(Bench):
     """Test bench: each op spins op_ns on the clock; the arm's very first op
     spins first_ns more (lazy set-up that the clock sees)."""
@@ -835,6 +1226,10 @@ BENCHES = {
     "callchain.plain": ChainPlain,
     "callchain.coroutine": ChainCoro,
     "callchain.task": ChainTask,
+    "pingpong.asyncio-event": TaskEvent,
+    "concurrency.sem": ConcSem,
+    "concurrency.pool": ConcPool,
+    "eventloop.lag": EventLoopLag,
     # Test benches for ctxlab's protocol tests.
     "test.sleep": None,
     "test.spin": Spin,
@@ -964,7 +1359,10 @@ def measure(req):
         bench.setup()
         ready = True
         if int(p.get("busy", 0)) > 0:
-            busy = [Busy() for _ in range(int(p["busy"]))]
+            kind = {"thread": Busy, "process": BusyProcess}.get(p.get("busy_in", "thread"))
+            if kind is None:
+                raise ValueError("unknown busy_in %r (want thread or process)" % p["busy_in"])
+            busy = [kind() for _ in range(int(p["busy"]))]
         unsampled = lambda k: bench.run(k, NEVER, [])
         sizing, per_op = size(unsampled, bench_ns, warm_ns, warm_ops, pol)
         ops_per_rep = max(min_ops, int(max(1, min(pol["max_ops_per_rep"], bench_ns / per_op))))
@@ -975,6 +1373,7 @@ def measure(req):
         vol = invol = tvol = tinvol = cvol = cinvol = 0
         migr, have_migr = 0, True
         kids = bench.children()
+        bench.begin_timed()
         for _ in range(reps):
             m0 = migrations()
             c0 = [proc_switches(k) for k in kids]
