@@ -5,8 +5,15 @@ import (
 	"io"
 	"os/exec"
 
+	"github.com/spf13/pflag"
+
 	"github.com/ctxlab/ctxlab/internal/pydriver"
 )
+
+// addPythonFlag defines run's --python.
+func addPythonFlag(f *pflag.FlagSet, py *string) {
+	f.StringVar(py, "python", "", "the CPython for the CPython arms: a command or path, or all (every python3.N and python3.Nt on PATH); default python3")
+}
 
 // pythonChoice is the CPython the run's CPython arms drive: --python, or
 // its older spelling --set python=VALUE (an alias, removed from extra so

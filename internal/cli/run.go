@@ -82,7 +82,7 @@ func addRunFlags(c *cobra.Command, o *RunOptions) {
 	f.StringVar(&o.Hogs, "hogs", "", "CPU hog counts for interference, e.g. 0,1,2,6")
 	f.StringArrayVar(&o.Set, "set", nil, "experiment option key=value (see `ctxlab list EXPERIMENT`)")
 	f.BoolVar(&o.Detail, "detail", false, "after the verdict, print every experiment's table, checks and notes (table format)")
-	f.StringVar(&o.Python, "python", "", "the CPython for the CPython arms: a command or path, or all (every python3.N and python3.Nt on PATH); default python3")
+	addPythonFlag(f, &o.Python)
 	f.BoolVar(&o.Counters, "counters", false, "open perf counters (instructions, cycles, cache and TLB misses, switches …) on every participating thread; unsupported ones say why")
 	addDBFlag(f, &o.DB)
 	f.BoolVar(&o.NoStore, "no-store", false, "do not save this run in the history database")
