@@ -23,8 +23,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
-func init() { extraCommands = append(extraCommands, newDiagnoseCmd) }
-
 // exitStatusError carries a command's exit status out through cli.Main,
 // which returns it as ctxlab's own (diagnose exits as its command did).
 type exitStatusError struct{ code int }

@@ -177,7 +177,7 @@ func (e *skipErr) Unwrap() error { return e.kind }
 // Six experiments ask in one run, so the answer is kept per choice and
 // PATH: each ask would start every interpreter once more.
 func interpreters(p exp.Params) ([]*pydriver.Interpreter, string, error) {
-	choice := p.Extra["python"]
+	choice := p.Python
 	key := choice + "\x00" + os.Getenv("PATH")
 	resolved.Lock()
 	defer resolved.Unlock()
@@ -278,7 +278,7 @@ func cpythonArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 			arms = append(arms, bindPyArm(p, in, pa, suffix))
 		}
 	}
-	if p.Extra["python"] == "all" && !ft {
+	if p.Python == "all" && !ft {
 		for _, pa := range plan {
 			if !pa.freeThreaded || pa.full && p.Suite != exp.SuiteFull {
 				continue

@@ -79,13 +79,13 @@ func TestPythonSkippedWithoutPython(t *testing.T) {
 
 func TestPythonBadChoice(t *testing.T) {
 	p := pyParams(exp.SuiteQuick)
-	p.Extra["python"] = "/no/such/python3.99"
+	p.Python = "/no/such/python3.99"
 	_, err := pythonArms(p)
 	if err == nil || !strings.Contains(err.Error(), "/no/such/python3.99") {
 		t.Fatalf("err = %v, want a usage error naming the value", err)
 	}
 	// python3.13t absent: the same usage error from any experiment with CPython arms.
-	p.Extra["python"] = "python3.13t-not-here"
+	p.Python = "python3.13t-not-here"
 	_, err = exp.Select([]string{"pingpong"}, p)
 	if err == nil || !strings.Contains(err.Error(), "python3.13t-not-here") {
 		t.Fatalf("err = %v, want a usage error naming the value", err)
@@ -397,7 +397,7 @@ func TestPythonAllWithoutFreeThreaded(t *testing.T) {
 		}
 	}
 	p := pyParams(exp.SuiteDefault)
-	p.Extra["python"] = "all"
+	p.Python = "all"
 	arms, err := pythonArms(p)
 	if err != nil {
 		t.Fatal(err)

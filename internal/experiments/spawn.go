@@ -229,14 +229,6 @@ func (g *idleMemory) Participants() exp.Participants { return exp.WholeProcess()
 
 func (g *idleMemory) Close() error { return nil }
 
-// fmtKiB formats bytes in KiB, or MiB from 1 MiB up.
-func fmtKiB(b float64) string {
-	if b >= 1<<20 {
-		return fmt.Sprintf("%.1f MiB", b/(1<<20))
-	}
-	return fmt.Sprintf("%.1f KiB", b/1024)
-}
-
 // settle returns freed memory to the OS so a following RSS delta counts
 // pages the new workers touch, not pages the runtime kept from before.
 func settle() { debug.FreeOSMemory() }
@@ -518,7 +510,7 @@ func spawnChecks(arms []result.Arm) []result.Check {
 					Name:  "an idle goroutine weighs within 2× of its starting stack plus bookkeeping",
 					Holds: start > 0 && v > 0 && v <= bound,
 					Detail: fmt.Sprintf("%s: %s resident per goroutine; starting stack %s + %s bookkeeping, ×2 = %s",
-						a.Name, fmtKiB(v), fmtKiB(start), fmtKiB(goroutineBookkeeping), fmtKiB(bound)),
+						a.Name, result.FormatBytes(v), result.FormatBytes(start), result.FormatBytes(goroutineBookkeeping), result.FormatBytes(bound)),
 					Arms: []string{a.Name},
 				})
 			}
@@ -531,7 +523,7 @@ func spawnChecks(arms []result.Arm) []result.Check {
 		out = append(out, result.Check{
 			Name:   "memory per idle worker is ordered goroutine < thread < process",
 			Holds:  g > 0 && g < t && t < p,
-			Detail: fmt.Sprintf("resident per worker: goroutine %s, thread %s, process %s", fmtKiB(g), fmtKiB(t), fmtKiB(p)),
+			Detail: fmt.Sprintf("resident per worker: goroutine %s, thread %s, process %s", result.FormatBytes(g), result.FormatBytes(t), result.FormatBytes(p)),
 			Arms:   names,
 		})
 	}
@@ -564,9 +556,9 @@ func spawnFindings(arms []result.Arm) []string {
 	for _, k := range []string{"goroutine/idle", "thread/idle", "process/idle"} {
 		if a, ok := by[k]; ok {
 			if v, ok := a.Metrics["rss-bytes/worker"]; ok {
-				s := fmt.Sprintf("%s %s (%s–%s over %d weighings)", a.Substrate, fmtKiB(v), fmtKiB(a.Min), fmtKiB(a.Max), len(a.RepMeans))
+				s := fmt.Sprintf("%s %s (%s–%s over %d weighings)", a.Substrate, result.FormatBytes(v), result.FormatBytes(a.Min), result.FormatBytes(a.Max), len(a.RepMeans))
 				if pss, ok := a.Metrics["pss-bytes/worker"]; ok {
-					s += fmt.Sprintf(" (PSS %s)", fmtKiB(pss))
+					s += fmt.Sprintf(" (PSS %s)", result.FormatBytes(pss))
 				}
 				mem = append(mem, s)
 			}
