@@ -42,32 +42,30 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 	var cost price.Cost
 	var found bool
 	var indirect *result.Run
-	if db != "" || !testingWithoutStore(&storeOptions{DB: db}) {
-		if s, err := openStore(ctx, db, false); err == nil {
-			defer s.Close()
-			entries, _ := s.List(ctx, historyDepth)
-			for _, e := range entries {
-				run, err := s.Get(ctx, e.ID)
-				if err != nil {
-					continue
-				}
-				if !found {
-					cost, found = price.DirectCost(run, placement)
-				}
-				if indirect == nil {
-					if _, ok := price.IndirectAt(run, 1); ok {
-						indirect = run
-					}
-				}
-				if found && indirect != nil {
-					break
+	if s, err := openStore(ctx, db, false); err == nil {
+		defer s.Close()
+		entries, _ := s.List(ctx, historyDepth)
+		for _, e := range entries {
+			run, err := s.Get(ctx, e.ID)
+			if err != nil {
+				continue
+			}
+			if !found {
+				cost, found = price.DirectCost(run, placement)
+			}
+			if indirect == nil {
+				if _, ok := price.IndirectAt(run, 1); ok {
+					indirect = run
 				}
 			}
-		} else {
-			var ue *UsageError
-			if !errors.As(err, &ue) { // a missing history is not an error here
-				return cost, nil, err
+			if found && indirect != nil {
+				break
 			}
+		}
+	} else {
+		var ue *UsageError
+		if !errors.As(err, &ue) { // a missing history is not an error here
+			return cost, nil, err
 		}
 	}
 	if found {

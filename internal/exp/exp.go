@@ -44,6 +44,9 @@ type Params struct {
 	// Workers, Hogs: lists from --workers and --hogs; nil = defaults.
 	Workers []int
 	Hogs    []int
+	// Python is the CPython the CPython arms drive (--python): a command or
+	// path, or "all"; empty means python3.
+	Python string
 	// Extra holds experiment-specific options (key=value from --set).
 	Extra map[string]string
 }

@@ -191,7 +191,7 @@ func (e *skipErr) Unwrap() error { return e.kind }
 // interpreters resolves the run's --python choice. An explicit choice that
 // does not work is a usage error; a missing default python3 skips the arms.
 func interpreters(p exp.Params) ([]*pydriver.Interpreter, string, error) {
-	choice := p.Extra["python"]
+	choice := p.Python
 	switch choice {
 	case "", "python3":
 		in, err := pydriver.Resolve("python3")

@@ -213,12 +213,12 @@ func Of(s Seen, cost Cost, run *result.Run) Price {
 		return p
 	}
 	if run == nil {
-		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — no run has %s's per-switch arms (ctxlab run %[2]s)", fmtBytes(s.RSSBytes), curveSource()))
+		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — no run has %s's per-switch arms (ctxlab run %[2]s)", result.FormatBytes(float64(s.RSSBytes)), curveSource()))
 		return p
 	}
 	in, ok := IndirectAt(run, s.RSSBytes)
 	if !ok {
-		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — run %s has no %s per-switch arms (ctxlab run %[3]s)", fmtBytes(s.RSSBytes), run.ID, curveSource()))
+		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — run %s has no %s per-switch arms (ctxlab run %[3]s)", result.FormatBytes(float64(s.RSSBytes)), run.ID, curveSource()))
 		return p
 	}
 	lo, hi := rate*in.LoNs/1e9, rate*in.HiNs/1e9
@@ -235,7 +235,7 @@ func Of(s Seen, cost Cost, run *result.Run) Price {
 		p.IndirectHi = nil
 	}
 	p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: %s per switch if a switch touches little (W=%s) to %s) ≈ %s",
-		fmtBytes(s.RSSBytes), result.FormatNs(in.LoNs), in.From, upper, share))
+		result.FormatBytes(float64(s.RSSBytes)), result.FormatNs(in.LoNs), in.From, upper, share))
 	return p
 }
 
@@ -271,5 +271,3 @@ func pct(f float64) string {
 func Percent(f float64) string { return pct(f) }
 
 func fmtRate(r float64) string { return result.FormatCount(math.Round(r)) }
-
-func fmtBytes(b int64) string { return result.FormatValue(float64(b), "bytes") }
