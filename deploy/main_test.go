@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/child"
 	"github.com/ctxlab/ctxlab/internal/cli"
+	"github.com/ctxlab/ctxlab/internal/testhome"
 )
 
 // envCtxlabArgs makes this test binary act as ctxlab itself (arguments
@@ -20,5 +21,5 @@ func TestMain(m *testing.M) {
 	if handled, code := child.Main(); handled {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(testhome.Main(m))
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/measure"
 )
 
 // EnvRole names the role a re-executed ctxlab plays; EnvCPUs pins it.
@@ -60,18 +62,20 @@ func Main() (handled bool, code int) {
 		files = append(files, os.NewFile(uintptr(fd), "fd"+strconv.Itoa(fd)))
 	}
 	if cpus := os.Getenv(EnvCPUs); cpus != "" {
-		runtime.LockOSThread()
-		var set unix.CPUSet
+		runtime.LockOSThread() // the role's loop stays on one thread
+		var set []int
 		for _, c := range strings.Split(cpus, ",") {
 			n, err := strconv.Atoi(c)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "ctxlab child: bad cpu list %q\n", cpus)
 				return true, 2
 			}
-			set.Set(n)
+			set = append(set, n)
 		}
-		// Pin every thread: the process-wide mask, via pid 0 on each task.
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
+		// Pin every thread, the Go runtime's included (threads made later
+		// inherit the mask): the child runs where its placement says, and
+		// the arm's cpus field can say so.
+		if err := measure.PinProcess(set); err != nil {
 			fmt.Fprintf(os.Stderr, "ctxlab child: pin: %v\n", err)
 			return true, 1
 		}

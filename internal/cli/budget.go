@@ -15,8 +15,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
-func init() { extraCommands = append(extraCommands, newBudgetCmd) }
-
 // BudgetOptions are the flags of `ctxlab budget`.
 type BudgetOptions struct {
 	DB   string
@@ -70,7 +68,7 @@ output says so.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	addDBFlag(f, &o.DB)
 	f.StringVar(&o.Rate, "rate", "", "ops per second, e.g. 10000/s or 10k/s (required; > 0, ≤ 1e9/s)")
 	f.StringVar(&o.Arm, "arm", "", "only arms matching this glob (pingpong/thread/*) or experiment name")
 	f.StringVar(&o.Run, "run", "", "stored run or run JSON file (default: the latest stored run)")

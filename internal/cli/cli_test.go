@@ -82,7 +82,7 @@ func TestListAndEnvAndVersion(t *testing.T) {
 func TestRunJSONIsTheResultModel(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "run.json")
-	code, _, stderr := run(t, "run", "pingpong/goroutine/chan/gomaxprocs=1", "--reps", "2", "--benchtime", "5ms", "--format", "json", "-o", file)
+	code, _, stderr := run(t, "run", "pingpong/goroutine/chan/gomaxprocs=1", "--reps", "2", "--benchtime", "5ms", "--format", "json", "-o", file, "--no-store")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -110,7 +110,7 @@ func TestInterruptLeavesNoChild(t *testing.T) {
 		t.Skip("starts ctxlab as a subprocess")
 	}
 	cmd := exec.Command(os.Args[0], "run", "pingpong/goroutine/chan/gomaxprocs=1", "pingpong/process/pipe/unpinned",
-		"--reps", "3", "--benchtime", "500ms", "--timeout", "1h")
+		"--reps", "3", "--benchtime", "500ms", "--timeout", "1h", "--no-store")
 	cmd.Env = append(os.Environ(), "CTXLAB_TEST_AS_MAIN=1")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

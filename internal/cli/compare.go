@@ -9,8 +9,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/compare"
 )
 
-func init() { extraCommands = append(extraCommands, newCompareCmd) }
-
 // CompareOptions are the flags of `ctxlab compare`.
 type CompareOptions struct {
 	DB     string
@@ -66,7 +64,7 @@ difference can be significant; use --reps 6 or more to detect one.`,
 			return writeOutput(o.Output, stdout, func(w io.Writer) error { return compare.Write(w, c, o.Format) })
 		},
 	}
-	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	addDBFlag(c.Flags(), &o.DB)
 	c.Flags().StringVar(&o.Format, "format", "table", "output format: "+strings.Join(compare.Formats, ", "))
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
 	return c

@@ -23,8 +23,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
-func init() { extraCommands = append(extraCommands, newDiagnoseCmd) }
-
 // exitStatusError carries a command's exit status out through cli.Main,
 // which returns it as ctxlab's own (diagnose exits as its command did).
 type exitStatusError struct{ code int }
@@ -187,11 +185,11 @@ func readCounters(cs []*counter) []CounterRecord {
 			case err != nil:
 				r.Unsupported = measure.UnsupportedReason(err)
 			case run == 0 && en > 0:
-				r.Unsupported = "opened but never scheduled on the PMU (no counter time)"
+				r.Unsupported = measure.ReasonNeverRan
 			default:
-				if run > 0 && run < en {
-					v = uint64(float64(v) * float64(en) / float64(run))
-					r.Scaled = true
+				// measure's multiplex scaling, truncated as perf stat prints it
+				if s, ok := measure.Scale(v, en, run); ok && run < en {
+					v, r.Scaled = uint64(s), true
 				}
 				r.Value = &v
 				if v == 0 && c.userOnly && (c.ev.Name == "context-switches" || c.ev.Name == "cpu-migrations") {
@@ -208,7 +206,7 @@ func readCounters(cs []*counter) []CounterRecord {
 	for i := range out {
 		if out[i].Type == "hardware" && out[i].Value != nil && *out[i].Value == 0 && taskClock > 0 {
 			out[i].Value = nil
-			out[i].Unsupported = "opened but counted 0 over real work (the hypervisor exposes no PMU)"
+			out[i].Unsupported = measure.ReasonZeroCount
 		}
 	}
 	return out

@@ -251,7 +251,7 @@ func commands(words []string) [][]string {
 // checkSynopsis: the command exists and knows every --flag named.
 func checkSynopsis(t *testing.T, args []string) {
 	t.Helper()
-	root := newRoot(context.Background(), io.Discard, io.Discard)
+	root := newRoot(nil, io.Discard, io.Discard)
 	cmd, _, err := root.Find(args)
 	if err != nil {
 		t.Fatalf("ctxlab %s: %v", strings.Join(args, " "), err)
@@ -311,7 +311,7 @@ func checkPlan(t *testing.T, args []string) (int, []string) {
 // parseOnly: the command exists and its flags and arguments parse.
 func parseOnly(t *testing.T, args []string) {
 	t.Helper()
-	root := newRoot(context.Background(), io.Discard, io.Discard)
+	root := newRoot(nil, io.Discard, io.Discard)
 	cmd, rest, err := root.Find(args)
 	if err == nil {
 		err = cmd.ParseFlags(rest)

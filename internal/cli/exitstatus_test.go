@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"context"
+	"bytes"
 	"database/sql"
 	"os"
 	"os/exec"
@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // The exit-status contract (README "Exit status"), one real case each:
@@ -51,18 +49,18 @@ func TestUnsavedRunExitsOneAndKeepsItsJSON(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "h.db")
 	t.Setenv("TMPDIR", dir)
-	saved := runHooks
-	t.Cleanup(func() { runHooks = saved })
-	runHooks = append([]func(context.Context, *RunOptions, *result.Run) error{
-		func(context.Context, *RunOptions, *result.Run) error {
-			for _, p := range []string{db, db + "-wal", db + "-shm"} {
-				os.Remove(p)
-			}
-			return os.Mkdir(db, 0o700)
-		}}, saved...)
-	code, out, errs := ctxlab(t, "run", "pingpong/goroutine/chan/gomaxprocs=1", "--reps", "1", "--benchtime", "5ms", "--db", db)
-	if code != 1 || !strings.Contains(out, "pingpong") || !strings.Contains(errs, "was not stored") {
-		t.Fatalf("run with a failing save: exit %d, stdout %q, stderr %q", code, out, errs)
+	var out, errb bytes.Buffer
+	o := &RunOptions{Stdout: &out, Stderr: &errb, beforeSave: func() error {
+		for _, p := range []string{db, db + "-wal", db + "-shm"} {
+			os.Remove(p)
+		}
+		return os.Mkdir(db, 0o700)
+	}}
+	args := []string{"pingpong/goroutine/chan/gomaxprocs=1", "--reps", "1", "--benchtime", "5ms", "--db", db}
+	code := execute(newRunCmd(o), args, &errb)
+	errs := errb.String()
+	if code != 1 || !strings.Contains(out.String(), "pingpong") || !strings.Contains(errs, "was not stored") {
+		t.Fatalf("run with a failing save: exit %d, stdout %q, stderr %q", code, out.String(), errs)
 	}
 	m := regexp.MustCompile(`its JSON is in (\S+)`).FindStringSubmatch(errs)
 	if m == nil {

@@ -13,8 +13,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
-func init() { extraCommands = append(extraCommands, newHistoryCmd) }
-
 // HistoryOptions are the flags of `ctxlab history`.
 type HistoryOptions struct {
 	DB     string
@@ -38,7 +36,7 @@ last, or last~N (N runs before the latest).`,
 			return runHistory(cmd, o, stdout)
 		},
 	}
-	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	addDBFlag(c.Flags(), &o.DB)
 	c.Flags().IntVar(&o.Limit, "limit", 20, "show at most this many runs, 0 (all) to 1073741824")
 	c.Flags().StringVar(&o.Format, "format", "table", "output format: table, json, csv")
 	return c

@@ -11,8 +11,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/store"
 )
 
-func init() { extraCommands = append(extraCommands, newImportCmd) }
-
 func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
 	var db string
 	c := &cobra.Command{
@@ -54,6 +52,6 @@ checked before any is stored; a run already in the store is reported and skipped
 			return nil
 		},
 	}
-	c.Flags().StringVar(&db, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	addDBFlag(c.Flags(), &db)
 	return c
 }

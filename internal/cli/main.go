@@ -42,16 +42,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if handled, code := child.Main(); handled {
 		return code
 	}
+	return execute(newRoot(args, stdout, stderr), args, stderr)
+}
+
+// execute runs the command tree root with args until it finishes or
+// SIGINT/SIGTERM, and maps what it returned to the exit status.
+func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	defer child.KillAll()
 
-	root := newRoot(ctx, stdout, stderr)
-	reached := false // set once cobra has parsed flags and arguments
+	// Main prints errors its own way; reached is set once cobra has
+	// parsed flags and arguments.
+	root.SilenceUsage, root.SilenceErrors = true, true
+	reached := false
 	root.PersistentPreRun = func(*cobra.Command, []string) { reached = true }
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -114,8 +120,11 @@ func withFlagUsage(c *cobra.Command, err error) error {
 
 func (e *flagError) Error() string { return e.err.Error() }
 
-func newRoot(ctx context.Context, stdout, stderr io.Writer) *cobra.Command {
-	opts := &RunOptions{Stdout: stdout, Stderr: stderr}
+// newRoot builds ctxlab's command tree, every command named here. args
+// are the command line (without the program name) a run records.
+func newRoot(args []string, stdout, stderr io.Writer) *cobra.Command {
+	cmdline := append([]string{"ctxlab"}, args...)
+	opts := &RunOptions{Stdout: stdout, Stderr: stderr, CommandLine: cmdline}
 	root := &cobra.Command{
 		Use:   "ctxlab",
 		Short: "measure what switching between concurrent workers costs on this machine",
@@ -132,22 +141,31 @@ Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
 			if !cmd.Flags().Changed("full") {
 				opts.Quick = true
 			}
-			return runSuite(cmd.Context(), opts, nil, os.Args)
+			return runSuite(cmd.Context(), opts, nil)
 		},
 	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &flagError{withFlagUsage(c, err)} })
 	addRunFlags(root, opts)
-	root.AddCommand(newRunCmd(stdout, stderr), newListCmd(stdout), newEnvCmd(stdout))
-	for _, f := range extraCommands {
-		root.AddCommand(f(stdout, stderr))
-	}
+	root.AddCommand(
+		newRunCmd(&RunOptions{Stdout: stdout, Stderr: stderr, CommandLine: cmdline}),
+		newListCmd(stdout),
+		newEnvCmd(stdout),
+		newShowCmd(stdout, stderr),
+		newExportCmd(stdout, stderr),
+		newHistoryCmd(stdout, stderr),
+		newCompareCmd(stdout, stderr),
+		newImportCmd(stdout, stderr),
+		newReportCmd(stdout, stderr),
+		newBudgetCmd(stdout, stderr),
+		newDiagnoseCmd(stdout, stderr),
+		newWatchCmd(stdout, stderr),
+		newServeCmd(stdout, stderr),
+	)
 	addCompletions(root)
 	return root
 }
-
-// extraCommands lets each command file add itself (watch, report, …)
-// without editing this one.
-var extraCommands []func(stdout, stderr io.Writer) *cobra.Command
 
 func version() string {
 	v := Version

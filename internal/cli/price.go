@@ -19,11 +19,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
-// calibrationArm is what a 2-second calibration measures when no stored
-// run has a cost per switch: a raw futex round trip of two threads on one
-// CPU, where wall time is CPU time.
-const calibrationArm = "pingpong/thread/futex/same-cpu"
-
 // historyDepth is how many stored runs (newest first) are searched for one
 // that can price a switch.
 const historyDepth = 50
@@ -47,32 +42,30 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 	var cost price.Cost
 	var found bool
 	var indirect *result.Run
-	if db != "" || !testingWithoutStore(&storeOptions{DB: db}) {
-		if s, err := openStore(ctx, db, false); err == nil {
-			defer s.Close()
-			entries, _ := s.List(ctx, historyDepth)
-			for _, e := range entries {
-				run, err := s.Get(ctx, e.ID)
-				if err != nil {
-					continue
-				}
-				if !found {
-					cost, found = price.DirectCost(run, placement)
-				}
-				if indirect == nil {
-					if _, ok := price.IndirectAt(run, 1); ok {
-						indirect = run
-					}
-				}
-				if found && indirect != nil {
-					break
+	if s, err := openStore(ctx, db, false); err == nil {
+		defer s.Close()
+		entries, _ := s.List(ctx, historyDepth)
+		for _, e := range entries {
+			run, err := s.Get(ctx, e.ID)
+			if err != nil {
+				continue
+			}
+			if !found {
+				cost, found = price.DirectCost(run, placement)
+			}
+			if indirect == nil {
+				if _, ok := price.IndirectAt(run, 1); ok {
+					indirect = run
 				}
 			}
-		} else {
-			var ue *UsageError
-			if !errors.As(err, &ue) { // a missing history is not an error here
-				return cost, nil, err
+			if found && indirect != nil {
+				break
 			}
+		}
+	} else {
+		var ue *UsageError
+		if !errors.As(err, &ue) { // a missing history is not an error here
+			return cost, nil, err
 		}
 	}
 	if found {
@@ -81,8 +74,15 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 	if o.noCalibrate {
 		return cost, indirect, errors.New("no stored run has a thread round trip to price a switch, and an interrupted watch does not calibrate")
 	}
+	// What a 2-second calibration measures: the first round trip the
+	// experiments declare for one CPU (a raw futex handoff of two threads),
+	// where wall time is CPU time.
+	calibrationArm, ok := price.CalibrationArm()
+	if !ok {
+		return cost, indirect, errors.New("no stored run has a thread round trip to price a switch, and no experiment declares one to calibrate with")
+	}
 	fmt.Fprintln(stderr, "ctxlab: no stored run has a thread round trip to price a switch; calibrating for about 2 s ("+calibrationArm+")")
-	run, err := calibrate(ctx)
+	run, err := calibrate(ctx, calibrationArm)
 	if err != nil {
 		return cost, indirect, err
 	}
@@ -100,7 +100,7 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 }
 
 // calibrate measures calibrationArm for about two seconds.
-func calibrate(ctx context.Context) (*result.Run, error) {
+func calibrate(ctx context.Context, calibrationArm string) (*result.Run, error) {
 	h := sysinfo.Detect()
 	p := exp.Params{Suite: exp.SuiteDefault, Host: h, CPUs: h.OnlineCPUs, Extra: map[string]string{}}
 	sel, err := exp.Select([]string{calibrationArm}, p)

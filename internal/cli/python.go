@@ -5,36 +5,36 @@ import (
 	"io"
 	"os/exec"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ctxlab/ctxlab/internal/pydriver"
 )
 
-// --python chooses the CPython the python experiment drives. It is
-// shorthand for --set python=VALUE, checked before anything starts.
-func init() {
-	runFlagHooks = append(runFlagHooks, addPythonFlag)
+// addPythonFlag defines run's --python.
+func addPythonFlag(f *pflag.FlagSet, py *string) {
+	f.StringVar(py, "python", "", "the CPython for the CPython arms: a command or path, or all (every python3.N and python3.Nt on PATH); default python3")
 }
 
-func addPythonFlag(c *cobra.Command, o *RunOptions) {
-	var py string
-	c.Flags().StringVar(&py, "python", "", "the CPython for the python experiment: a command or path, or all (every python3.N and python3.Nt on PATH); default python3")
-	prev := c.PreRunE
-	c.PreRunE = func(cmd *cobra.Command, args []string) error {
-		if prev != nil {
-			if err := prev(cmd, args); err != nil {
-				return err
-			}
+// pythonChoice is the CPython the run's CPython arms drive: --python, or
+// its older spelling --set python=VALUE (an alias, removed from extra so
+// the experiments see one typed option). Both given must agree. An
+// explicit choice is checked before anything starts.
+func pythonChoice(o *RunOptions, extra map[string]string) (string, error) {
+	py, given := o.Python, o.changed("python")
+	if v, ok := extra["python"]; ok {
+		delete(extra, "python")
+		if given && v != py {
+			return "", usagef("--set python=%s and --python %s disagree; give one", v, py)
 		}
-		if !cmd.Flags().Changed("python") {
-			return nil
-		}
-		if err := checkPythonFlag(py); err != nil {
-			return err
-		}
-		o.Set = append(o.Set, "python="+py)
-		return nil
+		py, given = v, true
 	}
+	if !given {
+		return "", nil
+	}
+	if err := checkPythonFlag(py); err != nil {
+		return "", err
+	}
+	return py, nil
 }
 
 // checkPythonFlag validates --python before anything starts.

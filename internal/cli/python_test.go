@@ -2,10 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
 func TestPythonFlagValidated(t *testing.T) {
@@ -18,17 +21,44 @@ func TestPythonFlagValidated(t *testing.T) {
 	}
 }
 
-func TestPythonFlagSetsOption(t *testing.T) {
-	o := &RunOptions{}
-	c := &cobra.Command{Use: "run", RunE: func(*cobra.Command, []string) error { return nil }}
-	addRunFlags(c, o)
-	if err := c.ParseFlags([]string{"--set", "x=1", "--python", "all"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.PreRunE(c, nil); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(o.Set, " ") != "x=1 python=all" {
-		t.Fatalf("--set values = %q, want the --python choice added", o.Set)
+// --python and its alias --set python=… both arrive as the typed
+// exp.Params.Python, never as an extra option; two different choices are
+// refused.
+func TestPythonFlagSetsParams(t *testing.T) {
+	host := sysinfo.Detect()
+	for _, tc := range []struct {
+		flags []string
+		want  string
+		bad   bool
+	}{
+		{[]string{"--python", "all"}, "all", false},
+		{[]string{"--set", "python=all"}, "all", false},
+		{[]string{"--set", "python=all", "--python", "all"}, "all", false},
+		{[]string{"--set", "python=all", "--python", "python3"}, "", true},
+		{nil, "", false},
+	} {
+		o := &RunOptions{}
+		c := &cobra.Command{Use: "run"}
+		addRunFlags(c, o)
+		if err := c.ParseFlags(tc.flags); err != nil {
+			t.Fatal(err)
+		}
+		pl, err := validate(o, []string{"pingpong/goroutine/*"}, host)
+		if tc.bad {
+			var ue *UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), "disagree") {
+				t.Errorf("%q: err %v, want a usage error", tc.flags, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.flags, err)
+		}
+		if pl.params.Python != tc.want {
+			t.Errorf("%q: Params.Python = %q, want %q", tc.flags, pl.params.Python, tc.want)
+		}
+		if _, ok := pl.params.Extra["python"]; ok {
+			t.Errorf("%q: python left in Params.Extra", tc.flags)
+		}
 	}
 }

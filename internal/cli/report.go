@@ -14,8 +14,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
-func init() { extraCommands = append(extraCommands, newReportCmd) }
-
 // ReportOptions are the flags of `ctxlab report`.
 type ReportOptions struct {
 	DB     string
@@ -52,7 +50,7 @@ only the arms it selects, e.g. 'pingpong/thread/*' or 'ring/*/futex/*:param'.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	addDBFlag(f, &o.DB)
 	f.StringVarP(&o.Output, "output", "o", "", "output file (default stdout)")
 	f.StringVar(&o.Chart, "chart", "", "write only this chart: EXPERIMENT or an arm pattern, optionally with :param or :cdf")
 	f.StringVar(&o.Format, "format", "", "html (the report), or svg or png with --chart (default: from -o's extension, else html / svg)")

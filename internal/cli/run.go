@@ -27,7 +27,8 @@ import (
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
-// RunOptions are the flags of `ctxlab run` (and of bare `ctxlab`).
+// RunOptions are the flags of `ctxlab run` (and of bare `ctxlab`), every
+// one a typed field that addRunFlags fills.
 type RunOptions struct {
 	Quick, Full bool
 	CPUs        string
@@ -40,28 +41,31 @@ type RunOptions struct {
 	Workers     string
 	Hogs        string
 	Set         []string
+	// Python is the CPython the CPython arms drive (--python): a command
+	// or path, or all; empty means python3.
+	Python string
+	// Counters opens perf counters on every participating thread (--counters).
+	Counters bool
+	// DB is the history database (--db); empty means store.DefaultPath.
+	DB string
+	// NoStore leaves the run out of the history (--no-store).
+	NoStore bool
 	// Detail adds the per-experiment tables after the verdict.
 	Detail bool
-	Stdout io.Writer
-	Stderr io.Writer
-	// Extra holds flags that other command files add through runFlagHooks.
-	Extra map[string]any
+	// CommandLine is what the stored run records as its command line.
+	CommandLine []string
+	Stdout      io.Writer
+	Stderr      io.Writer
 	// flags reports which flags the user gave.
 	flags *pflag.FlagSet
+	// beforeSave, when set (by tests), runs between measuring and storing.
+	beforeSave func() error
 }
 
 func (o *RunOptions) changed(name string) bool { return o.flags != nil && o.flags.Changed(name) }
 
-// runHooks lets other command files (the store) act on every finished run.
-var runHooks []func(ctx context.Context, o *RunOptions, run *result.Run) error
-
-// runCheckHooks let other command files check what they need (the store)
-// once the request is valid and before anything is measured.
-var runCheckHooks []func(ctx context.Context, o *RunOptions) error
-
-// runFlagHooks lets other files add flags to run (--db, --no-store …).
-var runFlagHooks []func(c *cobra.Command, o *RunOptions)
-
+// addRunFlags defines run's flags (bare ctxlab has the same ones) on c,
+// filling o.
 func addRunFlags(c *cobra.Command, o *RunOptions) {
 	f := c.Flags()
 	o.flags = f
@@ -78,13 +82,13 @@ func addRunFlags(c *cobra.Command, o *RunOptions) {
 	f.StringVar(&o.Hogs, "hogs", "", "CPU hog counts for interference, e.g. 0,1,2,6")
 	f.StringArrayVar(&o.Set, "set", nil, "experiment option key=value (see `ctxlab list EXPERIMENT`)")
 	f.BoolVar(&o.Detail, "detail", false, "after the verdict, print every experiment's table, checks and notes (table format)")
-	for _, h := range runFlagHooks {
-		h(c, o)
-	}
+	addPythonFlag(f, &o.Python)
+	f.BoolVar(&o.Counters, "counters", false, "open perf counters (instructions, cycles, cache and TLB misses, switches …) on every participating thread; unsupported ones say why")
+	addDBFlag(f, &o.DB)
+	f.BoolVar(&o.NoStore, "no-store", false, "do not save this run in the history database")
 }
 
-func newRunCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := &RunOptions{Stdout: stdout, Stderr: stderr}
+func newRunCmd(o *RunOptions) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run [EXPERIMENT|ARM-GLOB …]",
 		Short: "run the default suite, or the named experiments and arms",
@@ -97,7 +101,7 @@ pingpong/*/futex/same-cpu). Without arguments every experiment runs.
   ctxlab run 'pingpong/thread/*' --cpus 0
   ctxlab run --quick --format json -o run.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSuite(cmd.Context(), o, args, os.Args)
+			return runSuite(cmd.Context(), o, args)
 		},
 	}
 	addRunFlags(c, o)
@@ -174,6 +178,9 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 		}
 		p.Extra[k] = v
 	}
+	if p.Python, err = pythonChoice(o, p.Extra); err != nil {
+		return nil, err
+	}
 	cfg := runner.ForSuite(suite)
 	if o.changed("reps") {
 		if o.Reps < 1 || o.Reps > maxReps {
@@ -208,7 +215,7 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 	}
 	cfg.Host = host
 	cfg.StartLoad = host.Load1
-	cfg.Counters = o.counters()
+	cfg.Counters = o.Counters
 	return &plan{params: p, cfg: cfg, sel: sel}, nil
 }
 
@@ -244,17 +251,15 @@ func intList(flag, s string, lo, hi int) ([]int, error) {
 	return out, nil
 }
 
-// runSuite validates, measures, stores (via hooks) and prints.
-func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []string) error {
+// runSuite validates, measures, stores and prints.
+func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	host := sysinfo.Detect()
 	pl, err := validate(o, args, host)
 	if err != nil {
 		return err
 	}
-	for _, h := range runCheckHooks {
-		if err := h(ctx, o); err != nil {
-			return err
-		}
+	if err := checkStore(ctx, o); err != nil {
+		return err
 	}
 	pl.cfg.ClockCost = measure.ClockCost()
 	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -262,7 +267,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []strin
 	}
 	run := &result.Run{
 		Schema: result.SchemaVersion, ID: newRunID(), Time: time.Now().UTC(),
-		Version: version(), GoVersion: runtime.Version(), CommandLine: cmdline,
+		Version: version(), GoVersion: runtime.Version(), CommandLine: o.CommandLine,
 		Suite: pl.params.Suite, Env: host.Env, ClockCostNs: pl.cfg.ClockCost,
 	}
 	if len(args) > 0 {
@@ -272,19 +277,14 @@ func runSuite(ctx context.Context, o *RunOptions, args []string, cmdline []strin
 	run.Warnings = envWarnings(host)
 	arms, exps, interrupted := runner.Run(ctx, pl.cfg, pl.sel)
 	run.Arms, run.Experiments, run.Interrupted = arms, exps, interrupted
-	var hookErrs []error
-	for _, h := range runHooks {
-		if err := h(ctx, o, run); err != nil {
-			hookErrs = append(hookErrs, err)
-		}
-	}
+	saveErr := saveRun(ctx, o, run)
 	if err := writeOutput(o.Output, o.Stdout, func(w io.Writer) error { return writeRun(w, run, o.Format, o.Detail) }); err != nil {
-		return errors.Join(append(hookErrs, err)...)
+		return errors.Join(saveErr, err)
 	}
 	if interrupted {
 		return errInterrupted
 	}
-	return errors.Join(hookErrs...)
+	return saveErr
 }
 
 // termWidth is w's width in columns when w is a terminal, else 0: the

@@ -19,8 +19,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
-func init() { extraCommands = append(extraCommands, newServeCmd) }
-
 // ServeOptions are the flags of `ctxlab serve`.
 type ServeOptions struct {
 	Listen       string
@@ -30,23 +28,14 @@ type ServeOptions struct {
 	BudgetPct    float64
 	ProbeTimeout time.Duration
 	Verbose      bool
-	// Serve is what the serve package gets; flag hooks (the store's --db)
-	// may set Serve.Save.
+	// DB, when set, is the history database every probe cycle is saved in.
+	DB string
+	// Serve is what the serve package gets (applyServeStore sets Save).
 	Serve serve.Options
-	// Extra holds flags that other command files add through serveFlagHooks.
-	Extra map[string]any
-}
-
-// serveFlagHooks let other files add flags to serve (the store adds --db
-// and sets Serve.Save) without editing this one. Each runs after the flags
-// are parsed and validated, before anything starts.
-var serveFlagHooks []struct {
-	Add   func(c *cobra.Command, o *ServeOptions)
-	Apply func(o *ServeOptions) error
 }
 
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := &ServeOptions{Extra: map[string]any{}}
+	o := &ServeOptions{}
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Prometheus exporter: a few probes re-measured on a schedule within a CPU budget",
@@ -90,9 +79,7 @@ non-loopback --listen needs --allow-remote.`,
 	f.DurationVar(&o.ProbeTimeout, "probe-timeout", serve.DefaultTimeout,
 		fmt.Sprintf("time limit of one probe run, %v..%v", serve.MinTimeout, serve.MaxTimeout))
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every skipped probe too")
-	for _, h := range serveFlagHooks {
-		h.Add(c, o)
-	}
+	f.StringVar(&o.DB, "db", "", "save each probe cycle in this history database (default: not saved)")
 	return c
 }
 
@@ -160,12 +147,8 @@ func runServe(cmd *cobra.Command, o *ServeOptions, stderr io.Writer) error {
 	if err := validateServe(o, host); err != nil {
 		return err
 	}
-	for _, h := range serveFlagHooks {
-		if h.Apply != nil {
-			if err := h.Apply(o); err != nil {
-				return err
-			}
-		}
+	if err := applyServeStore(o); err != nil {
+		return err
 	}
 	level := slog.LevelInfo
 	if o.Verbose {

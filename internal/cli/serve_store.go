@@ -4,34 +4,19 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/spf13/cobra"
-
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
 )
 
-// serve --db: save every probe cycle as a run in the history database, so
-// `ctxlab history` and `ctxlab compare` see what the exporter measured.
-// Off unless asked for: an exporter should not grow a file by default.
-func init() {
-	serveFlagHooks = append(serveFlagHooks, struct {
-		Add   func(c *cobra.Command, o *ServeOptions)
-		Apply func(o *ServeOptions) error
-	}{Add: addServeStoreFlag, Apply: applyServeStore})
-}
-
-func addServeStoreFlag(c *cobra.Command, o *ServeOptions) {
-	db := new(string)
-	o.Extra["db"] = db
-	c.Flags().StringVar(db, "db", "", "save each probe cycle in this history database (default: not saved)")
-}
-
+// applyServeStore makes serve --db save every probe cycle as a run in the
+// history database, so `ctxlab history` and `ctxlab compare` see what the
+// exporter measured. Off unless asked for: an exporter should not grow a
+// file by default.
 func applyServeStore(o *ServeOptions) error {
-	db, _ := o.Extra["db"].(*string)
-	if db == nil || *db == "" {
+	path := o.DB
+	if path == "" {
 		return nil
 	}
-	path := *db
 	// Check the file now: a foreign file at the path is a clear error
 	// before the server starts, not a warning every cycle.
 	s, err := openStore(context.Background(), path, true)

@@ -9,8 +9,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/report"
 )
 
-func init() { extraCommands = append(extraCommands, newShowCmd, newExportCmd) }
-
 // ShowOptions are the flags of `ctxlab show` and `ctxlab export`.
 type ShowOptions struct {
 	DB     string
@@ -33,7 +31,7 @@ last (the default) or last~N, or a run JSON file.`,
 			return runShow(cmd, o, args, stdout)
 		},
 	}
-	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	addDBFlag(c.Flags(), &o.DB)
 	c.Flags().StringVar(&o.Format, "format", "table", "output format: "+strings.Join(report.Formats, ", "))
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
 	return c
@@ -72,7 +70,7 @@ and ctxlab compare and ctxlab report accept the file directly.`,
 			return runShow(cmd, o, args, stdout)
 		},
 	}
-	c.Flags().StringVar(&o.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
+	addDBFlag(c.Flags(), &o.DB)
 	c.Flags().StringVarP(&o.Output, "output", "o", "", "write to this file instead of stdout")
 	return c
 }

@@ -8,9 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 
-	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ctxlab/ctxlab/internal/atomicfile"
 	"github.com/ctxlab/ctxlab/internal/report"
@@ -18,38 +17,14 @@ import (
 	"github.com/ctxlab/ctxlab/internal/store"
 )
 
-// storeOptions are run's --db and --no-store.
-type storeOptions struct {
-	DB      string
-	NoStore bool
-}
-
-func init() {
-	runFlagHooks = append(runFlagHooks, addStoreFlags)
-	runHooks = append(runHooks, saveRun)
-	runCheckHooks = append(runCheckHooks, checkStore)
-}
-
-// addStoreFlags adds --db and --no-store to run.
-func addStoreFlags(c *cobra.Command, o *RunOptions) {
-	so := &storeOptions{}
-	if o.Extra == nil {
-		o.Extra = map[string]any{}
-	}
-	o.Extra["store"] = so
-	c.Flags().StringVar(&so.DB, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
-	c.Flags().BoolVar(&so.NoStore, "no-store", false, "do not save this run in the history database")
-}
-
 // checkStore opens the store once the request is valid and before
 // anything is measured, so a foreign file at the path is reported at once
 // instead of after minutes of measuring.
 func checkStore(ctx context.Context, o *RunOptions) error {
-	so, _ := o.Extra["store"].(*storeOptions)
-	if so == nil || so.NoStore || testingWithoutStore(so) {
+	if o.NoStore {
 		return nil
 	}
-	s, err := openStore(ctx, so.DB, true)
+	s, err := openStore(ctx, o.DB, true)
 	if err != nil {
 		return fmt.Errorf("%w (or pass --no-store)", err)
 	}
@@ -61,15 +36,19 @@ func checkStore(ctx context.Context, o *RunOptions) error {
 // cannot be stored is not lost: its JSON goes to a file (named in the
 // error) or, failing that, to stdout, and ctxlab exits 1.
 func saveRun(ctx context.Context, o *RunOptions, run *result.Run) error {
-	so, _ := o.Extra["store"].(*storeOptions)
-	if so == nil || so.NoStore || testingWithoutStore(so) {
+	if o.NoStore {
 		return nil
 	}
 	if run.Interrupted {
 		fmt.Fprintln(o.Stderr, "ctxlab: the run was interrupted and is not stored in the history")
 		return nil
 	}
-	s, err := openStore(ctx, so.DB, true)
+	if o.beforeSave != nil {
+		if err := o.beforeSave(); err != nil {
+			return err
+		}
+	}
+	s, err := openStore(ctx, o.DB, true)
 	if err == nil {
 		defer s.Close()
 		err = s.Save(ctx, run, store.SourceRun)
@@ -104,13 +83,6 @@ func keepRunJSON(o *RunOptions, run *result.Run) string {
 	}
 	report.Write(o.Stdout, run, "json")
 	return fmt.Sprintf("writing it to %s failed too (%v), so its JSON is on stdout", p, err)
-}
-
-// testingWithoutStore keeps go test runs of other packages' CLI tests out
-// of the real home: under go test, run stores only where a test said to
-// (--db, or XDG_DATA_HOME pointed at a temporary directory).
-func testingWithoutStore(so *storeOptions) bool {
-	return testing.Testing() && so.DB == "" && os.Getenv("XDG_DATA_HOME") == ""
 }
 
 // openStore opens the store at path (the default when empty). With create
@@ -218,4 +190,10 @@ func oneOf(flag, v string, allowed []string) error {
 		}
 	}
 	return usagef("%s %q: must be one of %s", flag, v, strings.Join(allowed, ", "))
+}
+
+// addDBFlag defines --db, the history database, the one way every command
+// that reads or writes the history names it; empty means store.DefaultPath.
+func addDBFlag(f *pflag.FlagSet, path *string) {
+	f.StringVar(path, "db", "", "history database (default $XDG_DATA_HOME/ctxlab/history.db)")
 }

@@ -20,8 +20,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
-func init() { extraCommands = append(extraCommands, newWatchCmd) }
-
 // WatchOptions are the flags of `ctxlab watch` (and, for display, diagnose).
 type WatchOptions struct {
 	PID      int

@@ -44,6 +44,9 @@ type Params struct {
 	// Workers, Hogs: lists from --workers and --hogs; nil = defaults.
 	Workers []int
 	Hogs    []int
+	// Python is the CPython the CPython arms drive (--python): a command or
+	// path, or "all"; empty means python3.
+	Python string
 	// Extra holds experiment-specific options (key=value from --set).
 	Extra map[string]string
 }
@@ -72,6 +75,30 @@ type Spec struct {
 	// Probes names the arms `ctxlab serve` re-measures by default: cheap,
 	// steady, and telling when hosts are compared. Most experiments have none.
 	Probes []string
+	// Order places the experiment in listings, suites and reports
+	// (ascending; equal orders by name).
+	Order int
+	// References are the published figures (SPEC §8) the report shows
+	// beside the experiment's arms.
+	References []Reference
+	// Headline are the experiment's rows in the verdict's handoff table.
+	Headline []Headline
+	// Verdict, if set, writes the experiment's part of the verdict from a
+	// run's measured arms; it is called for every run, so it says "not
+	// measured" where the run lacks the arms it reads. It only reads the
+	// result model: a stored run gives the same verdict.
+	Verdict func(v *VerdictRun) []VerdictSection
+	// SwitchCost names, per placement of a priced process ("same-cpu",
+	// "unpinned"), the arms whose round trips give this host's direct cost
+	// of one context switch, in order of preference (price, ctxlab watch).
+	SwitchCost map[string][]string
+	// IndirectCost, if set, is the indirect cost per switch by working set
+	// that the experiment's arms in arms measured, ascending by size; nil
+	// when they measured none (price's cold-cache range).
+	IndirectCost func(arms []result.Arm) []CostPoint
+	// Hogged, if set, says an arm runs CPU hogs beside its workers: its op
+	// time holds the hogs' turns, so it is no cost per switch (serve).
+	Hogged func(a result.Arm) bool
 }
 
 // Arm is one configuration the runner measures.
@@ -288,30 +315,21 @@ func Register(s *Spec) {
 	registry[s.Name] = s
 }
 
-// All returns the registered experiments in a stable order: the order of
-// DefaultOrder, then any others by name.
+// All returns the registered experiments in the order they declare
+// (Spec.Order), equal orders by name: the order of listings and suites.
 func All() []*Spec {
-	var out []*Spec
-	for _, n := range DefaultOrder {
-		if s, ok := registry[n]; ok {
-			out = append(out, s)
+	out := make([]*Spec, 0, len(registry))
+	for _, s := range registry {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Order != out[j].Order {
+			return out[i].Order < out[j].Order
 		}
-	}
-	var rest []string
-	for n := range registry {
-		if !contains(DefaultOrder, n) {
-			rest = append(rest, n)
-		}
-	}
-	sort.Strings(rest)
-	for _, n := range rest {
-		out = append(out, registry[n])
-	}
+		return out[i].Name < out[j].Name
+	})
 	return out
 }
-
-// DefaultOrder is the order experiments appear in listings and suites.
-var DefaultOrder = []string{"pingpong", "ring", "yield", "spawn", "interference", "hop", "callchain", "concurrency", "cachecost", "python"}
 
 // Lookup returns the experiment named name.
 func Lookup(name string) (*Spec, bool) {

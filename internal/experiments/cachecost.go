@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"runtime/debug"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/mech"
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -26,9 +26,13 @@ import (
 // work runs slower. No switch counter shows it; wall and on-CPU time do.
 func init() {
 	exp.Register(&exp.Spec{
-		Name:    "cachecost",
-		Summary: "the indirect cost of switching: cold caches after other workers ran (sweep, per-switch, slice)",
-		Op:      "element visited",
+		Name:         "cachecost",
+		Order:        90,
+		References:   cachecostRefs,
+		Verdict:      cachecostVerdict,
+		IndirectCost: cachecostCurve,
+		Summary:      "the indirect cost of switching: cold caches after other workers ran (sweep, per-switch, slice)",
+		Op:           "element visited",
 		Doc: `sweep: T locked threads each follow their own W-byte working set (one
 4-byte element per load, sequential or a shuffled cycle of dependent loads),
 the same total work at T = cores and at T ≫ cores (16× by default), with
@@ -58,26 +62,23 @@ and shown side by side where the machine has them.`,
 
 // Sizes and defaults of the cachecost arms.
 const (
-	kib = 1 << 10
-	mib = 1 << 20
-
-	minSweepW   = 4 * kib
-	maxSweepW   = 1 << 30
+	minSweepW   = 4 * result.KiB
+	maxSweepW   = result.GiB
 	maxSweepT   = 4096
 	manyFactor  = 16 // T ≫ cores: 16× cores by default
-	sliceXBytes = 256 * kib
-	sliceYBytes = 4 * mib
+	sliceXBytes = 256 * result.KiB
+	sliceYBytes = 4 * result.MiB
 	// memShare is the part of MemAvailable a sweep may fill.
 	memShare = 0.75
 )
 
 var (
-	defaultSweepW = []int64{16 * kib, 256 * kib, 2 * mib, 8 * mib, 32 * mib, 128 * mib}
-	quickSweepW   = []int64{256 * kib, 8 * mib}
+	defaultSweepW = []int64{16 * result.KiB, 256 * result.KiB, 2 * result.MiB, 8 * result.MiB, 32 * result.MiB, 128 * result.MiB}
+	quickSweepW   = []int64{256 * result.KiB, 8 * result.MiB}
 	// gomaxprocs=cores variants run at these sizes (every size with --full).
-	runtimeMuxW    = []int64{256 * kib, 32 * mib}
-	perSwitchW     = []int64{0, 16 * kib, 256 * kib, 1 * mib, 4 * mib}
-	perSwitchWFull = []int64{0, 16 * kib, 64 * kib, 256 * kib, 1 * mib, 4 * mib, 16 * mib}
+	runtimeMuxW    = []int64{256 * result.KiB, 32 * result.MiB}
+	perSwitchW     = []int64{0, 16 * result.KiB, 256 * result.KiB, 1 * result.MiB, 4 * result.MiB}
+	perSwitchWFull = []int64{0, 16 * result.KiB, 64 * result.KiB, 256 * result.KiB, 1 * result.MiB, 4 * result.MiB, 16 * result.MiB}
 	sliceEvery     = []struct {
 		name string
 		ns   int64
@@ -139,7 +140,7 @@ func cachecostArms(p exp.Params) ([]exp.Arm, error) {
 			return ""
 		}
 		return fmt.Sprintf("W=%s × T=%d workers needs %s of working sets; %.0f%% of MemAvailable is %s: use a smaller W (--set cachecost.w=%s) or fewer workers (--set cachecost.t=…)",
-			fmtSize(w), t, fmtBytes(need), 100*memShare, fmtBytes(int64(memShare*float64(memAvail))), fmtSize(largestFitting(memAvail, t)))
+			result.SizeName(w), t, result.FormatBytes(float64(need)), 100*memShare, result.FormatBytes(memShare*float64(memAvail)), result.SizeName(largestFitting(memAvail, t)))
 	}
 	for _, w := range ws {
 		if why := fits(w, many); why != "" && (wGiven || tGiven) {
@@ -166,12 +167,12 @@ func cachecostArms(p exp.Params) ([]exp.Arm, error) {
 					mux = "go-runtime"
 				}
 				arms = append(arms, exp.Arm{
-					Name:      fmt.Sprintf("cachecost/sweep/%s/W=%s/T=%d%s", pat, fmtSize(w), v.t, v.suffix),
+					Name:      fmt.Sprintf("cachecost/sweep/%s/W=%s/T=%d%s", pat, result.SizeName(w), v.t, v.suffix),
 					Substrate: "thread", Mechanism: "preemption", Unit: "ns/element",
-					Params: map[string]string{"mode": "sweep", "pattern": pat, "W": fmtSize(w), "W_bytes": strconv.FormatInt(w, 10),
+					Params: map[string]string{"mode": "sweep", "pattern": pat, "W": result.SizeName(w), "W_bytes": strconv.FormatInt(w, 10),
 						"T": strconv.Itoa(v.t), "cores": strconv.Itoa(cores), "multiplexer": mux,
 						// the report's side-by-side block pairs arms with the same key
-						"compare": fmt.Sprintf("sweep %s W=%s", pat, fmtSize(w))},
+						"compare": fmt.Sprintf("sweep %s W=%s", pat, result.SizeName(w))},
 					GOMAXPROCS: v.gmp, Placement: unp.Name, CPUs: unp.Process,
 					Quick:       p.Suite == exp.SuiteQuick && v.suffix == "",
 					Reps:        quickReps(p),
@@ -195,9 +196,9 @@ func cachecostArms(p exp.Params) ([]exp.Arm, error) {
 	for _, w := range psw {
 		w := w
 		arms = append(arms, exp.Arm{
-			Name:      "cachecost/per-switch/pingpong/W=" + fmtSize(w),
+			Name:      "cachecost/per-switch/pingpong/W=" + result.SizeName(w),
 			Substrate: "thread", Mechanism: "futex", Op: "round trip (2 switches, each side follows its whole array)",
-			Params:     map[string]string{"mode": "per-switch", "W": fmtSize(w), "W_bytes": strconv.FormatInt(w, 10), "pattern": "random"},
+			Params:     map[string]string{"mode": "per-switch", "W": result.SizeName(w), "W_bytes": strconv.FormatInt(w, 10), "pattern": "random"},
 			GOMAXPROCS: 3, Placement: same.Name, CPUs: same.Process, Counters: true,
 			Open: func(ctx context.Context) (exp.Bench, error) { return openPairBench(same.A, w, w, 0) },
 		})
@@ -205,9 +206,9 @@ func cachecostArms(p exp.Params) ([]exp.Arm, error) {
 			continue
 		}
 		arms = append(arms, exp.Arm{
-			Name:      "cachecost/per-switch/solo/W=" + fmtSize(w),
+			Name:      "cachecost/per-switch/solo/W=" + result.SizeName(w),
 			Substrate: "thread", Mechanism: "none", Op: "two traversals of one warm array, no switch",
-			Params:     map[string]string{"mode": "per-switch-solo", "W": fmtSize(w), "W_bytes": strconv.FormatInt(w, 10), "pattern": "random"},
+			Params:     map[string]string{"mode": "per-switch-solo", "W": result.SizeName(w), "W_bytes": strconv.FormatInt(w, 10), "pattern": "random"},
 			GOMAXPROCS: 3, Placement: same.Name, CPUs: same.Process, Counters: true,
 			Open: func(ctx context.Context) (exp.Bench, error) { return openSolo(same.A, w) },
 		})
@@ -219,7 +220,7 @@ func cachecostArms(p exp.Params) ([]exp.Arm, error) {
 			Substrate: "thread", Mechanism: "futex", Unit: "ns/element",
 			Op: "element of the blocking worker's fixed work (wall includes the partner's turns)",
 			Params: map[string]string{"mode": "slice", "block_every": e.name, "block_every_ns": strconv.FormatInt(e.ns, 10),
-				"W_worker": fmtSize(sliceXBytes), "W_partner": fmtSize(sliceYBytes)},
+				"W_worker": result.SizeName(sliceXBytes), "W_partner": result.SizeName(sliceYBytes)},
 			GOMAXPROCS: 3, Placement: same.Name, CPUs: same.Process, Counters: true,
 			Open: func(ctx context.Context) (exp.Bench, error) {
 				return openPairBench(same.A, sliceXBytes, sliceYBytes, e.ns)
@@ -263,12 +264,12 @@ func parseSizes(s string) ([]int64, error) {
 	}
 	var out []int64
 	for _, part := range strings.Split(s, ",") {
-		w, err := parseSize(strings.TrimSpace(part))
+		w, err := result.ParseSize(strings.TrimSpace(part))
 		if err != nil {
 			return nil, fmt.Errorf("--set cachecost.w=%s: %v", s, err)
 		}
 		if w < minSweepW || w > maxSweepW {
-			return nil, fmt.Errorf("--set cachecost.w=%s: %s is out of range; want %s..%s", s, part, fmtSize(minSweepW), fmtSize(maxSweepW))
+			return nil, fmt.Errorf("--set cachecost.w=%s: %s is out of range; want %s..%s", s, part, result.SizeName(minSweepW), result.SizeName(maxSweepW))
 		}
 		out = append(out, w)
 	}
@@ -277,38 +278,6 @@ func parseSizes(s string) ([]int64, error) {
 
 // maxSweepSizes bounds cachecost.w: each size is a set of arms.
 const maxSweepSizes = 32
-
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	num := s
-	for _, u := range []struct {
-		suffix string
-		m      int64
-	}{{"KiB", kib}, {"MiB", mib}, {"GiB", 1 << 30}, {"K", kib}, {"M", mib}, {"G", 1 << 30}, {"k", kib}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			num, mult = strings.TrimSuffix(s, u.suffix), u.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt64/mult { // the product must not wrap into range
-		return 0, fmt.Errorf("%q is not a size; want e.g. 16KiB, 2MiB or 4096", s)
-	}
-	return n * mult, nil
-}
-
-// fmtSize names a size the way arm names do: 0, 16KiB, 2MiB, 1GiB.
-func fmtSize(b int64) string {
-	switch {
-	case b >= 1<<30 && b%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", b>>30)
-	case b >= mib && b%mib == 0:
-		return fmt.Sprintf("%dMiB", b/mib)
-	case b >= kib && b%kib == 0:
-		return fmt.Sprintf("%dKiB", b/kib)
-	}
-	return strconv.FormatInt(b, 10)
-}
 
 // ---- sweep ----
 
@@ -728,7 +697,7 @@ func indirectCurve(arms []result.Arm) (points []indirectPoint, direct float64, o
 }
 
 const (
-	minIndirectW = 8 * mib // the check's "W ≥ 8 MiB random"
+	minIndirectW = 8 * result.MiB // the check's "W ≥ 8 MiB random"
 	// maxSharedWait: run-queue wait per on-CPU time at T = cores above
 	// which the CPUs were not the workers' own.
 	maxSharedWait = 0.25
@@ -743,9 +712,9 @@ func cachecostChecks(arms []result.Arm) []result.Check {
 		// "Measurably": every repetition at T ≫ cores is slower than every
 		// repetition at T = cores.
 		c := result.Check{
-			Name:  fmt.Sprintf("at W ≥ %s random, T ≫ cores is slower per element than T = cores (min of one > max of the other)", fmtSize(minIndirectW)),
+			Name:  fmt.Sprintf("at W ≥ %s random, T ≫ cores is slower per element than T = cores (min of one > max of the other)", result.SizeName(minIndirectW)),
 			Holds: sp.many.Min > sp.few.Max,
-			Detail: fmt.Sprintf("W=%s: T=%s %s (%s–%s) vs T=%s %s (%s–%s), %+.0f%%", fmtSize(sp.w),
+			Detail: fmt.Sprintf("W=%s: T=%s %s (%s–%s) vs T=%s %s (%s–%s), %+.0f%%", result.SizeName(sp.w),
 				sp.many.Params["T"], result.FormatNs(sp.many.Median), result.FormatNs(sp.many.Min), result.FormatNs(sp.many.Max),
 				sp.few.Params["T"], result.FormatNs(sp.few.Median), result.FormatNs(sp.few.Min), result.FormatNs(sp.few.Max),
 				100*(sp.many.Median/sp.few.Median-1)),
@@ -767,7 +736,7 @@ func cachecostChecks(arms []result.Arm) []result.Check {
 		var curve []string
 		var names []string
 		for _, p := range pts {
-			curve = append(curve, fmt.Sprintf("%s %s", fmtSize(p.w), result.FormatNs(p.ns)))
+			curve = append(curve, fmt.Sprintf("%s %s", result.SizeName(p.w), result.FormatNs(p.ns)))
 			names = append(names, p.arms[0], p.arms[1])
 		}
 		out = append(out, result.Check{
@@ -794,7 +763,7 @@ func cachecostFindings(arms []result.Arm) []string {
 			continue
 		}
 		f, m := sp.few, sp.many
-		line := fmt.Sprintf("sweep %s W=%s: T=%s vs T=%s wall %s per element (%s → %s)", sp.pattern, fmtSize(sp.w),
+		line := fmt.Sprintf("sweep %s W=%s: T=%s vs T=%s wall %s per element (%s → %s)", sp.pattern, result.SizeName(sp.w),
 			m.Params["T"], f.Params["T"], pct(m.Median, f.Median), result.FormatNs(f.Median), result.FormatNs(m.Median))
 		if fc, mc := f.Metrics["oncpu-ns/element"], m.Metrics["oncpu-ns/element"]; fc > 0 && mc > 0 {
 			line += fmt.Sprintf(", on-CPU time per element %s (how much slower it ran on a CPU: the indirect cost)", pct(mc, fc))
@@ -810,7 +779,7 @@ func cachecostFindings(arms []result.Arm) []string {
 		}
 		out = append(out, line)
 		if rt := sp.rt; rt != nil {
-			l := fmt.Sprintf("sweep %s W=%s: Go runtime multiplexing (GOMAXPROCS=%d) vs the kernel's: wall %s", sp.pattern, fmtSize(sp.w), rt.GOMAXPROCS, pct(rt.Median, m.Median))
+			l := fmt.Sprintf("sweep %s W=%s: Go runtime multiplexing (GOMAXPROCS=%d) vs the kernel's: wall %s", sp.pattern, result.SizeName(sp.w), rt.GOMAXPROCS, pct(rt.Median, m.Median))
 			if a, b := rt.Metrics["oncpu-ns/element"], m.Metrics["oncpu-ns/element"]; a > 0 && b > 0 {
 				l += ", on-CPU " + pct(a, b)
 			}
@@ -820,11 +789,11 @@ func cachecostFindings(arms []result.Arm) []string {
 	if pts, direct, ok := indirectCurve(arms); ok {
 		var curve []string
 		for _, p := range pts {
-			curve = append(curve, fmt.Sprintf("W=%s %s", fmtSize(p.w), result.FormatNs(p.ns)))
+			curve = append(curve, fmt.Sprintf("W=%s %s", result.SizeName(p.w), result.FormatNs(p.ns)))
 		}
 		line := fmt.Sprintf("per-switch: direct cost %s per switch (W=0 round trip / 2); indirect cost per switch %s", result.FormatNs(direct), strings.Join(curve, " · "))
 		if n := len(pts); n > 0 && pts[n-1].switches > 3 {
-			line += fmt.Sprintf("; at W=%s a round trip took %.0f switches, not 2: other processes preempted the workers mid-traversal, and their cache damage counts in", fmtSize(pts[n-1].w), pts[n-1].switches)
+			line += fmt.Sprintf("; at W=%s a round trip took %.0f switches, not 2: other processes preempted the workers mid-traversal, and their cache damage counts in", result.SizeName(pts[n-1].w), pts[n-1].switches)
 		}
 		out = append(out, line)
 	}
@@ -858,4 +827,112 @@ var cachecostMetrics = []exp.Metric{
 	{Name: "migrations/ms", Unit: "migrations", Better: exp.NotRanked, Doc: "CPU migrations per ms of wall time"},
 	{Name: "worker-oncpu-ns/element", Unit: "ns", Better: exp.LowerIsBetter, Doc: "slice: the blocking worker's own on-CPU time per element"},
 	{Name: "turn-elements", Unit: "elements", Better: exp.NotRanked, Doc: "slice: elements each side handles per turn"},
+}
+
+// cachecostRefs: SPEC §8's published indirect cost, about the experiment as a whole.
+var cachecostRefs = []exp.Reference{
+	{Text: "8 vs 128 threads, 4 MB working sets, 8 cores: context switches 2 410 → 248 300, migrations 180 → 41 700, instructions ≈ equal, cycles +118%, IPC 2.40 → 1.10, LLC misses ×3.3, dTLB misses ×3.9, task-clock +29%; direct switch cost ≈ 1 µs"},
+}
+
+// cachecostCurve is the per-switch indirect cost at each W > 0 the arms
+// measured, by W: what a round trip over two W-byte sets costs beyond the
+// same traversals without a switch (solo) and beyond a round trip without
+// data (W=0), per switch. It takes CPU time per op where all three arms
+// recorded it — (RT(W) − solo(W) − RT(0)) ÷ the switches RT(W) made
+// beyond solo(W)'s, which counts preemptions by other processes too (each
+// one also leaves the caches cold); from wall time it keeps only points
+// whose round trip switched about twice, ÷ those switches (a preempted
+// op's wall time holds other processes' turns).
+func cachecostCurve(arms []result.Arm) []exp.CostPoint {
+	rt, solo := map[string]result.Arm{}, map[string]result.Arm{}
+	var zero *result.Arm
+	for i, a := range arms {
+		if a.Experiment != "cachecost" || a.Status != result.StatusOK || a.Median <= 0 {
+			continue
+		}
+		switch a.Params["mode"] {
+		case "per-switch":
+			if a.Params["W_bytes"] == "0" {
+				zero = &arms[i]
+			} else {
+				rt[a.Params["W_bytes"]] = a
+			}
+		case "per-switch-solo":
+			solo[a.Params["W_bytes"]] = a
+		}
+	}
+	if zero == nil {
+		return nil
+	}
+	cpuOnly := func(a result.Arm) (float64, bool) {
+		c, _, ok := price.CPUPerOp(a)
+		return c, ok
+	}
+	z, zok := cpuOnly(*zero)
+	var out []exp.CostPoint
+	for wb, r := range rt {
+		s, ok := solo[wb]
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(wb, 10, 64)
+		rc, rok := cpuOnly(r)
+		sc, sok := cpuOnly(s)
+		switch {
+		case zok && rok && sok && r.Switches != nil:
+			extra := r.Switches.Total()
+			if s.Switches != nil {
+				extra -= s.Switches.Total()
+			}
+			if extra >= 1 {
+				out = append(out, exp.CostPoint{Bytes: n, Label: r.Params["W"], Ns: (rc - sc - z) / extra})
+			}
+		case r.Switches != nil && r.Switches.Total() >= 1.5 && r.Switches.Total() <= 2.5 && (s.Switches == nil || s.Switches.Total() < 0.5):
+			// Wall time only from round trips that switched about twice
+			// (not preempted), divided by the switches they made.
+			out = append(out, exp.CostPoint{Bytes: n, Label: r.Params["W"], Ns: (r.Median - s.Median - zero.Median) / r.Switches.Total()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Bytes < out[j].Bytes })
+	return out
+}
+
+// cachecostVerdict: the per-switch curve, and wall and on-CPU time per
+// element with few and many threads at the largest working set swept.
+func cachecostVerdict(v *exp.VerdictRun) []exp.VerdictSection {
+	var out []string
+	// per-switch curve: (RT(W) − solo(W) − RT(0)) / switches at each W.
+	var parts []string
+	for _, p := range cachecostCurve(v.Run.Arms) {
+		parts = append(parts, p.Label+" "+result.FormatNs(p.Ns))
+	}
+	if len(parts) > 0 {
+		out = append(out, "  per switch, on top of the direct cost, by working set touched: "+strings.Join(parts, " · "))
+	}
+	sweep := v.Where("cachecost", func(a result.Arm) bool { return a.Params["mode"] == "sweep" && a.Params["compare"] != "" })
+	groups := map[string][]result.Arm{}
+	var key string
+	var keyW int64 = -1
+	for _, a := range sweep {
+		k := a.Params["compare"]
+		groups[k] = append(groups[k], a)
+		if wb, _ := strconv.ParseInt(a.Params["W_bytes"], 10, 64); wb > keyW {
+			key, keyW = k, wb
+		}
+	}
+	threads := func(a result.Arm) int { n, _ := strconv.Atoi(a.Params["T"]); return n }
+	if g := groups[key]; len(g) >= 2 {
+		sort.Slice(g, func(i, j int) bool { return threads(g[i]) < threads(g[j]) })
+		few, many := g[0], g[len(g)-1]
+		out = append(out, fmt.Sprintf("  W=%s per thread, %s vs %s threads on %d CPUs: wall per element %s → %s (%+.0f%%)",
+			few.Params["W"], many.Params["T"], few.Params["T"], v.Run.Env.LogicalCPUs, exp.Figure(few), exp.Figure(many), 100*(many.Median/few.Median-1)))
+		if fc, mc := few.Metrics["oncpu-ns/element"], many.Metrics["oncpu-ns/element"]; fc > 0 && mc > 0 {
+			out = append(out, fmt.Sprintf("    on CPU per element %s → %s (%+.0f%%): the indirect cost; the rest of the wall time is waiting for a CPU",
+				result.FormatValue(fc, "ns/element"), result.FormatValue(mc, "ns/element"), 100*(mc/fc-1)))
+		}
+	} else if len(out) == 0 {
+		out = append(out, "  not measured (run cachecost)")
+	}
+	return []exp.VerdictSection{{Block: exp.BlockIndirect, Heading: "the indirect cost: cold caches after other workers ran", Lines: out,
+		Foot: []string{"    published: 4 MB sets, 128 vs 8 threads on 8 cores: cycles +118% for ≈ equal instructions, IPC 2.40 → 1.10, LLC misses ×3.3, task-clock +29%; direct switch ≈ 1 µs"}}}
 }

@@ -143,21 +143,8 @@ func TestCachecostMemoryRefusal(t *testing.T) {
 	}
 }
 
-func TestParseAndFormatSize(t *testing.T) {
-	for in, want := range map[string]int64{"16KiB": 16 << 10, "16K": 16 << 10, "2MiB": 2 << 20, "1G": 1 << 30, "4096": 4096} {
-		if got, err := parseSize(in); err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v", in, got, err)
-		}
-	}
-	for in, want := range map[int64]string{0: "0", 16 << 10: "16KiB", 128 << 20: "128MiB", 1 << 30: "1GiB", 1000: "1000"} {
-		if got := fmtSize(in); got != want {
-			t.Errorf("fmtSize(%d) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func sweepArm(pattern, w, t string, median, min, max, oncpu float64) result.Arm {
-	wb, _ := parseSize(w)
+	wb, _ := result.ParseSize(w)
 	return result.Arm{Name: "cachecost/sweep/" + pattern + "/W=" + w + "/T=" + t, Status: result.StatusOK,
 		Params: map[string]string{"mode": "sweep", "pattern": pattern, "W": w, "W_bytes": itoa(wb), "T": t, "cores": "2", "multiplexer": "kernel"},
 		Median: median, Min: min, Max: max, Metrics: map[string]float64{"oncpu-ns/element": oncpu, "runq-wait-ns/element": 1}}
@@ -177,7 +164,7 @@ func fmtSizeRaw(n int64) string {
 }
 
 func pswArm(mode, w string, median float64) result.Arm {
-	wb, _ := parseSize(w)
+	wb, _ := result.ParseSize(w)
 	return result.Arm{Name: "cachecost/per-switch/" + mode + "/W=" + w, Status: result.StatusOK, Median: median,
 		Params: map[string]string{"mode": map[string]string{"pingpong": "per-switch", "solo": "per-switch-solo"}[mode], "W_bytes": itoa(wb)}}
 }

@@ -18,9 +18,11 @@ import (
 // per item, or one goroutine per batch.
 func init() {
 	exp.Register(&exp.Spec{
-		Name:    "callchain",
-		Summary: "the per-call and per-task floor: a 3-level call chain plain, dynamic and as goroutines; a goroutine per item vs per batch",
-		Op:      "chain (3 nested calls) or item",
+		Name:       "callchain",
+		Order:      70,
+		References: callchainRefs,
+		Summary:    "the per-call and per-task floor: a 3-level call chain plain, dynamic and as goroutines; a goroutine per item vs per batch",
+		Op:         "chain (3 nested calls) or item",
 		Doc: `Chain arms (op = one chain of 3 nested calls, each doing one arithmetic step):
 plain (each level marked //go:noinline, so the three calls really happen),
 inlined (the same code left to the compiler, which folds it into the loop),
@@ -474,4 +476,9 @@ func callchainFindings(arms []result.Arm) []string {
 var callchainMetrics = []exp.Metric{
 	{Name: "plain-ratio", Unit: "ratio", Better: exp.LowerIsBetter, Doc: "the chain as a multiple of plain calls"},
 	{Name: "inline-ratio", Unit: "ratio", Better: exp.LowerIsBetter, Doc: "the item as a multiple of doing it inline"},
+}
+
+// callchainRefs: SPEC §8's published call chain, about the experiment as a whole.
+var callchainRefs = []exp.Reference{
+	{Text: "CPython 3.14: 3-level call chain 55 ns plain, 149 ns as coroutines; ~2 µs per task"},
 }

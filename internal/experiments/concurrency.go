@@ -22,6 +22,7 @@ import (
 func init() {
 	exp.Register(&exp.Spec{
 		Name:    "concurrency",
+		Order:   80,
 		Summary: "a microsecond SQLite lookup at concurrency 1, 10, 50: goroutines under a semaphore vs a pool of locked threads",
 		Op:      "lookup",
 		Doc: `One op is one indexed SQLite lookup (as in hop); the figure is wall time

@@ -31,9 +31,13 @@ import (
 // scheduling quantum, which the arm's notes name.
 func init() {
 	exp.Register(&exp.Spec{
-		Name:    "interference",
-		Summary: "tail latency of a wake-up while CPU hogs run, and the scheduling quantum behind it",
-		Op:      "wake-up (each arm says which)",
+		Name:       "interference",
+		Order:      50,
+		References: interferenceRefs,
+		Verdict:    interferenceVerdict,
+		Hogged:     interferenceHogged,
+		Summary:    "tail latency of a wake-up while CPU hogs run, and the scheduling quantum behind it",
+		Op:         "wake-up (each arm says which)",
 		Doc: `A latency-sensitive worker is woken while H hogs burn CPU (--hogs, default
 0,1; full suite 0,1,2,6). Shapes:
   timer     a goroutine sleeping 1 ms; latency = the wake delay beyond the 1 ms
@@ -927,4 +931,68 @@ var interferenceMetrics = []exp.Metric{
 	{Name: "go-preempt-samples", Unit: "samples", Better: exp.LowerIsBetter, Doc: "samples that stalled a whole number of Go preemption periods"},
 	{Name: "starve-samples", Unit: "samples", Better: exp.NotRanked, Doc: "wake-ups that arrived in a starvation arm"},
 	{Name: "starve-samples-after-hog", Unit: "samples", Better: exp.NotRanked, Doc: "of those, wake-ups after the hog started"},
+}
+
+// interferenceRefs are SPEC §8's published tails beside a busy worker,
+// beside the CPython arms.
+var interferenceRefs = []exp.Reference{
+	{Substrates: []string{"pythread"}, Text: "CPython 3.14, one busy thread: thread round trip median 5.9 → 5 096 µs, p99 16.6 → 15 235 µs; switch interval 0.5 ms: 572 / 2 187 µs; free-threaded 6.7 / 16.2 µs"},
+	{Substrates: []string{"pytask"}, Text: "CPython 3.14, one busy thread: asyncio round trip median 4.0 → 8.2 µs, p99 6.9 → 5 146 µs"},
+	{Substrates: []string{"pythread", "pytask", "pyprocess"}, Param: "hogs", Value: "6", Text: "CPython 3.13, 8 cores: pipe RTT with 6 CPU hogs p50 3.6 µs, p95 19 µs"},
+}
+
+// interferenceVerdict: for each shape with and without one busy
+// goroutine beside it at the same GOMAXPROCS, the sampled p50 and p99,
+// and what the other hogs (a process, more Ps) did to the p99 instead.
+func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
+	out := []string{}
+	param := func(a result.Arm, k string) string { return a.Params[k] }
+	base := v.Where("interference", func(a result.Arm) bool { return param(a, "hogs") == "0" && a.Percentiles != nil })
+	n := 0
+	for _, b := range base {
+		hogs := v.Where("interference", func(a result.Arm) bool {
+			return param(a, "shape") == param(b, "shape") && param(a, "hogs") == "1" && a.Percentiles != nil
+		})
+		var same, fixes []result.Arm
+		for _, h := range hogs {
+			if h.GOMAXPROCS == b.GOMAXPROCS && strings.Contains(param(h, "hog"), "goroutine") {
+				same = append(same, h)
+			} else {
+				fixes = append(fixes, h)
+			}
+		}
+		if len(same) == 0 {
+			continue
+		}
+		h := same[0]
+		pb, ph := b.Percentiles, h.Percentiles
+		op := b.Op
+		if i := strings.Index(op, " ("); i > 0 {
+			op = op[:i]
+		}
+		out = append(out, fmt.Sprintf("  %s, GOMAXPROCS=%d, 1 %s hog: p50 %s → %s, p99 %s → %s",
+			op, b.GOMAXPROCS, param(h, "hog"), result.FormatNs(pb.P50), result.FormatNs(ph.P50), result.FormatNs(pb.P99), result.FormatNs(ph.P99)))
+		var fx []string
+		for _, f := range fixes {
+			how := param(f, "hog") + " hog"
+			if f.GOMAXPROCS != b.GOMAXPROCS {
+				how += fmt.Sprintf(" at GOMAXPROCS=%d", f.GOMAXPROCS)
+			}
+			fx = append(fx, fmt.Sprintf("%s: p99 %s", how, result.FormatNs(f.Percentiles.P99)))
+		}
+		if len(fx) > 0 {
+			out = append(out, "    instead: "+strings.Join(fx, "; "))
+		}
+		n++
+	}
+	if n == 0 {
+		out = append(out, "  Go: not measured (run interference)")
+	}
+	return []exp.VerdictSection{{Block: exp.BlockTail, Heading: "one busy worker, the tail (sampled p50 and p99, no busy worker → one)", Lines: out}}
+}
+
+// interferenceHogged: an arm with CPU hogs beside its workers.
+func interferenceHogged(a result.Arm) bool {
+	h := a.Params["hogs"]
+	return h != "" && h != "0"
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ctxlab/ctxlab/internal/child"
+	"github.com/ctxlab/ctxlab/internal/testhome"
 )
 
 // TestMain lets this test binary play ctxlab's child roles: process arms
@@ -13,7 +14,7 @@ func TestMain(m *testing.M) {
 	if handled, code := child.Main(); handled {
 		os.Exit(code)
 	}
-	code := m.Run()
+	code := testhome.Main(m)
 	child.KillAll()
 	os.Exit(code)
 }

@@ -20,7 +20,7 @@ var measuring = map[string]bool{
 	"measure.ProcessCPUNs": true, "measure.ChildrenUsage": true,
 	"time.Now": true, "time.Since": true,
 	"unix.Getrusage": true, "syscall.Getrusage": true, "unix.ClockGettime": true, "unix.Gettimeofday": true,
-	"metrics.Read": true, "procstat.ParseSchedstat": true,
+	"metrics.Read": true, "procstat.ReadTask": true, "procstat.ReadTasks": true, "procstat.ReadSched": true,
 }
 
 // notMeasuring are the places in experiments that may make such a call,
@@ -79,6 +79,10 @@ func TestExperimentsDoNotMeasure(t *testing.T) {
 						return true
 					}
 					pkg, ok := sel.X.(*ast.Ident)
+					if v, isVar := sel.X.(*ast.SelectorExpr); isVar {
+						// a method of a package-level value: procstat.DefaultRoot.ReadTask
+						pkg, ok = v.X.(*ast.Ident)
+					}
 					if !ok || !measuring[pkg.Name+"."+sel.Sel.Name] {
 						return true
 					}

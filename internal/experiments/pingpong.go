@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -14,15 +15,21 @@ import (
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/mech"
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // pingpong: A sends a value, B sends it back; op = one round trip (SPEC §5.1).
 func init() {
 	exp.Register(&exp.Spec{
-		Name:    "pingpong",
-		Summary: "two-party handoff: goroutines, locked threads and processes over every mechanism",
-		Op:      "round trip",
+		Name:       "pingpong",
+		Order:      10,
+		References: pingpongRefs,
+		Headline:   pingpongHeadline,
+		Verdict:    pingpongVerdict,
+		SwitchCost: pingpongSwitchCost,
+		Summary:    "two-party handoff: goroutines, locked threads and processes over every mechanism",
+		Op:         "round trip",
 		Doc: `A sends a value to B, B sends it back; one op is that round trip.
 Substrates: goroutine (Go scheduler only), thread (goroutine locked to its own
 OS thread), process (ctxlab re-executed as the partner). Placements: unpinned,
@@ -430,4 +437,135 @@ func pingpongFindings(arms []result.Arm) []string {
 			result.FormatNs(tc.Median), tc.Switches.Total(), t.Switches.Total()))
 	}
 	return out
+}
+
+// pingpongRefs are SPEC §8's published round trips, each beside the
+// CPython arms of its kind.
+var pingpongRefs = []exp.Reference{
+	{Substrates: []string{"pythread"}, Ns: 7200, Text: "CPython 3.14, 24-core Linux: thread round trip via two SimpleQueues 7.2 µs (7.15–7.63), 2.0 OS switches; Event pair 11.0–11.3 µs"},
+	{Substrates: []string{"pythread"}, Match: []string{"pipe"}, Ns: 2850, Text: "CPython 3.13, 8 cores, kernel 6.12: pipe RTT p50, thread 2.85 µs"},
+	{Substrates: []string{"pyprocess"}, Match: []string{"pipe"}, Ns: 3200, Text: "CPython 3.13, 8 cores, kernel 6.12: pipe RTT p50, process 3.2 µs (3.35)"},
+	{Substrates: []string{"pytask"}, Ns: 4300, Text: "CPython 3.14: asyncio.Queue round trip 4.3 µs (4.25–4.49); bare futures 3.4 µs (3.38–3.52)"},
+}
+
+// The verdict's handoff table: the Go and OS kinds of worker, each on one
+// CPU and across CPUs (or unpinned), most telling arm first.
+var pingpongHeadline = []exp.Headline{
+	{Label: "goroutines, Go channel", One: []string{"pingpong/goroutine/chan/gomaxprocs=1"}, Across: []string{"pingpong/goroutine/chan/gomaxprocs=all"}},
+	{Label: "OS threads, futex", One: []string{"pingpong/thread/futex/same-cpu"}, Across: []string{"pingpong/thread/futex/cross-cpu", "pingpong/thread/futex/unpinned"}},
+	{Label: "processes, pipe", One: []string{"pingpong/process/pipe/same-cpu"}, Across: []string{"pingpong/process/pipe/cross-cpu", "pingpong/process/pipe/unpinned"},
+		Published: "p50 3.2 µs (CPython 3.13, 8 cores)", PublishedP50: true},
+}
+
+// pingpongSwitchCost: a raw futex handoff between two threads is the
+// kernel floor of a switch, a pipe the next best; on one CPU wall time is
+// CPU time.
+var pingpongSwitchCost = map[string][]string{
+	"same-cpu": {"pingpong/thread/futex/same-cpu", "pingpong/thread/pipe/same-cpu"},
+	"unpinned": {"pingpong/thread/futex/unpinned", "pingpong/thread/pipe/unpinned"},
+}
+
+// pingpongVerdict says under the handoff table what the gaps are made of,
+// and what handoffs at the verdict's rate cost in CPU.
+func pingpongVerdict(v *exp.VerdictRun) []exp.VerdictSection {
+	return []exp.VerdictSection{
+		{Block: exp.BlockHandoff, Lines: pingpongGap(v)},
+		{Block: exp.BlockBudget, Heading: fmt.Sprintf("what %s handoffs per second cost in CPU (on-CPU time per op, all participants; ctxlab budget --rate N/s)", fmtThousands(exp.VerdictRate)),
+			Lines: pingpongBudget(v)},
+	}
+}
+
+// pingpongGap says what the thread/goroutine and cross/same-CPU gaps are
+// made of, from the switch counts and (where recorded) CPU time.
+func pingpongGap(v *exp.VerdictRun) []string {
+	var out []string
+	g, okG := v.Pick("pingpong/goroutine/chan/gomaxprocs=1")
+	// Same CPU only: unpinned or across CPUs the round trip also waits for
+	// another CPU to wake, which is not a cost per switch.
+	t, okT := v.Pick("pingpong/thread/futex/same-cpu")
+	if okG && okT && t.Switches != nil {
+		s := t.Switches
+		line := fmt.Sprintf("  gap: a thread round trip is %.0f× a goroutine's: %.2f OS switches (%.2f voluntary + %.2f involuntary)", t.Median/g.Median, s.Total(), s.Voluntary, s.Involuntary)
+		if g.Switches != nil {
+			line += fmt.Sprintf(" vs %.2f", g.Switches.Total())
+		}
+		if s.Total() >= 0.5 {
+			line += fmt.Sprintf(", ≈ %s per switch", result.FormatNs((t.Median-g.Median)/s.Total()))
+		}
+		out = append(out, line)
+	} else {
+		out = append(out, "  gap: not measured (needs pingpong/goroutine/chan/gomaxprocs=1 and pingpong/thread/futex/same-cpu)")
+	}
+	one, ok1 := v.Pick("pingpong/thread/futex/same-cpu")
+	x, ok2 := v.Pick("pingpong/thread/futex/cross-cpu")
+	if ok1 && ok2 {
+		line := fmt.Sprintf("  across CPUs a thread round trip costs %.1f× one CPU", x.Median/one.Median)
+		if c, src, ok := price.CPUPerOp(x); ok {
+			line += fmt.Sprintf("; on CPU %s of %s (%s): the rest is waiting for the other CPU to wake", result.FormatNs(c), result.FormatNs(x.Median), src)
+		} else {
+			line += ": each handoff wakes the other CPU from idle"
+		}
+		if v.Run.Env.Hypervisor {
+			line += " (a VM: an idle vCPU)"
+		}
+		out = append(out, line)
+	}
+	tp, okTP := v.Pick("pingpong/thread/pipe/same-cpu")
+	pp, okPP := v.Pick("pingpong/process/pipe/same-cpu")
+	if okTP && okPP && tp.Switches != nil && pp.Switches != nil && tp.Switches.Total() > 0 {
+		ps, ts := pp.Switches.Total(), tp.Switches.Total()
+		line := fmt.Sprintf("  processes vs threads over a pipe on one CPU: %.1f× with %.2f vs %.2f switches", pp.Median/tp.Median, ps, ts)
+		if math.Abs(ps/ts-1) < 0.1 {
+			line += ": the extra is per switch (address space, the child's own runtime)"
+		} else {
+			line += fmt.Sprintf(": the process arm makes %+.2f switches per round trip", ps-ts)
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// pingpongBudget prices exp.VerdictRate handoffs per second in CPU with
+// each kind of worker's on-CPU time per round trip.
+func pingpongBudget(v *exp.VerdictRun) []string {
+	var parts []string
+	sources := map[string]bool{}
+	var srcs []string
+	for _, names := range [][]string{
+		{"pingpong/goroutine/chan/gomaxprocs=1"},
+		{"pingpong/thread/futex/same-cpu", "pingpong/thread/futex/unpinned"},
+		{"pingpong/thread/futex/cross-cpu"},
+		{"pingpong/process/pipe/same-cpu", "pingpong/process/pipe/unpinned"},
+	} {
+		a, ok := v.Pick(names...)
+		if !ok {
+			continue
+		}
+		c, src, ok := price.CPUPerOp(a)
+		if !ok {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s of a core (%s/op)", exp.ShortName(a), price.Percent(c*exp.VerdictRate/1e9), result.FormatNs(c)))
+		if !sources[src] {
+			sources[src] = true
+			srcs = append(srcs, src)
+		}
+	}
+	if len(parts) == 0 {
+		return []string{"  not measured: this run recorded no CPU time per op for the pingpong arms"}
+	}
+	return []string{"  " + strings.Join(parts, " · ") + " — from " + strings.Join(srcs, ", ")}
+}
+
+// fmtThousands writes n with a space between thousands: "10 000".
+func fmtThousands(n int) string {
+	s := strconv.Itoa(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }

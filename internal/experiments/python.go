@@ -18,9 +18,13 @@ import (
 // (SPEC §5.9). Each arm times itself in Python; the runner summarises it.
 func init() {
 	exp.Register(&exp.Spec{
-		Name:    "python",
-		Summary: "CPython threads and asyncio tasks: pingpong, ring, yield, a busy thread, sqlite hops, call chains",
-		Op:      "per arm",
+		Name:       "python",
+		Order:      100,
+		References: pythonRefs,
+		Headline:   pythonHeadline,
+		Verdict:    pythonVerdict,
+		Summary:    "CPython threads and asyncio tasks: pingpong, ring, yield, a busy thread, sqlite hops, call chains",
+		Op:         "per arm",
 		Doc: `ctxlab runs its embedded driver (driver.py) with python3 from PATH, or
 --python PATH, or --python all for every python3.N / python3.Nt found. The
 driver times each arm itself: batch timing per repetition, per-op latencies on
@@ -187,7 +191,7 @@ func (e *skipErr) Unwrap() error { return e.kind }
 // interpreters resolves the run's --python choice. An explicit choice that
 // does not work is a usage error; a missing default python3 skips the arms.
 func interpreters(p exp.Params) ([]*pydriver.Interpreter, string, error) {
-	choice := p.Extra["python"]
+	choice := p.Python
 	switch choice {
 	case "", "python3":
 		in, err := pydriver.Resolve("python3")
@@ -685,4 +689,72 @@ var pythonMetrics = []exp.Metric{
 	{Name: "py-clock-ns", Unit: "ns", Better: exp.NotRanked, Doc: "cost of one time.perf_counter() read in the driver"},
 	{Name: "measuring-thread-switches/op", Unit: "switches", Better: exp.LowerIsBetter, Doc: "OS switches per op of the driver's measuring thread alone (RUSAGE_THREAD)"},
 	{Name: "task-bytes", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "memory per asyncio task (tracemalloc)"},
+}
+
+// pythonRefs: until the CPython arms move into the experiments they
+// measure, those experiments' CPython figures stand beside the
+// python/<experiment>/… arms (the fork pipe's substrate is "process" here).
+var pythonRefs = func() []exp.Reference {
+	var out []exp.Reference
+	for _, e := range []struct {
+		name string
+		refs []exp.Reference
+	}{{"pingpong", pingpongRefs}, {"ring", ringRefs}, {"yield", yieldRefs}, {"interference", interferenceRefs}} {
+		for _, r := range e.refs {
+			if len(r.Substrates) == 0 {
+				continue
+			}
+			r.Prefix = "python/" + e.name + "/"
+			r.Substrates = append([]string{"process"}, r.Substrates...)
+			if r.Substrates[1] != "pyprocess" {
+				r.Substrates = r.Substrates[1:]
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}()
+
+// The verdict's CPython rows of the handoff table.
+var pythonHeadline = []exp.Headline{
+	{Label: "CPython threads, SimpleQueue", One: []string{"python/pingpong/pythread/simplequeue/same-cpu"},
+		Across: []string{"python/pingpong/pythread/simplequeue/cross-cpu", "python/pingpong/pythread/simplequeue/unpinned"}, Published: "7.2 µs (7.15–7.63), 2.0 switches"},
+	{Label: "asyncio tasks, asyncio.Queue", One: []string{"python/pingpong/pytask/asyncio-queue/same-cpu"},
+		Across: []string{"python/pingpong/pytask/asyncio-queue/cross-cpu", "python/pingpong/pytask/asyncio-queue/unpinned"}, Published: "4.3 µs (4.25–4.49)"},
+}
+
+// pythonVerdict: a CPython thread round trip beside one busy thread, and
+// the sqlite3 lookup with an executor hop.
+func pythonVerdict(v *exp.VerdictRun) []exp.VerdictSection {
+	const busyPublished = "p50 5.9 µs → 5 096 µs, p99 16.6 µs → 15 235 µs"
+	var tail string
+	busy := v.Where("python", func(a result.Arm) bool {
+		return strings.HasPrefix(a.Name, "python/interference/pythread/") && a.Params["busy"] == "1" && a.Percentiles != nil
+	})
+	if len(busy) > 0 {
+		a := busy[0]
+		si := a.Params["switch_interval"]
+		if si == "" {
+			si = "—"
+		}
+		tail = fmt.Sprintf("  CPython thread round trip, 1 busy thread, switch interval %s: p50 %s, p99 %s", si, result.FormatNs(a.Percentiles.P50), result.FormatNs(a.Percentiles.P99))
+		if b, ok := v.Pick(strings.Replace(a.Name, "busy=1", "busy=0", 1)); ok && b.Percentiles != nil {
+			tail = fmt.Sprintf("  CPython thread round trip, 1 busy thread, switch interval %s: p50 %s → %s, p99 %s → %s", si,
+				result.FormatNs(b.Percentiles.P50), result.FormatNs(a.Percentiles.P50), result.FormatNs(b.Percentiles.P99), result.FormatNs(a.Percentiles.P99))
+		}
+		tail += "; published " + busyPublished
+	} else {
+		tail = "  CPython: not measured (python3 missing or its arms not selected); published " + busyPublished
+	}
+	out := []exp.VerdictSection{{Block: exp.BlockTail, Lines: []string{tail}}}
+	d, ok1 := v.Pick("python/hop/pytask/direct")
+	e, ok2 := v.Pick("python/hop/pytask/executor")
+	if ok1 && ok2 {
+		line := fmt.Sprintf("  CPython sqlite3: direct %s · executor hop %s (%.1f×)", exp.Figure(d), exp.Figure(e), e.Median/d.Median)
+		if t, ok := v.Pick("python/hop/pytask/two-hop"); ok {
+			line += fmt.Sprintf(" · two hops %s (%.1f×)", exp.Figure(t), t.Median/d.Median)
+		}
+		out = append(out, exp.VerdictSection{Block: exp.BlockHop, Lines: []string{line}})
+	}
+	return out
 }

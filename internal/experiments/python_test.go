@@ -45,7 +45,7 @@ func TestPythonSkippedWithoutPython(t *testing.T) {
 
 func TestPythonBadChoice(t *testing.T) {
 	p := pyParams(exp.SuiteQuick)
-	p.Extra["python"] = "/no/such/python3.99"
+	p.Python = "/no/such/python3.99"
 	_, err := pythonArms(p)
 	if err == nil || !strings.Contains(err.Error(), "/no/such/python3.99") {
 		t.Fatalf("err = %v, want a usage error naming the value", err)

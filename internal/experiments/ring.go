@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,9 +31,11 @@ import (
 // driver over a separate "done" link (one uncounted handoff per batch).
 func init() {
 	exp.Register(&exp.Spec{
-		Name:    "ring",
-		Summary: "N workers pass a token around a ring: how a handoff's cost grows with the number of workers",
-		Op:      "hop",
+		Name:       "ring",
+		Order:      20,
+		References: ringRefs,
+		Summary:    "N workers pass a token around a ring: how a handoff's cost grows with the number of workers",
+		Op:         "hop",
 		Doc: `N workers (goroutines, locked OS threads, or processes) pass one token
 around a ring; one op is one hop from a worker to the next. Worker 0 is the
 driver, so N=2 is a ping-pong and a hop is half a round trip.
@@ -61,21 +62,6 @@ check compares a 2-thread ring's hop with half their round trip.`,
 	exp.RegisterOption("ring.substrates", "ring: substrates to run, comma-separated from goroutine, thread, process (default all)")
 	child.Register("ring-node", ringNodeChild)
 }
-
-// Limits of the ring (SPEC §5.2, §3).
-const (
-	// MaxRingGoroutines is the most goroutines a ring may have.
-	MaxRingGoroutines = 100000
-	ringMinWorkers    = 2
-	// Per-worker memory estimates the memory check uses (generous: a Go
-	// child process re-executing ctxlab is a few MiB resident).
-	goroutineBytesEst = 16 << 10
-	threadBytesEst    = 128 << 10
-	processBytesEst   = 16 << 20
-	threadsPerChild   = 8  // a Go child runs a handful of threads
-	threadMargin      = 64 // threads the runtime and the rest of ctxlab may need
-	fdMargin          = 64
-)
 
 // ringKinds are the substrate × mechanism pairs, in listing order.
 var ringKinds = []struct{ sub, mech string }{
@@ -215,101 +201,6 @@ func RingLimit(sub, m string, n int, h *sysinfo.Host) error {
 		return fmt.Errorf("ring: --workers %d: a ring needs at least %d workers", n, ringMinWorkers)
 	}
 	return workerLimit("ring", sub, m, n, h)
-}
-
-// workerLimit checks n workers of substrate sub (mechanism m) against the
-// machine's limits for experiment what (named in the error).
-func workerLimit(what, sub, m string, n int, h *sysinfo.Host) error {
-	memAvail := int64(0)
-	if h != nil {
-		memAvail = h.MemAvailableB
-	}
-	memCheck := func(per int64, kind string) error {
-		if memAvail > 0 && int64(n)*per > memAvail/2 {
-			return fmt.Errorf("%s: --workers %d: %d %s need about %s, more than half of available memory (MemAvailable %s); at most %d here",
-				what, n, n, kind, fmtBytes(int64(n)*per), fmtBytes(memAvail), memAvail/2/per)
-		}
-		return nil
-	}
-	tasksMax := int64(-1) // the fewer of threads-max and RLIMIT_NPROC
-	tasksWhat := ""
-	if h != nil && h.ThreadsMax > 0 {
-		tasksMax, tasksWhat = h.ThreadsMax, fmt.Sprintf("/proc/sys/kernel/threads-max (%d)", h.ThreadsMax)
-	}
-	if h != nil && h.NprocLimit > 0 && (tasksMax < 0 || h.NprocLimit < tasksMax) {
-		tasksMax, tasksWhat = h.NprocLimit, fmt.Sprintf("RLIMIT_NPROC (%d)", h.NprocLimit)
-	}
-	var nofile unix.Rlimit
-	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
-	fdCheck := func(fds int64) error {
-		if nofile.Cur > 0 && nofile.Cur != unix.RLIM_INFINITY && fds+fdMargin > int64(nofile.Cur) {
-			return fmt.Errorf("%s: --workers %d: %d workers over %s need %d file descriptors, over RLIMIT_NOFILE (%d); at most %d workers here",
-				what, n, n, m, fds, nofile.Cur, (int64(nofile.Cur)-fdMargin-2)/2)
-		}
-		return nil
-	}
-	switch sub {
-	case "goroutine":
-		if n > MaxRingGoroutines {
-			return fmt.Errorf("%s: --workers %d: goroutines are limited to %d", what, n, MaxRingGoroutines)
-		}
-		return memCheck(goroutineBytesEst, "goroutines")
-	case "thread":
-		// Thread arms run at GOMAXPROCS n+1: besides the n locked threads
-		// the runtime may start up to about one more per P (GC workers,
-		// spinning Ms), so count 2n.
-		if tasksMax > 0 && 2*int64(n)+threadMargin > tasksMax {
-			return fmt.Errorf("%s: --workers %d: %d threads (and up to as many runtime threads at GOMAXPROCS %d) exceed %s less %d; at most %d threads here",
-				what, n, n, n+1, tasksWhat, threadMargin, (tasksMax-threadMargin)/2)
-		}
-		if m == "pipe" {
-			if err := fdCheck(2*int64(n) + 2); err != nil {
-				return err
-			}
-		}
-		return memCheck(threadBytesEst, "threads")
-	case "process":
-		need := int64(n-1) * threadsPerChild
-		if tasksMax > 0 && need+threadMargin > tasksMax {
-			return fmt.Errorf("%s: --workers %d: %d processes (about %d threads) exceed %s; at most %d processes here",
-				what, n, n, need, tasksWhat, (tasksMax-threadMargin)/threadsPerChild)
-		}
-		if err := fdCheck(2*int64(n) + 2); err != nil {
-			return err
-		}
-		return memCheck(processBytesEst, "processes")
-	}
-	return fmt.Errorf("%s: unknown substrate %q", what, sub)
-}
-
-// raiseMaxThreads lifts Go's own thread limit (debug.SetMaxThreads, 10 000
-// by default; past it the runtime aborts) for a run of n locked threads at
-// GOMAXPROCS about n, which may need up to 2n threads; the returned func
-// restores it (nil if nothing changed).
-func raiseMaxThreads(n int) func() {
-	need := 2*n + threadMargin + 2000
-	if need <= 9000 {
-		return nil
-	}
-	prev := debug.SetMaxThreads(need)
-	if prev >= need {
-		debug.SetMaxThreads(prev)
-		return nil
-	}
-	return func() { debug.SetMaxThreads(prev) }
-}
-
-// fmtBytes renders a byte count for messages (ring limits, cachecost sizes).
-func fmtBytes(b int64) string {
-	switch {
-	case b >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	case b >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
-	case b >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", b)
 }
 
 // chanLink is a Go channel as a ring link. The channels are never closed:
@@ -1056,4 +947,15 @@ func ringFindings(arms []result.Arm) []string {
 var ringMetrics = []exp.Metric{
 	{Name: "pingpong-rt-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the round trip of the reference arm ring/thread/M/pingpong/P (same mechanism, placement and GOMAXPROCS)"},
 	{Name: "half-rt-ratio", Unit: "ratio", Better: exp.NotRanked, Doc: "the hop as a multiple of half that round trip (a 2-worker ring's hop is half a round trip)"},
+}
+
+// ringRefs are SPEC §8's published ring hops, beside the CPython arms.
+var ringRefs = []exp.Reference{
+	{Substrates: []string{"pythread"}, Param: "n", Value: "2", Ns: 3980, Text: "CPython 3.14: ring per hop, threads, 2 workers 3.98 µs (free-threaded 4.64 µs)"},
+	{Substrates: []string{"pythread"}, Param: "n", Value: "100", Ns: 4540, Text: "CPython 3.14: ring per hop, threads, 100 workers 4.54 µs (free-threaded 5.22 µs)"},
+	{Substrates: []string{"pythread"}, Param: "n", Value: "1000", Ns: 7650, Text: "CPython 3.14: ring per hop, threads, 1000 workers 7.65 µs"},
+	{Substrates: []string{"pytask"}, Param: "n", Value: "2", Ns: 2370, Text: "CPython 3.14: ring per hop, asyncio tasks, 2 workers 2.37 µs"},
+	{Substrates: []string{"pytask"}, Param: "n", Value: "100", Ns: 2220, Text: "CPython 3.14: ring per hop, asyncio tasks, 100 workers 2.22 µs"},
+	{Substrates: []string{"pytask"}, Param: "n", Value: "1000", Ns: 3070, Text: "CPython 3.14: ring per hop, asyncio tasks, 1000 workers 3.07 µs"},
+	{Substrates: []string{"pythread", "pytask"}, Match: []string{"same-cpu", "pinned"}, Ns: 6450, Text: "CPython 3.14: two threads pinned to one core 6.45 µs and 3.0 switches per hop (tasks 2.65 µs)"},
 }

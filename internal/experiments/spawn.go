@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/mech"
+	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -30,9 +32,11 @@ import (
 // /proc, and for goroutines the stack in use.
 func init() {
 	exp.Register(&exp.Spec{
-		Name:    "spawn",
-		Summary: "creating and joining a goroutine, a locked thread, a process; memory per idle worker",
-		Op:      "create + join",
+		Name:       "spawn",
+		Order:      40,
+		References: spawnRefs,
+		Summary:    "creating and joining a goroutine, a locked thread, a process; memory per idle worker",
+		Op:         "create + join",
 		Doc: `One op creates a worker that does nothing and waits until it has ended:
 goroutine (go + channel), thread (a goroutine that locks its OS thread and
 exits, so the runtime destroys the thread and the next op needs a new one),
@@ -225,46 +229,12 @@ func (g *idleMemory) Participants() exp.Participants { return exp.WholeProcess()
 
 func (g *idleMemory) Close() error { return nil }
 
-// fmtKiB formats bytes in KiB, or MiB from 1 MiB up.
-func fmtKiB(b float64) string {
-	if b >= 1<<20 {
-		return fmt.Sprintf("%.1f MiB", b/(1<<20))
-	}
-	return fmt.Sprintf("%.1f KiB", b/1024)
-}
-
 // settle returns freed memory to the OS so a following RSS delta counts
 // pages the new workers touch, not pages the runtime kept from before.
 func settle() { debug.FreeOSMemory() }
 
-// vmRSS is this process's resident set in bytes.
-func vmRSS(pid string) (int64, error) { return statusKB(pid, "VmRSS:") }
-
-func statusKB(pid, field string) (int64, error) {
-	data, err := os.ReadFile("/proc/" + pid + "/status")
-	if err != nil {
-		return 0, err
-	}
-	return fieldKB(string(data), field)
-}
-
-// fieldKB reads "Field:   1234 kB" from a /proc status-style text.
-func fieldKB(text, field string) (int64, error) {
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(line, field) {
-			f := strings.Fields(line[len(field):])
-			if len(f) == 0 {
-				break
-			}
-			v, err := strconv.ParseInt(f[0], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s %q: %w", field, line, err)
-			}
-			return v * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("no %s field", field)
-}
+// vmRSS is process pid's resident set in bytes.
+func vmRSS(pid int) (int64, error) { return procstat.DefaultRoot.ReadRSS(pid) }
 
 // GoroutineMemory parks m goroutines on a channel and returns RSS and stack
 // in use per goroutine, and the runtime's starting stack size.
@@ -272,7 +242,7 @@ func GoroutineMemory(ctx context.Context, m int) (map[string]float64, error) {
 	settle()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	rss0, err := vmRSS("self")
+	rss0, err := vmRSS(os.Getpid())
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +259,7 @@ func GoroutineMemory(ctx context.Context, m int) (map[string]float64, error) {
 	}
 	started.Wait()
 	runtime.Gosched()
-	rss1, err := vmRSS("self")
+	rss1, err := vmRSS(os.Getpid())
 	runtime.ReadMemStats(&ms1)
 	close(stop)
 	exited.Wait()
@@ -317,11 +287,11 @@ func ThreadMemory(ctx context.Context, m int) (map[string]float64, error) {
 		defer restore()
 	}
 	settle()
-	rss0, err := vmRSS("self")
+	rss0, err := vmRSS(os.Getpid())
 	if err != nil {
 		return nil, err
 	}
-	ks0, _ := statusKBFile("/proc/meminfo", "KernelStack:")
+	ks0, _ := procstat.DefaultRoot.ReadKernelStack()
 	var word uint32
 	var threads []*mech.Thread
 	var parked sync.WaitGroup
@@ -361,12 +331,12 @@ func ThreadMemory(ctx context.Context, m int) (map[string]float64, error) {
 	for _, t := range threads {
 		tids = append(tids, t.TID)
 	}
-	if err := waitParked(ctx, "self", tids, true); err != nil {
+	if err := waitParked(ctx, os.Getpid(), tids, true); err != nil {
 		stopAll()
 		return nil, err
 	}
-	rss1, err := vmRSS("self")
-	ks1, _ := statusKBFile("/proc/meminfo", "KernelStack:")
+	rss1, err := vmRSS(os.Getpid())
+	ks1, _ := procstat.DefaultRoot.ReadKernelStack()
 	stopAll()
 	if err != nil {
 		return nil, err
@@ -381,35 +351,29 @@ func ThreadMemory(ctx context.Context, m int) (map[string]float64, error) {
 	return out, nil
 }
 
-// waitParked waits until the threads tids of process pid ("self" or a
-// number; nil = every thread of it) all sleep (state S), and with inFutex
-// sit in the futex system call: the workers are started and parked, so
-// their memory is what an idle worker weighs. It gives up after 10 s.
-func waitParked(ctx context.Context, pid string, tids []int, inFutex bool) error {
+// waitParked waits until the threads tids of process pid (nil = every
+// thread of it) all sleep (state S), and with inFutex sit in the futex
+// system call: the workers are started and parked, so their memory is what
+// an idle worker weighs. It gives up after 10 s.
+func waitParked(ctx context.Context, pid int, tids []int, inFutex bool) error {
 	deadline := time.Now().Add(10 * time.Second)
-	futex := strconv.Itoa(unix.SYS_FUTEX) + " "
+	root := procstat.DefaultRoot
 	for {
 		list := tids
 		if list == nil {
-			ents, err := os.ReadDir("/proc/" + pid + "/task")
-			if err != nil {
+			var err error
+			if list, err = root.TIDs(pid); err != nil {
 				return err
-			}
-			for _, e := range ents {
-				if n, err := strconv.Atoi(e.Name()); err == nil {
-					list = append(list, n)
-				}
 			}
 		}
 		busy := 0
 		for _, tid := range list {
-			dir := "/proc/" + pid + "/task/" + strconv.Itoa(tid)
-			if st, err := os.ReadFile(dir + "/stat"); err != nil || taskState(st) != 'S' {
+			if st, err := root.ReadTaskState(pid, tid); err != nil || st != "S" {
 				busy++
 				continue
 			}
 			if inFutex {
-				if sc, err := os.ReadFile(dir + "/syscall"); err == nil && !strings.HasPrefix(string(sc), futex) {
+				if sc, err := root.ReadSyscall(pid, tid); err == nil && sc.Nr != unix.SYS_FUTEX || errors.Is(err, procstat.ErrParse) {
 					busy++
 				}
 			}
@@ -421,27 +385,10 @@ func waitParked(ctx context.Context, pid string, tids []int, inFutex bool) error
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d workers of process %s not parked after 10s", busy, len(list), pid)
+			return fmt.Errorf("%d of %d workers of process %d not parked after 10s", busy, len(list), pid)
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-// taskState is the state letter of a /proc/…/stat line (after the comm).
-func taskState(stat []byte) byte {
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2]
-	}
-	return 0
-}
-
-func statusKBFile(path, field string) (int64, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	return fieldKB(string(data), field)
 }
 
 // ProcessMemory starts m ctxlab children that block reading a pipe, and
@@ -494,22 +441,21 @@ func ProcessMemory(ctx context.Context, m int) (map[string]float64, error) {
 		}
 	}
 	for _, pr := range procs {
-		pid := strconv.Itoa(pr.PID())
-		if err := waitParked(ctx, pid, nil, false); err != nil {
+		if err := waitParked(ctx, pr.PID(), nil, false); err != nil {
 			cleanup()
 			return nil, err
 		}
 	}
 	var rss, pss int64
 	for _, pr := range procs {
-		pid := strconv.Itoa(pr.PID())
+		pid := pr.PID()
 		r, err := vmRSS(pid)
 		if err != nil {
 			cleanup()
 			return nil, err
 		}
 		rss += r
-		if v, err := statusKBFile("/proc/"+pid+"/smaps_rollup", "Pss:"); err == nil {
+		if v, err := procstat.DefaultRoot.ReadPss(pid); err == nil {
 			pss += v
 		}
 	}
@@ -564,7 +510,7 @@ func spawnChecks(arms []result.Arm) []result.Check {
 					Name:  "an idle goroutine weighs within 2× of its starting stack plus bookkeeping",
 					Holds: start > 0 && v > 0 && v <= bound,
 					Detail: fmt.Sprintf("%s: %s resident per goroutine; starting stack %s + %s bookkeeping, ×2 = %s",
-						a.Name, fmtKiB(v), fmtKiB(start), fmtKiB(goroutineBookkeeping), fmtKiB(bound)),
+						a.Name, result.FormatBytes(v), result.FormatBytes(start), result.FormatBytes(goroutineBookkeeping), result.FormatBytes(bound)),
 					Arms: []string{a.Name},
 				})
 			}
@@ -577,7 +523,7 @@ func spawnChecks(arms []result.Arm) []result.Check {
 		out = append(out, result.Check{
 			Name:   "memory per idle worker is ordered goroutine < thread < process",
 			Holds:  g > 0 && g < t && t < p,
-			Detail: fmt.Sprintf("resident per worker: goroutine %s, thread %s, process %s", fmtKiB(g), fmtKiB(t), fmtKiB(p)),
+			Detail: fmt.Sprintf("resident per worker: goroutine %s, thread %s, process %s", result.FormatBytes(g), result.FormatBytes(t), result.FormatBytes(p)),
 			Arms:   names,
 		})
 	}
@@ -610,9 +556,9 @@ func spawnFindings(arms []result.Arm) []string {
 	for _, k := range []string{"goroutine/idle", "thread/idle", "process/idle"} {
 		if a, ok := by[k]; ok {
 			if v, ok := a.Metrics["rss-bytes/worker"]; ok {
-				s := fmt.Sprintf("%s %s (%s–%s over %d weighings)", a.Substrate, fmtKiB(v), fmtKiB(a.Min), fmtKiB(a.Max), len(a.RepMeans))
+				s := fmt.Sprintf("%s %s (%s–%s over %d weighings)", a.Substrate, result.FormatBytes(v), result.FormatBytes(a.Min), result.FormatBytes(a.Max), len(a.RepMeans))
 				if pss, ok := a.Metrics["pss-bytes/worker"]; ok {
-					s += fmt.Sprintf(" (PSS %s)", fmtKiB(pss))
+					s += fmt.Sprintf(" (PSS %s)", result.FormatBytes(pss))
 				}
 				mem = append(mem, s)
 			}
@@ -632,4 +578,9 @@ var spawnMetrics = []exp.Metric{
 	{Name: "stack-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "goroutine stack in use per idle goroutine"},
 	{Name: "stack-start-bytes", Unit: "bytes", Better: exp.NotRanked, Doc: "the runtime's starting goroutine stack size"},
 	{Name: "kernel-stack-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "kernel stack per idle thread (not in RSS)"},
+}
+
+// spawnRefs: SPEC §8's published task cost, about the experiment as a whole.
+var spawnRefs = []exp.Reference{
+	{Text: "CPython 3.14: ~2 µs and ~2.2 KiB per asyncio task"},
 }

@@ -105,16 +105,3 @@ func TestSpawnMemoryOrdered(t *testing.T) {
 		t.Error("the ordering check does not hold on the same figures")
 	}
 }
-
-func TestFieldKB(t *testing.T) {
-	v, err := fieldKB("Name:\tx\nVmRSS:\t  1234 kB\nThreads: 1\n", "VmRSS:")
-	if err != nil || v != 1234*1024 {
-		t.Errorf("fieldKB = %d, %v", v, err)
-	}
-	if _, err := fieldKB("VmRSS:\tabc kB\n", "VmRSS:"); err == nil {
-		t.Error("a bad number parsed")
-	}
-	if _, err := fieldKB("Name: x\n", "VmRSS:"); err == nil {
-		t.Error("a missing field parsed")
-	}
-}

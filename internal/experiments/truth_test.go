@@ -214,6 +214,11 @@ func checkTruth(t *testing.T, a exp.Arm, r result.Arm, seen *opened, o runner.Ob
 	if len(r.CPUs) == 0 && (parts.Process || len(parts.TIDs) > 0) {
 		t.Errorf("no CPUs recorded")
 	}
+	// cpus are the workers' CPUs: a same-CPU arm's workers, a child's
+	// runtime threads included, may run on one CPU only.
+	if a.Placement == "same-cpu" && len(r.CPUs) != 1 {
+		t.Errorf("same-cpu arm records cpus %v, want one CPU", r.CPUs)
+	}
 	// Counters: on exactly the declared threads (and the children's).
 	if !parts.Process && seen != nil {
 		want := map[int]bool{}

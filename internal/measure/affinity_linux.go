@@ -3,9 +3,10 @@ package measure
 import (
 	"fmt"
 	"os"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/procstat"
 )
 
 // PinThread restricts the calling OS thread to cpus. The caller must hold
@@ -54,16 +55,12 @@ func TaskAffinity(tid int) ([]int, error) {
 }
 
 func setAll(set *unix.CPUSet) error {
-	ents, err := os.ReadDir("/proc/self/task")
+	tids, err := procstat.DefaultRoot.TIDs(os.Getpid())
 	if err != nil {
 		return err
 	}
 	var first error
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, tid := range tids {
 		// A thread may exit between listing and pinning: ESRCH is fine.
 		if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH && first == nil {
 			first = fmt.Errorf("set affinity of thread %d: %w", tid, err)

@@ -151,11 +151,11 @@ func zeroIsUnsupported(ev EventSpec) bool {
 	return ev.Kind == "hardware" || ev.Name == "task-clock"
 }
 
-// Reasons shared by ProbeEvent and CounterSet for counters that open but
-// do not count.
+// Reasons shared by ProbeEvent, CounterSet and diagnose for counters that
+// open but do not count.
 const (
-	reasonNeverRan  = "opened but never scheduled on the PMU (no counter time)"
-	reasonZeroCount = "opened but counted 0 over real work (the hypervisor exposes no PMU)"
+	ReasonNeverRan  = "opened but never scheduled on the PMU (no counter time)"
+	ReasonZeroCount = "opened but counted 0 over real work (the hypervisor exposes no PMU)"
 )
 
 // CounterValue is one counter's total over the measured region, summed over
@@ -382,9 +382,9 @@ func (s *CounterSet) Values() []CounterValue {
 		case s.regions == 0:
 			v.Unsupported = "nothing was measured"
 		case s.running[i] == 0:
-			v.Unsupported = reasonNeverRan
+			v.Unsupported = ReasonNeverRan
 		case s.total[i] == 0 && zeroIsUnsupported(ev):
-			v.Unsupported = reasonZeroCount
+			v.Unsupported = ReasonZeroCount
 		}
 		if s.enabled[i] > 0 {
 			v.RunningFraction = float64(s.running[i]) / float64(s.enabled[i])

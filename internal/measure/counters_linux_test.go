@@ -319,3 +319,23 @@ func TestCounterSetRollback(t *testing.T) {
 		t.Fatalf("context-switches = %+v, want 2 (one kept region)", cs)
 	}
 }
+
+func FuzzParseGroupRead(f *testing.F) {
+	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(make([]byte, 24))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var g GroupRead
+		if err := ParseGroupRead(b, &g); err != nil {
+			if !errors.Is(err, ErrShortRead) {
+				t.Fatalf("error %v does not wrap ErrShortRead", err)
+			}
+		} else if 24+8*len(g.Values) > len(b) {
+			t.Fatalf("%d values from %d bytes", len(g.Values), len(b))
+		}
+		if err := ParseSingleRead(b, &g); err == nil && len(g.Values) != 1 {
+			t.Fatalf("single read gave %d values", len(g.Values))
+		} else if err != nil && !errors.Is(err, ErrShortRead) {
+			t.Fatalf("error %v does not wrap ErrShortRead", err)
+		}
+	})
+}

@@ -45,8 +45,9 @@ func ReadCounter(fd int) (value, enabledNs, runningNs uint64, err error) {
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if n != len(buf) {
-		return 0, 0, 0, errors.New("perf: short read")
+	var g GroupRead
+	if err := ParseSingleRead(buf[:n], &g); err != nil {
+		return 0, 0, 0, err
 	}
-	return *(*uint64)(unsafe.Pointer(&buf[0])), *(*uint64)(unsafe.Pointer(&buf[8])), *(*uint64)(unsafe.Pointer(&buf[16])), nil
+	return g.Values[0], g.Enabled, g.Running, nil
 }

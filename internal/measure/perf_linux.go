@@ -3,7 +3,6 @@ package measure
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -67,17 +66,15 @@ func ProbeEvent(ev EventSpec) (ok bool, reason string) {
 		x += i ^ (x >> 3)
 	}
 	sinkInt = x
-	var buf [24]byte
-	if _, err := unix.Read(fd, buf[:]); err != nil {
+	val, _, running, err := ReadCounter(fd)
+	if err != nil {
 		return false, UnsupportedReason(err)
 	}
-	val := *(*uint64)(unsafe.Pointer(&buf[0]))
-	running := *(*uint64)(unsafe.Pointer(&buf[16]))
 	if running == 0 {
-		return false, reasonNeverRan
+		return false, ReasonNeverRan
 	}
 	if val == 0 && zeroIsUnsupported(ev) {
-		return false, reasonZeroCount
+		return false, ReasonZeroCount
 	}
 	return true, ""
 }

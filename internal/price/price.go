@@ -1,25 +1,27 @@
 // Package price turns what a process was seen doing — context switches per
 // second, its resident set — into what that costs on this host, with the
-// cost per switch ctxlab measured here: the direct cost from a pingpong
-// round trip, the indirect cost (cold caches) from cachecost's per-switch
-// curve. It reads only the result model, so any stored run can price.
+// cost per switch ctxlab measured here: the direct cost from the round
+// trips the experiments declare for it (exp.Spec.SwitchCost), the
+// indirect cost (cold caches) from the per-switch curve they derive
+// (exp.Spec.IndirectCost). It reads only the result model and those
+// declarations, so any stored run can price.
 package price
 
 import (
 	"fmt"
 	"math"
-	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // CPUPerOp is the on-CPU time per op of all the arm's participants, and
 // where it comes from: the runner's per-op CPU time when the run recorded
-// it, else the perf task-clock counter per op, else the arm's own CPU
-// figure (cpu-ns/yield). ok is false when the run has none of these: wall
-// time is never passed off as CPU time.
+// it, else the perf task-clock counter per op, else a figure the arm's
+// experiment declares as CPU time per op (exp.Metric.CPUPerOp). ok is
+// false when the run has none of these: wall time is never passed off as
+// CPU time.
 func CPUPerOp(a result.Arm) (ns float64, source string, ok bool) {
 	if a.CPUNsPerOp != nil && *a.CPUNsPerOp > 0 {
 		return *a.CPUNsPerOp, "CPU time of all participants", true
@@ -29,8 +31,12 @@ func CPUPerOp(a result.Arm) (ns float64, source string, ok bool) {
 			return *c.PerOp, "perf task-clock of the measured threads", true
 		}
 	}
-	if v, ok := a.Metrics["cpu-ns/yield"]; ok && v > 0 && !math.IsInf(v, 0) {
-		return v, "getrusage CPU time per yield", true
+	if s, known := exp.Lookup(a.Experiment); known {
+		for _, m := range s.Metrics {
+			if v, ok := a.Metrics[m.Name]; m.CPUPerOp && ok && v > 0 && !math.IsInf(v, 0) {
+				return v, "the arm's " + m.Name, true
+			}
+		}
 	}
 	return 0, "", false
 }
@@ -52,104 +58,62 @@ const (
 // DirectCost is the cost per switch from run's thread round trips, for the
 // watched process's placement: CPU time per round trip ÷ switches per round
 // trip where the run recorded CPU time; otherwise, only for arms on one CPU
-// (where wall time is CPU time), the round trip ÷ its switches. A raw futex
-// handoff is preferred (the kernel floor), then a pipe. ok is false when no
-// arm of run can give the figure.
+// (where wall time is CPU time), the round trip ÷ its switches. The arms
+// are those the experiments declare for the placement (exp.Spec.SwitchCost),
+// in their order of preference, then those for one CPU. ok is false when
+// no arm of run can give the figure.
 func DirectCost(run *result.Run, placement string) (Cost, bool) {
 	places := []string{placement}
 	if placement != OneCPU {
 		places = append(places, OneCPU)
 	}
 	for _, pl := range places {
-		for _, mech := range []string{"futex", "pipe"} {
-			a := run.Find("pingpong/thread/" + mech + "/" + pl)
-			if a == nil || a.Status != result.StatusOK || a.Median <= 0 || a.Switches == nil || a.Switches.Total() < 0.5 {
-				continue
-			}
-			sw := a.Switches.Total()
-			if c, src, ok := CPUPerOp(*a); ok {
-				return Cost{PerSwitchNs: c / sw, Arm: a.Name, RunID: run.ID,
-					How: fmt.Sprintf("%s per round trip %s ÷ %.2f switches", src, result.FormatNs(c), sw)}, true
-			}
-			if a.Placement == OneCPU {
-				return Cost{PerSwitchNs: a.Median / sw, Arm: a.Name, RunID: run.ID,
-					How: fmt.Sprintf("round trip on one CPU %s (wall = CPU there) ÷ %.2f switches", result.FormatNs(a.Median), sw)}, true
+		for _, s := range exp.All() {
+			for _, name := range s.SwitchCost[pl] {
+				a := run.Find(name)
+				if a == nil || a.Status != result.StatusOK || a.Median <= 0 || a.Switches == nil || a.Switches.Total() < 0.5 {
+					continue
+				}
+				sw := a.Switches.Total()
+				if c, src, ok := CPUPerOp(*a); ok {
+					return Cost{PerSwitchNs: c / sw, Arm: a.Name, RunID: run.ID,
+						How: fmt.Sprintf("%s per round trip %s ÷ %.2f switches", src, result.FormatNs(c), sw)}, true
+				}
+				if a.Placement == OneCPU {
+					return Cost{PerSwitchNs: a.Median / sw, Arm: a.Name, RunID: run.ID,
+						How: fmt.Sprintf("round trip on one CPU %s (wall = CPU there) ÷ %.2f switches", result.FormatNs(a.Median), sw)}, true
+				}
 			}
 		}
 	}
 	return Cost{}, false
 }
 
-// point is the indirect cost per switch at one working-set size.
-type point struct {
-	bytes int64
-	label string
-	ns    float64
+// CalibrationArm is the arm to measure when no stored run can price a
+// switch: the first one the experiments declare for one CPU, where wall
+// time is CPU time. ok is false when none declares one.
+func CalibrationArm() (string, bool) {
+	for _, s := range exp.All() {
+		if names := s.SwitchCost[OneCPU]; len(names) > 0 {
+			return names[0], true
+		}
+	}
+	return "", false
 }
 
-// indirectCurve is cachecost's per-switch indirect cost at each W > 0 the
-// run measured, by W: what a round trip over two W-byte sets costs beyond
-// the same traversals without a switch (solo) and beyond a round trip
-// without data (W=0), per switch. It takes CPU time per op where all three
-// arms recorded it — (RT(W) − solo(W) − RT(0)) ÷ the switches RT(W) made
-// beyond solo(W)'s, which counts preemptions by other processes too (each
-// one also leaves the caches cold); from wall time it keeps only points
-// whose round trip switched about twice, ÷ 2 (a preempted op's wall time
-// holds other processes' turns).
-func indirectCurve(run *result.Run) []point {
-	rt, solo := map[string]result.Arm{}, map[string]result.Arm{}
-	var zero *result.Arm
-	for i, a := range run.Arms {
-		if a.Experiment != "cachecost" || a.Status != result.StatusOK || a.Median <= 0 {
+// IndirectCurve is the indirect cost per switch by working set, ascending,
+// that run's arms measured: the first curve an experiment derives from
+// them (exp.Spec.IndirectCost); nil when none does.
+func IndirectCurve(run *result.Run) []exp.CostPoint {
+	for _, s := range exp.All() {
+		if s.IndirectCost == nil {
 			continue
 		}
-		switch a.Params["mode"] {
-		case "per-switch":
-			if a.Params["W_bytes"] == "0" {
-				zero = &run.Arms[i]
-			} else {
-				rt[a.Params["W_bytes"]] = a
-			}
-		case "per-switch-solo":
-			solo[a.Params["W_bytes"]] = a
+		if c := s.IndirectCost(run.Arms); len(c) > 0 {
+			return c
 		}
 	}
-	if zero == nil {
-		return nil
-	}
-	z, zok := cpuOnly(*zero)
-	var out []point
-	for wb, r := range rt {
-		s, ok := solo[wb]
-		if !ok {
-			continue
-		}
-		n, _ := strconv.ParseInt(wb, 10, 64)
-		rc, rok := cpuOnly(r)
-		sc, sok := cpuOnly(s)
-		switch {
-		case zok && rok && sok && r.Switches != nil:
-			extra := r.Switches.Total()
-			if s.Switches != nil {
-				extra -= s.Switches.Total()
-			}
-			if extra >= 1 {
-				out = append(out, point{n, r.Params["W"], (rc - sc - z) / extra})
-			}
-		case r.Switches != nil && r.Switches.Total() >= 1.5 && r.Switches.Total() <= 2.5 && (s.Switches == nil || s.Switches.Total() < 0.5):
-			// Wall time only from round trips that switched about twice
-			// (not preempted), divided by the switches they made.
-			out = append(out, point{n, r.Params["W"], (r.Median - s.Median - zero.Median) / r.Switches.Total()})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].bytes < out[j].bytes })
-	return out
-}
-
-// cpuOnly is the arm's CPU time per op when the run recorded it.
-func cpuOnly(a result.Arm) (float64, bool) {
-	c, _, ok := CPUPerOp(a)
-	return c, ok
+	return nil
 }
 
 // Indirect is the range of the indirect cost per switch for a process of
@@ -166,31 +130,41 @@ type Indirect struct {
 // IndirectAt is the Indirect range for a resident set of rssBytes (never
 // below 0: a negative point is noise around no cost).
 func IndirectAt(run *result.Run, rssBytes int64) (Indirect, bool) {
-	c := indirectCurve(run)
+	c := IndirectCurve(run)
 	if len(c) == 0 || rssBytes <= 0 {
 		return Indirect{}, false
 	}
 	hi := c[len(c)-1]
 	for _, p := range c {
-		if p.bytes >= rssBytes {
+		if p.Bytes >= rssBytes {
 			hi = p
 			break
 		}
 	}
 	lo := c[0]
-	a, b := math.Max(0, lo.ns), math.Max(0, hi.ns)
+	a, b := math.Max(0, lo.Ns), math.Max(0, hi.Ns)
 	if a > b {
 		a = b
 	}
-	return Indirect{LoNs: a, HiNs: b, From: lo.label, To: hi.label, Beyond: rssBytes > c[len(c)-1].bytes}, true
+	return Indirect{LoNs: a, HiNs: b, From: lo.Label, To: hi.Label, Beyond: rssBytes > c[len(c)-1].Bytes}, true
+}
+
+// curveSource names the experiment that derives the indirect curve.
+func curveSource() string {
+	for _, s := range exp.All() {
+		if s.IndirectCost != nil {
+			return s.Name
+		}
+	}
+	return "the per-switch experiment"
 }
 
 // Curve is the indirect cost per switch at each working set measured,
-// "16KiB 3.3 µs · 256KiB 27 µs", or "" when run has no per-switch arms.
+// "16KiB 3.3 µs · 256KiB 27 µs", or "" when run has no per-switch curve.
 func Curve(run *result.Run) string {
 	var parts []string
-	for _, p := range indirectCurve(run) {
-		parts = append(parts, p.label+" "+result.FormatNs(p.ns))
+	for _, p := range IndirectCurve(run) {
+		parts = append(parts, p.Label+" "+result.FormatNs(p.Ns))
 	}
 	return strings.Join(parts, " · ")
 }
@@ -211,7 +185,7 @@ func (s Seen) Rate() float64 {
 }
 
 // Price is what the switches seen cost: the share of one core that goes to
-// direct switching, and the indirect range when the run has cachecost's
+// direct switching, and the indirect range when the run has a
 // per-switch curve.
 type Price struct {
 	Rate      float64 `json:"switches_per_s"`
@@ -239,17 +213,17 @@ func Of(s Seen, cost Cost, run *result.Run) Price {
 		return p
 	}
 	if run == nil {
-		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — no run has cachecost's per-switch arms (ctxlab run cachecost)", fmtBytes(s.RSSBytes)))
+		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — no run has %s's per-switch arms (ctxlab run %[2]s)", result.FormatBytes(float64(s.RSSBytes)), curveSource()))
 		return p
 	}
 	in, ok := IndirectAt(run, s.RSSBytes)
 	if !ok {
-		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — run %s has no cachecost per-switch arms (ctxlab run cachecost)", fmtBytes(s.RSSBytes), run.ID))
+		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — run %s has no %s per-switch arms (ctxlab run %[3]s)", result.FormatBytes(float64(s.RSSBytes)), run.ID, curveSource()))
 		return p
 	}
 	lo, hi := rate*in.LoNs/1e9, rate*in.HiNs/1e9
 	p.IndirectLo, p.IndirectHi = &lo, &hi
-	upper := fmt.Sprintf("%s if each switch touches the whole RSS again (cachecost W=%s", result.FormatNs(in.HiNs), in.To)
+	upper := fmt.Sprintf("%s if each switch touches the whole RSS again (%s W=%s", result.FormatNs(in.HiNs), curveSource(), in.To)
 	if in.Beyond {
 		upper += ", the largest measured: more for the full RSS"
 	}
@@ -261,7 +235,7 @@ func Of(s Seen, cost Cost, run *result.Run) Price {
 		p.IndirectHi = nil
 	}
 	p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: %s per switch if a switch touches little (W=%s) to %s) ≈ %s",
-		fmtBytes(s.RSSBytes), result.FormatNs(in.LoNs), in.From, upper, share))
+		result.FormatBytes(float64(s.RSSBytes)), result.FormatNs(in.LoNs), in.From, upper, share))
 	return p
 }
 
@@ -297,5 +271,3 @@ func pct(f float64) string {
 func Percent(f float64) string { return pct(f) }
 
 func fmtRate(r float64) string { return result.FormatCount(math.Round(r)) }
-
-func fmtBytes(b int64) string { return result.FormatValue(float64(b), "bytes") }

@@ -1,10 +1,12 @@
-package price
+package price_test
 
 import (
 	"math"
 	"strings"
 	"testing"
 
+	_ "github.com/ctxlab/ctxlab/internal/experiments" // the arms and curves price reads are the experiments' declarations
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -17,15 +19,24 @@ func arm(name, placement string, median, switches float64) result.Arm {
 
 func TestCPUPerOpSources(t *testing.T) {
 	a := result.Arm{Counters: []result.Counter{{Name: "task-clock", PerOp: f(1500)}}}
-	if ns, src, ok := CPUPerOp(a); !ok || ns != 1500 || !strings.Contains(src, "task-clock") {
+	if ns, src, ok := price.CPUPerOp(a); !ok || ns != 1500 || !strings.Contains(src, "task-clock") {
 		t.Errorf("task-clock fallback: %v %q %v", ns, src, ok)
 	}
 	a.CPUNsPerOp = f(1200)
-	if ns, _, _ := CPUPerOp(a); ns != 1200 {
+	if ns, _, _ := price.CPUPerOp(a); ns != 1200 {
 		t.Errorf("the runner's CPU time comes first: %v", ns)
 	}
-	if _, _, ok := CPUPerOp(result.Arm{Median: 5000}); ok {
+	if _, _, ok := price.CPUPerOp(result.Arm{Median: 5000}); ok {
 		t.Error("wall time must not pass for CPU time")
+	}
+	// A figure the experiment declares as CPU time per op (exp.Metric.CPUPerOp).
+	y := result.Arm{Experiment: "yield", Median: 5000, Metrics: map[string]float64{"cpu-ns/yield": 700}}
+	if ns, src, ok := price.CPUPerOp(y); !ok || ns != 700 || !strings.Contains(src, "cpu-ns/yield") {
+		t.Errorf("declared CPU figure: %v %q %v", ns, src, ok)
+	}
+	y.Experiment = "pingpong" // not declared there
+	if _, _, ok := price.CPUPerOp(y); ok {
+		t.Error("an undeclared metric passed for CPU time")
 	}
 }
 
@@ -35,16 +46,16 @@ func TestDirectCost(t *testing.T) {
 	same := arm("pingpong/thread/futex/same-cpu", "same-cpu", 6000, 2)
 	unp := arm("pingpong/thread/futex/unpinned", "unpinned", 20000, 2)
 	run := &result.Run{ID: "r", Arms: []result.Arm{unp, same}}
-	c, ok := DirectCost(run, Unpinned)
+	c, ok := price.DirectCost(run, price.Unpinned)
 	if !ok || c.Arm != same.Name || c.PerSwitchNs != 3000 {
 		t.Errorf("unpinned without CPU time should fall back to one CPU's wall time: %+v %v", c, ok)
 	}
 	run.Arms[0].CPUNsPerOp = f(8000)
-	c, _ = DirectCost(run, Unpinned)
+	c, _ = price.DirectCost(run, price.Unpinned)
 	if c.Arm != unp.Name || c.PerSwitchNs != 4000 || !strings.Contains(c.How, "CPU time") {
 		t.Errorf("unpinned with CPU time: %+v", c)
 	}
-	if _, ok := DirectCost(&result.Run{Arms: []result.Arm{arm("pingpong/thread/futex/cross-cpu", "cross-cpu", 2e5, 2)}}, Unpinned); ok {
+	if _, ok := price.DirectCost(&result.Run{Arms: []result.Arm{arm("pingpong/thread/futex/cross-cpu", "cross-cpu", 2e5, 2)}}, price.Unpinned); ok {
 		t.Error("a cross-CPU wall time priced a switch")
 	}
 }
@@ -76,12 +87,12 @@ func TestIndirectAt(t *testing.T) {
 		{4 << 20, 1000, 3000, false},
 		{64 << 20, 1000, 3000, true},
 	} {
-		in, ok := IndirectAt(run, c.rss)
+		in, ok := price.IndirectAt(run, c.rss)
 		if !ok || in.LoNs != c.lo || in.HiNs != c.hi || in.Beyond != c.beyond {
 			t.Errorf("RSS %d: %+v %v, want %v–%v beyond=%v", c.rss, in, ok, c.lo, c.hi, c.beyond)
 		}
 	}
-	if _, ok := IndirectAt(&result.Run{}, 1<<20); ok {
+	if _, ok := price.IndirectAt(&result.Run{}, 1<<20); ok {
 		t.Error("a run without per-switch arms priced the indirect cost")
 	}
 }
@@ -89,8 +100,8 @@ func TestIndirectAt(t *testing.T) {
 // The price is the arithmetic the user would do by hand: switches/s ×
 // cost per switch, as a share of one core.
 func TestOf(t *testing.T) {
-	s := Seen{Seconds: 2, Vol: 90000, Invol: 10000, RSSBytes: 4 << 20} // 50 000 switches/s
-	p := Of(s, Cost{PerSwitchNs: 3000, Arm: "pingpong/thread/futex/same-cpu", RunID: "r", How: "x"}, curveRun())
+	s := price.Seen{Seconds: 2, Vol: 90000, Invol: 10000, RSSBytes: 4 << 20} // 50 000 switches/s
+	p := price.Of(s, price.Cost{PerSwitchNs: 3000, Arm: "pingpong/thread/futex/same-cpu", RunID: "r", How: "x"}, curveRun())
 	if p.Rate != 50000 || math.Abs(p.Share-0.15) > 1e-9 {
 		t.Fatalf("rate %v share %v, want 50000 and 0.15", p.Rate, p.Share)
 	}
@@ -103,7 +114,7 @@ func TestOf(t *testing.T) {
 	if p.IndirectLo == nil || math.Abs(*p.IndirectLo-0.05) > 1e-9 {
 		t.Errorf("indirect lo = %v", p.IndirectLo)
 	}
-	inv := Of(Seen{Seconds: 1, Vol: 10, Invol: 990}, Cost{PerSwitchNs: 1000}, nil)
+	inv := price.Of(price.Seen{Seconds: 1, Vol: 10, Invol: 990}, price.Cost{PerSwitchNs: 1000}, nil)
 	if !strings.Contains(inv.Lines[0], "99% involuntary → fewer runnable threads") {
 		t.Errorf("involuntary advice: %s", inv.Lines[0])
 	}
@@ -115,7 +126,7 @@ func TestOf(t *testing.T) {
 func TestIndirectCurveCPUAndPreemption(t *testing.T) {
 	run := curveRun()
 	run.Arms[3].Switches.Involuntary = 300 // the 8 MiB round trip was preempted
-	if c := Curve(run); c != "1MiB 1 µs" {
+	if c := price.Curve(run); c != "1MiB 1 µs" {
 		t.Errorf("preempted point kept: %q", c)
 	}
 	// CPU time: (12−6−5) µs over 2 switches = 0.5 µs; (1305−300−5) µs over
@@ -123,8 +134,8 @@ func TestIndirectCurveCPUAndPreemption(t *testing.T) {
 	for i, c := range []float64{5000, 12000, 6000, 1305000, 300000} {
 		run.Arms[i].CPUNsPerOp = f(c)
 	}
-	c := indirectCurve(run)
-	if len(c) != 2 || c[0].ns != 500 || math.Abs(c[1].ns-1e6/302) > 1e-6 {
+	c := price.IndirectCurve(run)
+	if len(c) != 2 || c[0].Ns != 500 || math.Abs(c[1].Ns-1e6/302) > 1e-6 {
 		t.Errorf("CPU-time curve %+v, want 500 and %v", c, 1e6/302)
 	}
 }

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/prometheus/procfs"
@@ -146,43 +144,20 @@ func Descendants(all []Proc, pid int) []int {
 	return out
 }
 
-// CgroupPath is one line of /proc/<pid>/cgroup: the hierarchy id, its
-// controllers (empty for the v2 unified hierarchy) and the path in it.
-type CgroupPath struct {
-	ID          int
-	Controllers []string
-	Path        string
-}
-
-// ParseCgroup parses /proc/<pid>/cgroup ("id:controllers:path" lines).
-func ParseCgroup(data []byte) ([]CgroupPath, error) {
-	var out []CgroupPath
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if line == "" {
-			continue
-		}
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("%w: cgroup line %q", ErrParse, line)
-		}
-		id, err := strconv.Atoi(parts[0])
-		if err != nil || id < 0 {
-			return nil, fmt.Errorf("%w: cgroup hierarchy id %q", ErrParse, parts[0])
-		}
-		var ctl []string
-		if parts[1] != "" {
-			ctl = strings.Split(parts[1], ",")
-		}
-		out = append(out, CgroupPath{ID: id, Controllers: ctl, Path: parts[2]})
-	}
-	return out, nil
-}
-
-// ReadCgroup reads and parses /proc/<pid>/cgroup.
-func (r Root) ReadCgroup(pid int) ([]CgroupPath, error) {
-	data, err := os.ReadFile(filepath.Join(string(r), strconv.Itoa(pid), "cgroup"))
+// ReadTaskState is thread tid's state letter ("R", "S", "D" …) from
+// /proc/<pid>/task/<tid>/stat, parsed by procfs.
+func (r Root) ReadTaskState(pid, tid int) (string, error) {
+	fs, err := procfs.NewFS(string(r))
 	if err != nil {
-		return nil, notExist(pid, err)
+		return "", err
 	}
-	return ParseCgroup(data)
+	p, err := fs.Thread(pid, tid)
+	if err != nil {
+		return "", notExist(pid, err)
+	}
+	st, err := safeStat(p)
+	if err != nil {
+		return "", notExist(pid, err)
+	}
+	return st.State, nil
 }

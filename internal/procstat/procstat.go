@@ -1,8 +1,11 @@
-// Package procstat reads per-thread scheduling figures from /proc: context
-// switches (status), migrations and waits (sched), run and wait time
-// (schedstat). status and schedstat come through prometheus/procfs; sched,
-// which procfs does not cover, has its own parser. Each read is split into the I/O and a pure parser so the
-// parsers are testable against fixtures. It imports nothing internal.
+// Package procstat is the one reader of /proc for ctxlab: per-thread
+// scheduling figures (status, sched, schedstat), process identity (stat),
+// memory (status VmRSS, smaps_rollup, meminfo), a thread's state and system
+// call, and the umask. Where prometheus/procfs parses a file (status, stat,
+// schedstat, smaps_rollup, meminfo) it is used; the files it does not cover
+// (sched, syscall, status's Umask line) have a pure ParseX([]byte) here,
+// one per file, tested against the fake /proc in testdata and fuzzed. Parse
+// errors wrap ErrParse. It imports nothing internal.
 package procstat
 
 import (
@@ -56,7 +59,8 @@ type Sched struct {
 	Switches          uint64
 	VoluntarySwitches uint64
 	InvoluntarySwitch uint64
-	SliceNs           uint64 // se.slice (EEVDF kernels), 0 if absent
+	HasSlice          bool   // se.slice is there: an EEVDF kernel
+	SliceNs           uint64 // se.slice
 }
 
 // ParseSched parses /proc/…/sched. Kernels before 6.6 name the statistics
@@ -94,12 +98,22 @@ func ParseSched(data []byte) (Sched, error) {
 			s.InvoluntarySwitch, _ = strconv.ParseUint(v, 10, 64)
 		case "se.slice":
 			s.SliceNs, _ = strconv.ParseUint(v, 10, 64)
+			s.HasSlice = true
 		}
 	}
 	if !seenMig {
 		return s, fmt.Errorf("%w: sched has no se.nr_migrations", ErrParse)
 	}
 	return s, nil
+}
+
+// ReadSched reads and parses /proc/<pid>/task/<tid>/sched.
+func (r Root) ReadSched(pid, tid int) (Sched, error) {
+	data, err := os.ReadFile(filepath.Join(string(r), strconv.Itoa(pid), "task", strconv.Itoa(tid), "sched"))
+	if err != nil {
+		return Sched{}, err
+	}
+	return ParseSched(data)
 }
 
 // TIDs lists the thread ids of process pid, sorted.
@@ -137,11 +151,8 @@ func (r Root) ReadTask(pid, tid int) (Task, error) {
 		return t, err
 	}
 	t.Comm, t.Voluntary, t.Involuntary = st.Name, st.VoluntaryCtxtSwitches, st.NonVoluntaryCtxtSwitches
-	dir := filepath.Join(string(r), strconv.Itoa(pid), "task", strconv.Itoa(tid))
-	if data, err := os.ReadFile(filepath.Join(dir, "sched")); err == nil {
-		if s, err := ParseSched(data); err == nil {
-			t.HasSched, t.Migrations, t.WaitSumNs = true, s.Migrations, s.WaitSumNs
-		}
+	if s, err := r.ReadSched(pid, tid); err == nil {
+		t.HasSched, t.Migrations, t.WaitSumNs = true, s.Migrations, s.WaitSumNs
 	}
 	if ss, err := p.Schedstat(); err == nil {
 		t.HasSchedstat, t.RunNs, t.RunqNs, t.Timeslices = true, ss.RunningNanoseconds, ss.WaitingNanoseconds, ss.RunTimeslices

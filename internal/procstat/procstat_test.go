@@ -112,20 +112,6 @@ func TestFindByNameAndDescendants(t *testing.T) {
 	}
 }
 
-func TestParseCgroup(t *testing.T) {
-	got, err := fixtures.ReadCgroup(200)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 3 || !slices.Equal(got[0].Controllers, []string{"cpu", "cpuacct"}) || got[0].Path != "/docker/abc" ||
-		got[2].ID != 0 || got[2].Controllers != nil || got[2].Path != "/" {
-		t.Errorf("ReadCgroup(200) = %+v", got)
-	}
-	if _, err := ParseCgroup([]byte("garbage\n")); !errors.Is(err, ErrParse) {
-		t.Errorf("ParseCgroup(garbage) = %v", err)
-	}
-}
-
 func FuzzParseSched(f *testing.F) {
 	for _, p := range []string{"testdata/proc/100/task/100/sched", "testdata/proc/100/task/101/sched"} {
 		b, _ := os.ReadFile(p)
@@ -138,22 +124,6 @@ func FuzzParseSched(f *testing.F) {
 		}
 		if err == nil && s.HasWaitSum && (math.IsNaN(s.WaitSumNs) || math.IsInf(s.WaitSumNs, 0) || s.WaitSumNs < 0) {
 			t.Fatalf("wait_sum %v accepted from %q", s.WaitSumNs, data)
-		}
-	})
-}
-
-func FuzzParseCgroup(f *testing.F) {
-	f.Add([]byte("0::/user.slice\n"))
-	f.Add([]byte("12:cpu,cpuacct:/docker/abc\n0::/\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := ParseCgroup(data)
-		if err != nil && !errors.Is(err, ErrParse) {
-			t.Fatalf("error %v does not wrap ErrParse", err)
-		}
-		for _, c := range got {
-			if c.ID < 0 {
-				t.Fatalf("negative id in %+v", c)
-			}
 		}
 	})
 }

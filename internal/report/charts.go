@@ -247,12 +247,9 @@ func axisUnit(unit string, lo, hi float64) (div float64, name string) {
 		}
 		return 1, "ns"
 	case unit == "B/op" || unit == "bytes":
-		for _, u := range []struct {
-			div  float64
-			name string
-		}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-			if hi >= u.div {
-				return u.div, u.name
+		for _, u := range result.ByteUnits {
+			if hi >= u.Size {
+				return u.Size, u.Name
 			}
 		}
 		return 1, "B"

@@ -196,6 +196,15 @@ func TestReferencesMatchLikeWithLike(t *testing.T) {
 			t.Errorf("a CPython figure beside a Go arm: %+v", m)
 		}
 	}
+	// A CPython arm in the experiment it measures gets that experiment's
+	// CPython figure (exp.Spec.References, by substrate).
+	beside := map[string]string{}
+	for _, m := range Matches("pingpong", append(goArms, ok("pingpong/pythread/simplequeue/unpinned", "pingpong", "pythread", "simplequeue", nil))) {
+		beside[m.Arm] += m.Ref.Text + "|"
+	}
+	if !strings.Contains(beside["pingpong/pythread/simplequeue/unpinned"], "7.2 µs (7.15–7.63)") || beside["pingpong/thread/futex/unpinned"] != "" {
+		t.Errorf("pingpong's CPython figure: %q", beside)
+	}
 	py := []result.Arm{
 		ok("python/pingpong/pythread/simplequeue/unpinned", "python", "pythread", "simplequeue", nil),
 		ok("python/ring/pythread/simplequeue/n=2", "python", "pythread", "simplequeue", map[string]string{"n": "2"}),

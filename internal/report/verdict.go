@@ -3,13 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 
-	"github.com/ctxlab/ctxlab/internal/price"
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
@@ -18,7 +15,7 @@ import (
 const VerdictMaxLines = 40
 
 // VerdictRate is the handoff rate the verdict prices in CPU.
-const VerdictRate = 10000
+const VerdictRate = exp.VerdictRate
 
 // Verdict writes the answer first: one screen that says, for this machine,
 // what a handoff costs between each kind of worker and what the gap is made
@@ -37,21 +34,22 @@ func Verdict(w io.Writer, run *result.Run) error {
 	return nil
 }
 
-// VerdictLines is the verdict as lines (at most VerdictMaxLines).
+// VerdictLines is the verdict as lines (at most VerdictMaxLines). Its
+// figures come from what the experiments declare (exp.Spec.Headline and
+// exp.Spec.Verdict), laid out here in blocks.
 func VerdictLines(run *result.Run) []string {
-	v := verdict{run: run, arms: map[string]result.Arm{}}
-	for _, a := range run.Arms {
-		if measured(a) && a.Median > 0 {
-			v.arms[a.Name] = a
-		}
-	}
+	return verdictLines(run, exp.All())
+}
+
+func verdictLines(run *result.Run, specs []*exp.Spec) []string {
+	v := exp.NewVerdictRun(run)
 	head := []string{
 		fmt.Sprintf("ctxlab verdict · %s · %s, %d CPUs%s · Linux %s · run %s (%s)",
 			orDash(run.Env.Hostname), orDash(run.Env.CPUModel), run.Env.LogicalCPUs, virt(run.Env), orDash(run.Env.Kernel), run.ID, run.Suite),
 		"figures: median of the repetitions' means per op (min–max); † not pinned (goroutines: GOMAXPROCS = all); published: SPEC §8, elsewhere",
 	}
-	sections := [][]string{v.handoff(), v.tail(), v.hop(), v.indirect(), v.budget()}
-	checks, noise := v.checks(), v.noise()
+	sections := blocks(v, specs)
+	checks, noise := verdictChecks(run), verdictNoise(run)
 	foot := []string{"per-experiment tables: ctxlab run --detail, ctxlab show " + run.ID + ", ctxlab report -o report.html"}
 	// Fit one screen: the checks list gives way first, the figures never.
 	count := len(head) + len(noise) + len(foot)
@@ -79,89 +77,60 @@ func VerdictLines(run *result.Run) []string {
 	return out
 }
 
-type verdict struct {
-	run  *result.Run
-	arms map[string]result.Arm // measured arms by name
-}
-
-// pick returns the first measured arm of names.
-func (v verdict) pick(names ...string) (result.Arm, bool) {
-	for _, n := range names {
-		if a, ok := v.arms[n]; ok {
-			return a, true
+// blocks lays out what the experiments declare: the handoff table from
+// their Headline rows, then each block's first heading, every
+// experiment's lines and every experiment's foot lines, in experiment
+// order. A block nothing writes to is left out.
+func blocks(v *exp.VerdictRun, specs []*exp.Spec) [][]string {
+	var rows []exp.Headline
+	heading := make([]string, exp.NumBlocks)
+	lines := make([][]string, exp.NumBlocks)
+	feet := make([][]string, exp.NumBlocks)
+	for _, s := range specs {
+		rows = append(rows, s.Headline...)
+		if s.Verdict == nil {
+			continue
+		}
+		for _, sec := range s.Verdict(v) {
+			if sec.Block < 0 || sec.Block >= exp.NumBlocks {
+				continue
+			}
+			if heading[sec.Block] == "" {
+				heading[sec.Block] = sec.Heading
+			}
+			lines[sec.Block] = append(lines[sec.Block], sec.Lines...)
+			feet[sec.Block] = append(feet[sec.Block], sec.Foot...)
 		}
 	}
-	return result.Arm{}, false
-}
-
-// where returns the measured arms of experiment exp that keep returns true
-// for, in run order.
-func (v verdict) where(exp string, keep func(a result.Arm) bool) []result.Arm {
-	var out []result.Arm
-	for _, a := range v.run.Arms {
-		if _, ok := v.arms[a.Name]; ok && a.Experiment == exp && keep(a) {
-			out = append(out, a)
+	var out [][]string
+	for b := exp.Block(0); b < exp.NumBlocks; b++ {
+		var blk []string
+		if b == exp.BlockHandoff && len(rows) > 0 {
+			blk = handoffTable(v, rows)
+		} else if heading[b] != "" {
+			blk = []string{heading[b]}
+		}
+		blk = append(append(blk, lines[b]...), feet[b]...)
+		if len(blk) > 0 {
+			out = append(out, blk)
 		}
 	}
 	return out
 }
 
-// armFigure is an arm's median with its min–max spread: "6.69 µs (6.68–6.78)";
-// the range names its unit only where it differs from the median's.
-func armFigure(a result.Arm) string {
-	m := result.FormatValue(a.Median, a.Unit)
-	sp := span(a.Min, a.Max, a.Unit)
-	if i := strings.LastIndexByte(m, ' '); i > 0 && strings.HasSuffix(sp, m[i:]) && strings.Count(sp, m[i:]) == 1 {
-		sp = strings.TrimSuffix(sp, m[i:])
-	}
-	return m + " (" + sp + ")"
-}
-
-// span is "lo–hi" with the unit once when both ends share it.
-func span(lo, hi float64, unit string) string {
-	l, h := result.FormatValue(lo, unit), result.FormatValue(hi, unit)
-	li, hi2 := strings.LastIndexByte(l, ' '), strings.LastIndexByte(h, ' ')
-	if li > 0 && hi2 > 0 && l[li:] == h[hi2:] {
-		l = l[:li]
-	}
-	return l + "–" + h
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "—"
-	}
-	return s
-}
-
-// handoffRow is one kind of worker: the arm on one CPU, the arms across
-// CPUs (or unpinned) in order of preference, and the published figure.
-type handoffRow struct {
-	label     string
-	one       []string
-	across    []string
-	published string
-	pubIsP50  bool
-}
-
-var handoffRows = []handoffRow{
-	{"goroutines, Go channel", []string{"pingpong/goroutine/chan/gomaxprocs=1"}, []string{"pingpong/goroutine/chan/gomaxprocs=all"}, "", false},
-	{"OS threads, futex", []string{"pingpong/thread/futex/same-cpu"}, []string{"pingpong/thread/futex/cross-cpu", "pingpong/thread/futex/unpinned"}, "", false},
-	{"processes, pipe", []string{"pingpong/process/pipe/same-cpu"}, []string{"pingpong/process/pipe/cross-cpu", "pingpong/process/pipe/unpinned"}, published["process pipe"], true},
-	{"CPython threads, SimpleQueue", []string{"python/pingpong/pythread/simplequeue/same-cpu"}, []string{"python/pingpong/pythread/simplequeue/cross-cpu", "python/pingpong/pythread/simplequeue/unpinned"}, published["pythread"], false},
-	{"asyncio tasks, asyncio.Queue", []string{"python/pingpong/pytask/asyncio-queue/same-cpu"}, []string{"python/pingpong/pytask/asyncio-queue/cross-cpu", "python/pingpong/pytask/asyncio-queue/unpinned"}, published["pytask"], false},
-}
-
 // pinned says whether the arm's workers were placed by ctxlab.
 func pinned(a result.Arm) bool { return a.Placement == "same-cpu" || a.Placement == "cross-cpu" }
 
-func (v verdict) handoff() []string {
-	rows := [][]string{{"handoff, one round trip", "one CPU", "across CPUs", "published"}}
+// handoffTable is the experiments' Headline rows as a table: each kind of
+// worker on one CPU and across CPUs, with the published figure; a * marks
+// a mean that carries a slow tail, explained once under the table.
+func handoffTable(v *exp.VerdictRun, rows []exp.Headline) []string {
+	table := [][]string{{"handoff, one round trip", "one CPU", "across CPUs", "published"}}
 	tailNote := ""
-	for _, r := range handoffRows {
-		row := []string{"  " + r.label, "not measured", "not measured", orDash(r.published)}
+	for _, r := range rows {
+		row := []string{"  " + r.Label, "not measured", "not measured", orDash(r.Published)}
 		cell := func(a result.Arm) string {
-			s := armFigure(a)
+			s := exp.Figure(a)
 			if !pinned(a) && !strings.Contains(a.Name, "gomaxprocs=1") {
 				s += " †"
 			}
@@ -173,15 +142,15 @@ func (v verdict) handoff() []string {
 			}
 			return s
 		}
-		one, ok1 := v.pick(r.one...)
+		one, ok1 := v.Pick(r.One...)
 		if ok1 {
 			row[1] = cell(one)
 		}
-		across, ok2 := v.pick(r.across...)
+		across, ok2 := v.Pick(r.Across...)
 		if ok2 {
 			row[2] = cell(across)
 		}
-		if r.pubIsP50 && (ok1 || ok2) {
+		if r.PublishedP50 && (ok1 || ok2) {
 			a := one
 			if !ok1 {
 				a = across
@@ -190,277 +159,36 @@ func (v verdict) handoff() []string {
 				row[3] += "; here p50 " + result.FormatNs(a.Percentiles.P50)
 			}
 		}
-		rows = append(rows, row)
+		table = append(table, row)
 	}
 	var b strings.Builder
-	textcol.Write(&b, rows, "", nil)
+	textcol.Write(&b, table, "", nil)
 	out := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	if tailNote != "" {
 		out = append(out, "  * "+tailNote)
 	}
-	return append(out, v.gap()...)
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
 }
 
 // tailWhy explains a batch mean well above the sampled p50.
 func tailWhy(a result.Arm) string {
 	p := a.Percentiles
 	return fmt.Sprintf("%s: the median is a mean per op and carries the slow tail (p99 %s, max %s); the sampled p50 is %s",
-		shortName(a), result.FormatNs(p.P99), result.FormatNs(p.Max), result.FormatNs(p.P50))
+		exp.ShortName(a), result.FormatNs(p.P99), result.FormatNs(p.Max), result.FormatNs(p.P50))
 }
 
-func shortName(a result.Arm) string { return strings.TrimPrefix(a.Name, a.Experiment+"/") }
-
-// gap says what the thread/goroutine and cross/same-CPU gaps are made of,
-// from the switch counts and (where recorded) CPU time.
-func (v verdict) gap() []string {
-	var out []string
-	g, okG := v.pick("pingpong/goroutine/chan/gomaxprocs=1")
-	// Same CPU only: unpinned or across CPUs the round trip also waits for
-	// another CPU to wake, which is not a cost per switch.
-	t, okT := v.pick("pingpong/thread/futex/same-cpu")
-	if okG && okT && t.Switches != nil {
-		s := t.Switches
-		line := fmt.Sprintf("  gap: a thread round trip is %.0f× a goroutine's: %.2f OS switches (%.2f voluntary + %.2f involuntary)", t.Median/g.Median, s.Total(), s.Voluntary, s.Involuntary)
-		if g.Switches != nil {
-			line += fmt.Sprintf(" vs %.2f", g.Switches.Total())
-		}
-		if s.Total() >= 0.5 {
-			line += fmt.Sprintf(", ≈ %s per switch", result.FormatNs((t.Median-g.Median)/s.Total()))
-		}
-		out = append(out, line)
-	} else {
-		out = append(out, "  gap: not measured (needs pingpong/goroutine/chan/gomaxprocs=1 and pingpong/thread/futex/same-cpu)")
-	}
-	one, ok1 := v.pick("pingpong/thread/futex/same-cpu")
-	x, ok2 := v.pick("pingpong/thread/futex/cross-cpu")
-	if ok1 && ok2 {
-		line := fmt.Sprintf("  across CPUs a thread round trip costs %.1f× one CPU", x.Median/one.Median)
-		if c, src, ok := price.CPUPerOp(x); ok {
-			line += fmt.Sprintf("; on CPU %s of %s (%s): the rest is waiting for the other CPU to wake", result.FormatNs(c), result.FormatNs(x.Median), src)
-		} else {
-			line += ": each handoff wakes the other CPU from idle"
-		}
-		if v.run.Env.Hypervisor {
-			line += " (a VM: an idle vCPU)"
-		}
-		out = append(out, line)
-	}
-	tp, okTP := v.pick("pingpong/thread/pipe/same-cpu")
-	pp, okPP := v.pick("pingpong/process/pipe/same-cpu")
-	if okTP && okPP && tp.Switches != nil && pp.Switches != nil && tp.Switches.Total() > 0 {
-		ps, ts := pp.Switches.Total(), tp.Switches.Total()
-		line := fmt.Sprintf("  processes vs threads over a pipe on one CPU: %.1f× with %.2f vs %.2f switches", pp.Median/tp.Median, ps, ts)
-		if math.Abs(ps/ts-1) < 0.1 {
-			line += ": the extra is per switch (address space, the child's own runtime)"
-		} else {
-			line += fmt.Sprintf(": the process arm makes %+.2f switches per round trip", ps-ts)
-		}
-		out = append(out, line)
-	}
-	return out
-}
-
-func param(a result.Arm, k string) string { return a.Params[k] }
-
-func (v verdict) tail() []string {
-	out := []string{"one busy worker, the tail (sampled p50 and p99, no busy worker → one)"}
-	base := v.where("interference", func(a result.Arm) bool { return param(a, "hogs") == "0" && a.Percentiles != nil })
-	n := 0
-	for _, b := range base {
-		hogs := v.where("interference", func(a result.Arm) bool {
-			return param(a, "shape") == param(b, "shape") && param(a, "hogs") == "1" && a.Percentiles != nil
-		})
-		var same, fixes []result.Arm
-		for _, h := range hogs {
-			if h.GOMAXPROCS == b.GOMAXPROCS && strings.Contains(param(h, "hog"), "goroutine") {
-				same = append(same, h)
-			} else {
-				fixes = append(fixes, h)
-			}
-		}
-		if len(same) == 0 {
-			continue
-		}
-		h := same[0]
-		pb, ph := b.Percentiles, h.Percentiles
-		out = append(out, fmt.Sprintf("  %s, GOMAXPROCS=%d, 1 %s hog: p50 %s → %s, p99 %s → %s",
-			armOp(b), b.GOMAXPROCS, param(h, "hog"), result.FormatNs(pb.P50), result.FormatNs(ph.P50), result.FormatNs(pb.P99), result.FormatNs(ph.P99)))
-		var fx []string
-		for _, f := range fixes {
-			how := param(f, "hog") + " hog"
-			if f.GOMAXPROCS != b.GOMAXPROCS {
-				how += fmt.Sprintf(" at GOMAXPROCS=%d", f.GOMAXPROCS)
-			}
-			fx = append(fx, fmt.Sprintf("%s: p99 %s", how, result.FormatNs(f.Percentiles.P99)))
-		}
-		if len(fx) > 0 {
-			out = append(out, "    instead: "+strings.Join(fx, "; "))
-		}
-		n++
-	}
-	if n == 0 {
-		out = append(out, "  Go: not measured (run interference)")
-	}
-	py := v.where("python", func(a result.Arm) bool {
-		return strings.HasPrefix(a.Name, "python/interference/pythread/") && param(a, "busy") == "1" && a.Percentiles != nil
-	})
-	if len(py) > 0 {
-		a := py[0]
-		line := fmt.Sprintf("  CPython thread round trip, 1 busy thread, switch interval %s: p50 %s, p99 %s", orDash(param(a, "switch_interval")), result.FormatNs(a.Percentiles.P50), result.FormatNs(a.Percentiles.P99))
-		if b, ok := v.pick(strings.Replace(a.Name, "busy=1", "busy=0", 1)); ok && b.Percentiles != nil {
-			line = fmt.Sprintf("  CPython thread round trip, 1 busy thread, switch interval %s: p50 %s → %s, p99 %s → %s", orDash(param(a, "switch_interval")),
-				result.FormatNs(b.Percentiles.P50), result.FormatNs(a.Percentiles.P50), result.FormatNs(b.Percentiles.P99), result.FormatNs(a.Percentiles.P99))
-		}
-		out = append(out, line+"; published "+published["busy thread"])
-	} else {
-		out = append(out, "  CPython: not measured (python3 missing or its arms not selected); published "+published["busy thread"])
-	}
-	return out
-}
-
-// armOp is what an interference arm's op is, shortened.
-func armOp(a result.Arm) string {
-	op := a.Op
-	if i := strings.Index(op, " ("); i > 0 {
-		op = op[:i]
-	}
-	return op
-}
-
-func (v verdict) hop() []string {
-	out := []string{"a thread hop over a microsecond operation"}
-	// The Go arms: the operation with a thread arm, at its GOMAXPROCS.
-	threads := v.where("hop", func(a result.Arm) bool { return param(a, "way") == "thread" })
-	if len(threads) == 0 {
-		out = append(out, "  Go: not measured (run hop)")
-	}
-	for i, t := range threads {
-		if i == 2 {
-			break
-		}
-		same := func(way string) (result.Arm, bool) {
-			as := v.where("hop", func(a result.Arm) bool {
-				return param(a, "op") == param(t, "op") && a.GOMAXPROCS == t.GOMAXPROCS && param(a, "way") == way
-			})
-			if len(as) == 0 {
-				return result.Arm{}, false
-			}
-			return as[0], true
-		}
-		d, ok := same("direct")
-		if !ok {
-			continue
-		}
-		parts := []string{"direct " + armFigure(d)}
-		for _, w := range []struct{ way, label string }{{"goroutine", "goroutine hop"}, {"thread", "thread hop"}, {"thread-2hop", "two thread hops"}} {
-			if a, ok := same(w.way); ok {
-				parts = append(parts, fmt.Sprintf("%s %s (%.1f×)", w.label, armFigure(a), a.Median/d.Median))
-			}
-		}
-		out = append(out, fmt.Sprintf("  %s, GOMAXPROCS=%d: a thread hop adds %s", param(t, "op"), t.GOMAXPROCS, result.FormatNs(t.Median-d.Median)),
-			"    "+strings.Join(parts, " · "))
-	}
-	d, ok1 := v.pick("python/hop/pytask/direct")
-	e, ok2 := v.pick("python/hop/pytask/executor")
-	if ok1 && ok2 {
-		line := fmt.Sprintf("  CPython sqlite3: direct %s · executor hop %s (%.1f×)", armFigure(d), armFigure(e), e.Median/d.Median)
-		if t, ok := v.pick("python/hop/pytask/two-hop"); ok {
-			line += fmt.Sprintf(" · two hops %s (%.1f×)", armFigure(t), t.Median/d.Median)
-		}
-		out = append(out, line)
-	}
-	return append(out, "    published (CPython 3.14 sqlite3): "+published["hop"])
-}
-
-// Metric names the verdict and the budget read.
-const (
-	metricOnCPUPerElement = "oncpu-ns/element"
-)
-
-func (v verdict) indirect() []string {
-	out := []string{"the indirect cost: cold caches after other workers ran"}
-	// per-switch curve: (RT(W) − solo(W) − RT(0)) / 2 at the largest W.
-	if c := price.Curve(v.run); c != "" {
-		out = append(out, "  per switch, on top of the direct cost, by working set touched: "+c)
-	}
-	sweep := v.where("cachecost", func(a result.Arm) bool { return param(a, "mode") == "sweep" && param(a, "compare") != "" })
-	groups := map[string][]result.Arm{}
-	var key string
-	var keyW int64 = -1
-	for _, a := range sweep {
-		k := param(a, "compare")
-		groups[k] = append(groups[k], a)
-		if wb, _ := strconv.ParseInt(param(a, "W_bytes"), 10, 64); wb > keyW {
-			key, keyW = k, wb
-		}
-	}
-	if g := groups[key]; len(g) >= 2 {
-		sort.Slice(g, func(i, j int) bool { return atoi(param(g[i], "T")) < atoi(param(g[j], "T")) })
-		few, many := g[0], g[len(g)-1]
-		line := fmt.Sprintf("  W=%s per thread, %s vs %s threads on %d CPUs: wall per element %s → %s (%+.0f%%)",
-			param(few, "W"), param(many, "T"), param(few, "T"), v.run.Env.LogicalCPUs, armFigure(few), armFigure(many), 100*(many.Median/few.Median-1))
-		out = append(out, line)
-		if fc, mc := few.Metrics[metricOnCPUPerElement], many.Metrics[metricOnCPUPerElement]; fc > 0 && mc > 0 {
-			out = append(out, fmt.Sprintf("    on CPU per element %s → %s (%+.0f%%): the indirect cost; the rest of the wall time is waiting for a CPU",
-				result.FormatValue(fc, "ns/element"), result.FormatValue(mc, "ns/element"), 100*(mc/fc-1)))
-		}
-	} else if len(out) == 1 {
-		out = append(out, "  not measured (run cachecost)")
-	}
-	return append(out, "    published: "+published["indirect"])
-}
-
-func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
-
-func (v verdict) budget() []string {
-	out := []string{fmt.Sprintf("what %s handoffs per second cost in CPU (on-CPU time per op, all participants; ctxlab budget --rate N/s)", fmtThousands(VerdictRate))}
-	var parts []string
-	sources := map[string]bool{}
-	var srcs []string
-	for _, names := range [][]string{
-		{"pingpong/goroutine/chan/gomaxprocs=1"},
-		{"pingpong/thread/futex/same-cpu", "pingpong/thread/futex/unpinned"},
-		{"pingpong/thread/futex/cross-cpu"},
-		{"pingpong/process/pipe/same-cpu", "pingpong/process/pipe/unpinned"},
-	} {
-		a, ok := v.pick(names...)
-		if !ok {
-			continue
-		}
-		c, src, ok := price.CPUPerOp(a)
-		if !ok {
-			continue
-		}
-		parts = append(parts, fmt.Sprintf("%s %s of a core (%s/op)", shortName(a), pct(c*VerdictRate/1e9), result.FormatNs(c)))
-		if !sources[src] {
-			sources[src] = true
-			srcs = append(srcs, src)
-		}
-	}
-	if len(parts) == 0 {
-		return append(out, "  not measured: this run recorded no CPU time per op for the pingpong arms")
-	}
-	return append(out, "  "+strings.Join(parts, " · ")+" — from "+strings.Join(srcs, ", "))
-}
-
-func pct(f float64) string { return price.Percent(f) }
-
-func fmtThousands(n int) string {
-	s := strconv.Itoa(n)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
-func (v verdict) checks() []string {
+// verdictChecks lists the checks that did not hold, each once per experiment.
+func verdictChecks(run *result.Run) []string {
 	var bad []string
 	total, failed := 0, 0
-	for _, e := range v.run.Experiments {
+	for _, e := range run.Experiments {
 		details := map[string][]string{} // a check evaluated on several arms is said once
 		var names []string
 		for _, c := range e.Checks {
@@ -498,8 +226,8 @@ func clip(s string, n int) string {
 
 // noise says once how many arms are noisy and why: each kind of reason
 // once, with one arm's wording and how many arms gave it.
-func (v verdict) noise() []string {
-	kinds, order, noisy := noiseReasons(v.run.Arms)
+func verdictNoise(run *result.Run) []string {
+	kinds, order, noisy := noiseReasons(run.Arms)
 	if noisy == 0 {
 		return []string{"noise: no arm is noisy"}
 	}
@@ -512,7 +240,7 @@ func (v verdict) noise() []string {
 			parts = append(parts, fmt.Sprintf("%s (%d arms)", rk.example, rk.arms))
 		}
 	}
-	return []string{clip(fmt.Sprintf("noise: %d of %d arms noisy — %s", noisy, len(v.run.Arms), strings.Join(parts, "; ")), 240)}
+	return []string{clip(fmt.Sprintf("noise: %d of %d arms noisy — %s", noisy, len(run.Arms), strings.Join(parts, "; ")), 240)}
 }
 
 type reasonKind struct {

@@ -2,8 +2,74 @@ package result
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 )
+
+// Binary size units: the one definition of KiB, MiB and GiB.
+const (
+	KiB = 1 << 10
+	MiB = 1 << 20
+	GiB = 1 << 30
+)
+
+// ByteUnits are the units byte counts are scaled to (FormatBytes, chart
+// axes), largest first.
+var ByteUnits = []struct {
+	Size float64
+	Name string
+}{{GiB, "GiB"}, {MiB, "MiB"}, {KiB, "KiB"}}
+
+// FormatBytes renders a byte count for people, with a binary unit and
+// three significant digits: 512 B, 16 KiB, 1.5 MiB, 2.25 GiB.
+func FormatBytes(b float64) string {
+	for _, u := range ByteUnits {
+		if math.Abs(b) >= u.Size {
+			v := b / u.Size
+			if math.Abs(v) >= 100 {
+				return fmt.Sprintf("%.0f %s", v, u.Name) // 1023 KiB, never 1.02e+03 KiB
+			}
+			return fmt.Sprintf("%.3g %s", v, u.Name)
+		}
+	}
+	return fmt.Sprintf("%.0f B", b)
+}
+
+// SizeName writes a size the way arm names and options do, exactly and
+// without a space: 0, 4096, 16KiB, 2MiB, 1GiB. ParseSize reads it back.
+func SizeName(b int64) string {
+	switch {
+	case b >= GiB && b%GiB == 0:
+		return fmt.Sprintf("%dGiB", b/GiB)
+	case b >= MiB && b%MiB == 0:
+		return fmt.Sprintf("%dMiB", b/MiB)
+	case b >= KiB && b%KiB == 0:
+		return fmt.Sprintf("%dKiB", b/KiB)
+	}
+	return strconv.FormatInt(b, 10)
+}
+
+// ParseSize reads a size a user wrote: a whole number of bytes, or with
+// KiB/K/k, MiB/M, GiB/G or B after it (binary multiples): 16KiB, 2M, 4096.
+func ParseSize(s string) (int64, error) {
+	mult := int64(1)
+	num := s
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", KiB}, {"MiB", MiB}, {"GiB", GiB}, {"K", KiB}, {"M", MiB}, {"G", GiB}, {"k", KiB}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult { // the product must not wrap into range
+		return 0, fmt.Errorf("%q is not a size; want e.g. 16KiB, 2MiB or 4096", s)
+	}
+	return n * mult, nil
+}
 
 // FormatNs renders a duration in ns with a scaled unit and three
 // significant digits: 850 ns, 4.21 µs, 12.3 ms.
@@ -25,15 +91,7 @@ func FormatValue(v float64, unit string) string {
 		return FormatNs(v)
 	}
 	if unit == "B/op" || unit == "bytes" {
-		switch {
-		case v >= 1<<30:
-			return fmt.Sprintf("%.3g GiB", v/(1<<30))
-		case v >= 1<<20:
-			return fmt.Sprintf("%.3g MiB", v/(1<<20))
-		case v >= 1<<10:
-			return fmt.Sprintf("%.3g KiB", v/(1<<10))
-		}
-		return fmt.Sprintf("%.0f B", v)
+		return FormatBytes(v)
 	}
 	if per, ok := strings.CutPrefix(unit, "ns/"); ok {
 		return FormatNs(v) + "/" + per // 38.4 µs/element, never 3.844e+04 ns/element

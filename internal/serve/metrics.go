@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -286,7 +287,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(descOpMean, a.Median/1e9, lv...)
 		// Per switch only where the op is a bare handoff: with a CPU hog in
 		// the arm the op time holds the hog's slices too.
-		if a.Switches != nil && a.Switches.Total() >= 1 && noHogs(a) {
+		if a.Switches != nil && a.Switches.Total() >= 1 && !hogged(a) {
 			gauge(descSwitchCost, a.Median/1e9/a.Switches.Total(), lv[:5]...)
 		}
 		if q := a.Percentiles; q != nil {
@@ -309,9 +310,9 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// noHogs: the arm runs no CPU hog beside its workers (its "hogs" parameter
-// is absent or 0).
-func noHogs(a *result.Arm) bool {
-	h := a.Params["hogs"]
-	return h == "" || h == "0"
+// hogged: the arm runs CPU hogs beside its workers, as its experiment
+// declares (exp.Spec.Hogged).
+func hogged(a *result.Arm) bool {
+	s, ok := exp.Lookup(a.Experiment)
+	return ok && s.Hogged != nil && s.Hogged(*a)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/ctxlab/ctxlab/internal/cgroup"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -80,7 +81,7 @@ func goldenRegistry(t *testing.T) *prometheus.Registry {
 			NextBench: 5 * time.Millisecond, Samples: fakeSamples(a)})
 	}
 	m.Skip("pingpong/process/pipe/unpinned")
-	h := NewCgroupCollector("testdata/cgroup/v1", 1)
+	h := NewCgroupCollector(cgroup.Dir{Version: 1, Path: "testdata/cgroup/v1"})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(m, h)
 	return reg
@@ -338,7 +339,7 @@ func TestDeployFilesNameRealMetrics(t *testing.T) {
 	known := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 100)
 	NewMetrics(nil, time.Minute, 1, "v", "go").Describe(ch)
-	NewCgroupCollector("", 0).Describe(ch)
+	NewCgroupCollector(cgroup.Dir{}).Describe(ch)
 	close(ch)
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range ch {

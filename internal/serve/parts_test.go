@@ -2,62 +2,22 @@ package serve
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ctxlab/ctxlab/internal/cgroup"
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
-func TestParseCPUStat(t *testing.T) {
-	for _, tc := range []struct {
-		file string
-		want CPUStat
-	}{
-		{"testdata/cgroup/v1/cpu.stat", CPUStat{NrPeriods: 1200, NrThrottled: 37, ThrottledSeconds: 4.5}},
-		{"testdata/cgroup/v2/cpu.stat", CPUStat{NrPeriods: 800, NrThrottled: 12, ThrottledSeconds: 0.25}},
-	} {
-		b, err := os.ReadFile(tc.file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := parseCPUStat(b); got != tc.want {
-			t.Errorf("%s: %+v, want %+v", tc.file, got, tc.want)
-		}
-	}
-	if got := parseCPUStat([]byte("garbage\nnr_periods x\n\n")); got != (CPUStat{}) {
-		t.Errorf("garbage parsed as %+v", got)
-	}
-}
-
-func TestQuota(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want float64
-		ok   bool
-	}{{"max 100000", 0, false}, {"50000 100000", 0.5, true}, {"150000", 1.5, true}, {"", 0, false}, {"x 1", 0, false}, {"NaN 100000", 0, false}, {"Inf 100000", 0, false}} {
-		got, ok := parseCPUMax([]byte(tc.in))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("parseCPUMax(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-	if q, ok := readQuota("testdata/cgroup/v2", 2); !ok || q != 1.5 {
-		t.Errorf("v2 quota = %v, %v; want 1.5", q, ok)
-	}
-	if q, ok := readQuota("testdata/cgroup/v1", 1); !ok || q != 0.5 {
-		t.Errorf("v1 quota = %v, %v; want 0.5", q, ok)
-	}
-}
-
 func TestCgroupCollectorUnsupported(t *testing.T) {
-	if c := NewCgroupCollector("", 0); c.Unsupported == "" {
+	if c := NewCgroupCollector(cgroup.Dir{}); c.Unsupported == "" {
 		t.Error("no cgroup directory: want a reason")
 	}
-	if c := NewCgroupCollector("testdata/cgroup/v2", 2); c.Unsupported != "" {
+	if c := NewCgroupCollector(cgroup.Dir{Version: 2, Path: "testdata/cgroup/v2"}); c.Unsupported != "" {
 		t.Errorf("v2 fixture reported unsupported: %s", c.Unsupported)
 	}
 }
@@ -313,25 +273,6 @@ func TestResolveLimitsAndUnsupported(t *testing.T) {
 	if _, _, err := Resolve([]string{"l/*"}, testParams, []*exp.Spec{long}); err == nil || !strings.Contains(err.Error(), "characters") {
 		t.Errorf("an arm label over %d characters: error = %v", MaxLabelLen, err)
 	}
-}
-
-func FuzzParseCgroupFiles(f *testing.F) {
-	for _, file := range []string{"testdata/cgroup/v1/cpu.stat", "testdata/cgroup/v2/cpu.stat", "testdata/cgroup/v2/cpu.max"} {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s := parseCPUStat(b)
-		if s.ThrottledSeconds < 0 {
-			t.Errorf("negative throttled time %v", s.ThrottledSeconds)
-		}
-		if q, ok := parseCPUMax(b); ok && !(q > 0) {
-			t.Errorf("quota %v reported ok", q)
-		}
-	})
 }
 
 type timedFake struct{ started int }

@@ -118,7 +118,7 @@ func New(o Options) *Server {
 		s.metrics.SetBenchTime(n, s.budget.probes[n].benchTime)
 	}
 	s.metrics.selfCPU = cpuSeconds
-	s.cgroup = NewCgroupCollector(o.Host.CgroupDir, o.Host.CgroupVersion)
+	s.cgroup = NewCgroupCollector(o.Host.Cgroup)
 	s.host.Unsupported = map[string]string{}
 	if why := s.cgroup.Unsupported; why != "" {
 		s.host.Unsupported["cgroup_throttling"] = why

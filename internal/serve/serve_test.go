@@ -30,6 +30,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/serve"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/testhome"
 )
 
 // envServeMain makes this test binary act as ctxlab itself, so a test can
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 	if handled, code := child.Main(); handled {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(testhome.Main(m))
 }
 
 // stuckBench blocks in Run until Close, like an arm whose partner starved.

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/testhome"
 )
 
 // TestMain lets the test binary act as a second ctxlab process writing to
@@ -15,7 +17,7 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv("CTXLAB_STORE_TEST_WRITER"); path != "" {
 		os.Exit(writer(path, os.Getenv("CTXLAB_STORE_TEST_PREFIX")))
 	}
-	os.Exit(m.Run())
+	os.Exit(testhome.Main(m))
 }
 
 func writer(path, prefix string) int {

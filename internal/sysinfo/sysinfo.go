@@ -1,31 +1,34 @@
 // Package sysinfo describes the host as ctxlab sees it: CPUs, caches,
 // kernel, virtualisation, limits, cgroup quota, and the noise signals
-// (load, steal, throttling) sampled around each arm. It imports nothing
-// internal except the result model it fills.
+// (load, steal, throttling) sampled around each arm. It parses no kernel
+// file itself: /proc files come through prometheus/procfs and procstat,
+// cgroup files through the cgroup package.
 package sysinfo
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
+	"github.com/ctxlab/ctxlab/internal/cgroup"
+	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // Host is the machine's fixed facts plus helpers to validate requests.
 type Host struct {
 	result.Env
-	// CgroupDir is this process's cgroup directory (v2 or the v1 cpu controller), "" if unknown.
-	CgroupDir string
+	// Cgroup is this process's CPU cgroup (v2, or the v1 cpu controller);
+	// its Path is "" when none was found.
+	Cgroup cgroup.Dir
 }
 
 // Detect reads the host. Failures to read optional facts become notes.
@@ -47,8 +50,10 @@ func Detect() *Host {
 		}
 		e.Notes = append(e.Notes, "online CPUs unknown; assuming 0.."+strconv.Itoa(e.LogicalCPUs-1))
 	}
-	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		e.CPUModel, e.Hypervisor = parseCPUInfo(info)
+	if fs, err := procfs.NewFS(string(procstat.DefaultRoot)); err == nil {
+		if info, err := fs.CPUInfo(); err == nil {
+			e.CPUModel, e.Hypervisor = cpuModel(info)
+		}
 	}
 	e.Cores, e.ThreadsPerCore = topology(e.OnlineCPUs)
 	e.Caches = caches()
@@ -74,8 +79,12 @@ func Detect() *Host {
 	if g, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); err == nil {
 		e.Governor = strings.TrimSpace(string(g))
 	}
-	e.CgroupVersion, h.CgroupDir = cgroupDir()
-	e.CPUQuota = h.quota()
+	h.Cgroup, _ = cgroup.Find(string(procstat.DefaultRoot), cgroup.DefaultMount, os.Getpid())
+	e.CgroupVersion = h.Cgroup.Version
+	e.CPUQuota = "max"
+	if q, err := h.Cgroup.ReadQuota(); err == nil {
+		e.CPUQuota = q.String()
+	}
 	e.Scheduler, e.SchedSliceNs = scheduler()
 	n := Sample(h)
 	e.Load1 = n.Load1
@@ -172,26 +181,15 @@ func FormatCPUList(cpus []int) string {
 	return b.String()
 }
 
-func parseCPUInfo(data []byte) (model string, hypervisor bool) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
+// cpuModel is the first CPU's model name and whether the kernel flags a
+// hypervisor, from /proc/cpuinfo as procfs parses it.
+func cpuModel(info []procfs.CPUInfo) (model string, hypervisor bool) {
+	for _, c := range info {
+		if model == "" {
+			model = c.ModelName
 		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		switch k {
-		case "model name":
-			if model == "" {
-				model = v
-			}
-		case "flags":
-			for _, f := range strings.Fields(v) {
-				if f == "hypervisor" {
-					hypervisor = true
-				}
-			}
+		if slices.Contains(c.Flags, "hypervisor") {
+			hypervisor = true
 		}
 	}
 	return model, hypervisor
@@ -264,70 +262,17 @@ func readInt(path string, def int) int {
 	return n
 }
 
-// cgroupDir finds this process's cgroup directory: the v2 unified one when
-// it has cpu.max, else the v1 cpu controller's.
-func cgroupDir() (int, string) {
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return 0, ""
-	}
-	var v1 string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-				d := filepath.Join(root, parts[2])
-				if _, err := os.Stat(filepath.Join(d, "cpu.max")); err == nil {
-					return 2, d
-				}
-			}
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c == "cpu" {
-				v1 = filepath.Join("/sys/fs/cgroup/cpu", parts[2])
-			}
-		}
-	}
-	if v1 != "" {
-		return 1, v1
-	}
-	return 2, ""
-}
-
-func (h *Host) quota() string {
-	switch h.CgroupVersion {
-	case 2:
-		if b, err := os.ReadFile(filepath.Join(h.CgroupDir, "cpu.max")); err == nil {
-			return strings.TrimSpace(string(b))
-		}
-	case 1:
-		q := readInt(filepath.Join(h.CgroupDir, "cpu.cfs_quota_us"), -1)
-		p := readInt(filepath.Join(h.CgroupDir, "cpu.cfs_period_us"), 100000)
-		if q < 0 {
-			return "max"
-		}
-		return fmt.Sprintf("%d %d", q, p)
-	}
-	return "max"
-}
-
-// scheduler tells EEVDF (which shows se.slice in /proc/self/sched) from CFS,
-// and returns the slice where the kernel exposes it.
+// scheduler tells EEVDF (which shows se.slice in /proc/<pid>/sched) from
+// CFS, and returns the slice where the kernel exposes it.
 func scheduler() (string, int64) {
 	if b, err := os.ReadFile("/sys/kernel/debug/sched/base_slice_ns"); err == nil {
 		n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 		return "EEVDF", n
 	}
-	if b, err := os.ReadFile("/proc/self/sched"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			k, v, ok := strings.Cut(line, ":")
-			if ok && strings.TrimSpace(k) == "se.slice" {
-				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				return "EEVDF", n
-			}
+	pid := os.Getpid()
+	if sc, err := procstat.DefaultRoot.ReadSched(pid, pid); err == nil {
+		if sc.HasSlice {
+			return "EEVDF", int64(sc.SliceNs)
 		}
 		return "CFS", 0
 	}
@@ -357,31 +302,10 @@ func Sample(h *Host) Noise {
 			n.ProcsRunning = st.ProcessesRunning
 		}
 	}
-	if h != nil && h.CgroupDir != "" {
-		if b, err := os.ReadFile(filepath.Join(h.CgroupDir, "cpu.stat")); err == nil {
-			n.Throttled, n.ThrottledUs = ParseCPUStat(b)
+	if h != nil {
+		if cs, err := h.Cgroup.ReadCPUStat(); err == nil {
+			n.Throttled, n.ThrottledUs = int64(cs.NrThrottled), int64(cs.ThrottledUsec+cs.ThrottledTime/1000)
 		}
 	}
 	return n
-}
-
-// ParseCPUStat reads nr_throttled and the throttled time (v2 throttled_usec,
-// or v1 throttled_time in ns) from a cgroup cpu.stat file.
-func ParseCPUStat(b []byte) (periods, us int64) {
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		v, _ := strconv.ParseInt(f[1], 10, 64)
-		switch f[0] {
-		case "nr_throttled":
-			periods = v
-		case "throttled_usec":
-			us = v
-		case "throttled_time":
-			us = v / 1000
-		}
-	}
-	return
 }

@@ -39,17 +39,6 @@ func TestValidateCPUsNamesTheBadCPUAndTheRange(t *testing.T) {
 	}
 }
 
-func TestParseCPUStat(t *testing.T) {
-	p, us := ParseCPUStat([]byte("usage_usec 10\nnr_periods 5\nnr_throttled 3\nthrottled_usec 1500\n"))
-	if p != 3 || us != 1500 {
-		t.Fatalf("v2: %d %d", p, us)
-	}
-	p, us = ParseCPUStat([]byte("nr_periods 5\nnr_throttled 2\nthrottled_time 7000000\n"))
-	if p != 2 || us != 7000 {
-		t.Fatalf("v1: %d %d", p, us)
-	}
-}
-
 func TestDetectFillsTheBasics(t *testing.T) {
 	h := Detect()
 	if len(h.OnlineCPUs) == 0 || h.LogicalCPUs == 0 || h.Kernel == "" || h.GoVersion == "" {

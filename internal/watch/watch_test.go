@@ -235,19 +235,6 @@ func TestCgroup(t *testing.T) {
 	if _, err := FindCgroup("../procstat/testdata/proc", mount, 999); err == nil {
 		t.Error("FindCgroup of a missing PID succeeded")
 	}
-	for in, want := range map[string]string{"max 100000\n": "max", "150000 100000": "150000 100000", "20000": "20000 100000"} {
-		if got, err := ParseCPUMax([]byte(in)); err != nil || got != want {
-			t.Errorf("ParseCPUMax(%q) = %q, %v", in, got, err)
-		}
-	}
-	for _, in := range []string{"", "x 100000", "1 0", "1 2 3", "-5 100000"} {
-		if _, err := ParseCPUMax([]byte(in)); err == nil {
-			t.Errorf("ParseCPUMax(%q) accepted", in)
-		}
-	}
-	if got, err := ParseCFSQuota([]byte("-1\n"), []byte("100000\n")); err != nil || got != "max" {
-		t.Errorf("ParseCFSQuota(-1) = %q, %v", got, err)
-	}
 	if QuotaCPUs("50000 100000") != 0.5 || QuotaCPUs("max") != 0 {
 		t.Error("QuotaCPUs")
 	}
@@ -304,28 +291,6 @@ func TestRecordsJSON(t *testing.T) {
 	if r.VolPerSec != 5 || *r.CPUPct != 50 || *r.RunqMsPerSec != 50 || *r.RunqUsPerSwitch != 7142.857 || *r.MigrPerSec != 1 {
 		t.Errorf("record = %+v", r)
 	}
-}
-
-func FuzzParseCPUMax(f *testing.F) {
-	f.Add([]byte("max 100000\n"))
-	f.Add([]byte("50000 100000"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseCPUMax(b)
-		if err == nil && s != "max" && QuotaCPUs(s) <= 0 {
-			t.Fatalf("ParseCPUMax(%q) = %q: not a positive quota", b, s)
-		}
-	})
-}
-
-func FuzzParseCFSQuota(f *testing.F) {
-	f.Add([]byte("-1\n"), []byte("100000\n"))
-	f.Add([]byte("50000"), []byte("100000"))
-	f.Fuzz(func(t *testing.T, q, p []byte) {
-		s, err := ParseCFSQuota(q, p)
-		if err == nil && s != "max" && QuotaCPUs(s) <= 0 {
-			t.Fatalf("ParseCFSQuota(%q, %q) = %q", q, p, s)
-		}
-	})
 }
 
 func TestWatcherPIDReuse(t *testing.T) {

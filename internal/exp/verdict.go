@@ -1,0 +1,209 @@
+package exp
+
+import (
+	"strings"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// What an experiment declares about itself beyond its arms: the published
+// figures the report shows beside them, its rows and lines on the verdict
+// screen, and the arms price reads a switch's cost from. report, price and
+// serve read these declarations; none of them names an experiment.
+
+// Reference is a published figure (SPEC §8) that the report shows beside
+// an arm of the experiment declaring it when the arm matches: a substrate
+// in Substrates (if set), "substrate/mechanism/name" containing one of
+// Match (if set), and the parameter Param equal to Value (if set). With
+// none of the three it is about the experiment as a whole. Figures are
+// quoted as published, never adjusted.
+type Reference struct {
+	// Substrates the arm must have one of: a CPython figure belongs only
+	// beside a CPython arm, where it compares the same thing.
+	Substrates []string
+	// Prefix, if set, is how the arm's name must begin.
+	Prefix string
+	Match  []string // substrings of "substrate/mechanism/name"; any one suffices
+	Param  string   // e.g. "n"; the arm's params or its name's key=value parts
+	Value  string
+	Ns     float64 // the figure in ns, 0 when it is not one number
+	Text   string  // the figure with its source and conditions
+}
+
+// PerArm says whether the reference is matched arm by arm (else it is
+// about the experiment as a whole).
+func (r Reference) PerArm() bool {
+	return len(r.Substrates) > 0 || r.Prefix != "" || len(r.Match) > 0 || r.Param != ""
+}
+
+// Matches says whether the reference belongs beside arm a.
+func (r Reference) Matches(a result.Arm) bool {
+	if len(r.Substrates) > 0 && !contains(r.Substrates, a.Substrate) || !strings.HasPrefix(a.Name, r.Prefix) {
+		return false
+	}
+	if len(r.Match) > 0 {
+		hay := a.Substrate + "/" + a.Mechanism + "/" + a.Name
+		ok := false
+		for _, m := range r.Match {
+			if strings.Contains(hay, m) {
+				ok = true
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if r.Param != "" {
+		ps := ArmParams(a)
+		v, ok := ps[r.Param]
+		if !ok {
+			// Accept the usual aliases for a count of workers or tasks.
+			for _, alias := range []string{"n", "k", "workers", "w", "tasks"} {
+				if v2, ok2 := ps[alias]; ok2 {
+					v, ok = v2, true
+					break
+				}
+			}
+		}
+		if !ok || v != r.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// ArmParams are an arm's parameters: the key=value parts of its name,
+// overridden by its recorded params.
+func ArmParams(a result.Arm) map[string]string {
+	m := map[string]string{}
+	for _, part := range strings.Split(a.Name, "/") {
+		if k, v, ok := strings.Cut(part, "="); ok {
+			m[k] = v
+		}
+	}
+	for k, v := range a.Params {
+		m[k] = v
+	}
+	return m
+}
+
+// Headline is one row of the verdict's handoff table: a kind of worker,
+// the arms that measure it on one CPU and across CPUs (or unpinned), each
+// list in order of preference (the first measured one is shown), and the
+// published figure in short form. PublishedP50 says the published figure
+// is a p50, so the verdict puts this run's sampled p50 beside it.
+type Headline struct {
+	Label        string
+	One, Across  []string
+	Published    string
+	PublishedP50 bool
+}
+
+// Block is a part of the verdict screen, in screen order.
+type Block int
+
+// The verdict's blocks: what a handoff costs (the Headline table and the
+// lines under it), what one busy worker does to the tail, what a hop adds
+// to a microsecond operation, the indirect cost of cold caches, and what
+// handoffs cost in CPU.
+const (
+	BlockHandoff Block = iota
+	BlockTail
+	BlockHop
+	BlockIndirect
+	BlockBudget
+	NumBlocks
+)
+
+// VerdictRate is the handoff rate the verdict prices in CPU.
+const VerdictRate = 10000
+
+// VerdictSection is what one experiment writes in one block of the
+// verdict. A block shows the first Heading its experiments give, then
+// every experiment's Lines and then every experiment's Foot (the
+// published figures), each in experiment order.
+type VerdictSection struct {
+	Block   Block
+	Heading string
+	Lines   []string
+	Foot    []string
+}
+
+// VerdictRun is the run a verdict is read from: its measured arms by name
+// (every experiment's; a run may hold only some of them).
+type VerdictRun struct {
+	Run  *result.Run
+	arms map[string]result.Arm
+}
+
+// NewVerdictRun indexes run's measured arms (a median above zero, status
+// ok or repetitions recorded).
+func NewVerdictRun(run *result.Run) *VerdictRun {
+	v := &VerdictRun{Run: run, arms: map[string]result.Arm{}}
+	for _, a := range run.Arms {
+		if Measured(a) {
+			v.arms[a.Name] = a
+		}
+	}
+	return v
+}
+
+// Measured says whether an arm has a figure to show.
+func Measured(a result.Arm) bool {
+	return a.Median > 0 && (a.Status == result.StatusOK || len(a.RepMeans) > 0)
+}
+
+// Pick returns the first measured arm of names.
+func (v *VerdictRun) Pick(names ...string) (result.Arm, bool) {
+	for _, n := range names {
+		if a, ok := v.arms[n]; ok {
+			return a, true
+		}
+	}
+	return result.Arm{}, false
+}
+
+// Where returns the measured arms of experiment that keep returns true
+// for, in run order.
+func (v *VerdictRun) Where(experiment string, keep func(a result.Arm) bool) []result.Arm {
+	var out []result.Arm
+	for _, a := range v.Run.Arms {
+		if _, ok := v.arms[a.Name]; ok && a.Experiment == experiment && keep(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Figure is an arm's median with its min–max spread: "6.69 µs (6.68–6.78)";
+// the range names its unit only where it differs from the median's.
+func Figure(a result.Arm) string {
+	m := result.FormatValue(a.Median, a.Unit)
+	sp := Span(a.Min, a.Max, a.Unit)
+	if i := strings.LastIndexByte(m, ' '); i > 0 && strings.HasSuffix(sp, m[i:]) && strings.Count(sp, m[i:]) == 1 {
+		sp = strings.TrimSuffix(sp, m[i:])
+	}
+	return m + " (" + sp + ")"
+}
+
+// Span is "lo–hi" with the unit once when both ends share it.
+func Span(lo, hi float64, unit string) string {
+	l, h := result.FormatValue(lo, unit), result.FormatValue(hi, unit)
+	li, hi2 := strings.LastIndexByte(l, ' '), strings.LastIndexByte(h, ' ')
+	if li > 0 && hi2 > 0 && l[li:] == h[hi2:] {
+		l = l[:li]
+	}
+	return l + "–" + h
+}
+
+// ShortName is an arm's name without its experiment.
+func ShortName(a result.Arm) string { return strings.TrimPrefix(a.Name, a.Experiment+"/") }
+
+// CostPoint is the indirect cost of one context switch at one working-set
+// size: what a switch costs on top of the direct cost once the caches are
+// cold (Spec.IndirectCost).
+type CostPoint struct {
+	Bytes int64
+	Label string // the working set as the experiment names it ("256KiB")
+	Ns    float64
+}
