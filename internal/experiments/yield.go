@@ -421,7 +421,7 @@ func yieldFindings(arms []result.Arm) []string {
 
 // yieldMetrics declares the figures yield arms add beside the median.
 var yieldMetrics = []exp.Metric{
-	{Name: "cpu-ns/yield", Unit: "ns", Better: exp.LowerIsBetter, Doc: "CPU time per yield, all workers together (the runner's cpu_ns_per_op: the process CPU clock for goroutines, schedstat for threads)"},
+	{Name: "cpu-ns/yield", Unit: "ns", Better: exp.LowerIsBetter, CPUPerOp: true, Doc: "CPU time per yield, all workers together (the runner's cpu_ns_per_op: the process CPU clock for goroutines, schedstat for threads)"},
 }
 
 // yieldPyPlan is K asyncio tasks yielding with asyncio.sleep(0) (SPEC §5.9).
