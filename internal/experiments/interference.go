@@ -1196,8 +1196,14 @@ func interferencePyVerdict(v *exp.VerdictRun) string {
 	return line + "; published " + busyPublished
 }
 
-// interferenceHogged: an arm with CPU hogs beside its workers.
+// interferenceHogged: an arm with CPU hogs beside its workers — Go or
+// process hogs (hogs=N), or busy pure-Python threads (busy=N) beside a
+// CPython pair.
 func interferenceHogged(a result.Arm) bool {
-	h := a.Params["hogs"]
-	return h != "" && h != "0"
+	for _, k := range []string{"hogs", "busy"} {
+		if h := a.Params[k]; h != "" && h != "0" {
+			return true
+		}
+	}
+	return false
 }
