@@ -62,6 +62,8 @@ CPython: a thread (pythread) or asyncio (pytask) round trip while B busy
 pure-Python threads run (busy=B from --hogs, default 0,1), at the default GIL
 switch interval and at 0.5 ms (si=), unpinned and with the two threads on
 two CPUs (cross-cpu). Arm names: pythread/simplequeue/busy=B/si=S[/cross-cpu].
+The seeds' remedy beside each unpinned busy arm: the same pure-Python spin in
+B forked child processes instead of threads (…/busy=B/si=S/in=process).
 ` + cpythonDoc,
 		Arms:     withCPython(interferenceArms, interferencePyPlan),
 		Checks:   cpythonChecks(interferenceChecks, interferencePyChecks),
@@ -983,6 +985,9 @@ func interferencePyPlan(p exp.Params) []pyArm {
 						a.unsup = "more than 64 busy Python threads"
 					}
 					out = append(out, a)
+					if busy > 0 && place == "unpinned" {
+						out = append(out, busyInProcess(a))
+					}
 				}
 			}
 		}
@@ -994,11 +999,11 @@ func interferencePyPlan(p exp.Params) []pyArm {
 const busyMedianNs = 1e6
 
 func interferencePyChecks(arms []result.Arm) []result.Check {
-	var out []result.Check
+	out := busyProcessChecks(arms)
 	by := okArms(arms)
 	for _, a := range arms {
 		key, py := pyKey(a.Name)
-		if !strings.HasPrefix(key, "interference/pythread/") || a.Params["busy"] == "0" {
+		if !strings.HasPrefix(key, "interference/pythread/") || a.Params["busy"] == "0" || a.Params["busy_in"] == "process" {
 			continue
 		}
 		if strings.HasSuffix(a.Name, freeThreadedSuffix) && key == "interference/pythread/simplequeue/busy=1/si=default" {
@@ -1092,6 +1097,7 @@ func interferencePyFindings(arms []result.Arm) []string {
 				result.FormatNs(a0.Percentiles.P99), result.FormatNs(a1.Percentiles.P99)))
 		}
 	}
+	out = append(out, busyProcessFindings(arms)...)
 	return append(out, interferencePyRefs.findings(arms)...)
 }
 
