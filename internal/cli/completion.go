@@ -74,6 +74,13 @@ func completeArms(cmd *cobra.Command, args []string, toComplete string) ([]strin
 			}
 		}
 	}
+	if !hasSlash {
+		for _, sel := range exp.Selectors() { // "python": every CPython arm
+			if strings.HasPrefix(sel, toComplete) {
+				out = append(out, sel+"\t"+exp.SelectorDoc(sel))
+			}
+		}
+	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 

@@ -86,6 +86,12 @@ func list(w io.Writer, args []string, suite string) error {
 			fmt.Fprintln(w, line)
 		}
 	}
+	if sels := exp.Selectors(); len(args) == 0 && len(sels) > 0 {
+		fmt.Fprintln(w, "\nselectors (across experiments, wherever an arm pattern goes):")
+		for _, n := range sels {
+			fmt.Fprintf(w, "  %s  %s\n", n, exp.SelectorDoc(n))
+		}
+	}
 	if len(exp.Options) > 0 {
 		fmt.Fprintln(w, "\noptions (--set key=value):")
 		for _, k := range exp.OptionNames() {

@@ -12,7 +12,7 @@ import (
 
 // addPythonFlag defines run's --python.
 func addPythonFlag(f *pflag.FlagSet, py *string) {
-	f.StringVar(py, "python", "", "the CPython for the CPython arms: a command or path, or all (every python3.N and python3.Nt on PATH); default python3")
+	f.StringVar(py, "python", "", "which CPython runs the CPython arms (pythread, pytask, pyprocess) of every experiment: a command or path, or all (every python3.N and python3.Nt on PATH); default python3")
 }
 
 // pythonChoice is the CPython the run's CPython arms drive: --python, or

@@ -17,7 +17,7 @@ func TestWorkerLimitsRefused(t *testing.T) {
 		{[]string{"run", "ring", "--workers", "200000"}, []string{"200000", "limited to 100000"}},
 		{[]string{"run", "ring", "--workers", "1"}, []string{"--workers 1", "at least 2"}},
 		{[]string{"run", "ring", "--workers", "900000", "--set", "ring.substrates=thread"}, []string{"900000", "threads (and up to"}},
-		{[]string{"run", "ring", "--set", "ring.substrates=fibre"}, []string{"fibre", "goroutine, thread or process"}},
+		{[]string{"run", "ring", "--set", "ring.substrates=fibre"}, []string{"fibre", "goroutine, thread, process, pythread or pytask"}},
 		{[]string{"run", "yield", "--workers", "150000"}, []string{"150000", "100000"}},
 	}
 	for _, c := range cases {

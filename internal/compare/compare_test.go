@@ -124,3 +124,63 @@ func TestGoldenFormats(t *testing.T) {
 		t.Errorf("bench for a comparison: %v", err)
 	}
 }
+
+// A run stored under the former python experiment's arm names compares
+// arm by arm with a run under today's: result.Read maps the old names.
+func TestCompareAcrossThePythonRename(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "result", "testdata", "python-legacy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := result.Read(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The new run: the same arms as a current ctxlab names and stores them.
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	arms := doc["arms"].([]any)
+	for _, x := range arms {
+		a := x.(map[string]any)
+		if a["experiment"] != "python" {
+			continue
+		}
+		name := strings.TrimPrefix(a["name"].(string), "python/")
+		if a["substrate"] == "process" {
+			name = strings.Replace(name, "pingpong/process/", "pingpong/pyprocess/", 1)
+			a["substrate"] = "pyprocess"
+		}
+		a["name"], a["experiment"] = name, strings.Split(name, "/")[0]
+		delete(a, "checks")
+	}
+	doc["id"], doc["experiments"] = "20261201T090000-new", nil
+	b, _ := json.Marshal(doc)
+	if bytes.Contains(b, []byte(`"python/`)) {
+		t.Fatal("the new run still has old names")
+	}
+	cur, err := result.Read(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compare(old, cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.OnlyA) > 0 || len(c.OnlyB) > 0 {
+		t.Errorf("arms on one side only: old %v, new %v", c.OnlyA, c.OnlyB)
+	}
+	rows := map[string]bool{}
+	for _, r := range c.Rows {
+		rows[r.Arm] = true
+	}
+	for _, n := range []string{"pingpong/pythread/simplequeue/unpinned", "pingpong/pyprocess/pipe/unpinned", "pingpong/process/pipe/unpinned", "hop/pytask/two-hop"} {
+		if !rows[n] {
+			t.Errorf("no comparison row for %s (rows %v)", n, rows)
+		}
+	}
+	if len(c.Rows) != len(cur.Arms) {
+		t.Errorf("%d rows for %d arms", len(c.Rows), len(cur.Arms))
+	}
+}

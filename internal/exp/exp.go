@@ -357,11 +357,13 @@ type Selection struct {
 // order experiments are first named. With no patterns it takes every
 // experiment. In the quick suite only arms marked Quick are kept, unless a
 // pattern names arms explicitly. An unknown name or a pattern matching
-// nothing is an error naming the choices.
+// nothing is an error naming the choices. A selector ("python") selects
+// like an experiment's name, across every experiment.
 func Select(patterns []string, p Params) ([]Selection, error) {
 	type pick struct {
 		all  bool
 		pats []Pattern
+		sels []Pattern // selectors alone: like all, over the arms they match
 	}
 	picks := map[string]*pick{}
 	var order []string
@@ -385,13 +387,17 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 		}
 		name := pat.Experiment()
 		switch _, known := registry[name]; {
+		case pat.Selector() != "":
+			for _, s := range All() {
+				add(s.Name).sels = append(add(s.Name).sels, pat)
+			}
 		case known && text == name:
 			add(name).all = true
 			continue
 		case known:
 			add(name).pats = append(add(name).pats, pat)
 		case name != "":
-			return nil, fmt.Errorf("unknown experiment or arm %q; experiments are %s (see `ctxlab list`)", text, strings.Join(names(), ", "))
+			return nil, fmt.Errorf("unknown experiment or arm %q; experiments are %s%s (see `ctxlab list`)", text, strings.Join(names(), ", "), selectorsText())
 		default: // a glob in the first part may select arms of any experiment
 			for _, s := range All() {
 				add(s.Name).pats = append(add(s.Name).pats, pat)
@@ -417,7 +423,14 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 					matched = true
 				}
 			}
-			if matched || pk.all && (p.Suite != SuiteQuick || a.Quick) {
+			inSuite := p.Suite != SuiteQuick || a.Quick
+			for _, pat := range pk.sels {
+				if pat.Match(a.Name) {
+					hits[pat.String()]++
+					matched = matched || inSuite
+				}
+			}
+			if matched || pk.all && inSuite {
 				keep = append(keep, a)
 			}
 		}
@@ -435,6 +448,14 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 		return nil, fmt.Errorf("no arm matches %s; `ctxlab list` shows every arm", pat)
 	}
 	return out, nil
+}
+
+// selectorsText names the selectors for an error message.
+func selectorsText() string {
+	if len(selectors) == 0 {
+		return ""
+	}
+	return "; selectors across experiments: " + strings.Join(Selectors(), ", ")
 }
 
 func names() []string {

@@ -14,8 +14,14 @@ func init() {
 			{Name: "toy/a/x", Quick: true, Open: func(context.Context) (Bench, error) { return nil, nil }},
 			{Name: "toy/a/y"},
 			{Name: "toy/b/x"},
+			{Name: "toy/pyt/x", Quick: true},
+			{Name: "toy/pyt/y"},
 		}, nil
 	}})
+	Register(&Spec{Name: "toy2", Op: "op", Arms: func(p Params) ([]Arm, error) {
+		return []Arm{{Name: "toy2/a/x", Quick: true}, {Name: "toy2/pyt/z"}}, nil
+	}})
+	RegisterSelector("toysel", "the pyt arms of every toy", "*/pyt")
 }
 
 func params(suite string) Params {
@@ -38,13 +44,20 @@ func TestSelect(t *testing.T) {
 		suite string
 		want  string
 	}{
-		{[]string{"toy"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x"},
-		{[]string{"toy"}, SuiteQuick, "toy/a/x"},
+		{[]string{"toy"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x toy/pyt/x toy/pyt/y"},
+		{[]string{"toy"}, SuiteQuick, "toy/a/x toy/pyt/x"},
+		// A selector selects across experiments as a name selects an experiment's arms.
+		{[]string{"toysel"}, SuiteDefault, "toy/pyt/x toy/pyt/y toy2/pyt/z"},
+		{[]string{"toysel"}, SuiteQuick, "toy/pyt/x"},
+		{[]string{"toysel/"}, SuiteQuick, "toy/pyt/x"},
+		{[]string{"toysel/toy2"}, SuiteQuick, "toy2/pyt/z"}, // selector/PATTERN: named arms
+		{[]string{"toysel/*/y"}, SuiteDefault, "toy/pyt/y"},
+		{[]string{"toy", "toysel"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x toy/pyt/x toy/pyt/y toy2/pyt/z"},
 		{[]string{"toy/a/*"}, SuiteQuick, "toy/a/x toy/a/y"}, // named arms run even if not quick
-		{[]string{"toy/*/x"}, SuiteDefault, "toy/a/x toy/b/x"},
-		{[]string{"toy/a"}, SuiteDefault, "toy/a/x toy/a/y"},         // a prefix selects the arms under it
-		{[]string{"toy/*"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x"}, // * crosses '/'
-		{[]string{"t?y/*/x"}, SuiteDefault, "toy/a/x toy/b/x"},       // a glob in the first part
+		{[]string{"toy/*/x"}, SuiteDefault, "toy/a/x toy/b/x toy/pyt/x"},
+		{[]string{"toy/a"}, SuiteDefault, "toy/a/x toy/a/y"},                             // a prefix selects the arms under it
+		{[]string{"toy/*"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x toy/pyt/x toy/pyt/y"}, // * crosses '/'
+		{[]string{"t?y/*/x"}, SuiteDefault, "toy/a/x toy/b/x toy/pyt/x"},                 // a glob in the first part
 		{[]string{"toy/b/x", "toy/a"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x"},
 	} {
 		sel, err := Select(tc.pats, params(tc.suite))
@@ -62,6 +75,9 @@ func TestSelectErrorsNameTheChoices(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"nosuch"`) || !strings.Contains(err.Error(), "toy") {
 		t.Fatalf("unknown experiment: %v", err)
 	}
+	if !strings.Contains(err.Error(), "toysel") {
+		t.Fatalf("the selectors are not named among the choices: %v", err)
+	}
 	_, err = Select([]string{"toy/zzz/*"}, params(SuiteDefault))
 	if err == nil || !strings.Contains(err.Error(), "toy/zzz/*") {
 		t.Fatalf("glob matching nothing: %v", err)
@@ -69,6 +85,10 @@ func TestSelectErrorsNameTheChoices(t *testing.T) {
 	_, err = Select([]string{"*/nothing/here"}, params(SuiteDefault))
 	if err == nil || !strings.Contains(err.Error(), "*/nothing/here") {
 		t.Fatalf("cross-experiment glob matching nothing: %v", err)
+	}
+	_, err = Select([]string{"toysel/toy/b"}, params(SuiteDefault))
+	if err == nil || !strings.Contains(err.Error(), "toysel/toy/b") {
+		t.Fatalf("selector pattern matching nothing: %v", err)
 	}
 	_, err = Select([]string{"toy/[x"}, params(SuiteDefault))
 	if err == nil || !strings.Contains(err.Error(), "toy/[x") {

@@ -3,6 +3,7 @@ package exp
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"unicode/utf8"
 )
@@ -14,9 +15,67 @@ import (
 // characters, `/` included ("pingpong/thread/*" is every thread arm of
 // pingpong, "*/futex/*" every futex arm), `?` one character and `[…]` one
 // of a set ("[!…]" or "[^…]" one not in it), as in a shell.
+//
+// A selector (RegisterSelector) is a name typed like an experiment's that
+// selects arms across experiments: "python" is every CPython arm of every
+// experiment. It may lead a pattern: "python/pingpong" is the CPython arms
+// of pingpong.
 type Pattern struct {
 	text string
 	re   *regexp.Regexp
+	// within, when set, is the selector every matched arm must also match;
+	// selector is its name when the pattern is the selector alone.
+	within   *regexp.Regexp
+	selector string
+	first    string // the pattern's first part after any selector
+}
+
+// selector is a registered name for a set of arms across experiments.
+type selector struct {
+	doc   string
+	globs []string
+	re    *regexp.Regexp
+}
+
+var selectors = map[string]*selector{}
+
+// RegisterSelector makes name select every arm that one of globs matches,
+// in every experiment, the way an experiment's name selects its arms (in
+// the quick suite, only those marked Quick). Experiments register
+// selectors in init(); a name that is also an experiment's is a
+// programming error, and so is a bad glob.
+func RegisterSelector(name, doc string, globs ...string) {
+	if _, dup := selectors[name]; dup || strings.ContainsAny(name, "/*?[\\") || len(globs) == 0 {
+		panic("exp: bad or duplicate selector " + name)
+	}
+	var parts []string
+	for _, g := range globs {
+		p, err := ParsePattern(g)
+		if err != nil {
+			panic(err)
+		}
+		parts = append(parts, p.re.String())
+	}
+	selectors[name] = &selector{doc: doc, globs: globs, re: regexp.MustCompile(strings.Join(parts, "|"))}
+}
+
+// Selectors lists the registered selectors, sorted, each with what it
+// selects.
+func Selectors() []string {
+	var out []string
+	for n := range selectors {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SelectorDoc says what the selector name selects ("" when there is none).
+func SelectorDoc(name string) string {
+	if s, ok := selectors[name]; ok {
+		return s.doc + " (" + strings.Join(s.globs, ", ") + ")"
+	}
+	return ""
 }
 
 // ParsePattern checks a pattern; the error names it and says what is wrong.
@@ -26,6 +85,18 @@ func ParsePattern(s string) (Pattern, error) {
 	}
 	if !utf8.ValidString(s) {
 		return Pattern{}, fmt.Errorf("arm pattern %q is not UTF-8 text", s)
+	}
+	head, rest, _ := strings.Cut(strings.TrimRight(s, "/"), "/")
+	if sel, ok := selectors[head]; ok {
+		if rest == "" {
+			return Pattern{text: s, re: regexp.MustCompile(`^`), within: sel.re, selector: head}, nil
+		}
+		p, err := ParsePattern(rest)
+		if err != nil {
+			return Pattern{}, fmt.Errorf("arm pattern %q: %v", s, err)
+		}
+		p.text, p.within = s, sel.re
+		return p, nil
 	}
 	text := s
 	if t := strings.TrimRight(s, "/"); t != "" {
@@ -76,7 +147,8 @@ func ParsePattern(s string) (Pattern, error) {
 	if err != nil {
 		return Pattern{}, fmt.Errorf("arm pattern %q: %v", s, err)
 	}
-	return Pattern{text: text, re: r}, nil
+	first, _, _ := strings.Cut(s, "/")
+	return Pattern{text: text, re: r, first: first}, nil
 }
 
 // MustPattern is ParsePattern for patterns written in the code.
@@ -89,23 +161,28 @@ func MustPattern(s string) Pattern {
 }
 
 // Match reports whether the arm called name is selected.
-func (p Pattern) Match(name string) bool { return p.re != nil && p.re.MatchString(name) }
+func (p Pattern) Match(name string) bool {
+	return p.re != nil && p.re.MatchString(name) && (p.within == nil || p.within.MatchString(name))
+}
+
+// Selector is the selector's name when the pattern is a selector alone
+// ("python"): it then selects like an experiment's name, across all.
+func (p Pattern) Selector() string { return p.selector }
 
 // String is the pattern as typed.
 func (p Pattern) String() string { return p.text }
 
 // IsGlob reports whether the pattern has glob characters, i.e. may name
 // more than one experiment or arm by a wildcard.
-func (p Pattern) IsGlob() bool { return strings.ContainsAny(p.text, "*?[") }
+func (p Pattern) IsGlob() bool { return p.selector != "" || strings.ContainsAny(p.text, "*?[") }
 
 // Experiment returns the experiment a pattern names by its first part, or
 // "" when that part is a glob (it may then select arms of several).
 func (p Pattern) Experiment() string {
-	first, _, _ := strings.Cut(strings.TrimRight(p.text, "/"), "/")
-	if strings.ContainsAny(first, `*?[\`) {
+	if strings.ContainsAny(p.first, `*?[\`) {
 		return ""
 	}
-	return first
+	return p.first
 }
 
 // Match reports whether pattern selects the arm called name; a malformed

@@ -20,6 +20,10 @@ type Metric struct {
 	Unit   string
 	Better Better
 	Doc    string
+	// CPUPerOp marks a figure that is the on-CPU time per op of all the
+	// arm's workers, in ns: what price and the budget fall back to when
+	// the run recorded no CPU time per op of its own.
+	CPUPerOp bool
 }
 
 // Better says which direction of a metric is an improvement.

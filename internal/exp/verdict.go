@@ -21,24 +21,22 @@ type Reference struct {
 	// Substrates the arm must have one of: a CPython figure belongs only
 	// beside a CPython arm, where it compares the same thing.
 	Substrates []string
-	// Prefix, if set, is how the arm's name must begin.
-	Prefix string
-	Match  []string // substrings of "substrate/mechanism/name"; any one suffices
-	Param  string   // e.g. "n"; the arm's params or its name's key=value parts
-	Value  string
-	Ns     float64 // the figure in ns, 0 when it is not one number
-	Text   string  // the figure with its source and conditions
+	Match      []string // substrings of "substrate/mechanism/name"; any one suffices
+	Param      string   // e.g. "n"; the arm's params or its name's key=value parts
+	Value      string
+	Ns         float64 // the figure in ns, 0 when it is not one number
+	Text       string  // the figure with its source and conditions
 }
 
 // PerArm says whether the reference is matched arm by arm (else it is
 // about the experiment as a whole).
 func (r Reference) PerArm() bool {
-	return len(r.Substrates) > 0 || r.Prefix != "" || len(r.Match) > 0 || r.Param != ""
+	return len(r.Substrates) > 0 || len(r.Match) > 0 || r.Param != ""
 }
 
 // Matches says whether the reference belongs beside arm a.
 func (r Reference) Matches(a result.Arm) bool {
-	if len(r.Substrates) > 0 && !contains(r.Substrates, a.Substrate) || !strings.HasPrefix(a.Name, r.Prefix) {
+	if len(r.Substrates) > 0 && !contains(r.Substrates, a.Substrate) {
 		return false
 	}
 	if len(r.Match) > 0 {

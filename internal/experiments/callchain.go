@@ -33,12 +33,17 @@ result over a channel — "async all the way down").
 Item arms (op = one tiny item of callchain.items, default 100 000):
 items-inline (a plain loop), task-per-item (go + WaitGroup per item, all
 started, then all awaited), task-per-batch-B (one goroutine per batch of
-callchain.batch items, default 100).`,
-		Arms:     callchainArms,
-		Derive:   callchainDerive,
-		Checks:   callchainChecks,
-		Findings: callchainFindings,
-		Metrics:  callchainMetrics,
+callchain.batch items, default 100).
+CPython: the same chain as plain functions in a thread (pythread/plain) and
+as coroutines awaited in turn (pytask/coroutine); pytask/create-task is one
+asyncio task per item (op = task), with the memory each task takes.
+` + cpythonDoc,
+		Arms:     withCPython(callchainArms, callchainPyPlan),
+		Derive:   nativeDerive(callchainDerive),
+		Checks:   cpythonChecks(callchainChecks, nil),
+		Findings: cpythonFindings(callchainFindings, callchainPyRefs.findings),
+		Metrics: append(append(append([]exp.Metric(nil), callchainMetrics...), cpythonMetrics...),
+			exp.Metric{Name: "task-bytes", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "memory per asyncio task (tracemalloc)"}),
 	})
 	exp.RegisterOption("callchain.items", "callchain: items per round of the item arms, 1..10000000 (default 100000)")
 	exp.RegisterOption("callchain.batch", "callchain: items per goroutine of task-per-batch, 1..items (default 100)")
@@ -477,6 +482,23 @@ var callchainMetrics = []exp.Metric{
 	{Name: "plain-ratio", Unit: "ratio", Better: exp.LowerIsBetter, Doc: "the chain as a multiple of plain calls"},
 	{Name: "inline-ratio", Unit: "ratio", Better: exp.LowerIsBetter, Doc: "the item as a multiple of doing it inline"},
 }
+
+// callchainPyPlan is the chain in CPython: plain calls, coroutines, and a
+// task per item (SPEC §5.9).
+func callchainPyPlan(exp.Params) []pyArm {
+	return []pyArm{
+		{key: "callchain/pythread/plain", sub: "pythread", mech: "call", op: "3-level call", bench: "callchain.plain", place: "unpinned"},
+		{key: "callchain/pytask/coroutine", sub: "pytask", mech: "await", op: "3-level call", bench: "callchain.coroutine", place: "unpinned"},
+		{key: "callchain/pytask/create-task", sub: "pytask", mech: "create_task", op: "task", bench: "callchain.task", place: "unpinned"},
+	}
+}
+
+// callchainPyRefs are SPEC §8's figures for the CPython chains.
+var callchainPyRefs = pyRefs{GIL: map[string]string{
+	"callchain/pythread/plain":     "55 ns",
+	"callchain/pytask/coroutine":   "149 ns",
+	"callchain/pytask/create-task": "~2 µs per task, ~2.2 KiB per task",
+}}
 
 // callchainRefs: SPEC §8's published call chain, about the experiment as a whole.
 var callchainRefs = []exp.Reference{

@@ -23,7 +23,7 @@ func init() {
 	exp.Register(&exp.Spec{
 		Name:    "concurrency",
 		Order:   80,
-		Summary: "a microsecond SQLite lookup at concurrency 1, 10, 50: goroutines under a semaphore vs a pool of locked threads",
+		Summary: "a microsecond SQLite lookup at concurrency 1, 10, 50: goroutines under a semaphore vs a pool of locked threads; CPython tasks under a Semaphore hopping to threads vs ThreadPoolExecutor.map",
 		Op:      "lookup",
 		Doc: `One op is one indexed SQLite lookup (as in hop); the figure is wall time
 per lookup with C lookups in flight, and the metric elapsed-ms/10000-lookups is the
@@ -34,12 +34,20 @@ SetMaxOpenConns(C)). threadpool-nN/c=C: C caller goroutines send their
 lookups to N workers locked to their own OS threads, each with its own
 connection (the shape of a thread-backed async wrapper's executor).
 concurrency.levels sets C (default 1,10,50), concurrency.pool sets N
-(default: CPUs + 4, at most 32, as Python's ThreadPoolExecutor).`,
-		Arms:     concurrencyArms,
+(default: CPUs + 4, at most 32, as Python's ThreadPoolExecutor).
+CPython, the seeds' compare(op_async, op_sync, n, C): the same lookup on a
+database file (each thread its own connection), and a dict lookup, as
+asyncio.gather under asyncio.Semaphore(C) with each call through
+asyncio.to_thread (pytask/OP/to_thread/c=C) or loop.run_in_executor
+(pytask/OP/run_in_executor/c=C, full suite) on the loop's default executor
+(min(32, CPUs + 4) threads, whatever C is), against
+ThreadPoolExecutor(C).map of the plain call (pythread/OP/pool-map/c=C).
+` + cpythonDoc,
+		Arms:     withCPython(concurrencyArms, concurrencyPyPlan),
 		Derive:   concurrencyDerive,
-		Checks:   concurrencyChecks,
-		Findings: concurrencyFindings,
-		Metrics:  concurrencyMetrics,
+		Checks:   cpythonChecks(concurrencyChecks, concurrencyPyChecks),
+		Findings: cpythonFindings(concurrencyFindings, concurrencyPyFindings),
+		Metrics:  append(append([]exp.Metric(nil), concurrencyMetrics...), cpythonMetrics...),
 	})
 	exp.RegisterOption("concurrency.levels", "concurrency: lookups in flight C, a list like 1,10,50, each 1..1000")
 	exp.RegisterOption("concurrency.pool", "concurrency: locked-thread workers N, 1..256 (default CPUs+4, at most 32)")

@@ -26,32 +26,42 @@ func init() {
 		Verdict:    hopVerdict,
 		Summary:    "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
 		Op:         "call",
-		Doc: `One op is one call of a fast local operation: an indexed SQLite lookup
-(select v from t where id = ?, 1 000 rows, prepared statement) in :memory: or
-in a database file in a temp dir, through modernc.org/sqlite (pure Go) or
-mattn/go-sqlite3 (cgo; built only with -tags mattn), or a Go map
-lookup as the pure-compute control. Ways: direct (the caller runs it);
+		Doc: `One op is one call of a fast local operation: the seed's indexed SQLite
+lookup (select v from t where k = ?, 1 000 rows, a fresh query per call) in a
+database file in a temp dir (-file, the seed's) or in :memory: (-memory),
+through modernc.org/sqlite (pure Go) or mattn/go-sqlite3 (cgo; built only
+with -tags mattn), or a Go map lookup as the pure-compute control.
+-prepared ops (direct only) run one statement prepared per connection
+instead: the compile a fresh query pays, which CPython's sqlite3 saves with
+its statement cache. Ways: direct (the caller runs it);
 goroutine (one hop to a worker goroutine, request and reply over channels);
 thread (one hop to a worker locked to its own OS thread); thread-2hop (two
 hops to that worker per call: execute, then fetch the row — the shape of
 thread-backed async database wrappers); pool-cC-nN (C concurrent callers
 share N worker goroutines; the figure is wall time per call, p50 is one
 caller's latency). At GOMAXPROCS=1 and all CPUs. hop.callers and hop.pool
-set C and N. cgo-call is one bare call of a trivial C function.`,
-		Arms:     hopArms,
-		Derive:   hopDerive,
-		Checks:   hopChecks,
-		Findings: hopFindings,
-		Metrics:  hopMetrics,
+set C and N. cgo-call is one bare call of a trivial C function.
+CPython (pytask): an sqlite3 lookup from an asyncio task, direct, through
+one run_in_executor hop (executor), through two hops (two-hop: execute, then
+fetch, the shape of aiosqlite), and through aiosqlite where it imports.
+` + cpythonDoc,
+		Arms:     withCPython(hopArms, hopPyPlan),
+		Derive:   nativeDerive(hopDerive),
+		Checks:   cpythonChecks(hopChecks, hopPyChecks),
+		Findings: cpythonFindings(hopFindings, hopPyFindings),
+		Metrics:  append(append([]exp.Metric(nil), hopMetrics...), cpythonMetrics...),
 	})
 	exp.RegisterOption("hop.callers", "hop: concurrent callers C of the pool way, 1..10000 (default 8)")
 	exp.RegisterOption("hop.pool", "hop: worker goroutines N of the pool way, 1..1000 (default 2)")
 }
 
-// The operations hop wraps, and the ways it calls them.
+// The operations hop wraps, and the ways it calls them. The SQLite lookups
+// run on a file (the seed's) and in :memory:, each a fresh query per call;
+// the -prepared ones run a statement prepared once, called directly only.
 var (
-	hopOps  = []string{"map", "modernc-memory", "modernc-file", "mattn-memory", "mattn-file"}
-	hopWays = []string{"direct", "goroutine", "thread", "thread-2hop", "pool"}
+	hopOps         = []string{"map", "modernc-file", "modernc-memory", "mattn-file", "mattn-memory"}
+	hopPreparedOps = []string{"modernc-file-prepared", "modernc-memory-prepared", "mattn-file-prepared", "mattn-memory-prepared"}
+	hopWays        = []string{"direct", "goroutine", "thread", "thread-2hop", "pool"}
 )
 
 // Default pool shape: more callers than workers, workers = a small pool.
@@ -68,6 +78,7 @@ var quickHop = map[string]bool{
 	"modernc-memory/thread-2hop/all": true, "modernc-memory/pool/all": true,
 	"modernc-memory/direct/1": true, "modernc-memory/goroutine/1": true,
 	"mattn-memory/direct/all": true, "map/direct/1": true, "map/goroutine/1": true,
+	"modernc-file/direct/all": true, "mattn-file/direct/all": true,
 }
 
 func hopArms(p exp.Params) ([]exp.Arm, error) {
@@ -117,6 +128,14 @@ func hopArms(p exp.Params) ([]exp.Arm, error) {
 					continue
 				}
 				add(op, way, g, gmpNames[i])
+			}
+		}
+	}
+	// A statement prepared once, next to the fresh query's direct lookup.
+	for _, op := range hopPreparedOps {
+		for i, g := range gmps {
+			if gmpNames[i] != "1" || p.Suite == exp.SuiteFull || p.GOMAXPROCS != nil {
+				add(op, "direct", g, gmpNames[i])
 			}
 		}
 	}
@@ -330,7 +349,7 @@ func hopChecks(arms []result.Arm) []result.Check {
 // hopSortedKeys lists the keys of one way in the order of hopOps, then GOMAXPROCS.
 func hopSortedKeys(idx map[hopKey]*result.Arm, way string) []hopKey {
 	var out []hopKey
-	for _, op := range append(append([]string{}, hopOps...), "cgo-call") {
+	for _, op := range slices.Concat(hopOps, hopPreparedOps, []string{"cgo-call"}) {
 		var gs []int
 		for k := range idx {
 			if k.op == op && k.way == way {
@@ -442,11 +461,21 @@ func hopFindings(arms []result.Arm) []string {
 		out = append(out, line)
 	}
 	for _, g := range gmps {
-		f, ok1 := idx[hopKey{"modernc-file", "direct", g}]
-		m, ok2 := idx[hopKey{"modernc-memory", "direct", g}]
-		if ok1 && ok2 {
-			out = append(out, fmt.Sprintf("file vs :memory: at GOMAXPROCS=%d: %s vs %s per lookup; on a file SQLite takes and drops a POSIX lock and checks the file header in every read transaction (system calls)",
-				g, result.FormatNs(f.Median), result.FormatNs(m.Median)))
+		for _, drv := range []string{"modernc", "mattn"} {
+			f, ok1 := idx[hopKey{drv + "-file", "direct", g}]
+			m, ok2 := idx[hopKey{drv + "-memory", "direct", g}]
+			if ok1 && ok2 {
+				out = append(out, fmt.Sprintf("%s file vs :memory: at GOMAXPROCS=%d: %s vs %s per lookup (%.1f×); on a file SQLite takes and drops a POSIX lock and checks the file header in every read transaction (system calls)",
+					drv, g, result.FormatNs(f.Median), result.FormatNs(m.Median), f.Median/m.Median))
+			}
+			for _, store := range []string{"file", "memory"} {
+				q, ok1 := idx[hopKey{drv + "-" + store, "direct", g}]
+				p, ok2 := idx[hopKey{drv + "-" + store + "-prepared", "direct", g}]
+				if ok1 && ok2 {
+					out = append(out, fmt.Sprintf("%s-%s fresh query vs prepared statement at GOMAXPROCS=%d: %s vs %s per lookup (%.1f×); a fresh query compiles the SQL each call (database/sql and the driver cache no statement; CPython's sqlite3 does)",
+						drv, store, g, result.FormatNs(q.Median), result.FormatNs(p.Median), q.Median/p.Median))
+				}
+			}
 		}
 	}
 	return out
@@ -467,6 +496,60 @@ var hopMetrics = []exp.Metric{
 	{Name: "added-ns/op", Unit: "ns", Better: exp.LowerIsBetter, Doc: "what the hop adds to the direct call, per call"},
 	{Name: "cgo-call-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the cgo driver's direct lookup (its cgo call cost included)"},
 }
+
+// hopPyPlan is an sqlite3 lookup from asyncio, direct and through hops to
+// executor threads (SPEC §5.9).
+func hopPyPlan(exp.Params) []pyArm {
+	var out []pyArm
+	for _, how := range []string{"direct", "executor", "two-hop", "aiosqlite"} {
+		out = append(out, pyArm{key: "hop/pytask/" + how, sub: "pytask", mech: how, op: "query", bench: "hop",
+			params: map[string]string{"how": how}, place: "unpinned", quick: how != "aiosqlite"})
+	}
+	return out
+}
+
+func hopPyChecks(arms []result.Arm) []result.Check {
+	var out []result.Check
+	by := okArms(arms)
+	for _, py := range pyTags(arms) {
+		d, ok1 := by[withPy("hop/pytask/direct", py)]
+		e, ok2 := by[withPy("hop/pytask/executor", py)]
+		t, ok3 := by[withPy("hop/pytask/two-hop", py)]
+		if !(ok1 && ok2 && ok3) {
+			continue
+		}
+		out = append(out, result.Check{
+			Name:  "sqlite3 lookup: two hops cost more than one, which costs more than direct",
+			Holds: t.Median > e.Median && e.Median > d.Median,
+			Detail: fmt.Sprintf("direct %s, one executor hop %s, two hops %s%s", result.FormatNs(d.Median),
+				result.FormatNs(e.Median), result.FormatNs(t.Median), pySuffixText(py)),
+			Arms: []string{d.Name, e.Name, t.Name},
+		})
+	}
+	return out
+}
+
+func hopPyFindings(arms []result.Arm) []string {
+	var out []string
+	by := okArms(arms)
+	for _, py := range pyTags(arms) {
+		d, okF := by[withPy("hop/pytask/direct", py)]
+		e, okG := by[withPy("hop/pytask/executor", py)]
+		t, okH := by[withPy("hop/pytask/two-hop", py)]
+		if okF && okG && okH && d.Median > 0 {
+			out = append(out, fmt.Sprintf("sqlite3 lookup%s: direct %s; one executor hop %s (%.1f× direct); two hops %s (%.1f×)",
+				pySuffixText(py), result.FormatNs(d.Median), result.FormatNs(e.Median), e.Median/d.Median, result.FormatNs(t.Median), t.Median/d.Median))
+		}
+	}
+	return append(out, hopPyRefs.findings(arms)...)
+}
+
+// hopPyRefs are SPEC §8's figures for the CPython sqlite3 lookups.
+var hopPyRefs = pyRefs{GIL: map[string]string{
+	"hop/pytask/direct":    "8.4 µs",
+	"hop/pytask/executor":  "30.4 µs (run_in_executor)",
+	"hop/pytask/aiosqlite": "58.8 µs",
+}}
 
 // hopRefs: SPEC §8's published hop, about the experiment as a whole.
 var hopRefs = []exp.Reference{
@@ -507,6 +590,17 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 		}
 		out = append(out, fmt.Sprintf("  %s, GOMAXPROCS=%d: a thread hop adds %s", t.Params["op"], t.GOMAXPROCS, result.FormatNs(t.Median-d.Median)),
 			"    "+strings.Join(parts, " · "))
+	}
+	// The CPython arms: an sqlite3 lookup from asyncio, direct and through
+	// executor hops.
+	d, ok1 := v.Pick("hop/pytask/direct")
+	e, ok2 := v.Pick("hop/pytask/executor")
+	if ok1 && ok2 {
+		line := fmt.Sprintf("  CPython sqlite3: direct %s · executor hop %s (%.1f×)", exp.Figure(d), exp.Figure(e), e.Median/d.Median)
+		if t, ok := v.Pick("hop/pytask/two-hop"); ok {
+			line += fmt.Sprintf(" · two hops %s (%.1f×)", exp.Figure(t), t.Median/d.Median)
+		}
+		out = append(out, line)
 	}
 	return []exp.VerdictSection{{Block: exp.BlockHop, Heading: "a thread hop over a microsecond operation", Lines: out,
 		Foot: []string{"    published (CPython 3.14 sqlite3): 8.4 µs direct · run_in_executor 30.4 µs (3.6×) · aiosqlite 58.8 µs (7.0×)"}}}

@@ -372,3 +372,34 @@ func TestHopThreadWorkersLeaveNoThread(t *testing.T) {
 	}
 	waitTIDsGone(t, tids)
 }
+
+// The SQLite lookups run on a file (the seed's) and in :memory:, each way;
+// a statement prepared once is a direct arm of its own, beside the fresh
+// query, and the quick suite has a file lookup beside the :memory: one.
+func TestHopFileAndMemoryAndPreparedArms(t *testing.T) {
+	for _, suite := range []string{exp.SuiteFull, exp.SuiteDefault, exp.SuiteQuick} {
+		arms, err := hopArms(hopParams(suite, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]exp.Arm{}
+		for _, a := range arms {
+			byName[a.Name] = a
+			if strings.HasSuffix(a.Params["op"], "-prepared") && a.Params["way"] != "direct" {
+				t.Errorf("%s: a prepared statement is measured direct only", a.Name)
+			}
+		}
+		for _, name := range []string{
+			"hop/modernc-file/direct/gomaxprocs=all", "hop/modernc-memory/direct/gomaxprocs=all",
+			"hop/modernc-file/thread-2hop/gomaxprocs=all", "hop/modernc-memory/thread-2hop/gomaxprocs=all",
+			"hop/modernc-file-prepared/direct/gomaxprocs=all", "hop/modernc-memory-prepared/direct/gomaxprocs=all",
+		} {
+			if _, ok := byName[name]; !ok {
+				t.Errorf("suite %q: no arm %s", suite, name)
+			}
+		}
+		if suite == exp.SuiteQuick && !byName["hop/modernc-file/direct/gomaxprocs=all"].Quick {
+			t.Error("the quick suite has no file lookup beside the :memory: one")
+		}
+	}
+}

@@ -57,11 +57,18 @@ The fixes sit beside the bad case: hogs in a process, GOMAXPROCS above the
 hog count, Gosched in the hog. Each arm's notes name the quantum its
 latencies pile up at (Go's 10 ms sysmon preemption, the kernel slice, the
 CONFIG_HZ tick) or say that none fits; Go's own /sched/latencies over the
-arm is shown beside ctxlab's samples.`,
-		Arms:     interferenceArms,
-		Checks:   interferenceChecks,
-		Findings: interferenceFindings,
-		Metrics:  interferenceMetrics,
+arm is shown beside ctxlab's samples.
+CPython: a thread (pythread) or asyncio (pytask) round trip while B busy
+pure-Python threads run (busy=B from --hogs, default 0,1), at the default GIL
+switch interval and at 0.5 ms (si=), unpinned and with the two threads on
+two CPUs (cross-cpu). Arm names: pythread/simplequeue/busy=B/si=S[/cross-cpu].
+The seeds' remedy beside each unpinned busy arm: the same pure-Python spin in
+B forked child processes instead of threads (…/busy=B/si=S/in=process).
+` + cpythonDoc,
+		Arms:     withCPython(interferenceArms, interferencePyPlan),
+		Checks:   cpythonChecks(interferenceChecks, interferencePyChecks),
+		Findings: cpythonFindings(interferenceFindings, interferencePyFindings),
+		Metrics:  append(append([]exp.Metric(nil), interferenceMetrics...), cpythonMetrics...),
 		// A round trip sharing its CPU with a spinning process: the kernel's
 		// slice shows in the tail, and differs between kernels and hosts.
 		Probes: []string{"interference/futex/process-spin/hogs=1/gomaxprocs=2"},
@@ -933,6 +940,181 @@ var interferenceMetrics = []exp.Metric{
 	{Name: "starve-samples-after-hog", Unit: "samples", Better: exp.NotRanked, Doc: "of those, wake-ups after the hog started"},
 }
 
+// interferencePyPlan is a CPython round trip beside busy pure-Python
+// threads, at two GIL switch intervals (SPEC §5.9).
+func interferencePyPlan(p exp.Params) []pyArm {
+	// A busy thread makes each thread round trip wait for the switch
+	// interval: size repetitions by round trips, not only by time.
+	busyOps := map[string]int{exp.SuiteQuick: 20, exp.SuiteDefault: 100, exp.SuiteFull: 300}[p.Suite]
+	if busyOps == 0 {
+		busyOps = 100
+	}
+	busies := []int{0, 1}
+	if p.Hogs != nil {
+		busies = p.Hogs
+	}
+	var out []pyArm
+	for _, sub := range []string{"pythread", "pytask"} {
+		mech, bench := "simplequeue", "pingpong.simplequeue"
+		places := []string{"unpinned", "cross-cpu"}
+		if sub == "pytask" {
+			mech, bench, places = "asyncio-queue", "pingpong.asyncio-queue", []string{"unpinned"}
+		}
+		for _, busy := range busies {
+			sis := []string{"default", "0.5ms"}
+			if busy == 0 {
+				sis = []string{"default"}
+			}
+			for _, si := range sis {
+				for _, place := range places {
+					params := map[string]string{"busy": strconv.Itoa(busy)}
+					if si == "0.5ms" {
+						params["switch_interval_s"] = "0.0005"
+					}
+					key := fmt.Sprintf("interference/%s/%s/busy=%d/si=%s", sub, mech, busy, si)
+					if place != "unpinned" {
+						key += "/" + place
+					}
+					a := pyArm{key: key, sub: sub, mech: mech, op: "round trip", bench: bench, params: params, place: place,
+						quick:        sub == "pythread" && busy == 1 && si == "default" && place == "cross-cpu",
+						freeThreaded: interferencePyRefs.FT[key] != ""}
+					if busy > 0 {
+						a.minOps = busyOps
+					}
+					if busy > 64 {
+						a.unsup = "more than 64 busy Python threads"
+					}
+					out = append(out, a)
+					if busy > 0 && place == "unpinned" {
+						out = append(out, busyInProcess(a))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// busyMedianNs is "into milliseconds" for a busy thread's round trip.
+const busyMedianNs = 1e6
+
+func interferencePyChecks(arms []result.Arm) []result.Check {
+	out := busyProcessChecks(arms)
+	by := okArms(arms)
+	for _, a := range arms {
+		key, py := pyKey(a.Name)
+		if !strings.HasPrefix(key, "interference/pythread/") || a.Params["busy"] == "0" || a.Params["busy_in"] == "process" {
+			continue
+		}
+		if strings.HasSuffix(a.Name, freeThreadedSuffix) && key == "interference/pythread/simplequeue/busy=1/si=default" {
+			out = append(out, result.Check{Name: freeThreadedBusyCheck, Skipped: true,
+				Detail: fmt.Sprintf("%s: unsupported: %s", a.Name, a.Reason), Arms: []string{a.Name}})
+			continue
+		}
+		if a.Status != result.StatusOK || a.Percentiles == nil {
+			continue
+		}
+		si := a.Params["switch_interval"]
+		ms, err := strconv.ParseFloat(strings.TrimSuffix(si, "ms"), 64)
+		if err != nil || ms <= 0 {
+			continue
+		}
+		base := ""
+		if b, ok := by[withPy(busyBaseline(key), py)]; ok && b.Percentiles != nil {
+			base = fmt.Sprintf("; no busy thread: %s", result.FormatNs(b.Percentiles.P50))
+		}
+		detail := fmt.Sprintf("%s: p50 %s = %.2f× the switch interval (%s), p99 %s%s", a.Name,
+			result.FormatNs(a.Percentiles.P50), a.Percentiles.P50/(ms*1e6), si, result.FormatNs(a.Percentiles.P99), base)
+		if a.Params["gil"] == "disabled" {
+			// No GIL, no switch interval to wait for (published: 6.7 µs).
+			out = append(out, result.Check{Name: freeThreadedBusyCheck, Holds: a.Percentiles.P50 < 0.5*ms*1e6, Detail: detail, Arms: []string{a.Name}})
+			continue
+		}
+		out = append(out, result.Check{
+			Name:   "one busy pure-Python thread moves the thread round-trip median to the GIL switch interval (p50 ≥ ½ interval: milliseconds at the default 5 ms)",
+			Holds:  a.Percentiles.P50 >= 0.5*ms*1e6,
+			Detail: detail,
+			Arms:   []string{a.Name},
+		})
+	}
+	return out
+}
+
+// freeThreadedBusyCheck is the check only a free-threaded build answers.
+const freeThreadedBusyCheck = "without the GIL (free-threaded build), one busy pure-Python thread does not hold the thread round trip for the switch interval (p50 < ½ interval; published 6.7 µs)"
+
+// busyBaseline names the busy=0 arm with the same placement as a busy arm.
+func busyBaseline(key string) string {
+	parts := strings.Split(key, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, "busy=") {
+			parts[i] = "busy=0"
+		}
+		if strings.HasPrefix(p, "si=") {
+			parts[i] = "si=default"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+func interferencePyFindings(arms []result.Arm) []string {
+	var out []string
+	by := okArms(arms)
+	for _, py := range pyTags(arms) {
+		n := func(k string) string { return withPy(k, py) }
+		sfx := pySuffixText(py)
+		for _, place := range []string{"", "/cross-cpu"} {
+			t0, okA := by[n("interference/pythread/simplequeue/busy=0/si=default"+place)]
+			t1, okB := by[n("interference/pythread/simplequeue/busy=1/si=default"+place)]
+			t2, okC := by[n("interference/pythread/simplequeue/busy=1/si=0.5ms"+place)]
+			if !okB || t1.Percentiles == nil {
+				continue
+			}
+			where := "unpinned"
+			if place != "" {
+				where = "the two threads on different CPUs, the busy one beside the measuring thread"
+			}
+			line := fmt.Sprintf("one busy thread%s, %s: thread round trip p50 %s, p99 %s at switch interval %s", sfx, where,
+				result.FormatNs(t1.Percentiles.P50), result.FormatNs(t1.Percentiles.P99), t1.Params["switch_interval"])
+			if okA && t0.Percentiles != nil {
+				line += fmt.Sprintf(" (none: p50 %s, p99 %s)", result.FormatNs(t0.Percentiles.P50), result.FormatNs(t0.Percentiles.P99))
+			}
+			if okC && t2.Percentiles != nil {
+				line += fmt.Sprintf("; at %s: p50 %s, p99 %s", t2.Params["switch_interval"], result.FormatNs(t2.Percentiles.P50), result.FormatNs(t2.Percentiles.P99))
+			}
+			if t1.Percentiles.P50 >= busyMedianNs {
+				line += ": the woken thread waits for the busy one to be forced off the GIL"
+			} else {
+				line += ": the woken thread mostly took the GIL before the busy thread did; only the tail waits a switch interval"
+			}
+			out = append(out, line)
+		}
+		a0, okD := by[n("interference/pytask/asyncio-queue/busy=0/si=default")]
+		a1, okE := by[n("interference/pytask/asyncio-queue/busy=1/si=default")]
+		if okD && okE && a0.Percentiles != nil && a1.Percentiles != nil {
+			out = append(out, fmt.Sprintf("one busy thread%s: asyncio round-trip median %s → %s, p99 %s → %s: tasks hand over without the GIL, but lose it to the busy thread each switch interval",
+				sfx, result.FormatNs(a0.Percentiles.P50), result.FormatNs(a1.Percentiles.P50),
+				result.FormatNs(a0.Percentiles.P99), result.FormatNs(a1.Percentiles.P99)))
+		}
+	}
+	out = append(out, busyProcessFindings(arms)...)
+	return append(out, interferencePyRefs.findings(arms)...)
+}
+
+// interferencePyRefs are SPEC §8's figures for CPython beside a busy thread.
+var interferencePyRefs = pyRefs{GIL: map[string]string{
+	"interference/pythread/simplequeue/busy=0/si=default":           "median 5.9 µs, p99 16.6 µs",
+	"interference/pythread/simplequeue/busy=1/si=default":           "median 5 096 µs, p99 15 235 µs (5 ms interval; free-threaded 6.7 / 16.2 µs)",
+	"interference/pythread/simplequeue/busy=1/si=0.5ms":             "median 572 µs, p99 2 187 µs",
+	"interference/pythread/simplequeue/busy=1/si=default/cross-cpu": "median 5 096 µs, p99 15 235 µs (unpinned, 24 cores)",
+	"interference/pythread/simplequeue/busy=1/si=0.5ms/cross-cpu":   "median 572 µs, p99 2 187 µs (unpinned, 24 cores)",
+	"interference/pytask/asyncio-queue/busy=0/si=default":           "median 4.0 µs, p99 6.9 µs",
+	"interference/pytask/asyncio-queue/busy=1/si=default":           "median 8.2 µs, p99 5 146 µs",
+}, FT: map[string]string{
+	"interference/pythread/simplequeue/busy=1/si=default":           "median 6.7 µs, p99 16.2 µs (free-threaded)",
+	"interference/pythread/simplequeue/busy=1/si=default/cross-cpu": "median 6.7 µs, p99 16.2 µs (free-threaded, unpinned, 24 cores)",
+}}
+
 // interferenceRefs are SPEC §8's published tails beside a busy worker,
 // beside the CPython arms.
 var interferenceRefs = []exp.Reference{
@@ -988,11 +1170,40 @@ func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	if n == 0 {
 		out = append(out, "  Go: not measured (run interference)")
 	}
+	out = append(out, interferencePyVerdict(v))
 	return []exp.VerdictSection{{Block: exp.BlockTail, Heading: "one busy worker, the tail (sampled p50 and p99, no busy worker → one)", Lines: out}}
 }
 
-// interferenceHogged: an arm with CPU hogs beside its workers.
+// interferencePyVerdict: a CPython thread round trip beside one busy thread.
+func interferencePyVerdict(v *exp.VerdictRun) string {
+	const busyPublished = "p50 5.9 µs → 5 096 µs, p99 16.6 µs → 15 235 µs"
+	busy := v.Where("interference", func(a result.Arm) bool {
+		return a.Substrate == "pythread" && a.Params["busy"] == "1" && a.Percentiles != nil
+	})
+	if len(busy) == 0 {
+		return "  CPython: not measured (python3 missing or its arms not selected); published " + busyPublished
+	}
+	a := busy[0]
+	si := a.Params["switch_interval"]
+	if si == "" {
+		si = "—"
+	}
+	line := fmt.Sprintf("  CPython thread round trip, 1 busy thread, switch interval %s: p50 %s, p99 %s", si, result.FormatNs(a.Percentiles.P50), result.FormatNs(a.Percentiles.P99))
+	if b, ok := v.Pick(strings.Replace(a.Name, "busy=1", "busy=0", 1)); ok && b.Percentiles != nil {
+		line = fmt.Sprintf("  CPython thread round trip, 1 busy thread, switch interval %s: p50 %s → %s, p99 %s → %s", si,
+			result.FormatNs(b.Percentiles.P50), result.FormatNs(a.Percentiles.P50), result.FormatNs(b.Percentiles.P99), result.FormatNs(a.Percentiles.P99))
+	}
+	return line + "; published " + busyPublished
+}
+
+// interferenceHogged: an arm with CPU hogs beside its workers — Go or
+// process hogs (hogs=N), or busy pure-Python threads (busy=N) beside a
+// CPython pair.
 func interferenceHogged(a result.Arm) bool {
-	h := a.Params["hogs"]
-	return h != "" && h != "0"
+	for _, k := range []string{"hogs", "busy"} {
+		if h := a.Params[k]; h != "" && h != "0" {
+			return true
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // namedElsewhere are the string literals outside internal/experiments
@@ -18,7 +19,6 @@ import (
 // none of them is knowledge of that experiment.
 var namedElsewhere = map[string]string{
 	"internal/result/result.go:hop/half-rt": "a legacy metric name that stored runs may carry, renamed on reading; not an arm",
-	"internal/cli/python.go:python":         "the --python flag and the interpreter line of ctxlab env: the interpreter, not the experiment",
 }
 
 // TestNoPackageNamesAnExperiment fails when production code outside
@@ -113,5 +113,23 @@ func TestExperimentsDeclareTheirOrder(t *testing.T) {
 			t.Errorf("exp.All puts %s (order %d) after order %d", s.Name, s.Order, last)
 		}
 		last = s.Order
+	}
+}
+
+// serve exports a cost per switch only for arms without CPU hogs: the
+// interference arms say which of theirs run one.
+func TestInterferenceDeclaresItsHoggedArms(t *testing.T) {
+	s, ok := exp.Lookup("interference")
+	if !ok || s.Hogged == nil {
+		t.Fatal("interference declares no Hogged")
+	}
+	for params, want := range map[string]bool{"hogs=0": false, "hogs=1": true, "busy=0": false, "busy=1": true, "": false} {
+		a := result.Arm{Params: map[string]string{}}
+		if k, v, ok := strings.Cut(params, "="); ok {
+			a.Params[k] = v
+		}
+		if got := s.Hogged(a); got != want {
+			t.Errorf("%q: hogged %v, want %v", params, got, want)
+		}
 	}
 }

@@ -32,11 +32,16 @@ func init() {
 		Op:         "round trip",
 		Doc: `A sends a value to B, B sends it back; one op is that round trip.
 Substrates: goroutine (Go scheduler only), thread (goroutine locked to its own
-OS thread), process (ctxlab re-executed as the partner). Placements: unpinned,
-both workers on one CPU (same-cpu), one on each of two CPUs (cross-cpu).`,
-		Arms:     pingpongArms,
-		Checks:   pingpongChecks,
-		Findings: pingpongFindings,
+OS thread), process (ctxlab re-executed as the partner), pythread (two CPython
+threads over SimpleQueues, an Event pair or a pipe), pytask (two asyncio tasks
+over asyncio.Queues, bare futures or an asyncio.Event pair), pyprocess (a forked CPython child over a
+pipe). Placements: unpinned, both workers on one CPU (same-cpu), one on each
+of two CPUs (cross-cpu).
+` + cpythonDoc,
+		Arms:     withCPython(pingpongArms, pingpongPyPlan),
+		Checks:   cpythonChecks(pingpongChecks, pingpongPyChecks),
+		Findings: cpythonFindings(pingpongFindings, pingpongPyFindings),
+		Metrics:  cpythonMetrics,
 		// The in-runtime floor, the OS switch on one CPU and across two (the
 		// placement gap is what changes between hosts), and a process round trip.
 		Probes: []string{"pingpong/goroutine/chan/gomaxprocs=1", "pingpong/thread/futex/same-cpu",
@@ -439,22 +444,112 @@ func pingpongFindings(arms []result.Arm) []string {
 	return out
 }
 
+// pingpongPyPlan is CPython's round trips: threads, asyncio tasks and a
+// forked process (SPEC §5.9).
+func pingpongPyPlan(exp.Params) []pyArm {
+	var out []pyArm
+	pp := func(sub, mech, bench string, place string, quick bool) {
+		out = append(out, pyArm{key: fmt.Sprintf("pingpong/%s/%s/%s", sub, mech, place), sub: sub, mech: mech, op: "round trip",
+			bench: bench, place: place, quick: quick})
+	}
+	pp("pythread", "simplequeue", "pingpong.simplequeue", "unpinned", true)
+	pp("pythread", "simplequeue", "pingpong.simplequeue", "same-cpu", true)
+	pp("pythread", "simplequeue", "pingpong.simplequeue", "cross-cpu", false)
+	pp("pythread", "event", "pingpong.event", "unpinned", false)
+	pp("pythread", "pipe", "pingpong.pipe-thread", "unpinned", false)
+	pp("pyprocess", "pipe", "pingpong.pipe-fork", "unpinned", false)
+	pp("pytask", "asyncio-queue", "pingpong.asyncio-queue", "unpinned", true)
+	pp("pytask", "future", "pingpong.future", "unpinned", false)
+	pp("pytask", "asyncio-event", "pingpong.asyncio-event", "unpinned", true)
+	return out
+}
+
+// Thresholds of the CPython pingpong checks.
+const (
+	minPyThreadSwitches = 1.5  // a blocking thread handoff: ≈ 2 per round trip
+	maxPyTaskSwitches   = 0.05 // a task handoff stays on one thread: ≈ 0
+)
+
+func pingpongPyChecks(arms []result.Arm) []result.Check {
+	out := eventPairChecks(arms)
+	for _, a := range arms {
+		if a.Status != result.StatusOK || a.Switches == nil {
+			continue
+		}
+		sw := a.Switches.Total()
+		switch {
+		case (a.Substrate == "pythread" || a.Substrate == "pyprocess") && a.Placement != "same-cpu":
+			out = append(out, result.Check{
+				Name:   "a CPython thread (or process) round trip costs about 2 OS switches (≥ 1.5)",
+				Holds:  sw >= minPyThreadSwitches,
+				Detail: fmt.Sprintf("%s: %.2f switches per round trip (%.2f voluntary, %.2f involuntary)", a.Name, sw, a.Switches.Voluntary, a.Switches.Involuntary),
+				Arms:   []string{a.Name},
+			})
+		case a.Substrate == "pytask":
+			out = append(out, result.Check{
+				Name:   "an asyncio task round trip causes no OS switch (< 0.05 per round trip)",
+				Holds:  sw < maxPyTaskSwitches,
+				Detail: fmt.Sprintf("%s: %.4f switches per round trip", a.Name, sw),
+				Arms:   []string{a.Name},
+			})
+		}
+	}
+	return out
+}
+
+func pingpongPyFindings(arms []result.Arm) []string {
+	var out []string
+	by := okArms(arms)
+	for _, py := range pyTags(arms) {
+		n := func(k string) string { return withPy(k, py) }
+		u, ok1 := by[n("pingpong/pythread/simplequeue/unpinned")]
+		s, ok2 := by[n("pingpong/pythread/simplequeue/same-cpu")]
+		c, ok3 := by[n("pingpong/pythread/simplequeue/cross-cpu")]
+		if ok1 && ok2 {
+			line := fmt.Sprintf("placement%s: a CPython thread round trip costs %s unpinned (%s switches) and %s with both threads on one CPU (%s switches)",
+				pySuffixText(py), result.FormatNs(u.Median), swText(u), result.FormatNs(s.Median), swText(s))
+			if ok3 {
+				line += fmt.Sprintf(", %s on two CPUs (%s switches)", result.FormatNs(c.Median), swText(c))
+			}
+			out = append(out, line+"; reported for a 2-vCPU VM: ~50 µs unpinned, ~6 µs per hop pinned to one CPU")
+		}
+		out = append(out, eventPairFindings(by, py)...)
+	}
+	return append(out, pingpongPyRefs.findings(arms)...)
+}
+
+// pingpongPyRefs are SPEC §8's figures for the CPython round trips.
+var pingpongPyRefs = pyRefs{GIL: map[string]string{
+	"pingpong/pythread/simplequeue/unpinned": "7.2 µs (7.15–7.63), 2.0 OS switches",
+	"pingpong/pythread/event/unpinned":       "11.0–11.3 µs (CPython 3.13, 8 cores: 9.3 µs)",
+	"pingpong/pythread/pipe/unpinned":        "p50 2.85 µs (CPython 3.13, 8 cores)",
+	"pingpong/pyprocess/pipe/unpinned":       "p50 3.2 µs (CPython 3.13, 8 cores)",
+	"pingpong/pytask/asyncio-queue/unpinned": "4.3 µs (4.25–4.49)",
+	"pingpong/pytask/future/unpinned":        "3.4 µs (3.38–3.52)",
+	"pingpong/pytask/asyncio-event/unpinned": "5.3 µs (CPython 3.13, 8 cores; threading.Event 9.3 µs there)",
+}}
+
 // pingpongRefs are SPEC §8's published round trips, each beside the
 // CPython arms of its kind.
 var pingpongRefs = []exp.Reference{
 	{Substrates: []string{"pythread"}, Ns: 7200, Text: "CPython 3.14, 24-core Linux: thread round trip via two SimpleQueues 7.2 µs (7.15–7.63), 2.0 OS switches; Event pair 11.0–11.3 µs"},
 	{Substrates: []string{"pythread"}, Match: []string{"pipe"}, Ns: 2850, Text: "CPython 3.13, 8 cores, kernel 6.12: pipe RTT p50, thread 2.85 µs"},
 	{Substrates: []string{"pyprocess"}, Match: []string{"pipe"}, Ns: 3200, Text: "CPython 3.13, 8 cores, kernel 6.12: pipe RTT p50, process 3.2 µs (3.35)"},
-	{Substrates: []string{"pytask"}, Ns: 4300, Text: "CPython 3.14: asyncio.Queue round trip 4.3 µs (4.25–4.49); bare futures 3.4 µs (3.38–3.52)"},
+	{Substrates: []string{"pytask"}, Match: []string{"asyncio-queue", "future"}, Ns: 4300, Text: "CPython 3.14: asyncio.Queue round trip 4.3 µs (4.25–4.49); bare futures 3.4 µs (3.38–3.52)"},
+	{Substrates: []string{"pytask"}, Match: []string{"asyncio-event"}, Ns: 5300, Text: "CPython 3.13, 8 cores, kernel 6.12: asyncio.Event round trip 5.3 µs (threading.Event 9.3 µs)"},
 }
 
-// The verdict's handoff table: the Go and OS kinds of worker, each on one
-// CPU and across CPUs (or unpinned), most telling arm first.
+// The verdict's handoff table: the Go, OS and CPython kinds of worker, each
+// on one CPU and across CPUs (or unpinned), most telling arm first.
 var pingpongHeadline = []exp.Headline{
 	{Label: "goroutines, Go channel", One: []string{"pingpong/goroutine/chan/gomaxprocs=1"}, Across: []string{"pingpong/goroutine/chan/gomaxprocs=all"}},
 	{Label: "OS threads, futex", One: []string{"pingpong/thread/futex/same-cpu"}, Across: []string{"pingpong/thread/futex/cross-cpu", "pingpong/thread/futex/unpinned"}},
 	{Label: "processes, pipe", One: []string{"pingpong/process/pipe/same-cpu"}, Across: []string{"pingpong/process/pipe/cross-cpu", "pingpong/process/pipe/unpinned"},
 		Published: "p50 3.2 µs (CPython 3.13, 8 cores)", PublishedP50: true},
+	{Label: "CPython threads, SimpleQueue", One: []string{"pingpong/pythread/simplequeue/same-cpu"},
+		Across: []string{"pingpong/pythread/simplequeue/cross-cpu", "pingpong/pythread/simplequeue/unpinned"}, Published: "7.2 µs (7.15–7.63), 2.0 switches"},
+	{Label: "asyncio tasks, asyncio.Queue", One: []string{"pingpong/pytask/asyncio-queue/same-cpu"},
+		Across: []string{"pingpong/pytask/asyncio-queue/cross-cpu", "pingpong/pytask/asyncio-queue/unpinned"}, Published: "4.3 µs (4.25–4.49)"},
 }
 
 // pingpongSwitchCost: a raw futex handoff between two threads is the

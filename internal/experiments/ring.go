@@ -52,14 +52,18 @@ refused before anything starts, naming the limit.
 Percentiles are of the time of one lap divided by N (a lap's mean hop).
 Reference arms ring/thread/M/pingpong/PLACEMENT are a two-thread ping-pong
 (op = round trip) over the same mechanism, placement and GOMAXPROCS: the
-check compares a 2-thread ring's hop with half their round trip.`,
-		Arms:     ringArms,
-		Derive:   ringDerive,
-		Checks:   ringChecks,
-		Findings: ringFindings,
-		Metrics:  ringMetrics,
+check compares a 2-thread ring's hop with half their round trip.
+CPython rings: pythread (threads over SimpleQueues, up to 10000) and pytask
+(asyncio tasks over asyncio.Queues, up to 100000), N 2, 100, 1000 or
+--workers, unpinned, and N=2 on one CPU.
+` + cpythonDoc,
+		Arms:     withCPython(ringArms, ringPyPlan),
+		Derive:   nativeDerive(ringDerive),
+		Checks:   cpythonChecks(ringChecks, nil),
+		Findings: cpythonFindings(ringFindings, ringPyRefs.findings),
+		Metrics:  append(append([]exp.Metric(nil), ringMetrics...), cpythonMetrics...),
 	})
-	exp.RegisterOption("ring.substrates", "ring: substrates to run, comma-separated from goroutine, thread, process (default all)")
+	exp.RegisterOption("ring.substrates", "ring: substrates to run, comma-separated from goroutine, thread, process, pythread, pytask (default all)")
 	child.Register("ring-node", ringNodeChild)
 }
 
@@ -89,16 +93,9 @@ var quickRing = map[string]bool{
 }
 
 func ringArms(p exp.Params) ([]exp.Arm, error) {
-	subs := map[string]bool{"goroutine": true, "thread": true, "process": true}
-	if s, ok := p.Extra["ring.substrates"]; ok {
-		subs = map[string]bool{}
-		for _, x := range strings.Split(s, ",") {
-			x = strings.TrimSpace(x)
-			if x != "goroutine" && x != "thread" && x != "process" {
-				return nil, fmt.Errorf("--set ring.substrates=%s: %q is not a substrate; want goroutine, thread or process", s, x)
-			}
-			subs[x] = true
-		}
+	subs, err := ringSubstrates(p)
+	if err != nil {
+		return nil, err
 	}
 	host := p.Host
 	if host == nil {
@@ -156,6 +153,80 @@ func ringArms(p exp.Params) ([]exp.Arm, error) {
 	}
 	return arms, nil
 }
+
+// ringSubstrates is --set ring.substrates, or every substrate.
+func ringSubstrates(p exp.Params) (map[string]bool, error) {
+	subs := map[string]bool{"goroutine": true, "thread": true, "process": true, "pythread": true, "pytask": true}
+	s, ok := p.Extra["ring.substrates"]
+	if !ok {
+		return subs, nil
+	}
+	want := map[string]bool{}
+	for _, x := range strings.Split(s, ",") {
+		x = strings.TrimSpace(x)
+		if !subs[x] {
+			return nil, fmt.Errorf("--set ring.substrates=%s: %q is not a substrate; want goroutine, thread, process, pythread or pytask", s, x)
+		}
+		want[x] = true
+	}
+	return want, nil
+}
+
+// Limits on CPython ring sizes: beyond them an arm is listed as unsupported.
+const (
+	maxPyThreads = 10000
+	maxPyTasks   = 100000
+)
+
+// ringPyPlan is CPython's rings: threads over SimpleQueues and asyncio
+// tasks over asyncio.Queues (SPEC §5.9).
+func ringPyPlan(p exp.Params) []pyArm {
+	subs, _ := ringSubstrates(p) // ringArms has refused a bad list
+	var out []pyArm
+	ns := []int{2, 100, 1000}
+	if p.Workers != nil {
+		ns = p.Workers
+	}
+	for _, sub := range []string{"pythread", "pytask"} {
+		if !subs[sub] {
+			continue
+		}
+		mech, bench, limit := "simplequeue", "ring.thread", maxPyThreads
+		if sub == "pytask" {
+			mech, bench, limit = "asyncio-queue", "ring.task", maxPyTasks
+		}
+		for _, n := range ns {
+			a := pyArm{key: fmt.Sprintf("ring/%s/%s/n=%d", sub, mech, n), sub: sub, mech: mech, op: "hop",
+				bench: bench, params: map[string]string{"n": strconv.Itoa(n)}, place: "unpinned",
+				freeThreaded: ringPyRefs.FT[fmt.Sprintf("ring/%s/%s/n=%d", sub, mech, n)] != ""}
+			switch {
+			case n < 2:
+				a.unsup = "a ring needs at least 2 workers"
+			case n > limit:
+				a.unsup = fmt.Sprintf("more than %d Python %s", limit, map[string]string{"pythread": "threads", "pytask": "tasks"}[sub])
+			}
+			out = append(out, a)
+		}
+		out = append(out, pyArm{key: fmt.Sprintf("ring/%s/%s/n=2/same-cpu", sub, mech), sub: sub, mech: mech, op: "hop",
+			bench: bench, params: map[string]string{"n": "2"}, place: "same-cpu"})
+	}
+	return out
+}
+
+// ringPyRefs are SPEC §8's figures for the CPython rings.
+var ringPyRefs = pyRefs{GIL: map[string]string{
+	"ring/pythread/simplequeue/n=2":          "3.98 µs per hop",
+	"ring/pythread/simplequeue/n=100":        "4.54 µs per hop",
+	"ring/pythread/simplequeue/n=1000":       "7.65 µs per hop",
+	"ring/pythread/simplequeue/n=2/same-cpu": "6.45 µs and 3.0 switches per hop",
+	"ring/pytask/asyncio-queue/n=2":          "2.37 µs per hop",
+	"ring/pytask/asyncio-queue/n=100":        "2.22 µs per hop",
+	"ring/pytask/asyncio-queue/n=1000":       "3.07 µs per hop",
+	"ring/pytask/asyncio-queue/n=2/same-cpu": "2.65 µs per hop",
+}, FT: map[string]string{
+	"ring/pythread/simplequeue/n=2":   "4.64 µs per hop (free-threaded)",
+	"ring/pythread/simplequeue/n=100": "5.22 µs per hop (free-threaded)",
+}}
 
 // ringRefArm is a two-thread ping-pong over the same mechanism, placement
 // and GOMAXPROCS as the 2-thread ring arm a, measured by the runner like

@@ -23,7 +23,9 @@ func testParams(suite string) exp.Params {
 	return exp.Params{Suite: suite, CPUs: h.OnlineCPUs, Host: h, Extra: map[string]string{}}
 }
 
-// measureArms runs every arm of spec matching keep under cfg.
+// measureArms runs every native (Go and OS) arm of spec matching keep
+// under cfg; the CPython arms have their own tests (cpython_test.go) and
+// run in the truth test.
 func measureArms(t *testing.T, name string, cfg runner.Config, keep func(exp.Arm) bool) []result.Arm {
 	t.Helper()
 	spec, ok := exp.Lookup(name)
@@ -36,7 +38,7 @@ func measureArms(t *testing.T, name string, cfg runner.Config, keep func(exp.Arm
 	}
 	var out []result.Arm
 	for _, a := range arms {
-		if keep != nil && !keep(a) {
+		if keep != nil && !keep(a) || cpythonSubstrates[a.Substrate] {
 			continue
 		}
 		out = append(out, runner.Arm(context.Background(), cfg, spec, a))

@@ -40,11 +40,14 @@ show it). A batch of b.N yields is split evenly over the K workers, which
 start together; ns/op is wall time ÷ yields (all workers together), and the
 metric cpu-ns/yield is the CPU time the process spent per yield.
 Thread arms run at GOMAXPROCS K+1 so every thread has a P of its own and Go's
-scheduler stays out of the way. --workers replaces the K list.`,
-		Arms:     yieldArms,
-		Checks:   yieldChecks,
-		Findings: yieldFindings,
-		Metrics:  yieldMetrics,
+scheduler stays out of the way. --workers replaces the K list.
+CPython: K asyncio tasks each await asyncio.sleep(0) (pytask/sleep0, K = 1,
+100, 10000; 10 and 1000 with --full).
+` + cpythonDoc,
+		Arms:     withCPython(yieldArms, yieldPyPlan),
+		Checks:   cpythonChecks(yieldChecks, nil),
+		Findings: cpythonFindings(yieldFindings, yieldPyRefs.findings),
+		Metrics:  append(append([]exp.Metric(nil), yieldMetrics...), cpythonMetrics...),
 	})
 }
 
@@ -418,8 +421,27 @@ func yieldFindings(arms []result.Arm) []string {
 
 // yieldMetrics declares the figures yield arms add beside the median.
 var yieldMetrics = []exp.Metric{
-	{Name: "cpu-ns/yield", Unit: "ns", Better: exp.LowerIsBetter, Doc: "CPU time per yield, all workers together (the runner's cpu_ns_per_op: the process CPU clock for goroutines, schedstat for threads)"},
+	{Name: "cpu-ns/yield", Unit: "ns", Better: exp.LowerIsBetter, CPUPerOp: true, Doc: "CPU time per yield, all workers together (the runner's cpu_ns_per_op: the process CPU clock for goroutines, schedstat for threads)"},
 }
+
+// yieldPyPlan is K asyncio tasks yielding with asyncio.sleep(0) (SPEC §5.9).
+func yieldPyPlan(exp.Params) []pyArm {
+	var out []pyArm
+	for _, k := range []int{1, 10, 100, 1000, 10000} {
+		out = append(out, pyArm{key: fmt.Sprintf("yield/pytask/sleep0/k=%d", k), sub: "pytask", mech: "sleep0", op: "yield",
+			bench: "yield.task", params: map[string]string{"k": strconv.Itoa(k)}, place: "unpinned", full: k == 10 || k == 1000})
+	}
+	return out
+}
+
+// yieldPyRefs are SPEC §8's figures for asyncio yields.
+var yieldPyRefs = pyRefs{GIL: map[string]string{
+	"yield/pytask/sleep0/k=1":     "1.61 µs per yield",
+	"yield/pytask/sleep0/k=10":    "0.76 µs per yield",
+	"yield/pytask/sleep0/k=100":   "0.67 µs per yield",
+	"yield/pytask/sleep0/k=1000":  "0.67 µs per yield",
+	"yield/pytask/sleep0/k=10000": "1.78 µs per yield",
+}}
 
 // yieldRefs are SPEC §8's published yields per task, beside the asyncio arms.
 var yieldRefs = []exp.Reference{

@@ -18,9 +18,10 @@ import (
 
 // CPUPerOp is the on-CPU time per op of all the arm's participants, and
 // where it comes from: the runner's per-op CPU time when the run recorded
-// it, else the perf task-clock counter per op, else the arm's own CPU
-// figure (cpu-ns/yield). ok is false when the run has none of these: wall
-// time is never passed off as CPU time.
+// it, else the perf task-clock counter per op, else a figure the arm's
+// experiment declares as CPU time per op (exp.Metric.CPUPerOp). ok is
+// false when the run has none of these: wall time is never passed off as
+// CPU time.
 func CPUPerOp(a result.Arm) (ns float64, source string, ok bool) {
 	if a.CPUNsPerOp != nil && *a.CPUNsPerOp > 0 {
 		return *a.CPUNsPerOp, "CPU time of all participants", true
@@ -30,8 +31,12 @@ func CPUPerOp(a result.Arm) (ns float64, source string, ok bool) {
 			return *c.PerOp, "perf task-clock of the measured threads", true
 		}
 	}
-	if v, ok := a.Metrics["cpu-ns/yield"]; ok && v > 0 && !math.IsInf(v, 0) {
-		return v, "getrusage CPU time per yield", true
+	if s, known := exp.Lookup(a.Experiment); known {
+		for _, m := range s.Metrics {
+			if v, ok := a.Metrics[m.Name]; m.CPUPerOp && ok && v > 0 && !math.IsInf(v, 0) {
+				return v, "the arm's " + m.Name, true
+			}
+		}
 	}
 	return 0, "", false
 }

@@ -29,6 +29,15 @@ func TestCPUPerOpSources(t *testing.T) {
 	if _, _, ok := price.CPUPerOp(result.Arm{Median: 5000}); ok {
 		t.Error("wall time must not pass for CPU time")
 	}
+	// A figure the experiment declares as CPU time per op (exp.Metric.CPUPerOp).
+	y := result.Arm{Experiment: "yield", Median: 5000, Metrics: map[string]float64{"cpu-ns/yield": 700}}
+	if ns, src, ok := price.CPUPerOp(y); !ok || ns != 700 || !strings.Contains(src, "cpu-ns/yield") {
+		t.Errorf("declared CPU figure: %v %q %v", ns, src, ok)
+	}
+	y.Experiment = "pingpong" // not declared there
+	if _, _, ok := price.CPUPerOp(y); ok {
+		t.Error("an undeclared metric passed for CPU time")
+	}
 }
 
 // The cost per switch follows the placement, prefers CPU time, and never

@@ -575,38 +575,87 @@ class TaskYield(AsyncBench):
         return pc() - t0, k * m
 
 
-# hop: an indexed sqlite3 lookup, direct and through worker threads.
+# hop: the seed's sqlite3 lookup (a fresh conn.execute(SQL, (k,)).fetchone()
+# per lookup on a 1 000-row table, by an indexed column) directly and through
+# worker threads. The database is a file by default, as the seed's
+# sqlite3.connect(path): made in a temp dir outside timing and removed at
+# teardown, or at once when the set-up fails. db=memory runs the same lookup
+# in ":memory:". The temp dir is named like ctxlab's own (ctxlab-sqlop-<pid>-),
+# so one left by a killed driver is removed by the next run (sqlop.RemoveStale).
 
 SQL = "SELECT v FROM t WHERE k = ?"
+HOP_DBS = ("file", "memory")
+HOP_WAYS = ("direct", "executor", "two-hop", "aiosqlite")
+CREATE = ("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, v TEXT)", "CREATE INDEX t_k ON t (k)")
+INSERT = "INSERT INTO t (k, v) VALUES (?, ?)"
+
+
+def hop_rows():
+    return [(i, "value %d" % i) for i in range(1000)]
 
 
 def make_db(conn):
-    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, v TEXT)")
-    conn.executemany("INSERT INTO t (k, v) VALUES (?, ?)", [(i, "value %d" % i) for i in range(1000)])
-    conn.execute("CREATE INDEX t_k ON t (k)")
+    conn.execute(CREATE[0])
+    conn.executemany(INSERT, hop_rows())
+    conn.execute(CREATE[1])
     conn.commit()
 
 
 class Hop(AsyncBench):
+    def __init__(self, p):
+        super().__init__(p)
+        self.how = p.get("how")
+        if self.how not in HOP_WAYS:
+            raise ValueError("hop: how=%r; want one of: %s" % (self.how, ", ".join(HOP_WAYS)))
+        self.db_kind = p.get("db") or "file"
+        if self.db_kind not in HOP_DBS:
+            raise ValueError("hop: db=%r; want one of: %s" % (self.db_kind, ", ".join(HOP_DBS)))
+        self.dir = self.conn = self.db = self.ex = None
+
     async def asetup(self):
+        try:
+            await self.open()
+        except BaseException:
+            try:
+                await self.ateardown()
+            finally:
+                self.remove_dir()
+            raise
+
+    async def open(self):
         import sqlite3
         import concurrent.futures
 
-        self.how = self.p["how"]
-        self.keys = itertools.cycle(range(1000))
         if self.how == "aiosqlite":
             try:
                 import aiosqlite
             except ImportError:
-                raise Unsupported("aiosqlite is not importable by this interpreter (pip install aiosqlite)")
-            self.db = await aiosqlite.connect(":memory:")
-            await self.db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, v TEXT)")
-            await self.db.executemany("INSERT INTO t (k, v) VALUES (?, ?)", [(i, "value %d" % i) for i in range(1000)])
-            await self.db.execute("CREATE INDEX t_k ON t (k)")
-            await self.db.commit()
+                raise Unsupported(
+                    "aiosqlite is not importable by this interpreter (Debian: apt-get install python3-aiosqlite; or pip install aiosqlite)"
+                )
+        self.keys = itertools.cycle(range(1000))
+        path = ":memory:"
+        if self.db_kind == "file":
+            import tempfile
+
+            self.dir = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())
+            path = os.path.join(self.dir, "hop.db")
+            built = sqlite3.connect(path)
+            try:
+                make_db(built)
+            finally:
+                built.close()
+        if self.how == "aiosqlite":
+            self.db = await aiosqlite.connect(path)
+            if self.db_kind == "memory":  # a :memory: database lives in its one connection
+                await self.db.execute(CREATE[0])
+                await self.db.executemany(INSERT, hop_rows())
+                await self.db.execute(CREATE[1])
+                await self.db.commit()
             return
-        self.conn = sqlite3.connect(":memory:", check_same_thread=False)
-        make_db(self.conn)
+        self.conn = sqlite3.connect(path, check_same_thread=False)
+        if self.db_kind == "memory":
+            make_db(self.conn)
         execute = self.conn.execute
         self.lookup = lambda k: execute(SQL, (k,)).fetchone()
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
@@ -689,12 +738,29 @@ class Hop(AsyncBench):
         return pc() - t0, n
 
     async def ateardown(self):
-        if self.how == "aiosqlite":
-            if hasattr(self, "db"):
+        try:
+            if self.db is not None:
                 await self.db.close()
-            return
-        self.ex.shutdown(wait=True)
-        self.conn.close()
+        finally:
+            try:
+                if self.ex is not None:
+                    self.ex.shutdown(wait=True)
+            finally:
+                if self.conn is not None:
+                    self.conn.close()
+
+    def teardown(self):
+        try:
+            super().teardown()
+        finally:
+            self.remove_dir()
+
+    def remove_dir(self):
+        if self.dir is not None:
+            import shutil
+
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
 
 
 # callchain: the per-call and per-task floor. The argument is a constant
@@ -1059,6 +1125,7 @@ class EventLoopLag(AsyncBench):
         self.k, self.work_ns = calibrate(self.ms)
         self.lags, self.timed_ns, self.timed_ops, self.loop_cpu = [], 0, 0, 0
         self.timed = False
+        self.seq = 0
         self.pool = None
         import socket
 
@@ -1088,14 +1155,14 @@ class EventLoopLag(AsyncBench):
         self.timed = True
 
     def metrics(self):
-        m = {"work-ms": self.work_ns / 1e6, "cpu-request-share": 1.0 / self.period}
+        m = {"work-ms": self.work_ns / 1e6, "cpu-request-ratio": 1.0 / self.period}
         if self.lags:
             lags = sorted(self.lags)
             q = lambda f: lags[min(len(lags) - 1, int(f * len(lags)))] / 1e3
             m.update({"timer-lag-p50-us": q(0.50), "timer-lag-p99-us": q(0.99), "timer-lag-max-us": lags[-1] / 1e3,
                       "timer-fires": float(len(lags))})
         if self.timed_ns > 0 and self.timed_ops > 0:
-            m["loop-thread-cpu-share"] = self.loop_cpu / self.timed_ns
+            m["loop-thread-cpu-ratio"] = self.loop_cpu / self.timed_ns
             m["loop-cpu-us/request"] = self.loop_cpu / self.timed_ops / 1e3
         return m
 
@@ -1131,14 +1198,18 @@ class EventLoopLag(AsyncBench):
                     return
                 lags.append(pc() - t - 1_000_000)
 
+        # Request numbers run on across batches, so a short batch (a sizing
+        # batch of one op) holds its share of CPU requests, not always one.
         counter = itertools.count()
+        base = self.seq
+        self.seq += n
 
         async def client(a, b):
             send = b.send
             for i in counter:
                 if i >= n:
                     return
-                if i % period == 0:
+                if (base + i) % period == period - 1:
                     await cpu()
                     continue
                 s = pc()

@@ -328,9 +328,11 @@ func TestRealDriverEveryBench(t *testing.T) {
 		{"ring.task", map[string]string{"n": "100"}},
 		{"yield.task", map[string]string{"k": "100"}},
 		{"hop", map[string]string{"how": "direct"}},
-		{"hop", map[string]string{"how": "executor"}},
-		{"hop", map[string]string{"how": "two-hop"}},
+		{"hop", map[string]string{"how": "direct", "db": "memory"}},
+		{"hop", map[string]string{"how": "executor", "db": "file"}},
+		{"hop", map[string]string{"how": "two-hop", "db": "memory"}},
 		{"hop", map[string]string{"how": "aiosqlite"}},
+		{"hop", map[string]string{"how": "aiosqlite", "db": "memory"}},
 		{"callchain.plain", nil},
 		{"callchain.coroutine", nil},
 		{"callchain.task", nil},
@@ -365,6 +367,96 @@ func TestRealDriverEveryBench(t *testing.T) {
 		if c.params["switch_interval_s"] != "" && r.SwitchInterval != 0.0005 {
 			t.Errorf("switch interval during the arm = %v", r.SwitchInterval)
 		}
+	}
+	if left := hopTempDirs(poolPID(in)); len(left) > 0 {
+		t.Errorf("the hop arms left their database dirs behind: %v", left)
+	}
+}
+
+// hopTempDirs lists the database temp dirs the driver with this pid has
+// (its hop arms name them ctxlab-sqlop-<pid>-…, as sqlop does).
+func hopTempDirs(pid int) []string {
+	if pid == 0 {
+		return nil
+	}
+	m, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("ctxlab-sqlop-%d-*", pid)))
+	return m
+}
+
+// The hop bench refuses a db or way it does not know, by name, and leaves
+// no temp dir behind.
+func TestRealDriverHopBadParams(t *testing.T) {
+	in := realPython(t)
+	defer CloseAll()
+	for _, c := range []struct {
+		params map[string]string
+		want   string
+	}{
+		{map[string]string{"how": "direct", "db": "disk"}, "db='disk'; want one of: file, memory"},
+		{map[string]string{"how": "sideways"}, "how='sideways'; want one of: direct, executor, two-hop, aiosqlite"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		r, _, err := in.Do(ctx, Request{Bench: "hop", Params: c.params, Reps: 1})
+		cancel()
+		if err != nil || r.OK || !strings.Contains(r.Error, c.want) {
+			t.Errorf("%v: r=%+v err=%v; want an error naming %q", c.params, r, err, c.want)
+		}
+	}
+	if left := hopTempDirs(poolPID(in)); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// ciRequires says whether a missing tool fails a test instead of skipping
+// it: in CI (CI or CTXLAB_CI set, as .ci/run does), which installs it.
+func ciRequires() bool { return os.Getenv("CI") != "" || os.Getenv("CTXLAB_CI") != "" }
+
+// systemPython is Debian's /usr/bin/python3, the interpreter the
+// python3-aiosqlite package installs for, or skips (fails in CI).
+func systemPython(t *testing.T) *Interpreter {
+	t.Helper()
+	in, err := Resolve("/usr/bin/python3")
+	if err != nil {
+		if ciRequires() {
+			t.Fatalf("no /usr/bin/python3 in CI: %v", err)
+		}
+		t.Skipf("no usable /usr/bin/python3: %v", err)
+	}
+	return in
+}
+
+// The real aiosqlite, against /usr/bin/python3, on the default file
+// database and in :memory:. Skips only outside CI when the module is
+// missing (.ci/run installs python3-aiosqlite).
+func TestRealDriverAiosqlite(t *testing.T) {
+	in := systemPython(t)
+	defer CloseAll()
+	for _, db := range []string{"file", "memory"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		req := Request{Bench: "hop", Params: map[string]string{"how": "aiosqlite", "db": db}, Reps: 2,
+			BenchNs: int64(5 * time.Millisecond), WarmUpNs: int64(2 * time.Millisecond), WarmUpOps: 100, MaxSamples: 100, MinOps: 1}
+		r, _, err := in.Do(ctx, req)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Unsupported != "" {
+			if ciRequires() {
+				t.Fatalf("aiosqlite in CI: %s (.ci/run installs python3-aiosqlite)", r.Unsupported)
+			}
+			t.Skipf("%s: %s", in.Path, r.Unsupported)
+		}
+		if !r.OK || len(r.RepNs) != 2 || r.Ops[0] < 1 {
+			t.Fatalf("aiosqlite db=%s: %+v", db, r)
+		}
+		// Each query hops to aiosqlite's own thread and back, at least
+		// once: its switches show it.
+		if r.Switches.Voluntary == 0 {
+			t.Errorf("aiosqlite db=%s: no voluntary switches over %v ops", db, r.Ops)
+		}
+	}
+	if left := hopTempDirs(poolPID(in)); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }
 

@@ -55,12 +55,12 @@ func TestRealDriverSeedBenches(t *testing.T) {
 				t.Errorf("%s %v: %d samples (every %d), notes %q: want none, and a note saying why", c.bench, c.params, len(r.SamplesNs), r.SampleEvery, notes)
 			}
 		case "eventloop.lag":
-			for _, k := range []string{"work-ms", "cpu-request-share", "timer-lag-p50-us", "timer-lag-p99-us", "timer-fires", "loop-thread-cpu-share"} {
+			for _, k := range []string{"work-ms", "cpu-request-ratio", "timer-lag-p50-us", "timer-lag-p99-us", "timer-fires", "loop-thread-cpu-ratio"} {
 				if _, ok := r.Metrics[k]; !ok {
 					t.Errorf("%s %v: no metric %q in %v", c.bench, c.params, k, r.Metrics)
 				}
 			}
-			if r.Metrics["timer-fires"] < 2 || r.Metrics["timer-lag-p99-us"] < r.Metrics["timer-lag-p50-us"] || r.Metrics["cpu-request-share"] != 0.1 {
+			if r.Metrics["timer-fires"] < 2 || r.Metrics["timer-lag-p99-us"] < r.Metrics["timer-lag-p50-us"] || r.Metrics["cpu-request-ratio"] != 0.1 {
 				t.Errorf("%s %v: metrics %v", c.bench, c.params, r.Metrics)
 			}
 			if !strings.Contains(notes, "I/O-only requests") {
@@ -113,7 +113,8 @@ func TestRealDriverEventLoopPoolCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := poolPID(in)
-	req.Bench, req.Params = "eventloop.lag", map[string]string{"work_ms": "0.1", "how": "process", "fault": "crash"}
+	// period 1: every request is a CPU one, the first included.
+	req.Bench, req.Params = "eventloop.lag", map[string]string{"work_ms": "0.1", "how": "process", "period": "1", "fault": "crash"}
 	r, _, err := in.Do(ctx, req)
 	if err != nil || r.OK || !strings.Contains(r.Error, "BrokenProcessPool") {
 		t.Fatalf("r=%+v err=%v; want the arm to fail with BrokenProcessPool", r, err)
@@ -140,7 +141,7 @@ func TestRealDriverEventLoopPoolHangKilled(t *testing.T) {
 	pid := poolPID(in)
 	limit, cancel2 := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel2()
-	req.Bench, req.Params = "eventloop.lag", map[string]string{"work_ms": "0.1", "how": "process", "fault": "hang"}
+	req.Bench, req.Params = "eventloop.lag", map[string]string{"work_ms": "0.1", "how": "process", "period": "1", "fault": "hang"}
 	start := time.Now()
 	_, _, err := in.Do(limit, req)
 	if err == nil || !strings.Contains(err.Error(), "killed") {

@@ -205,19 +205,17 @@ func TestReferencesMatchLikeWithLike(t *testing.T) {
 	if !strings.Contains(beside["pingpong/pythread/simplequeue/unpinned"], "7.2 µs (7.15–7.63)") || beside["pingpong/thread/futex/unpinned"] != "" {
 		t.Errorf("pingpong's CPython figure: %q", beside)
 	}
-	py := []result.Arm{
-		ok("python/pingpong/pythread/simplequeue/unpinned", "python", "pythread", "simplequeue", nil),
-		ok("python/ring/pythread/simplequeue/n=2", "python", "pythread", "simplequeue", map[string]string{"n": "2"}),
-	}
+	rg := []result.Arm{ok("ring/pythread/simplequeue/n=2", "ring", "pythread", "simplequeue", map[string]string{"n": "2"}),
+		ok("ring/thread/futex/n=2/unpinned", "ring", "thread", "futex", map[string]string{"n": "2"})}
 	got := map[string]string{}
-	for _, m := range Matches("python", py) {
+	for _, m := range Matches("ring", rg) {
 		got[m.Arm] += m.Ref.Text + "|"
 	}
-	if !strings.Contains(got["python/pingpong/pythread/simplequeue/unpinned"], "7.2 µs (7.15–7.63)") {
-		t.Errorf("python pingpong arm lacks the SimpleQueue figure: %q", got)
+	if !strings.Contains(got["ring/pythread/simplequeue/n=2"], "3.98 µs") || strings.Contains(got["ring/pythread/simplequeue/n=2"], "SimpleQueues") {
+		t.Errorf("CPython ring arm: %q", got["ring/pythread/simplequeue/n=2"])
 	}
-	if !strings.Contains(got["python/ring/pythread/simplequeue/n=2"], "3.98 µs") || strings.Contains(got["python/ring/pythread/simplequeue/n=2"], "SimpleQueues") {
-		t.Errorf("python ring arm: %q", got["python/ring/pythread/simplequeue/n=2"])
+	if got["ring/thread/futex/n=2/unpinned"] != "" {
+		t.Errorf("a CPython figure beside the Go ring arm: %q", got["ring/thread/futex/n=2/unpinned"])
 	}
 }
 

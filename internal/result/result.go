@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -257,7 +258,140 @@ func Read(rd io.Reader) (*Run, error) {
 	for i := range r.Arms {
 		r.Arms[i].Metrics = RenameLegacyMetrics(r.Arms[i].Metrics)
 	}
+	renameLegacyPython(&r)
 	return &r, nil
+}
+
+// LegacyPythonName maps an arm name of the former "python" experiment
+// (before CPython became a substrate of each experiment) to today's:
+// "python/EXPERIMENT/pythread/…" is "EXPERIMENT/pythread/…", and the
+// forked process, "python/EXPERIMENT/process/…", is
+// "EXPERIMENT/pyprocess/…" (EXPERIMENT/process/… is Go's). Other names
+// are returned as they are, with ok false.
+func LegacyPythonName(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "python/")
+	if !ok || !strings.Contains(rest, "/") {
+		return name, false
+	}
+	// The old substrate "process" (os.fork) is "pyprocess" now: the Go
+	// experiment has its own process arms under the same mechanism names.
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) == 3 && parts[1] == "process" {
+		parts[1] = "pyprocess"
+		rest = strings.Join(parts, "/")
+	}
+	return rest, true
+}
+
+// renameLegacyPython rewrites a run stored before the rename: the arms of
+// experiment "python" join the experiments their names now lead with, and
+// the python experiment's checks and findings go with them, so a stored
+// run compares arm by arm with a new one.
+func renameLegacyPython(r *Run) {
+	renamed := false
+	for i := range r.Arms {
+		a := &r.Arms[i]
+		if a.Experiment != "python" {
+			continue
+		}
+		n, ok := LegacyPythonName(a.Name)
+		if !ok {
+			continue
+		}
+		renamed = true
+		a.Name = n
+		a.Experiment, _, _ = strings.Cut(n, "/")
+		if a.Substrate == "process" {
+			a.Substrate = "pyprocess"
+		}
+		renameCheckArms(a.Checks)
+	}
+	if !renamed {
+		return
+	}
+	var exps []Experiment
+	at := map[string]int{}
+	var old *Experiment
+	for _, e := range r.Experiments {
+		if e.Name == "python" {
+			e := e
+			old = &e
+			continue
+		}
+		at[e.Name] = len(exps)
+		exps = append(exps, e)
+	}
+	if old != nil {
+		target := func(name string) *Experiment {
+			i, ok := at[name]
+			if !ok {
+				i = len(exps)
+				at[name] = i
+				exps = append(exps, Experiment{Name: name, Op: "per arm"})
+			}
+			return &exps[i]
+		}
+		renameCheckArms(old.Checks)
+		for _, c := range old.Checks {
+			if len(c.Arms) == 0 {
+				continue
+			}
+			e, _, _ := strings.Cut(c.Arms[0], "/")
+			target(e).Checks = append(target(e).Checks, c)
+		}
+		// A finding goes to the experiment of the first arm it names; one
+		// that names none goes with the next that does (a heading), else
+		// with the one before.
+		owner := make([]string, len(old.Findings))
+		for i, f := range old.Findings {
+			owner[i] = findingOwner(f, r.Arms)
+		}
+		for i := len(owner) - 2; i >= 0; i-- {
+			if owner[i] == "" {
+				owner[i] = owner[i+1]
+			}
+		}
+		for i := range owner {
+			if owner[i] == "" && i > 0 {
+				owner[i] = owner[i-1]
+			}
+		}
+		for i, f := range old.Findings {
+			if owner[i] != "" {
+				target(owner[i]).Findings = append(target(owner[i]).Findings, f)
+			}
+		}
+	}
+	r.Experiments = exps
+}
+
+// renameCheckArms renames the arms a stored check names, in its list and
+// in its detail.
+func renameCheckArms(cs []Check) {
+	for i := range cs {
+		for j, n := range cs[i].Arms {
+			if nn, ok := LegacyPythonName(n); ok {
+				cs[i].Arms[j] = nn
+				cs[i].Detail = strings.ReplaceAll(cs[i].Detail, n, nn)
+			}
+		}
+	}
+}
+
+// findingOwner is the experiment of the longest arm name (old or new)
+// that a stored python finding names, or "".
+func findingOwner(f string, arms []Arm) string {
+	best, owner := 0, ""
+	for _, a := range arms {
+		if len(a.Name) <= best || !strings.Contains(a.Name, "/py") {
+			continue
+		}
+		key, _, _ := strings.Cut(a.Name, "/py=")
+		if strings.Contains(f, key) {
+			best, owner = len(a.Name), a.Experiment
+		}
+	}
+	return owner
 }
 
 // printableID: letters, digits and punctuation, no spaces or control

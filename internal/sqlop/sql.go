@@ -15,49 +15,63 @@ type sqlDriver struct {
 	about   string
 }
 
-// registerSQL adds <driver>-memory and <driver>-file for a driver.
+// registerSQL adds, for a driver, <driver>-file and <driver>-memory (the
+// seed's lookup: a fresh query per call) and <driver>-file-prepared and
+// <driver>-memory-prepared (one statement prepared per handle, run per call).
 func registerSQL(d sqlDriver, unsupported string) {
-	register(d.name+"-memory", fmt.Sprintf("indexed SQLite lookup in :memory: through %s", d.about), unsupported,
-		func(s *Source) error {
-			s.open = func() (Handle, error) { return openSQL(d.sqlName, ":memory:", true) }
-			// Build one handle now so a broken driver fails at NewSource.
-			h, err := s.open()
-			if err != nil {
-				return err
-			}
-			return h.Close()
-		})
-	register(d.name+"-file", fmt.Sprintf("indexed SQLite lookup in a database file in a temp dir through %s", d.about), unsupported,
-		func(s *Source) error {
-			dir, err := s.tempDir()
-			if err != nil {
-				return err
-			}
-			path := filepath.Join(dir, "hop.db")
-			h, err := openSQL(d.sqlName, path, true)
-			if err != nil {
-				return err
-			}
-			if err := h.Close(); err != nil {
-				return err
-			}
-			s.open = func() (Handle, error) { return openSQL(d.sqlName, path, false) }
-			return nil
-		})
+	for _, prepared := range []bool{false, true} {
+		suffix, how := "", "a fresh query per lookup (QueryRowContext, as the seed's execute(...).fetchone())"
+		if prepared {
+			suffix, how = "-prepared", "one statement prepared per connection and run per lookup"
+		}
+		register(d.name+"-memory"+suffix, fmt.Sprintf("indexed SQLite lookup in :memory: through %s, %s", d.about, how), unsupported,
+			func(s *Source) error {
+				s.open = func() (Handle, error) { return openSQL(d.sqlName, ":memory:", true, prepared) }
+				// Build one handle now so a broken driver fails at NewSource.
+				h, err := s.open()
+				if err != nil {
+					return err
+				}
+				return h.Close()
+			})
+		register(d.name+"-file"+suffix, fmt.Sprintf("indexed SQLite lookup in a database file in a temp dir through %s, %s", d.about, how), unsupported,
+			func(s *Source) error {
+				dir, err := s.tempDir()
+				if err != nil {
+					return err
+				}
+				path := filepath.Join(dir, "hop.db")
+				h, err := openSQL(d.sqlName, path, true, prepared)
+				if err != nil {
+					return err
+				}
+				if err := h.Close(); err != nil {
+					return err
+				}
+				s.open = func() (Handle, error) { return openSQL(d.sqlName, path, false, prepared) }
+				return nil
+			})
+	}
 }
 
-// sqlHandle is one connection and its prepared statement. The connection
-// is pinned (sql.Conn), so a :memory: database lives as long as the handle.
+// sqlHandle is one connection and, for a -prepared op, its prepared
+// statement. The connection is pinned (sql.Conn), so a :memory: database
+// lives as long as the handle. Without a statement every lookup is a fresh
+// QueryRowContext on the connection: the driver compiles, runs and
+// finalizes the statement each time (database/sql and these drivers keep
+// no statement cache; CPython's sqlite3 does, see docs/hop-callchain.md).
 // Calls use context.Background(): neither driver then starts a goroutine
 // per query to watch for cancellation.
 type sqlHandle struct {
 	db   *sql.DB
 	conn *sql.Conn
-	stmt *sql.Stmt
+	stmt *sql.Stmt // nil: a fresh query per lookup
 	v    int64
 }
 
-func openSQL(driver, dsn string, create bool) (_ *sqlHandle, err error) {
+var bg = context.Background()
+
+func openSQL(driver, dsn string, create, prepared bool) (_ *sqlHandle, err error) {
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, err
@@ -72,47 +86,60 @@ func openSQL(driver, dsn string, create bool) (_ *sqlHandle, err error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	ctx := context.Background()
-	if h.conn, err = db.Conn(ctx); err != nil {
+	if h.conn, err = db.Conn(bg); err != nil {
 		return nil, err
 	}
 	if create {
-		if err = populate(ctx, h.conn); err != nil {
+		if err = populate(bg, h.conn); err != nil {
 			return nil, fmt.Errorf("populate: %w", err)
 		}
 	}
-	if h.stmt, err = h.conn.PrepareContext(ctx, Query); err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+	if prepared {
+		if h.stmt, err = h.conn.PrepareContext(bg, Query); err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
 	}
 	return h, nil
 }
 
-// populate creates t(id integer primary key, v) with Rows rows in one
-// transaction; id is the rowid, so the lookup walks SQLite's B-tree index.
+// populate creates the seed's table shape, t(id integer primary key, k
+// integer, v) with an index on k, and Rows rows in one transaction; the
+// lookup finds k in the index, then its row by rowid. v is an integer
+// (Want(k); the seed's is text) so every call is checked without
+// allocating.
 func populate(ctx context.Context, c *sql.Conn) error {
 	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "create table t (id integer primary key, v integer not null)"); err != nil {
+	if _, err := tx.ExecContext(ctx, "create table t (id integer primary key, k integer not null, v integer not null)"); err != nil {
 		return err
 	}
-	ins, err := tx.PrepareContext(ctx, "insert into t (id, v) values (?, ?)")
+	ins, err := tx.PrepareContext(ctx, "insert into t (k, v) values (?, ?)")
 	if err != nil {
 		return err
 	}
 	defer ins.Close()
-	for id := int64(1); id <= Rows; id++ {
-		if _, err := ins.ExecContext(ctx, id, Want(id)); err != nil {
+	for k := int64(1); k <= Rows; k++ {
+		if _, err := ins.ExecContext(ctx, k, Want(k)); err != nil {
 			return err
 		}
+	}
+	if _, err := tx.ExecContext(ctx, "create index t_k on t (k)"); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
 
 func (h *sqlHandle) Lookup(id int64) (int64, error) {
-	if err := h.stmt.QueryRow(id).Scan(&h.v); err != nil {
+	var row *sql.Row
+	if h.stmt != nil {
+		row = h.stmt.QueryRowContext(bg, id)
+	} else {
+		row = h.conn.QueryRowContext(bg, Query, id)
+	}
+	if err := row.Scan(&h.v); err != nil {
 		return 0, fmt.Errorf("lookup id %d: %w", id, err)
 	}
 	return h.v, nil
@@ -123,7 +150,13 @@ func (h *sqlHandle) Lookup(id int64) (int64, error) {
 type rowsCursor sql.Rows
 
 func (h *sqlHandle) Exec(id int64) (Cursor, error) {
-	rows, err := h.stmt.Query(id)
+	var rows *sql.Rows
+	var err error
+	if h.stmt != nil {
+		rows, err = h.stmt.QueryContext(bg, id)
+	} else {
+		rows, err = h.conn.QueryContext(bg, Query, id)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("query id %d: %w", id, err)
 	}

@@ -1,6 +1,7 @@
 // Package sqlop is the fast local operation that the hop and concurrency
-// experiments wrap: an indexed SQLite lookup (`select v from t where id = ?`
-// on a 1 000-row table, through a prepared statement) on a database file in a
+// experiments wrap: the seed's indexed SQLite lookup (`select v from t where
+// k = ?` on a 1 000-row table, a fresh query per call; -prepared ops run one
+// statement prepared per connection instead) on a database file in a
 // temporary directory or in `:memory:`, through the pure-Go driver
 // (modernc.org/sqlite, always built) or the cgo driver (mattn/go-sqlite3,
 // built only with -tags mattn and cgo), plus an in-memory map lookup as the pure-compute
@@ -20,22 +21,22 @@ import (
 // Rows is the size of the lookup table: ids 1..Rows.
 const Rows = 1000
 
-// Query is the one statement every SQLite operation runs.
-const Query = "select v from t where id = ?"
+// Query is the one statement every SQLite operation runs (the seed's).
+const Query = "select v from t where k = ?"
 
 // ErrUnsupported is wrapped by errors for operations that cannot run in
 // this build (the cgo driver without cgo).
 var ErrUnsupported = errors.New("unsupported")
 
-// Want is the value stored for id: every operation must return it.
+// Want is the value stored for key id: every operation must return it.
 func Want(id int64) int64 { return id*31 + 7 }
 
-// Key maps the i-th call of a loop to a table key, striding over all rows
+// Key maps the i-th call of a loop to a table key (1..Rows), striding over all rows
 // so consecutive calls do not hit the same row.
 func Key(i int) int64 { return int64((i*389)%Rows) + 1 }
 
 // Handle is one caller's (or one worker's) access to the operation: for
-// SQLite one connection with its prepared statement. A Handle is used by
+// SQLite one connection (and a -prepared op's statement). A Handle is used by
 // one goroutine at a time.
 type Handle interface {
 	// Lookup runs the operation for id in one step.
@@ -78,7 +79,7 @@ func register(name, doc, unsupported string, newSource func(s *Source) error) {
 }
 
 // Ops lists every operation name, sorted: map, cgo-call, and
-// <driver>-<memory|file> for each SQLite driver.
+// <driver>-<memory|file>[-prepared] for each SQLite driver.
 func Ops() []string {
 	var out []string
 	for k := range kinds {

@@ -3,6 +3,7 @@ package sqlop
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -63,7 +64,7 @@ func TestKeyCoversEveryRow(t *testing.T) {
 // A file source keeps its database in a temp dir that Close removes, even
 // with handles still open, and a second Close is harmless.
 func TestFileSourceRemovesTempDir(t *testing.T) {
-	for _, op := range []string{"modernc-file", "mattn-file"} {
+	for _, op := range []string{"modernc-file", "mattn-file", "modernc-file-prepared", "mattn-file-prepared"} {
 		if Unsupported(op) != "" {
 			continue
 		}
@@ -125,6 +126,46 @@ func TestUnknownAndUnsupported(t *testing.T) {
 			}
 			if _, err := NewSource(op); !errors.Is(err, ErrUnsupported) {
 				t.Errorf("NewSource(%s) = %v, want ErrUnsupported", op, err)
+			}
+		}
+	}
+}
+
+// The plain SQLite ops make a fresh query per lookup, as the seed's
+// execute(...).fetchone(); only the -prepared ops hold a statement. Each
+// driver has all four: file and :memory:, fresh and prepared.
+func TestFreshQueryUnlessPrepared(t *testing.T) {
+	ops := map[string]bool{}
+	for _, op := range Ops() {
+		ops[op] = true
+	}
+	for _, drv := range []string{"modernc", "mattn"} {
+		for _, store := range []string{"file", "memory"} {
+			for _, suffix := range []string{"", "-prepared"} {
+				op := drv + "-" + store + suffix
+				if !ops[op] {
+					t.Errorf("no operation %s", op)
+					continue
+				}
+				if !strings.Contains(Doc(op), map[bool]string{false: "a fresh query per lookup", true: "prepared"}[suffix != ""]) {
+					t.Errorf("%s: doc %q does not say how it queries", op, Doc(op))
+				}
+				if Unsupported(op) != "" {
+					continue
+				}
+				s, err := NewSource(op)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h, err := s.Open()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := h.(*sqlHandle).stmt != nil; got != (suffix != "") {
+					t.Errorf("%s: holds a prepared statement = %v", op, got)
+				}
+				h.Close()
+				s.Close()
 			}
 		}
 	}

@@ -23,6 +23,41 @@ func pyParams(suite string, cpus ...int) exp.Params {
 	return exp.Params{Suite: suite, CPUs: cpus, Host: sysinfo.Detect(), Extra: map[string]string{}}
 }
 
+// pythonArms are the CPython arms of every experiment, as `ctxlab run
+// python` selects them.
+func pythonArms(p exp.Params) ([]exp.Arm, error) {
+	sel, err := exp.Select([]string{"python"}, p)
+	if err != nil {
+		return nil, err
+	}
+	var out []exp.Arm
+	for _, s := range sel {
+		out = append(out, s.Arms...)
+	}
+	return out, nil
+}
+
+// pythonPlan is every experiment's CPython plan.
+func pythonPlan(p exp.Params) []pyArm {
+	var out []pyArm
+	for _, f := range []func(exp.Params) []pyArm{pingpongPyPlan, ringPyPlan, yieldPyPlan, interferencePyPlan, hopPyPlan, callchainPyPlan,
+		concurrencyPyPlan, eventloopPlan} {
+		out = append(out, f(p)...)
+	}
+	return out
+}
+
+// specOf is the experiment an arm belongs to.
+func specOf(t *testing.T, name string) *exp.Spec {
+	t.Helper()
+	first, _, _ := strings.Cut(name, "/")
+	s, ok := exp.Lookup(first)
+	if !ok {
+		t.Fatalf("%s: no experiment %q", name, first)
+	}
+	return s
+}
+
 func TestPythonSkippedWithoutPython(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	arms, err := pythonArms(pyParams(exp.SuiteQuick))
@@ -34,8 +69,8 @@ func TestPythonSkippedWithoutPython(t *testing.T) {
 	}
 	cfg := runner.ForSuite(exp.SuiteQuick)
 	cfg.Host = sysinfo.Detect()
-	spec, _ := exp.Lookup("python")
 	for _, a := range arms {
+		spec := specOf(t, a.Name)
 		r := runner.Arm(context.Background(), cfg, spec, a)
 		if r.Status != result.StatusSkipped || !strings.Contains(r.Reason, "python3 not found") {
 			t.Fatalf("%s: status %q reason %q, want skipped for want of python3", a.Name, r.Status, r.Reason)
@@ -48,6 +83,12 @@ func TestPythonBadChoice(t *testing.T) {
 	p.Python = "/no/such/python3.99"
 	_, err := pythonArms(p)
 	if err == nil || !strings.Contains(err.Error(), "/no/such/python3.99") {
+		t.Fatalf("err = %v, want a usage error naming the value", err)
+	}
+	// python3.13t absent: the same usage error from any experiment with CPython arms.
+	p.Python = "python3.13t-not-here"
+	_, err = exp.Select([]string{"pingpong"}, p)
+	if err == nil || !strings.Contains(err.Error(), "python3.13t-not-here") {
 		t.Fatalf("err = %v, want a usage error naming the value", err)
 	}
 }
@@ -69,11 +110,11 @@ func TestPythonPlan(t *testing.T) {
 				t.Fatalf("incomplete arm %+v", a)
 			}
 		}
-		if quick == 0 || quick > 8 {
+		if quick == 0 || quick > 10 {
 			t.Fatalf("%s: %d quick arms; the quick suite budget allows a handful", suite, quick)
 		}
 		for _, k := range []string{"pingpong/pythread/simplequeue/unpinned", "pingpong/pythread/event/unpinned",
-			"pingpong/pytask/asyncio-queue/unpinned", "pingpong/pytask/future/unpinned", "pingpong/process/pipe/unpinned",
+			"pingpong/pytask/asyncio-queue/unpinned", "pingpong/pytask/future/unpinned", "pingpong/pyprocess/pipe/unpinned",
 			"pingpong/pythread/pipe/unpinned", "ring/pythread/simplequeue/n=1000", "ring/pytask/asyncio-queue/n=100",
 			"yield/pytask/sleep0/k=10000", "interference/pytask/asyncio-queue/busy=1/si=0.5ms", "hop/pytask/two-hop",
 			"hop/pytask/aiosqlite", "callchain/pytask/create-task"} {
@@ -109,16 +150,16 @@ func TestPythonChecks(t *testing.T) {
 		return result.Arm{Name: name, Substrate: sub, Status: result.StatusOK, Median: med, Placement: "unpinned",
 			Switches: &result.Switches{Voluntary: sw}, Params: map[string]string{"gil": "enabled", "switch_interval": "5ms"}}
 	}
-	busy := ok("python/interference/pythread/simplequeue/busy=1/si=default", "pythread", 6e6, 2)
+	busy := ok("interference/pythread/simplequeue/busy=1/si=default", "pythread", 6e6, 2)
 	busy.Params["busy"] = "1"
 	busy.Percentiles = &result.Percentiles{P50: 5.1e6, P99: 15e6}
 	arms := []result.Arm{
-		ok("python/pingpong/pythread/simplequeue/unpinned", "pythread", 12000, 2.1),
-		ok("python/pingpong/pytask/asyncio-queue/unpinned", "pytask", 8000, 0.3),
+		ok("pingpong/pythread/simplequeue/unpinned", "pythread", 12000, 2.1),
+		ok("pingpong/pytask/asyncio-queue/unpinned", "pytask", 8000, 0.3),
 		busy,
-		ok("python/hop/pytask/direct", "pytask", 3000, 0),
-		ok("python/hop/pytask/executor", "pytask", 40000, 3),
-		ok("python/hop/pytask/two-hop", "pytask", 30000, 6),
+		ok("hop/pytask/direct", "pytask", 3000, 0),
+		ok("hop/pytask/executor", "pytask", 40000, 3),
+		ok("hop/pytask/two-hop", "pytask", 30000, 6),
 	}
 	holds := map[string]bool{}
 	for _, c := range pythonChecks(arms) {
@@ -137,7 +178,7 @@ func TestPythonChecks(t *testing.T) {
 	if f := pythonFindings(arms); len(f) == 0 || !strings.Contains(strings.Join(f, "\n"), "published 7.2 µs") {
 		t.Errorf("findings lack the published figures: %q", f)
 	}
-	y := ok("python/yield/pytask/sleep0/k=10000", "pytask", 900, 0)
+	y := ok("yield/pytask/sleep0/k=10000", "pytask", 900, 0)
 	y.Notes = []string{"not comparable with a long loop's figure: each of the 10000 tasks yields only 9 times per repetition"}
 	for _, line := range pythonFindings(append(arms, y)) {
 		if strings.HasPrefix(line, "yield/") != strings.Contains(line, "not comparable") {
@@ -159,10 +200,10 @@ func TestPythonEndToEnd(t *testing.T) {
 	cfg := runner.ForSuite(exp.SuiteQuick)
 	cfg.Host = sysinfo.Detect()
 	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 2, 20*time.Millisecond, 10*time.Millisecond
-	spec, _ := exp.Lookup("python")
+	spec, _ := exp.Lookup("pingpong")
 	got := map[string]result.Arm{}
 	for _, a := range arms {
-		if a.Name == "python/pingpong/pythread/simplequeue/unpinned" || a.Name == "python/pingpong/pytask/asyncio-queue/unpinned" {
+		if a.Name == "pingpong/pythread/simplequeue/unpinned" || a.Name == "pingpong/pytask/asyncio-queue/unpinned" {
 			got[a.Substrate] = runner.Arm(context.Background(), cfg, spec, a)
 		}
 	}
@@ -210,7 +251,7 @@ read -r line
 	a := bindPyArm(pyParams(exp.SuiteQuick), in, plan[0], "")
 	cfg := runner.ForSuite(exp.SuiteQuick)
 	cfg.Host = sysinfo.Detect()
-	spec, _ := exp.Lookup("python")
+	spec, _ := exp.Lookup("pingpong")
 	if r := runner.Arm(context.Background(), cfg, spec, a); r.Status != result.StatusOK {
 		t.Fatalf("%s: %s: %s", r.Name, r.Status, r.Reason)
 	}
@@ -252,5 +293,169 @@ func TestPythonDriverDefaultPolicy(t *testing.T) {
 		if r.Policy == nil || *r.Policy != *wirePolicy(exp.DefaultPolicy) {
 			t.Fatalf("sent %+v, driver applied %+v, runner's default %+v", pol, r.Policy, exp.DefaultPolicy)
 		}
+	}
+}
+
+// pythonChecks and pythonFindings are every experiment's, each over its
+// own arms, as the runner evaluates them.
+func pythonChecks(arms []result.Arm) []result.Check {
+	var out []result.Check
+	for name, as := range byExperiment(arms) {
+		s, _ := exp.Lookup(name)
+		out = append(out, s.Checks(as)...)
+	}
+	return out
+}
+
+func pythonFindings(arms []result.Arm) []string {
+	var out []string
+	for name, as := range byExperiment(arms) {
+		s, _ := exp.Lookup(name)
+		out = append(out, s.Findings(as)...)
+	}
+	return out
+}
+
+func byExperiment(arms []result.Arm) map[string][]result.Arm {
+	m := map[string][]result.Arm{}
+	for _, a := range arms {
+		first, _, _ := strings.Cut(a.Name, "/")
+		a.Experiment = first
+		m[first] = append(m[first], a)
+	}
+	return m
+}
+
+// The CPython arms are substrates of their experiments: each of the six
+// has them, named <experiment>/<substrate>/…, beside its Go arms, and the
+// forked process pipe does not take Go's process pipe's name.
+func TestCPythonArmsLiveInTheirExperiments(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // listed (skipped) without an interpreter
+	p := pyParams(exp.SuiteDefault)
+	for _, name := range []string{"pingpong", "ring", "yield", "interference", "hop", "callchain"} {
+		s, ok := exp.Lookup(name)
+		if !ok {
+			t.Fatalf("no experiment %s", name)
+		}
+		arms, err := s.Arms(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs := map[string]int{}
+		names := map[string]bool{}
+		for _, a := range arms {
+			if names[a.Name] {
+				t.Errorf("%s: two arms named %s", name, a.Name)
+			}
+			names[a.Name] = true
+			subs[a.Substrate]++
+			if cpythonSubstrates[a.Substrate] && !strings.HasPrefix(a.Name, name+"/"+a.Substrate+"/") {
+				t.Errorf("%s: CPython arm %s is not named %s/%s/…", name, a.Name, name, a.Substrate)
+			}
+		}
+		if subs["pythread"]+subs["pytask"] == 0 || len(subs) < 3 {
+			t.Errorf("%s: substrates %v, want Go and CPython ones together", name, subs)
+		}
+		if name == "pingpong" {
+			for _, sub := range []string{"goroutine", "thread", "process", "pythread", "pytask", "pyprocess"} {
+				if subs[sub] == 0 {
+					t.Errorf("pingpong has no %s arm: %v", sub, subs)
+				}
+			}
+			if !names["pingpong/process/pipe/unpinned"] || !names["pingpong/pyprocess/pipe/unpinned"] {
+				t.Error("pingpong lacks Go's or CPython's process pipe")
+			}
+		}
+	}
+	if _, ok := exp.Lookup("python"); ok {
+		t.Error("python is still an experiment; it is a selector")
+	}
+	quick, err := pythonArms(pyParams(exp.SuiteQuick))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The 7 it had before, and one each for asyncio.Event, concurrency and eventloop.
+	if len(quick) != 10 {
+		var ns []string
+		for _, a := range quick {
+			ns = append(ns, a.Name)
+		}
+		t.Errorf("the quick suite has %d CPython arms, want 10: %v", len(quick), ns)
+	}
+}
+
+// --python all without a free-threaded build: the arms with a published
+// free-threaded figure are listed once more as unsupported, the
+// free-threaded check says why it was not evaluated, and the findings put
+// the published figure beside the reason.
+func TestPythonAllWithoutFreeThreaded(t *testing.T) {
+	ins := pydriver.FindAll()
+	if len(ins) == 0 {
+		t.Skip("no python3 on PATH")
+	}
+	for _, in := range ins {
+		if in.FreeThreaded {
+			t.Skip("a free-threaded CPython is here")
+		}
+	}
+	p := pyParams(exp.SuiteDefault)
+	p.Python = "all"
+	arms, err := pythonArms(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := map[string]string{}
+	for _, a := range arms {
+		if strings.HasSuffix(a.Name, freeThreadedSuffix) {
+			ft[a.Name] = a.Unsupported
+		}
+	}
+	for _, n := range []string{"ring/pythread/simplequeue/n=2", "ring/pythread/simplequeue/n=100",
+		"interference/pythread/simplequeue/busy=1/si=default", "interference/pythread/simplequeue/busy=1/si=default/cross-cpu"} {
+		if r, ok := ft[n+freeThreadedSuffix]; !ok || !strings.Contains(r, "no free-threaded CPython found") {
+			t.Errorf("%s%s: listed %v, reason %q", n, freeThreadedSuffix, ok, r)
+		}
+	}
+	if len(ft) != 4 {
+		t.Errorf("free-threaded placeholders %v, want 4", ft)
+	}
+	// What the runner makes of them, through the experiments' checks and findings.
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	var got []result.Arm
+	for _, a := range arms {
+		if strings.HasSuffix(a.Name, freeThreadedSuffix) {
+			got = append(got, runner.Arm(context.Background(), cfg, specOf(t, a.Name), a))
+		}
+	}
+	for _, r := range got {
+		if r.Status != result.StatusUnsupported || !strings.Contains(r.Reason, "no free-threaded CPython found") {
+			t.Errorf("%s: %s %q", r.Name, r.Status, r.Reason)
+		}
+	}
+	skipped := 0
+	for _, c := range pythonChecks(got) {
+		if strings.Contains(c.Name, "free-threaded") && c.Skipped && strings.Contains(c.Detail, "unsupported: no free-threaded CPython found") {
+			skipped++
+		}
+	}
+	if skipped != 1 {
+		t.Errorf("%d free-threaded checks say unsupported, want 1", skipped)
+	}
+	f := strings.Join(pythonFindings(got), "\n")
+	if !strings.Contains(f, "unsupported: no free-threaded CPython found") || !strings.Contains(f, "4.64 µs per hop (free-threaded)") {
+		t.Errorf("findings do not say the free-threaded arms are unsupported beside the figure:\n%s", f)
+	}
+}
+
+// A free-threaded busy-thread arm is checked the other way round: with no
+// GIL the busy thread should not hold the round trip for the interval.
+func TestFreeThreadedBusyCheck(t *testing.T) {
+	a := result.Arm{Name: "interference/pythread/simplequeue/busy=1/si=default/py=3.13.1t", Substrate: "pythread", Status: result.StatusOK,
+		Params:      map[string]string{"busy": "1", "gil": "disabled", "switch_interval": "5ms"},
+		Percentiles: &result.Percentiles{P50: 7000, P99: 16000}}
+	cs := interferencePyChecks([]result.Arm{a})
+	if len(cs) != 1 || cs[0].Name != freeThreadedBusyCheck || !cs[0].Holds {
+		t.Fatalf("checks %+v", cs)
 	}
 }

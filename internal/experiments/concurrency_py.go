@@ -1,0 +1,130 @@
+package experiments
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// CPython's twin of the concurrency table (the seeds' compare(op_async,
+// op_sync, n, C)): asyncio tasks under a semaphore, each lookup hopping to
+// a worker thread, against a thread pool's map of the plain call.
+
+// concPyWays: the arm's way → its substrate, driver bench and how.
+var concPyWays = []struct{ way, sub, bench, how, label string }{
+	{"to_thread", "pytask", "concurrency.sem", "to_thread", "asyncio.gather under Semaphore(C), each call via to_thread"},
+	{"run_in_executor", "pytask", "concurrency.sem", "executor", "asyncio.gather under Semaphore(C), each call via run_in_executor"},
+	{"pool-map", "pythread", "concurrency.pool", "", "ThreadPoolExecutor(C).map"},
+}
+
+func concurrencyPyPlan(p exp.Params) []pyArm {
+	levels, err := hopOptIntList(p, "concurrency.levels", concDefaultLevels, 1, concMaxLevel)
+	if err != nil {
+		return nil // concurrencyArms has refused the run already
+	}
+	var out []pyArm
+	for _, op := range []string{"sqlite-file", "dict"} {
+		for _, w := range concPyWays {
+			for _, c := range levels {
+				params := map[string]string{"op": op, "way": w.way, "c": strconv.Itoa(c)}
+				if w.how != "" {
+					params["how"] = w.how
+				}
+				out = append(out, pyArm{key: fmt.Sprintf("concurrency/%s/%s/%s/c=%d", w.sub, op, w.way, c),
+					sub: w.sub, mech: w.way, op: "lookup", bench: w.bench, params: params, place: "unpinned",
+					quick: op == "sqlite-file" && c == 10 && w.way == "to_thread",
+					full:  w.way == "run_in_executor"})
+			}
+		}
+	}
+	return out
+}
+
+// concPyKey finds an arm by op, way, C and interpreter.
+type concPyKey struct {
+	op, way, py string
+	c           int
+}
+
+func concPyIndex(arms []result.Arm) map[concPyKey]result.Arm {
+	out := map[concPyKey]result.Arm{}
+	for _, a := range arms {
+		if a.Status != result.StatusOK || a.Median <= 0 {
+			continue
+		}
+		c, err := strconv.Atoi(a.Params["c"])
+		if err != nil {
+			continue
+		}
+		_, py := pyKey(a.Name)
+		out[concPyKey{a.Params["op"], a.Params["way"], py, c}] = a
+	}
+	return out
+}
+
+func concSwitches(a result.Arm) string {
+	if a.Switches == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %.2f OS switches per lookup", a.Switches.Total())
+}
+
+// concurrencyPyChecks: the seeds' shape — at every C, a pool's map of the
+// plain call beats a task per call hopping to a thread under a semaphore.
+func concurrencyPyChecks(arms []result.Arm) []result.Check {
+	idx := concPyIndex(arms)
+	var out []result.Check
+	for k, s := range idx {
+		if k.way != "to_thread" && k.way != "run_in_executor" {
+			continue
+		}
+		t, ok := idx[concPyKey{k.op, "pool-map", k.py, k.c}]
+		if !ok {
+			continue
+		}
+		out = append(out, result.Check{
+			Name:  "CPython: ThreadPoolExecutor(C).map of the plain call beats a task per call under a Semaphore(C) hopping to a thread (per lookup, same C)",
+			Holds: t.Median < s.Median,
+			Detail: fmt.Sprintf("%s at C=%d%s: pool map %s per lookup%s; semaphore + %s %s%s", k.op, k.c, pySuffixText(k.py),
+				result.FormatNs(t.Median), concSwitches(t), k.way, result.FormatNs(s.Median), concSwitches(s)),
+			Arms: []string{t.Name, s.Name},
+		})
+	}
+	slices.SortFunc(out, func(a, b result.Check) int { return strings.Compare(a.Detail, b.Detail) })
+	return out
+}
+
+func concurrencyPyFindings(arms []result.Arm) []string {
+	idx := concPyIndex(arms)
+	var out []string
+	for _, py := range pyTags(arms) {
+		for _, op := range []string{"sqlite-file", "dict"} {
+			for _, w := range concPyWays {
+				var cs []int
+				for k := range idx {
+					if k.op == op && k.way == w.way && k.py == py {
+						cs = append(cs, k.c)
+					}
+				}
+				slices.Sort(cs)
+				var parts []string
+				for _, c := range cs {
+					a := idx[concPyKey{op, w.way, py, c}]
+					part := fmt.Sprintf("C=%d %.1f ms", c, a.Median*concTotal/1e6)
+					if a.Switches != nil {
+						part += fmt.Sprintf(" (%.2f switches/lookup)", a.Switches.Total())
+					}
+					parts = append(parts, part)
+				}
+				if len(parts) > 0 {
+					out = append(out, fmt.Sprintf("CPython%s: 10 000 %s lookups through %s: %s", pySuffixText(py), op, w.label, strings.Join(parts, " · ")))
+				}
+			}
+		}
+	}
+	return out
+}

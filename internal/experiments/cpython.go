@@ -1,0 +1,553 @@
+package experiments
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/pydriver"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// CPython as a substrate (SPEC §5.9): pingpong, ring, yield, interference,
+// hop and callchain each add arms whose workers are CPython threads
+// (pythread), asyncio tasks (pytask) or forked CPython processes
+// (pyprocess), measured by ctxlab's embedded driver (driver.py) inside the
+// interpreter and merged into the same result model. Each such arm times
+// itself in Python and the runner summarises it, as mech serves the Go
+// arms. This file registers no experiment: it resolves the interpreter,
+// binds a driver bench to an arm and converts the driver's answer; the
+// experiments own their CPython arms, checks and references.
+func init() {
+	exp.RegisterOption("python", "which CPython runs the CPython arms (pythread, pytask, pyprocess): a command or path, or all (every python3.N/python3.Nt on PATH); default python3 (same as --python)")
+	exp.RegisterSelector("python", "every CPython arm of every experiment: CPython threads, asyncio tasks and forked CPython processes",
+		"*/pythread", "*/pytask", "*/pyprocess")
+}
+
+// cpythonSubstrates are the substrates whose arms the driver measures.
+var cpythonSubstrates = map[string]bool{"pythread": true, "pytask": true, "pyprocess": true}
+
+// cpythonDoc is what each experiment's Doc says about its CPython arms.
+const cpythonDoc = `CPython arms (substrates pythread, pytask, pyprocess) run ctxlab's embedded
+driver with python3 from PATH, --python PATH, or --python all (every python3.N
+and python3.Nt found, arms suffixed /py=VERSION); the driver times them itself.
+Without python3 they are skipped with a note. ` + "`ctxlab run python`" + ` runs
+every CPython arm of every experiment.`
+
+// cpythonMetrics are the figures every CPython arm adds beside its median.
+var cpythonMetrics = []exp.Metric{
+	{Name: "py-clock-ns", Unit: "ns", Better: exp.NotRanked, Doc: "cost of one time.perf_counter() read in the driver"},
+	{Name: "measuring-thread-switches/op", Unit: "switches", Better: exp.LowerIsBetter, Doc: "OS switches per op of the driver's measuring thread alone (RUSAGE_THREAD)"},
+}
+
+// pyArm is one CPython arm before it is bound to an interpreter.
+type pyArm struct {
+	key       string // "pingpong/pythread/simplequeue/unpinned"
+	sub, mech string
+	op        string
+	bench     string
+	params    map[string]string
+	quick     bool
+	full      bool // only in the full suite
+	place     string
+	minOps    int
+	unsup     string
+	// freeThreaded: a published figure exists for a free-threaded build;
+	// --python all without one lists the arm as unsupported for it.
+	freeThreaded bool
+}
+
+// withCPython returns an experiment's Arms: its Go arms, then the CPython
+// arms of plan bound to the run's interpreters.
+func withCPython(goArms func(exp.Params) ([]exp.Arm, error), plan func(exp.Params) []pyArm) func(exp.Params) ([]exp.Arm, error) {
+	return func(p exp.Params) ([]exp.Arm, error) {
+		arms, err := goArms(p)
+		if err != nil {
+			return nil, err
+		}
+		py, err := cpythonArms(p, plan(p))
+		if err != nil {
+			return nil, err
+		}
+		return append(arms, py...), nil
+	}
+}
+
+// isCPython reports whether the arm's workers are CPython's.
+func isCPython(a result.Arm) bool { return cpythonSubstrates[a.Substrate] }
+
+// splitCPython separates an experiment's Go and OS arms from its CPython ones.
+func splitCPython(arms []result.Arm) (native, py []result.Arm) {
+	for _, a := range arms {
+		if isCPython(a) {
+			py = append(py, a)
+		} else {
+			native = append(native, a)
+		}
+	}
+	return native, py
+}
+
+// cpythonChecks evaluates an experiment's native checks on its native arms
+// and its CPython checks on its CPython arms: neither sees the other's.
+func cpythonChecks(native, py func([]result.Arm) []result.Check) func([]result.Arm) []result.Check {
+	return func(arms []result.Arm) []result.Check {
+		n, p := splitCPython(arms)
+		var out []result.Check
+		if native != nil {
+			out = native(n)
+		}
+		if py != nil && len(p) > 0 {
+			out = append(out, py(p)...)
+		}
+		return out
+	}
+}
+
+// cpythonFindings is cpythonChecks for findings.
+func cpythonFindings(native, py func([]result.Arm) []string) func([]result.Arm) []string {
+	return func(arms []result.Arm) []string {
+		n, p := splitCPython(arms)
+		var out []string
+		if native != nil {
+			out = native(n)
+		}
+		if py != nil && len(p) > 0 {
+			out = append(out, py(p)...)
+		}
+		return out
+	}
+}
+
+// nativeDerive runs an experiment's Derive on its native arms only (in
+// place), so baselines picked by name never land on a CPython arm.
+func nativeDerive(derive func([]result.Arm)) func([]result.Arm) {
+	return func(arms []result.Arm) {
+		var idx []int
+		var n []result.Arm
+		for i, a := range arms {
+			if !isCPython(a) {
+				idx = append(idx, i)
+				n = append(n, a)
+			}
+		}
+		derive(n)
+		for j, i := range idx {
+			arms[i] = n[j]
+		}
+	}
+}
+
+// pyBench is an opened CPython arm: a SelfTimed bench. The interpreter
+// starts in Measure and is gone when it returns.
+type pyBench struct {
+	measure func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error)
+}
+
+func (b *pyBench) Measure(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
+	return b.measure(ctx, req)
+}
+
+// Participants is an explicit empty list: the interpreter lives only
+// inside Measure, and the driver counts its own switches over its timed
+// repetitions (exp.DirectResult).
+func (b *pyBench) Participants() exp.Participants { return exp.Participants{} }
+
+func (b *pyBench) Close() error { return nil }
+
+// skipErr is an error whose text is the reason alone, classified by kind
+// (exp.ErrSkipped, exp.ErrUnsupported).
+type skipErr struct {
+	reason string
+	kind   error
+}
+
+func (e *skipErr) Error() string { return e.reason }
+func (e *skipErr) Unwrap() error { return e.kind }
+
+// interpreters resolves the run's --python choice. An explicit choice that
+// does not work is a usage error; a missing default python3 skips the arms.
+// Six experiments ask in one run, so the answer is kept per choice and
+// PATH: each ask would start every interpreter once more.
+func interpreters(p exp.Params) ([]*pydriver.Interpreter, string, error) {
+	choice := p.Python
+	key := choice + "\x00" + os.Getenv("PATH")
+	resolved.Lock()
+	defer resolved.Unlock()
+	if r, ok := resolved.m[key]; ok {
+		return r.ins, r.skip, r.err
+	}
+	ins, skip, err := resolveInterpreters(choice)
+	if resolved.m == nil {
+		resolved.m = map[string]resolution{}
+	}
+	resolved.m[key] = resolution{ins, skip, err}
+	return ins, skip, err
+}
+
+type resolution struct {
+	ins  []*pydriver.Interpreter
+	skip string
+	err  error
+}
+
+var resolved struct {
+	sync.Mutex
+	m map[string]resolution
+}
+
+func resolveInterpreters(choice string) ([]*pydriver.Interpreter, string, error) {
+	switch choice {
+	case "", "python3":
+		in, err := pydriver.Resolve("python3")
+		if err != nil {
+			return nil, err.Error() + "; the CPython arms need one (--python PATH chooses another)", nil
+		}
+		return []*pydriver.Interpreter{in}, "", nil
+	case "all":
+		ins := pydriver.FindAll()
+		if len(ins) == 0 {
+			return nil, "no python3, python3.N or python3.Nt on PATH runs; the CPython arms need one", nil
+		}
+		return ins, "", nil
+	}
+	in, err := pydriver.Resolve(choice)
+	if err != nil {
+		return nil, "", fmt.Errorf("--python %s: %v; want a CPython 3 command or path, or all", choice, err)
+	}
+	return []*pydriver.Interpreter{in}, "", nil
+}
+
+// noFreeThreaded is the reason a free-threaded arm of --python all gives
+// when no interpreter found is a free-threaded build.
+const noFreeThreaded = "no free-threaded CPython found (python3.Nt on PATH)"
+
+// freeThreadedSuffix names the placeholder arms --python all lists for the
+// free-threaded build when there is none.
+const freeThreadedSuffix = "/py=free-threaded"
+
+// cpythonArms binds an experiment's CPython plan to the run's interpreters.
+func cpythonArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
+	if len(plan) == 0 {
+		return nil, nil
+	}
+	ins, skip, err := interpreters(p)
+	if err != nil {
+		return nil, err
+	}
+	var arms []exp.Arm
+	if skip != "" {
+		for _, pa := range plan {
+			if pa.full && p.Suite != exp.SuiteFull {
+				continue
+			}
+			reason := skip
+			arms = append(arms, exp.Arm{
+				Name: pa.key, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: pa.params,
+				Placement: pa.place, Quick: pa.quick,
+				Open: func(context.Context) (exp.Bench, error) { return nil, &skipErr{reason, exp.ErrSkipped} },
+			})
+		}
+		return arms, nil
+	}
+	tags := map[string]int{}
+	ft := false
+	for _, in := range ins {
+		tags[in.Tag()]++
+		ft = ft || in.FreeThreaded
+	}
+	for i, in := range ins {
+		suffix := ""
+		if len(ins) > 1 {
+			suffix = "/py=" + in.Tag()
+			if tags[in.Tag()] > 1 {
+				suffix += "-" + strconv.Itoa(i+1)
+			}
+		}
+		for _, pa := range plan {
+			if pa.full && p.Suite != exp.SuiteFull {
+				continue
+			}
+			arms = append(arms, bindPyArm(p, in, pa, suffix))
+		}
+	}
+	if p.Python == "all" && !ft {
+		for _, pa := range plan {
+			if !pa.freeThreaded || pa.full && p.Suite != exp.SuiteFull {
+				continue
+			}
+			params := map[string]string{"python_build": "free-threaded"}
+			for k, v := range pa.params {
+				params[k] = v
+			}
+			arms = append(arms, exp.Arm{
+				Name: pa.key + freeThreadedSuffix, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
+				Placement: pa.place, Unsupported: noFreeThreaded,
+				Open: func(context.Context) (exp.Bench, error) {
+					return nil, &skipErr{noFreeThreaded, exp.ErrUnsupported}
+				},
+			})
+		}
+	}
+	return arms, nil
+}
+
+// bindPyArm makes the runner's arm for one CPython arm on one interpreter,
+// placed as the experiment's Go arms are (exp.Placements): the driver pins
+// its two workers to A and B and the interpreter to the placement's CPUs.
+func bindPyArm(p exp.Params, in *pydriver.Interpreter, pa pyArm, suffix string) exp.Arm {
+	params := map[string]string{"python": in.Tag(), "python_build": in.Build(), "placement": pa.place}
+	for k, v := range pa.params {
+		params[k] = v
+	}
+	req := pydriver.Request{Bench: pa.bench, Params: pa.params, MinOps: pa.minOps}
+	unsup := pa.unsup
+	for _, pl := range exp.Placements(p) {
+		if pl.Name != pa.place {
+			continue
+		}
+		if pl.Unsupported != "" && unsup == "" {
+			unsup = pl.Unsupported
+		}
+		req.CPUs = pl.Process // --cpus pins an unpinned interpreter
+		if pl.A != nil {
+			req.CPUs, req.CPUsA, req.CPUsB = union(pl.A, pl.B), pl.A, pl.B
+		}
+	}
+	if req.CPUs != nil {
+		params["cpus"] = intsText(req.CPUs)
+	}
+	return exp.Arm{
+		Name: pa.key + suffix, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
+		Placement: pa.place, Quick: pa.quick, Unsupported: unsup,
+		Open: func(context.Context) (exp.Bench, error) {
+			return &pyBench{measure: func(ctx context.Context, dr exp.DirectRequest) (*exp.DirectResult, error) {
+				return runPy(ctx, in, req, dr)
+			}}, nil
+		},
+	}
+}
+
+// union is a and b's CPUs, a's first, each once.
+func union(a, b []int) []int {
+	out := append([]int(nil), a...)
+	for _, c := range b {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func intsText(xs []int) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, strconv.Itoa(x))
+	}
+	return strings.Join(s, ",")
+}
+
+// maxPySamples caps the latencies the driver sends back (JSON on a pipe).
+const maxPySamples = 50000
+
+// runPy asks the interpreter's driver to measure one arm and converts its
+// answer into the runner's terms.
+func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, dr exp.DirectRequest) (*exp.DirectResult, error) {
+	req.Reps = dr.Reps
+	req.BenchNs = int64(dr.BenchTime)
+	req.WarmUpNs = int64(dr.WarmUp)
+	req.WarmUpOps = dr.WarmUpOps
+	req.Policy = wirePolicy(dr.Policy.OrDefault())
+	req.MaxSamples = min(dr.MaxSamples, maxPySamples)
+	if req.MaxSamples <= 0 {
+		req.MaxSamples = maxPySamples
+	}
+	r, hello, err := in.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if !r.OK {
+		if r.Unsupported != "" {
+			return nil, &skipErr{r.Unsupported, exp.ErrUnsupported}
+		}
+		msg := "python driver: " + r.Error
+		if r.Stderr != "" {
+			msg += "; stderr: " + lastLines(r.Stderr, 6)
+		}
+		return nil, errors.New(msg)
+	}
+	return pyResult(r, hello), nil
+}
+
+// wirePolicy is the runner's policy as the driver reads it.
+func wirePolicy(p exp.Policy) *pydriver.Policy {
+	return &pydriver.Policy{Share: p.Share, GrowMax: p.GrowMax, Overshoot: p.Overshoot, MaxOpsPerRep: p.MaxOpsPerRep,
+		SampleClockFactor: p.SampleClockFactor}
+}
+
+// pyResult converts a driver response (already checked for shape).
+func pyResult(r *pydriver.Response, h pydriver.Hello) *exp.DirectResult {
+	d := &exp.DirectResult{OpsPerRep: r.Ops[0], Samples: r.SamplesNs, SampleEvery: r.SampleEvery,
+		Voluntary: r.Switches.Voluntary + r.Switches.ChildVoluntary, Involuntary: r.Switches.Involuntary + r.Switches.ChildInvoluntary,
+		ChildVoluntary: r.Switches.ChildVoluntary, ChildInvoluntary: r.Switches.ChildInvoluntary, Migrations: -1}
+	for i := range r.RepNs {
+		d.RepMeans = append(d.RepMeans, float64(r.RepNs[i])/float64(r.Ops[i]))
+		d.TotalOps += r.Ops[i]
+	}
+	if r.Migrations != nil {
+		d.Migrations = *r.Migrations
+	}
+	gil := "enabled"
+	if !h.GILEnabled {
+		gil = "disabled"
+	}
+	d.Params = map[string]string{
+		"python":            h.Version,
+		"python_executable": h.Executable,
+		"gil":               gil,
+		"switch_interval":   strconv.FormatFloat(r.SwitchInterval*1000, 'g', -1, 64) + "ms",
+	}
+	if len(r.Affinity) > 0 {
+		d.Params["affinity"] = intsText(r.Affinity) // as the driver saw it
+	}
+	d.Metrics = map[string]float64{"py-clock-ns": h.ClockNs}
+	for k, v := range r.Metrics {
+		d.Metrics[k] = v
+	}
+	if t := r.ThreadSwitches; t != nil && d.TotalOps > 0 {
+		d.Metrics["measuring-thread-switches/op"] = float64(t.Voluntary+t.Involuntary) / float64(d.TotalOps)
+	}
+	d.Notes = append(d.Notes, r.Notes...)
+	return d
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// pyKey strips any "/py=…" suffix: the arm's name in its experiment's plan.
+func pyKey(name string) (key, py string) {
+	if i := strings.Index(name, "/py="); i >= 0 {
+		return name[:i], name[i+1:]
+	}
+	return name, ""
+}
+
+// pyTags lists the "py=…" suffixes among the arms ("" when one interpreter).
+func pyTags(arms []result.Arm) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range arms {
+		if _, py := pyKey(a.Name); !seen[py] {
+			seen[py] = true
+			out = append(out, py)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func withPy(name, py string) string {
+	if py == "" {
+		return name
+	}
+	return name + "/" + py
+}
+
+func pySuffixText(py string) string {
+	if py == "" {
+		return ""
+	}
+	return " (" + py + ")"
+}
+
+// okArms indexes the arms that measured by name.
+func okArms(arms []result.Arm) map[string]result.Arm {
+	by := map[string]result.Arm{}
+	for _, a := range arms {
+		if a.Status == result.StatusOK {
+			by[a.Name] = a
+		}
+	}
+	return by
+}
+
+// pyRefs are an experiment's published figures (SPEC §8) for its CPython
+// arms, by arm name without "/py=…": GIL is the default build's, FT a
+// free-threaded build's where published.
+type pyRefs struct {
+	GIL, FT map[string]string
+}
+
+// pyReferenceSource says where the figures come from.
+const pyReferenceSource = "CPython 3.14 on 24-core Linux unless noted (SPEC §8)"
+
+// findings puts the published figure beside each CPython arm that
+// measured, and says where a free-threaded arm could not run.
+func (r pyRefs) findings(arms []result.Arm) []string {
+	var refs []string
+	for _, a := range arms {
+		key, _ := pyKey(a.Name)
+		ref, has := r.GIL[key]
+		ft, hasFT := r.FT[key]
+		if hasFT && (a.Params["gil"] == "disabled" || strings.HasSuffix(a.Name, freeThreadedSuffix)) {
+			ref, has = ft, true
+		}
+		if !has {
+			continue
+		}
+		if a.Status == result.StatusUnsupported && strings.HasSuffix(a.Name, freeThreadedSuffix) {
+			refs = append(refs, fmt.Sprintf("%s: unsupported: %s; published %s", a.Name, a.Reason, ref))
+			continue
+		}
+		if a.Status != result.StatusOK {
+			continue
+		}
+		here := result.FormatNs(a.Median)
+		if a.Percentiles != nil && strings.HasPrefix(key, "interference/") {
+			here = "median " + result.FormatNs(a.Percentiles.P50) + ", p99 " + result.FormatNs(a.Percentiles.P99)
+		}
+		if a.Switches != nil && strings.HasPrefix(key, "pingpong/") {
+			here += fmt.Sprintf(", %.1f OS switches", a.Switches.Total())
+		}
+		line := fmt.Sprintf("%s: here %s; published %s", a.Name, here, ref)
+		if notComparable(a) {
+			line += " — not comparable: this arm carries harness cost the published plain loop did not (its note says which)"
+		}
+		refs = append(refs, line)
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return append([]string{"published figures for the CPython arms, " + pyReferenceSource + ", beside ours:"}, refs...)
+}
+
+// notComparable reports whether the driver said that the arm carries
+// harness cost a plain loop (the published figures') would not: its notes
+// then start with "not comparable".
+func notComparable(a result.Arm) bool {
+	for _, n := range a.Notes {
+		if strings.HasPrefix(n, "not comparable") {
+			return true
+		}
+	}
+	return false
+}
+
+func swText(a result.Arm) string {
+	if a.Switches == nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.1f", a.Switches.Total())
+}
