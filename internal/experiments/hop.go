@@ -700,7 +700,10 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	d, ok1 := v.Pick("hop/pytask/direct")
 	e, ok2 := v.Pick("hop/pytask/executor")
 	if ok1 && ok2 {
-		line := fmt.Sprintf("  CPython sqlite3 on a file: direct %s · executor hop %s (%.1f×)", exp.Figure(d), exp.Figure(e), e.Median/d.Median)
+		// A run stored before the file arms has no db param: its lookups
+		// were in :memory:, and the line does not say where.
+		where := map[string]string{"file": " on a file", "memory": " in :memory:"}[d.Params["db"]]
+		line := fmt.Sprintf("  CPython sqlite3%s: direct %s · executor hop %s (%.1f×)", where, exp.Figure(d), exp.Figure(e), e.Median/d.Median)
 		if t, ok := v.Pick("hop/pytask/two-hop"); ok {
 			line += fmt.Sprintf(" · two hops %s (%.1f×)", exp.Figure(t), t.Median/d.Median)
 		}
