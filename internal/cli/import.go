@@ -11,8 +11,13 @@ import (
 	"github.com/ctxlab/ctxlab/internal/store"
 )
 
+// ImportOptions are the flags of `ctxlab import`.
+type ImportOptions struct {
+	DB string
+}
+
 func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
-	var db string
+	o := &ImportOptions{}
 	c := &cobra.Command{
 		Use:   "import FILE.json …",
 		Short: "add runs exported elsewhere (ctxlab export, --format json) to the history",
@@ -33,7 +38,7 @@ checked before any is stored; a run already in the store is reported and skipped
 				}
 				runs = append(runs, r)
 			}
-			s, err := openStore(cmd.Context(), db, true)
+			s, err := openStore(cmd.Context(), o.DB, true)
 			if err != nil {
 				return err
 			}
@@ -52,6 +57,6 @@ checked before any is stored; a run already in the store is reported and skipped
 			return nil
 		},
 	}
-	addDBFlag(c.Flags(), &db)
+	addDBFlag(c.Flags(), &o.DB)
 	return c
 }

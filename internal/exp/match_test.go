@@ -82,3 +82,37 @@ func FuzzParsePattern(f *testing.F) {
 		}
 	})
 }
+
+// A selector is a pattern wherever one goes (budget --arm, report --chart,
+// serve --probes match arm names with it): alone, and leading a pattern.
+func TestSelectorPattern(t *testing.T) {
+	for _, tc := range []struct {
+		pat     string
+		yes, no []string
+	}{
+		{"toysel", []string{"toy/pyt/x", "toy2/pyt/z/py=3.11"}, []string{"toy/a/x", "toy/pytx/a"}},
+		{"toysel/toy2", []string{"toy2/pyt/z"}, []string{"toy/pyt/x", "toy2/a/x"}},
+		{"toysel/*/x", []string{"toy/pyt/x"}, []string{"toy/a/x", "toy/pyt/y"}},
+	} {
+		p, err := ParsePattern(tc.pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range tc.yes {
+			if !p.Match(n) || !Match(tc.pat, n) {
+				t.Errorf("%q does not match %q", tc.pat, n)
+			}
+		}
+		for _, n := range tc.no {
+			if p.Match(n) {
+				t.Errorf("%q matches %q", tc.pat, n)
+			}
+		}
+	}
+	if p, _ := ParsePattern("toysel"); p.Selector() != "toysel" || p.Experiment() != "" {
+		t.Errorf("toysel: selector %q, experiment %q", p.Selector(), p.Experiment())
+	}
+	if p, _ := ParsePattern("toysel/toy2/*"); p.Selector() != "" || p.Experiment() != "toy2" {
+		t.Errorf("toysel/toy2/*: selector %q, experiment %q", p.Selector(), p.Experiment())
+	}
+}

@@ -459,6 +459,7 @@ func pingpongPyPlan(exp.Params) []pyArm {
 	pp("pythread", "pipe", "pingpong.pipe-thread", "unpinned", false)
 	pp("pyprocess", "pipe", "pingpong.pipe-fork", "unpinned", false)
 	pp("pytask", "asyncio-queue", "pingpong.asyncio-queue", "unpinned", true)
+	pp("pytask", "asyncio-queue", "pingpong.asyncio-queue", "same-cpu", false) // the verdict's one-CPU cell
 	pp("pytask", "future", "pingpong.future", "unpinned", false)
 	pp("pytask", "asyncio-event", "pingpong.asyncio-event", "unpinned", true)
 	return out
