@@ -1178,7 +1178,7 @@ func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 func interferencePyVerdict(v *exp.VerdictRun) string {
 	const busyPublished = "p50 5.9 µs → 5 096 µs, p99 16.6 µs → 15 235 µs"
 	busy := v.Where("interference", func(a result.Arm) bool {
-		return a.Substrate == "pythread" && a.Params["busy"] == "1" && a.Percentiles != nil
+		return a.Substrate == "pythread" && a.Params["busy"] == "1" && a.Params["busy_in"] != "process" && a.Percentiles != nil
 	})
 	if len(busy) == 0 {
 		return "  CPython: not measured (python3 missing or its arms not selected); published " + busyPublished
@@ -1192,6 +1192,10 @@ func interferencePyVerdict(v *exp.VerdictRun) string {
 	if b, ok := v.Pick(strings.Replace(a.Name, "busy=1", "busy=0", 1)); ok && b.Percentiles != nil {
 		line = fmt.Sprintf("  CPython thread round trip, 1 busy thread, switch interval %s: p50 %s → %s, p99 %s → %s", si,
 			result.FormatNs(b.Percentiles.P50), result.FormatNs(a.Percentiles.P50), result.FormatNs(b.Percentiles.P99), result.FormatNs(a.Percentiles.P99))
+	}
+	key, py := pyKey(a.Name)
+	if r, ok := v.Pick(withPy(key+"/in=process", py)); ok && r.Percentiles != nil {
+		line += fmt.Sprintf("; the busy loop in a process: p50 %s, p99 %s", result.FormatNs(r.Percentiles.P50), result.FormatNs(r.Percentiles.P99))
 	}
 	return line + "; published " + busyPublished
 }

@@ -83,6 +83,7 @@ func TestEventloopChecks(t *testing.T) {
 		elArmFor("to_thread", "5", 0.6e6, 2000, 5100),
 		elArmFor("process", "5", 0.3e6, 80, 1200),
 	}
+	arms[1].Metrics["work-ms"] = 4.9 // calibrated a little short of the interval: still checked
 	eventloopDerive(arms)
 	if got := arms[0].Metrics["throughput-requests/s"]; int(got) != 1818 {
 		t.Errorf("throughput %v, want 1818", got)
@@ -274,5 +275,25 @@ func TestSeedArmsEndToEnd(t *testing.T) {
 	}
 	if c := got["concurrency/pythread/sqlite-file/pool-map/c=10"]; c.Percentiles != nil {
 		t.Errorf("concurrency arm has per-op latencies; C lookups are in flight at once: %+v", c.Percentiles)
+	}
+}
+
+// The verdict's busy-thread line reads the busy thread, never its remedy
+// twin, and adds the remedy's figures when the run has them.
+func TestBusyProcessVerdictLine(t *testing.T) {
+	arm := func(name, busy, in string, p50, p99 float64) result.Arm {
+		return result.Arm{Name: name, Experiment: "interference", Substrate: "pythread", Status: result.StatusOK, Median: p50,
+			Params:      map[string]string{"busy": busy, "busy_in": in, "switch_interval": "5ms"},
+			Percentiles: &result.Percentiles{P50: p50, P99: p99}}
+	}
+	base := "interference/pythread/simplequeue/"
+	run := &result.Run{Arms: []result.Arm{
+		arm(base+"busy=1/si=default/in=process", "1", "process", 16e3, 70e3),
+		arm(base+"busy=0/si=default", "0", "", 15e3, 60e3),
+		arm(base+"busy=1/si=default", "1", "", 5e6, 15e6),
+	}}
+	line := interferencePyVerdict(exp.NewVerdictRun(run))
+	if !strings.Contains(line, "p50 15 µs → 5 ms, p99 60 µs → 15 ms; the busy loop in a process: p50 16 µs, p99 70 µs") {
+		t.Errorf("verdict line %q", line)
 	}
 }
