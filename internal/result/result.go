@@ -280,8 +280,17 @@ func LegacyPythonName(name string) (string, bool) {
 		parts[1] = "pyprocess"
 		rest = strings.Join(parts, "/")
 	}
+	// The former sqlite3 lookups ran in :memory:; the arm of the same name
+	// runs on a database file now, and the :memory: one is …/db=memory.
+	if strings.HasPrefix(rest, legacyMemoryLookups) {
+		rest += "/db=memory"
+	}
 	return rest, true
 }
+
+// legacyMemoryLookups: the former python experiment's arms that ran in
+// :memory: and are named with /db=memory today (see LegacyPythonName).
+const legacyMemoryLookups = "hop/pytask/"
 
 // renameLegacyPython rewrites a run stored before the rename: the arms of
 // experiment "python" join the experiments their names now lead with, and
@@ -300,6 +309,9 @@ func renameLegacyPython(r *Run) {
 		}
 		renamed = true
 		a.Name = n
+		if strings.HasSuffix(n, "/db=memory") && a.Params != nil && a.Params["db"] == "" {
+			a.Params["db"] = "memory"
+		}
 		a.Experiment, _, _ = strings.Cut(n, "/")
 		if a.Substrate == "process" {
 			a.Substrate = "pyprocess"

@@ -182,9 +182,9 @@ func TestReadMapsLegacyPythonArms(t *testing.T) {
 		"pingpong/process/pipe/unpinned":                                "pingpong/process",
 		"pingpong/pytask/asyncio-queue/unpinned":                        "pingpong/pytask",
 		"interference/pythread/simplequeue/busy=1/si=default/cross-cpu": "interference/pythread",
-		"hop/pytask/direct":                                             "hop/pytask",
-		"hop/pytask/executor":                                           "hop/pytask",
-		"hop/pytask/two-hop":                                            "hop/pytask",
+		"hop/pytask/direct/db=memory":                                   "hop/pytask",
+		"hop/pytask/executor/db=memory":                                 "hop/pytask",
+		"hop/pytask/two-hop/db=memory":                                  "hop/pytask",
 	}
 	for name, es := range want {
 		a := r.Find(name)
@@ -217,6 +217,11 @@ func TestReadMapsLegacyPythonArms(t *testing.T) {
 	}
 	if _, ok := exps["python"]; ok {
 		t.Error("the python experiment is still there")
+	}
+	// The former sqlite3 lookups ran in :memory: (the arms without /db= run
+	// on a file now), and say so in their params.
+	if a := r.Find("hop/pytask/direct/db=memory"); a != nil && a.Params["db"] != "memory" {
+		t.Errorf("hop/pytask/direct/db=memory: params %v", a.Params)
 	}
 	checks := func(e string) int { return len(exps[e].Checks) }
 	if checks("pingpong") != 3 || checks("interference") != 1 || checks("hop") != 1 {
