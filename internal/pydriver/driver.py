@@ -910,12 +910,12 @@ class BusyProcess:
     forked child. It stays in the driver's process group (a killed driver
     takes it along) and leaves by itself when the driver is gone."""
 
-    def __init__(self):
+    def __init__(self, cpus):
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             try:
-                pin(BASE_MASK)  # not on the measuring thread's CPUs only
+                pin(cpus)  # the arm's CPU set, not the measuring thread's alone
                 n = 0
                 while True:
                     n += 1
@@ -1430,9 +1430,13 @@ def measure(req):
         bench.setup()
         ready = True
         if int(p.get("busy", 0)) > 0:
-            kind = {"thread": Busy, "process": BusyProcess}.get(p.get("busy_in", "thread"))
-            if kind is None:
-                raise ValueError("unknown busy_in %r (want thread or process)" % p["busy_in"])
+            how = p.get("busy_in", "thread")
+            if how == "thread":
+                kind = Busy
+            elif how == "process":
+                kind = lambda: BusyProcess(req.get("cpus") or BASE_MASK)
+            else:
+                raise ValueError("unknown busy_in %r (want thread or process)" % how)
             busy = [kind() for _ in range(int(p["busy"]))]
         unsampled = lambda k: bench.run(k, NEVER, [])
         sizing, per_op = size(unsampled, bench_ns, warm_ns, warm_ops, pol)
