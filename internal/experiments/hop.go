@@ -41,15 +41,20 @@ thread-backed async database wrappers); pool-cC-nN (C concurrent callers
 share N worker goroutines; the figure is wall time per call, p50 is one
 caller's latency). At GOMAXPROCS=1 and all CPUs. hop.callers and hop.pool
 set C and N. cgo-call is one bare call of a trivial C function.
-CPython (pytask): an sqlite3 lookup from an asyncio task, direct, through
-one run_in_executor hop (executor), through two hops (two-hop: execute, then
-fetch, the shape of aiosqlite), and through aiosqlite where it imports.
+CPython (pytask): the seed's sqlite3 lookup (a fresh conn.execute(...)
+.fetchone() per call, same table) from an asyncio task, direct, through one
+run_in_executor hop (executor), through two hops (two-hop: execute, then
+fetch, the shape of aiosqlite), and through aiosqlite where the interpreter
+imports it (Debian: python3-aiosqlite for /usr/bin/python3); on a database
+file (the seed's) and in :memory: (/db=memory).
 ` + cpythonDoc,
-		Arms:     withCPython(hopArms, hopPyPlan),
-		Derive:   nativeDerive(hopDerive),
-		Checks:   cpythonChecks(hopChecks, hopPyChecks),
-		Findings: cpythonFindings(hopFindings, hopPyFindings),
-		Metrics:  append(append([]exp.Metric(nil), hopMetrics...), cpythonMetrics...),
+		Arms:   withCPython(hopArms, hopPyPlan),
+		Derive: nativeDerive(hopDerive),
+		Checks: cpythonChecks(hopChecks, hopPyChecks),
+		Findings: func(arms []result.Arm) []string {
+			return append(cpythonFindings(hopFindings, hopPyFindings)(arms), hopStoreFindings(arms)...)
+		},
+		Metrics: append(append([]exp.Metric(nil), hopMetrics...), cpythonMetrics...),
 	})
 	exp.RegisterOption("hop.callers", "hop: concurrent callers C of the pool way, 1..10000 (default 8)")
 	exp.RegisterOption("hop.pool", "hop: worker goroutines N of the pool way, 1..1000 (default 2)")
@@ -497,34 +502,81 @@ var hopMetrics = []exp.Metric{
 	{Name: "cgo-call-ns", Unit: "ns", Better: exp.LowerIsBetter, Doc: "the cgo driver's direct lookup (its cgo call cost included)"},
 }
 
+// The CPython lookups: the seed's sqlite3 lookup from an asyncio task, on
+// a database file (the seed's, the unnamed default) and in :memory:
+// ("/db=memory"), directly and through hops to executor threads or
+// aiosqlite's own thread.
+var (
+	hopPyWays = []string{"direct", "executor", "two-hop", "aiosqlite"}
+	hopPyDBs  = []string{"file", "memory"}
+)
+
+// hopPyName is the arm name of one CPython way on one database.
+func hopPyName(how, db string) string {
+	if db == "file" {
+		return "hop/pytask/" + how
+	}
+	return "hop/pytask/" + how + "/db=" + db
+}
+
 // hopPyPlan is an sqlite3 lookup from asyncio, direct and through hops to
-// executor threads (SPEC §5.9).
+// executor threads (SPEC §5.9), on a file and in :memory:, each way's two
+// arms side by side.
 func hopPyPlan(exp.Params) []pyArm {
 	var out []pyArm
-	for _, how := range []string{"direct", "executor", "two-hop", "aiosqlite"} {
-		out = append(out, pyArm{key: "hop/pytask/" + how, sub: "pytask", mech: how, op: "query", bench: "hop",
-			params: map[string]string{"how": how}, place: "unpinned", quick: how != "aiosqlite"})
+	for _, how := range hopPyWays {
+		for _, db := range hopPyDBs {
+			out = append(out, pyArm{key: hopPyName(how, db), sub: "pytask", mech: how, op: "query", bench: "hop",
+				params: map[string]string{"how": how, "db": db}, place: "unpinned",
+				quick: how != "aiosqlite" && db == "file"})
+		}
 	}
 	return out
 }
+
+// aiosqlite against the two-hop wrapper that imitates it: aiosqlite sends
+// each query to its own thread and back about twice (execute, fetch), so
+// it must cost more than the direct lookup and land within this range of
+// the two-hop wrapper.
+const hopAioLow, hopAioHigh = 0.5, 2.0
 
 func hopPyChecks(arms []result.Arm) []result.Check {
 	var out []result.Check
 	by := okArms(arms)
 	for _, py := range pyTags(arms) {
-		d, ok1 := by[withPy("hop/pytask/direct", py)]
-		e, ok2 := by[withPy("hop/pytask/executor", py)]
-		t, ok3 := by[withPy("hop/pytask/two-hop", py)]
-		if !(ok1 && ok2 && ok3) {
-			continue
+		for _, db := range hopPyDBs {
+			on := " (db=" + db + pySuffixText(py) + ")"
+			pick := func(how string) (result.Arm, bool) { a, ok := by[withPy(hopPyName(how, db), py)]; return a, ok }
+			d, ok1 := pick("direct")
+			e, ok2 := pick("executor")
+			t, ok3 := pick("two-hop")
+			if ok1 && ok2 && ok3 {
+				out = append(out, result.Check{
+					Name:  "sqlite3 lookup: two hops cost more than one, which costs more than direct",
+					Holds: t.Median > e.Median && e.Median > d.Median,
+					Detail: fmt.Sprintf("direct %s, one executor hop %s, two hops %s%s", result.FormatNs(d.Median),
+						result.FormatNs(e.Median), result.FormatNs(t.Median), on),
+					Arms: []string{d.Name, e.Name, t.Name},
+				})
+			}
+			a, ok4 := pick("aiosqlite")
+			if ok1 && ok3 && ok4 && t.Median > 0 && d.Median > 0 {
+				r := a.Median / t.Median
+				detail := fmt.Sprintf("aiosqlite %s (%.1f× direct), two-hop wrapper %s (%.1f× direct): aiosqlite/two-hop %.2f; direct %s",
+					result.FormatNs(a.Median), a.Median/d.Median, result.FormatNs(t.Median), t.Median/d.Median, r, result.FormatNs(d.Median))
+				names := []string{d.Name, t.Name, a.Name}
+				if ok2 {
+					detail += ", one executor hop " + result.FormatNs(e.Median)
+					names = []string{d.Name, e.Name, t.Name, a.Name}
+				}
+				out = append(out, result.Check{
+					Name:   fmt.Sprintf("aiosqlite costs more than direct sqlite3 and is in the two-hop wrapper's range (aiosqlite / two-hop in %.1f..%.1f)", hopAioLow, hopAioHigh),
+					Holds:  a.Median > d.Median && r >= hopAioLow && r <= hopAioHigh,
+					Detail: detail + on,
+					Arms:   names,
+				})
+			}
 		}
-		out = append(out, result.Check{
-			Name:  "sqlite3 lookup: two hops cost more than one, which costs more than direct",
-			Holds: t.Median > e.Median && e.Median > d.Median,
-			Detail: fmt.Sprintf("direct %s, one executor hop %s, two hops %s%s", result.FormatNs(d.Median),
-				result.FormatNs(e.Median), result.FormatNs(t.Median), pySuffixText(py)),
-			Arms: []string{d.Name, e.Name, t.Name},
-		})
 	}
 	return out
 }
@@ -533,22 +585,74 @@ func hopPyFindings(arms []result.Arm) []string {
 	var out []string
 	by := okArms(arms)
 	for _, py := range pyTags(arms) {
-		d, okF := by[withPy("hop/pytask/direct", py)]
-		e, okG := by[withPy("hop/pytask/executor", py)]
-		t, okH := by[withPy("hop/pytask/two-hop", py)]
-		if okF && okG && okH && d.Median > 0 {
-			out = append(out, fmt.Sprintf("sqlite3 lookup%s: direct %s; one executor hop %s (%.1f× direct); two hops %s (%.1f×)",
-				pySuffixText(py), result.FormatNs(d.Median), result.FormatNs(e.Median), e.Median/d.Median, result.FormatNs(t.Median), t.Median/d.Median))
+		for _, db := range hopPyDBs {
+			pick := func(how string) (result.Arm, bool) { a, ok := by[withPy(hopPyName(how, db), py)]; return a, ok }
+			d, okF := pick("direct")
+			if !okF || d.Median <= 0 {
+				continue
+			}
+			parts := []string{"direct " + result.FormatNs(d.Median)}
+			for _, w := range []struct{ how, label string }{{"executor", "one executor hop"}, {"two-hop", "two hops"}, {"aiosqlite", "aiosqlite"}} {
+				if a, ok := pick(w.how); ok {
+					parts = append(parts, fmt.Sprintf("%s %s (%.1f×)", w.label, result.FormatNs(a.Median), a.Median/d.Median))
+				}
+			}
+			if len(parts) > 1 {
+				out = append(out, fmt.Sprintf("sqlite3 lookup on %s%s: %s", hopDBLabel[db], pySuffixText(py), strings.Join(parts, " · ")))
+			}
 		}
 	}
 	return append(out, hopPyRefs.findings(arms)...)
 }
 
-// hopPyRefs are SPEC §8's figures for the CPython sqlite3 lookups.
+var hopDBLabel = map[string]string{"file": "a file", "memory": ":memory:"}
+
+// hopStoreFindings puts the Go and CPython direct lookups on a file beside
+// the :memory: ones: what the file costs each, at the run's highest
+// GOMAXPROCS for Go.
+func hopStoreFindings(arms []result.Arm) []string {
+	native, py := splitCPython(arms)
+	idx := hopIndex(native)
+	gmp := 0
+	for k := range idx {
+		if k.op == "modernc-file" && k.way == "direct" && k.gmp > gmp {
+			gmp = k.gmp
+		}
+	}
+	var parts []string
+	for _, drv := range []string{"modernc", "mattn"} {
+		f, ok1 := idx[hopKey{drv + "-file", "direct", gmp}]
+		m, ok2 := idx[hopKey{drv + "-memory", "direct", gmp}]
+		if ok1 && ok2 && m.Median > 0 {
+			parts = append(parts, fmt.Sprintf("Go %s (GOMAXPROCS=%d) %s vs %s (%.1f×)", drv, gmp, result.FormatNs(f.Median), result.FormatNs(m.Median), f.Median/m.Median))
+		}
+	}
+	by := okArms(py)
+	for _, tag := range pyTags(py) {
+		f, ok1 := by[withPy(hopPyName("direct", "file"), tag)]
+		m, ok2 := by[withPy(hopPyName("direct", "memory"), tag)]
+		if ok1 && ok2 && m.Median > 0 {
+			parts = append(parts, fmt.Sprintf("CPython sqlite3%s %s vs %s (%.1f×)", pySuffixText(tag), result.FormatNs(f.Median), result.FormatNs(m.Median), f.Median/m.Median))
+		}
+	}
+	if len(parts) < 2 {
+		return nil
+	}
+	return []string{"the seed's lookup on a file vs in :memory:, direct: " + strings.Join(parts, " · ")}
+}
+
+// hopPyRefs are SPEC §8's figures for the CPython sqlite3 lookups, beside
+// each arm: the seed measured on a file; the two-hop wrapper imitates
+// aiosqlite, so its row is aiosqlite's.
 var hopPyRefs = pyRefs{GIL: map[string]string{
-	"hop/pytask/direct":    "8.4 µs",
-	"hop/pytask/executor":  "30.4 µs (run_in_executor)",
-	"hop/pytask/aiosqlite": "58.8 µs",
+	"hop/pytask/direct":              "8.4 µs",
+	"hop/pytask/executor":            "30.4 µs (run_in_executor)",
+	"hop/pytask/two-hop":             "58.8 µs (aiosqlite, which two-hop imitates)",
+	"hop/pytask/aiosqlite":           "58.8 µs",
+	"hop/pytask/direct/db=memory":    "8.4 µs (on a file)",
+	"hop/pytask/executor/db=memory":  "30.4 µs (run_in_executor, on a file)",
+	"hop/pytask/two-hop/db=memory":   "58.8 µs (aiosqlite on a file, which two-hop imitates)",
+	"hop/pytask/aiosqlite/db=memory": "58.8 µs (on a file)",
 }}
 
 // hopRefs: SPEC §8's published hop, about the experiment as a whole.
@@ -596,9 +700,18 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	d, ok1 := v.Pick("hop/pytask/direct")
 	e, ok2 := v.Pick("hop/pytask/executor")
 	if ok1 && ok2 {
-		line := fmt.Sprintf("  CPython sqlite3: direct %s · executor hop %s (%.1f×)", exp.Figure(d), exp.Figure(e), e.Median/d.Median)
+		// A run stored before the file arms has no db param: its lookups
+		// were in :memory:, and the line does not say where.
+		where := map[string]string{"file": " on a file", "memory": " in :memory:"}[d.Params["db"]]
+		line := fmt.Sprintf("  CPython sqlite3%s: direct %s · executor hop %s (%.1f×)", where, exp.Figure(d), exp.Figure(e), e.Median/d.Median)
 		if t, ok := v.Pick("hop/pytask/two-hop"); ok {
 			line += fmt.Sprintf(" · two hops %s (%.1f×)", exp.Figure(t), t.Median/d.Median)
+		}
+		if a, ok := v.Pick("hop/pytask/aiosqlite"); ok {
+			line += fmt.Sprintf(" · aiosqlite %s (%.1f×)", exp.Figure(a), a.Median/d.Median)
+		}
+		if m, ok := v.Pick("hop/pytask/direct/db=memory"); ok {
+			line += fmt.Sprintf(" · direct in :memory: %s", exp.Figure(m))
 		}
 		out = append(out, line)
 	}

@@ -1,0 +1,163 @@
+package experiments
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/pydriver"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/runner"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// Each CPython way runs on the seed's database file (the unnamed arm) and
+// in :memory: (/db=memory), side by side, and each arm carries its seed
+// row.
+func TestHopPyPlanFileAndMemory(t *testing.T) {
+	plan := hopPyPlan(pyParams(exp.SuiteFull))
+	if len(plan) != len(hopPyWays)*len(hopPyDBs) {
+		t.Fatalf("%d CPython hop arms, want %d", len(plan), len(hopPyWays)*len(hopPyDBs))
+	}
+	for i, pa := range plan {
+		how, db := hopPyWays[i/2], hopPyDBs[i%2]
+		if pa.key != hopPyName(how, db) || pa.params["how"] != how || pa.params["db"] != db {
+			t.Errorf("arm %d: %s %v, want %s with how=%s db=%s", i, pa.key, pa.params, hopPyName(how, db), how, db)
+		}
+		if _, ok := hopPyRefs.GIL[pa.key]; !ok {
+			t.Errorf("%s: no published row beside it", pa.key)
+		}
+		if pa.quick && db != "file" {
+			t.Errorf("%s: the quick suite keeps the seed's file arms only", pa.key)
+		}
+	}
+	if hopPyName("direct", "file") != "hop/pytask/direct" || hopPyName("direct", "memory") != "hop/pytask/direct/db=memory" {
+		t.Errorf("names: %s, %s", hopPyName("direct", "file"), hopPyName("direct", "memory"))
+	}
+}
+
+func TestHopAiosqliteCheck(t *testing.T) {
+	arm := func(name string, med float64) result.Arm {
+		return result.Arm{Name: name, Experiment: "hop", Substrate: "pytask", Status: result.StatusOK, Median: med,
+			Params: map[string]string{"gil": "enabled"}}
+	}
+	const name = "aiosqlite costs more than direct sqlite3"
+	for _, c := range []struct {
+		aio  float64
+		want bool
+	}{{58800, true}, {30000, true}, {130000, false}, {20000, false}, {7000, false}} {
+		arms := []result.Arm{
+			arm("hop/pytask/direct", 8400), arm("hop/pytask/executor", 30400),
+			arm("hop/pytask/two-hop", 60000), arm("hop/pytask/aiosqlite", c.aio),
+		}
+		var got *result.Check
+		for _, ch := range hopPyChecks(arms) {
+			if strings.HasPrefix(ch.Name, name) {
+				ch := ch
+				got = &ch
+			}
+		}
+		if got == nil {
+			t.Fatalf("aiosqlite %v: no aiosqlite check", c.aio)
+		}
+		if got.Holds != c.want {
+			t.Errorf("aiosqlite %v against two-hop 60 µs and direct 8.4 µs: holds %v, want %v (%s)", c.aio, got.Holds, c.want, got.Detail)
+		}
+		for _, w := range []string{"aiosqlite " + result.FormatNs(c.aio), "two-hop wrapper 60 µs", "direct 8.4 µs", "executor hop 30.4 µs", "db=file"} {
+			if !strings.Contains(got.Detail, w) {
+				t.Errorf("detail %q lacks %q", got.Detail, w)
+			}
+		}
+		if len(got.Arms) != 4 {
+			t.Errorf("check names %v", got.Arms)
+		}
+	}
+	// Without aiosqlite (not importable: unsupported) there is no check.
+	arms := []result.Arm{arm("hop/pytask/direct", 8400), arm("hop/pytask/two-hop", 60000),
+		{Name: "hop/pytask/aiosqlite", Status: result.StatusUnsupported, Reason: "aiosqlite is not importable"}}
+	for _, ch := range hopPyChecks(arms) {
+		if strings.HasPrefix(ch.Name, name) {
+			t.Errorf("a check without a measured aiosqlite arm: %+v", ch)
+		}
+	}
+}
+
+// The Go and CPython direct lookups on a file stand beside the :memory:
+// ones in one finding, and every CPython arm shows its published row.
+func TestHopStoreFindings(t *testing.T) {
+	goArm := func(op string, gmp int, med float64) result.Arm {
+		return result.Arm{Name: "hop/" + op + "/direct/x", Experiment: "hop", Substrate: "caller", Status: result.StatusOK,
+			Median: med, GOMAXPROCS: gmp, Params: map[string]string{"op": op, "way": "direct"}}
+	}
+	py := func(name string, med float64) result.Arm {
+		return result.Arm{Name: name, Experiment: "hop", Substrate: "pytask", Status: result.StatusOK, Median: med,
+			Params: map[string]string{"gil": "enabled"}}
+	}
+	arms := []result.Arm{
+		goArm("modernc-file", 2, 20000), goArm("modernc-memory", 2, 5000), goArm("modernc-file", 1, 1),
+		py("hop/pytask/direct", 7250), py("hop/pytask/direct/db=memory", 2150),
+	}
+	spec, _ := exp.Lookup("hop")
+	all := strings.Join(spec.Findings(arms), "\n")
+	for _, w := range []string{
+		"the seed's lookup on a file vs in :memory:, direct: Go modernc (GOMAXPROCS=2) 20 µs vs 5 µs (4.0×) · CPython sqlite3 7.25 µs vs 2.15 µs (3.4×)",
+		"hop/pytask/direct: here 7.25 µs; published 8.4 µs",
+		"hop/pytask/direct/db=memory: here 2.15 µs; published 8.4 µs (on a file)",
+	} {
+		if !strings.Contains(all, w) {
+			t.Errorf("findings lack %q:\n%s", w, all)
+		}
+	}
+}
+
+// One real aiosqlite arm, end to end through the runner, against Debian's
+// /usr/bin/python3 (python3-aiosqlite). It skips only outside CI when the
+// interpreter or the module is missing; .ci/run installs the package.
+func TestHopAiosqliteEndToEnd(t *testing.T) {
+	ci := os.Getenv("CI") != "" || os.Getenv("CTXLAB_CI") != ""
+	const py = "/usr/bin/python3"
+	if _, err := pydriver.Resolve(py); err != nil {
+		if ci {
+			t.Fatalf("%s in CI: %v", py, err)
+		}
+		t.Skipf("no usable %s: %v", py, err)
+	}
+	defer pydriver.CloseAll()
+	p := pyParams(exp.SuiteDefault)
+	p.Python = py
+	arms, err := withCPython(hopArms, hopPyPlan)(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 2, 20*time.Millisecond, 10*time.Millisecond
+	spec, _ := exp.Lookup("hop")
+	var r *result.Arm
+	for _, a := range arms {
+		if a.Name == "hop/pytask/aiosqlite" {
+			got := runner.Arm(context.Background(), cfg, spec, a)
+			r = &got
+		}
+	}
+	if r == nil {
+		t.Fatal("no arm hop/pytask/aiosqlite")
+	}
+	if r.Status == result.StatusUnsupported && !ci {
+		t.Skipf("%s: %s", py, r.Reason)
+	}
+	if r.Status != result.StatusOK {
+		t.Fatalf("%s: %s: %s (.ci/run installs python3-aiosqlite)", r.Name, r.Status, r.Reason)
+	}
+	if r.Params["db"] != "file" || r.Params["python_executable"] == "" || len(r.RepMeans) != 2 || r.Median <= 0 || r.Switches == nil {
+		t.Fatalf("incomplete result: params %v, reps %v, median %v, switches %v", r.Params, r.RepMeans, r.Median, r.Switches)
+	}
+	// Structure, not speed: each query goes to aiosqlite's thread and back,
+	// so the process sleeps and wakes (voluntary switches) along the way.
+	if r.Switches.Voluntary <= 0 {
+		t.Errorf("no voluntary switches per query: %+v", r.Switches)
+	}
+}
