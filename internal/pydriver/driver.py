@@ -960,11 +960,17 @@ class LookupOp:
         import sqlite3
         import tempfile
 
-        self.dir = tempfile.mkdtemp(prefix="ctxlab-py-")
+        self.dir = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())  # as Hop's
         path = os.path.join(self.dir, "lookup.db")
-        conn = sqlite3.connect(path)
-        make_db(conn)
-        conn.close()
+        try:
+            conn = sqlite3.connect(path)
+            try:
+                make_db(conn)
+            finally:
+                conn.close()
+        except BaseException:
+            self.close()
+            raise
         local = threading.local()
         lock = threading.Lock()
         conns = self.conns
