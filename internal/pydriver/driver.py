@@ -910,12 +910,12 @@ class BusyProcess:
     forked child. It stays in the driver's process group (a killed driver
     takes it along) and leaves by itself when the driver is gone."""
 
-    def __init__(self):
+    def __init__(self, cpus):
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             try:
-                pin(BASE_MASK)  # not on the measuring thread's CPUs only
+                pin(cpus)  # the arm's CPU set, not the measuring thread's alone
                 n = 0
                 while True:
                     n += 1
@@ -960,11 +960,17 @@ class LookupOp:
         import sqlite3
         import tempfile
 
-        self.dir = tempfile.mkdtemp(prefix="ctxlab-py-")
+        self.dir = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())  # as Hop's
         path = os.path.join(self.dir, "lookup.db")
-        conn = sqlite3.connect(path)
-        make_db(conn)
-        conn.close()
+        try:
+            conn = sqlite3.connect(path)
+            try:
+                make_db(conn)
+            finally:
+                conn.close()
+        except BaseException:
+            self.close()
+            raise
         local = threading.local()
         lock = threading.Lock()
         conns = self.conns
@@ -1430,9 +1436,13 @@ def measure(req):
         bench.setup()
         ready = True
         if int(p.get("busy", 0)) > 0:
-            kind = {"thread": Busy, "process": BusyProcess}.get(p.get("busy_in", "thread"))
-            if kind is None:
-                raise ValueError("unknown busy_in %r (want thread or process)" % p["busy_in"])
+            how = p.get("busy_in", "thread")
+            if how == "thread":
+                kind = Busy
+            elif how == "process":
+                kind = lambda: BusyProcess(req.get("cpus") or BASE_MASK)
+            else:
+                raise ValueError("unknown busy_in %r (want thread or process)" % how)
             busy = [kind() for _ in range(int(p["busy"]))]
         unsampled = lambda k: bench.run(k, NEVER, [])
         sizing, per_op = size(unsampled, bench_ns, warm_ns, warm_ops, pol)

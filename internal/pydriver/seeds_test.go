@@ -2,6 +2,7 @@ package pydriver
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,9 @@ import (
 // event-loop lag arms, asyncio.Event ping-pong and the busy process.
 func TestRealDriverSeedBenches(t *testing.T) {
 	in := realPython(t)
+	CloseAll() // a fresh driver, which takes TMPDIR from here
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	defer CloseAll()
 	cases := []struct {
 		bench  string
@@ -70,9 +74,13 @@ func TestRealDriverSeedBenches(t *testing.T) {
 				t.Errorf("%s %v: the pool workers' switches were not counted: %+v", c.bench, c.params, r.Switches)
 			}
 		}
-		// Nothing the arm started outlives it: the driver is alone in its group.
+		// Nothing the arm started outlives it: the driver is alone in its
+		// group, and the database file's temp dir is gone.
 		if live := liveInGroup(poolPID(in)); len(live) != 1 {
 			t.Fatalf("%s %v: after the arm the driver's group holds %v", c.bench, c.params, live)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) > 0 {
+			t.Fatalf("%s %v: left %v in TMPDIR", c.bench, c.params, left)
 		}
 	}
 }
