@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -610,19 +611,9 @@ func barsReading(exp string, arms []result.Arm) string {
 // numeric parameter qualifies too, except these configuration ones.
 var notSweep = map[string]bool{"gomaxprocs": true, "cpus": true, "cpu": true}
 
-// armParams are the arm's parameters, plus key=value parts of its name.
-func armParams(a result.Arm) map[string]string {
-	m := map[string]string{}
-	for _, part := range strings.Split(a.Name, "/") {
-		if k, v, ok := strings.Cut(part, "="); ok {
-			m[k] = v
-		}
-	}
-	for k, v := range a.Params {
-		m[k] = v
-	}
-	return m
-}
+// armParams is exp.ArmParams under a name the functions below, whose
+// experiment-name parameter is called exp, can still reach.
+var armParams = exp.ArmParams
 
 // sweepParam picks the numeric parameter along which the most arms of a
 // group (arms equal but for it) vary, or "".
