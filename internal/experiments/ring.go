@@ -827,7 +827,7 @@ func ringNodeChild(args []string, files []*os.File) int {
 		return 2
 	}
 	runtime.LockOSThread()
-	in := mech.NewFDEnd(int(files[0].Fd()), -1)
+	in := mech.NewChildFDEnd(int(files[0].Fd()), -1)
 	out := mech.NewFDEnd(-1, int(files[1].Fd()))
 	done := mech.NewFDEnd(-1, int(files[2].Fd()))
 	var hops int64
