@@ -1136,10 +1136,22 @@ class EventLoopLag(AsyncBench):
         self.pool = None
         import socket
 
-        self.socks = [socket.socketpair() for _ in range(self.clients)]
-        for a, b in self.socks:
-            a.setblocking(False)
-            b.setblocking(False)
+        self.socks = []
+        try:
+            for _ in range(self.clients):
+                a, b = socket.socketpair()
+                self.socks.append((a, b))
+                a.setblocking(False)
+                b.setblocking(False)
+            await self._start_pool()
+        except BaseException:
+            # teardown never runs for a set-up that failed
+            for a, b in self.socks:
+                a.close()
+                b.close()
+            raise
+
+    async def _start_pool(self):
         if self.how == "process":
             import concurrent.futures
             import multiprocessing
@@ -1426,7 +1438,7 @@ def measure(req):
 
     old_si = sys.getswitchinterval()
     si = p.get("switch_interval_s")
-    busy = None
+    busy = []
     ready = False
     pin(req.get("cpus"))
     pin(req.get("cpus_a"))
@@ -1444,7 +1456,11 @@ def measure(req):
                 kind = lambda: BusyProcess(req.get("cpus") or BASE_MASK)
             else:
                 raise ValueError("unknown busy_in %r (want thread or process)" % how)
-            busy = [kind() for _ in range(int(p["busy"]))]
+            # One at a time into the list the finally closes: a start that
+            # fails (EAGAIN, RLIMIT_NPROC) must not leave the earlier ones
+            # spinning beside every later arm of this driver.
+            for _ in range(int(p["busy"])):
+                busy.append(kind())
         unsampled = lambda k: bench.run(k, NEVER, [])
         sizing, per_op = size(unsampled, bench_ns, warm_ns, warm_ops, pol)
         ops_per_rep = max(min_ops, int(max(1, min(pol["max_ops_per_rep"], bench_ns / per_op))))
