@@ -58,7 +58,7 @@ func envPythons() []*pydriver.Interpreter { return pydriver.FindAll() }
 // writePythons prints the interpreters found for the env table.
 func writePythons(w io.Writer, ins []*pydriver.Interpreter) {
 	if len(ins) == 0 {
-		fmt.Fprintf(w, "%-22s %s\n", "python", "none on PATH (the python experiment's arms are skipped)")
+		fmt.Fprintf(w, "%-22s %s\n", "python", "none on PATH (the CPython arms — pythread, pytask, pyprocess — are skipped)")
 		return
 	}
 	for _, in := range ins {

@@ -1120,7 +1120,6 @@ var interferencePyRefs = pyRefs{GIL: map[string]string{
 var interferenceRefs = []exp.Reference{
 	{Substrates: []string{"pythread"}, Text: "CPython 3.14, one busy thread: thread round trip median 5.9 → 5 096 µs, p99 16.6 → 15 235 µs; switch interval 0.5 ms: 572 / 2 187 µs; free-threaded 6.7 / 16.2 µs"},
 	{Substrates: []string{"pytask"}, Text: "CPython 3.14, one busy thread: asyncio round trip median 4.0 → 8.2 µs, p99 6.9 → 5 146 µs"},
-	{Substrates: []string{"pythread", "pytask", "pyprocess"}, Param: "hogs", Value: "6", Text: "CPython 3.13, 8 cores: pipe RTT with 6 CPU hogs p50 3.6 µs, p95 19 µs"},
 }
 
 // interferenceVerdict: for each shape with and without one busy

@@ -21,6 +21,7 @@ var measuring = map[string]bool{
 	"time.Now": true, "time.Since": true,
 	"unix.Getrusage": true, "syscall.Getrusage": true, "unix.ClockGettime": true, "unix.Gettimeofday": true,
 	"metrics.Read": true, "procstat.ReadTask": true, "procstat.ReadTasks": true, "procstat.ReadSched": true,
+	"procstat.ParseSched": true, "procstat.ReadProc": true,
 }
 
 // notMeasuring are the places in experiments that may make such a call,

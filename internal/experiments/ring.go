@@ -546,7 +546,7 @@ func (r *Ring) startChildren(ctx context.Context) error {
 			return err
 		}
 		in, out := wrap(2*(i-1), "ring-in"), wrap(2*i+1, "ring-out")
-		p, err := child.Start(ctx, child.Options{Role: "ring-node", Files: []*os.File{in, out, doneW}})
+		p, err := child.Start(ctx, child.Options{Role: "ring-node", Files: []*os.File{in, out, doneW}, Env: rawReaderEnv})
 		in.Close()
 		out.Close()
 		if err != nil {

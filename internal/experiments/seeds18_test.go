@@ -100,7 +100,11 @@ func TestEventloopChecks(t *testing.T) {
 	// The other way round: a pool that lets the timer slip, inline work
 	// that does not show, a throughput over the cap.
 	bad := []result.Arm{elArmFor("inline", "5", 0.2e6, 300, 900), elArmFor("process", "5", 0.3e6, 80, 2500)}
-	for _, c := range eventloopChecks(bad) {
+	badChecks := eventloopChecks(bad)
+	if len(badChecks) != 3 {
+		t.Fatalf("%d checks on the bad figures, want 3 (inline lag, inline cap, process pool)", len(badChecks))
+	}
+	for _, c := range badChecks {
 		if c.Holds {
 			t.Errorf("holds on bad figures: %s — %s", c.Name, c.Detail)
 		}
