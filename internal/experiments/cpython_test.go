@@ -110,7 +110,7 @@ func TestPythonPlan(t *testing.T) {
 				t.Fatalf("incomplete arm %+v", a)
 			}
 		}
-		if quick == 0 || quick > 10 {
+		if quick == 0 || quick > 11 {
 			t.Fatalf("%s: %d quick arms; the quick suite budget allows a handful", suite, quick)
 		}
 		for _, k := range []string{"pingpong/pythread/simplequeue/unpinned", "pingpong/pythread/event/unpinned",
