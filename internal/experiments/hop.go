@@ -528,7 +528,7 @@ func hopPyPlan(exp.Params) []pyArm {
 		for _, db := range hopPyDBs {
 			out = append(out, pyArm{key: hopPyName(how, db), sub: "pytask", mech: how, op: "query", bench: "hop",
 				params: map[string]string{"how": how, "db": db}, place: "unpinned",
-				quick: how != "aiosqlite" && db == "file"})
+				quick: how != "aiosqlite" && db == "file", tempDB: db == "file"})
 		}
 	}
 	return out

@@ -2,7 +2,10 @@ package experiments
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -159,5 +162,46 @@ func TestHopAiosqliteEndToEnd(t *testing.T) {
 	// so the process sleeps and wakes (voluntary switches) along the way.
 	if r.Switches.Voluntary <= 0 {
 		t.Errorf("no voluntary switches per query: %+v", r.Switches)
+	}
+}
+
+// A run of only CPython arms sweeps stale database directories too: every
+// CPython arm whose driver makes a ctxlab-sqlop-<pid>- directory (hop on
+// the database file, concurrency on sqlite-file) removes the ones that
+// killed runs left, when it opens, before the driver starts; the others
+// leave them alone.
+func TestCPythonFileDBArmsSweepStaleDirs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip(err)
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("ctxlab-sqlop-%d-left", dead.Process.Pid))
+	p := pyParams(exp.SuiteFull)
+	in := &pydriver.Interpreter{Name: "python3", Path: "/nonexistent/python3", Version: "3.13.0"}
+	plan := append(hopPyPlan(p), concurrencyPyPlan(p)...)
+	sweeping := 0
+	for _, pa := range plan {
+		if err := os.MkdirAll(stale, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		a := bindPyArm(p, in, pa, "")
+		b, err := a.Open(context.Background())
+		if err != nil {
+			t.Fatalf("%s: open: %v", a.Name, err)
+		}
+		b.Close()
+		makesDir := pa.bench == "hop" && pa.params["db"] == "file" || pa.params["op"] == "sqlite-file"
+		_, err = os.Stat(stale)
+		if gone := os.IsNotExist(err); gone != makesDir {
+			t.Errorf("%s (params %v): stale dir removed %v, want %v", a.Name, pa.params, gone, makesDir)
+		}
+		if makesDir {
+			sweeping++
+		}
+	}
+	if sweeping == 0 || sweeping == len(plan) {
+		t.Errorf("%d of %d arms sweep: want the file-database ones only", sweeping, len(plan))
 	}
 }
