@@ -697,25 +697,37 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	}
 	// The CPython arms: an sqlite3 lookup from asyncio, direct and through
 	// executor hops, on the seed's file, or in :memory: when only those
-	// measured (a run stored before the file arms has only those).
-	for _, db := range hopPyDBs {
-		d, ok1 := v.Pick(hopPyName("direct", db))
-		e, ok2 := v.Pick(hopPyName("executor", db))
-		if !ok1 || !ok2 {
-			continue
+	// measured (a run stored before the file arms has only those); a line
+	// per interpreter, found by name without --python all's "/py=…".
+	by := map[string]result.Arm{}
+	for _, a := range v.Where("hop", isCPython) {
+		by[a.Name] = a
+	}
+	for _, py := range pyTags(v.Where("hop", isCPython)) {
+		pick := func(how, db string) (result.Arm, bool) { a, ok := by[withPy(hopPyName(how, db), py)]; return a, ok }
+		for _, db := range hopPyDBs {
+			d, ok1 := pick("direct", db)
+			e, ok2 := pick("executor", db)
+			if !ok1 || !ok2 {
+				continue
+			}
+			on := map[string]string{"file": "on a file", "memory": "in :memory:"}[db]
+			if py != "" {
+				on += ", " + py
+			}
+			line := fmt.Sprintf("  CPython sqlite3 (%s): direct %s · executor hop %s (%.1f×)", on, exp.Figure(d), exp.Figure(e), e.Median/d.Median)
+			if t, ok := pick("two-hop", db); ok {
+				line += fmt.Sprintf(" · two hops %s (%.1f×)", exp.Figure(t), t.Median/d.Median)
+			}
+			if a, ok := pick("aiosqlite", db); ok {
+				line += fmt.Sprintf(" · aiosqlite %s (%.1f×)", exp.Figure(a), a.Median/d.Median)
+			}
+			if m, ok := pick("direct", "memory"); ok && db == "file" {
+				line += fmt.Sprintf(" · direct in :memory: %s", exp.Figure(m))
+			}
+			out = append(out, line)
+			break
 		}
-		line := fmt.Sprintf("  CPython sqlite3 (%s): direct %s · executor hop %s (%.1f×)", map[string]string{"file": "on a file", "memory": "in :memory:"}[db], exp.Figure(d), exp.Figure(e), e.Median/d.Median)
-		if t, ok := v.Pick(hopPyName("two-hop", db)); ok {
-			line += fmt.Sprintf(" · two hops %s (%.1f×)", exp.Figure(t), t.Median/d.Median)
-		}
-		if a, ok := v.Pick(hopPyName("aiosqlite", db)); ok {
-			line += fmt.Sprintf(" · aiosqlite %s (%.1f×)", exp.Figure(a), a.Median/d.Median)
-		}
-		if m, ok := v.Pick(hopPyName("direct", "memory")); ok && db == "file" {
-			line += fmt.Sprintf(" · direct in :memory: %s", exp.Figure(m))
-		}
-		out = append(out, line)
-		break
 	}
 	return []exp.VerdictSection{{Block: exp.BlockHop, Heading: "a thread hop over a microsecond operation", Lines: out,
 		Foot: []string{"    published (CPython 3.14 sqlite3): 8.4 µs direct · run_in_executor 30.4 µs (3.6×) · aiosqlite 58.8 µs (7.0×)"}}}

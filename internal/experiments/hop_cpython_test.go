@@ -205,3 +205,49 @@ func TestCPythonFileDBArmsSweepStaleDirs(t *testing.T) {
 		t.Errorf("%d of %d arms sweep: want the file-database ones only", sweeping, len(plan))
 	}
 }
+
+// The verdict's CPython line finds the arms by name without the "/py=…"
+// suffix --python all gives them: a line per interpreter, the file arms
+// first; a single interpreter's unsuffixed arms read as before.
+func TestHopVerdictPythonAll(t *testing.T) {
+	arm := func(name string, med float64) result.Arm {
+		key, _ := pyKey(name)
+		how := strings.Split(strings.TrimPrefix(key, "hop/pytask/"), "/")[0]
+		db := "file"
+		if strings.HasSuffix(key, "/db=memory") {
+			db = "memory"
+		}
+		return result.Arm{Name: name, Experiment: "hop", Substrate: "pytask", Status: result.StatusOK,
+			Median: med, Min: med, Max: med, Params: map[string]string{"how": how, "db": db}}
+	}
+	lines := func(arms ...result.Arm) []string {
+		var out []string
+		for _, l := range hopVerdict(exp.NewVerdictRun(&result.Run{Arms: arms}))[0].Lines {
+			if strings.Contains(l, "CPython") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	all := lines(
+		arm("hop/pytask/direct/py=3.11.7", 8000), arm("hop/pytask/executor/py=3.11.7", 30000),
+		arm("hop/pytask/direct/db=memory/py=3.11.7", 4000),
+		arm("hop/pytask/direct/db=memory/py=3.13.1t", 5000), arm("hop/pytask/executor/db=memory/py=3.13.1t", 40000),
+		result.Arm{Name: "hop/pytask/direct" + freeThreadedSuffix, Experiment: "hop", Substrate: "pytask", Status: result.StatusUnsupported},
+	)
+	if len(all) != 2 {
+		t.Fatalf("--python all: CPython lines %q, want one per interpreter", all)
+	}
+	for i, want := range []string{"(on a file, py=3.11.7): direct 8 µs", "(in :memory:, py=3.13.1t): direct 5 µs"} {
+		if !strings.Contains(all[i], want) {
+			t.Errorf("line %d %q lacks %q", i, all[i], want)
+		}
+	}
+	if !strings.Contains(all[0], "direct in :memory: 4 µs") {
+		t.Errorf("file line %q lacks the same interpreter's :memory: lookup", all[0])
+	}
+	one := lines(arm("hop/pytask/direct", 8000), arm("hop/pytask/executor", 30000))
+	if len(one) != 1 || !strings.Contains(one[0], "CPython sqlite3 (on a file): direct 8 µs") {
+		t.Errorf("one interpreter: CPython lines %q", one)
+	}
+}
