@@ -467,12 +467,7 @@ func hopFindings(arms []result.Arm) []string {
 	}
 	for _, g := range gmps {
 		for _, drv := range []string{"modernc", "mattn"} {
-			f, ok1 := idx[hopKey{drv + "-file", "direct", g}]
-			m, ok2 := idx[hopKey{drv + "-memory", "direct", g}]
-			if ok1 && ok2 {
-				out = append(out, fmt.Sprintf("%s file vs :memory: at GOMAXPROCS=%d: %s vs %s per lookup (%.1f×); on a file every read transaction takes and drops POSIX locks, looks for a hot journal and checks the file header: system calls that :memory: skips",
-					drv, g, result.FormatNs(f.Median), result.FormatNs(m.Median), f.Median/m.Median))
-			}
+			// file vs :memory: is hopStoreFindings' one line, Go's and CPython's side by side.
 			for _, store := range []string{"file", "memory"} {
 				q, ok1 := idx[hopKey{drv + "-" + store, "direct", g}]
 				p, ok2 := idx[hopKey{drv + "-" + store + "-prepared", "direct", g}]
@@ -607,20 +602,20 @@ func hopPyFindings(arms []result.Arm) []string {
 
 var hopDBLabel = map[string]string{"file": "a file", "memory": ":memory:"}
 
-// hopStoreFindings puts the Go and CPython direct lookups on a file beside
-// the :memory: ones: what the file costs each, at the run's highest
-// GOMAXPROCS for Go.
+// hopStoreFindings is the one file vs :memory: line: the Go drivers'
+// direct lookups on a file beside their :memory: ones (each at the highest
+// GOMAXPROCS it ran at), and CPython's beside them, per interpreter.
 func hopStoreFindings(arms []result.Arm) []string {
 	native, py := splitCPython(arms)
 	idx := hopIndex(native)
-	gmp := 0
-	for k := range idx {
-		if k.op == "modernc-file" && k.way == "direct" && k.gmp > gmp {
-			gmp = k.gmp
-		}
-	}
 	var parts []string
 	for _, drv := range []string{"modernc", "mattn"} {
+		gmp := 0
+		for k := range idx {
+			if k.op == drv+"-file" && k.way == "direct" && k.gmp > gmp {
+				gmp = k.gmp
+			}
+		}
 		f, ok1 := idx[hopKey{drv + "-file", "direct", gmp}]
 		m, ok2 := idx[hopKey{drv + "-memory", "direct", gmp}]
 		if ok1 && ok2 && m.Median > 0 {
@@ -635,10 +630,11 @@ func hopStoreFindings(arms []result.Arm) []string {
 			parts = append(parts, fmt.Sprintf("CPython sqlite3%s %s vs %s (%.1f×)", pySuffixText(tag), result.FormatNs(f.Median), result.FormatNs(m.Median), f.Median/m.Median))
 		}
 	}
-	if len(parts) < 2 {
+	if len(parts) == 0 {
 		return nil
 	}
-	return []string{"the seed's lookup on a file vs in :memory:, direct: " + strings.Join(parts, " · ")}
+	return []string{"the seed's lookup on a file vs in :memory:, direct: " + strings.Join(parts, " · ") +
+		"; on a file every read transaction takes and drops POSIX locks, looks for a hot journal and checks the file header: system calls that :memory: skips"}
 }
 
 // hopPyRefs are SPEC §8's figures for the CPython sqlite3 lookups, beside

@@ -89,7 +89,8 @@ func TestHopAiosqliteCheck(t *testing.T) {
 }
 
 // The Go and CPython direct lookups on a file stand beside the :memory:
-// ones in one finding, and every CPython arm shows its published row.
+// ones in one finding (the only one), and every CPython arm shows its
+// published row.
 func TestHopStoreFindings(t *testing.T) {
 	goArm := func(op string, gmp int, med float64) result.Arm {
 		return result.Arm{Name: "hop/" + op + "/direct/x", Experiment: "hop", Substrate: "caller", Status: result.StatusOK,
@@ -112,6 +113,21 @@ func TestHopStoreFindings(t *testing.T) {
 	} {
 		if !strings.Contains(all, w) {
 			t.Errorf("findings lack %q:\n%s", w, all)
+		}
+	}
+	// One file vs :memory: line, with Go's figures alone too.
+	for _, arms := range [][]result.Arm{arms, arms[:3]} {
+		n := 0
+		for _, f := range spec.Findings(arms) {
+			if strings.Contains(f, "file vs") {
+				n++
+				if !strings.Contains(f, "Go modernc (GOMAXPROCS=2) 20 µs vs 5 µs (4.0×)") || !strings.Contains(f, "POSIX locks") {
+					t.Errorf("file vs :memory: line %q", f)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d arms: %d file vs :memory: lines, want 1:\n%s", len(arms), n, strings.Join(spec.Findings(arms), "\n"))
 		}
 	}
 }
