@@ -270,14 +270,17 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 				return
 			}
 			ps.mark()
+			sampler.Mark()
 			b := measure.NewB(actx, opsPerRep, sampler, ps.snap)
 			b.StartTimer()
 			err := bench.Run(b)
 			b.StopTimer()
 			if err != nil {
 				// Only finished repetitions count: drop what the probes
-				// saw of this one, whose ops are not counted either.
+				// and the sampler saw of this one, whose ops are not
+				// counted either.
 				ps.rollback()
+				sampler.Rollback()
 				done <- outcome{err}
 				return
 			}
