@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -183,10 +184,11 @@ func TestFailedRepetitionRolledBack(t *testing.T) {
 }
 
 // recordingLoop records one known latency per timed repetition (100 ns,
-// 200 ns …); its last repetition records five 1 s latencies, then fails.
+// 200 ns …); repetition failAt records five 1 s latencies, then fails.
 type recordingLoop struct {
 	timed   bool
 	rep     int
+	failAt  int     // the repetition that fails
 	samples []int64 // what the analysis hook was handed
 }
 
@@ -202,7 +204,7 @@ func (f *recordingLoop) Run(b *measure.B) error {
 		return nil
 	}
 	f.rep++
-	if f.rep < 3 {
+	if f.rep < f.failAt {
 		b.S.Record(int64(100 * f.rep))
 		return nil
 	}
@@ -221,7 +223,7 @@ func (f *recordingLoop) Analyze(rec *exp.Record, a *result.Arm) { f.samples = re
 func TestFailedRepetitionSamplesRolledBack(t *testing.T) {
 	c := cfg()
 	c.ClockCost = 0.001 // sample as often as MaxSamples allows
-	f := &recordingLoop{}
+	f := &recordingLoop{failAt: 3}
 	r := Arm(context.Background(), c, spec, exp.Arm{Name: "fake/recording",
 		Open: func(context.Context) (exp.Bench, error) { return f, nil }})
 	if r.Status != result.StatusFailed || len(r.RepMeans) != 2 {
@@ -233,6 +235,18 @@ func TestFailedRepetitionSamplesRolledBack(t *testing.T) {
 	}
 	if len(f.samples) != 2 || f.samples[0] != 100 || f.samples[1] != 200 {
 		t.Fatalf("the analysis hook got samples %v, want [100 200]", f.samples)
+	}
+
+	// When no repetition finished, the failed one's sampled ops are all
+	// the arm has (a starved timer): they stay, and a note says whence.
+	f = &recordingLoop{failAt: 1}
+	r = Arm(context.Background(), c, spec, exp.Arm{Name: "fake/recording",
+		Open: func(context.Context) (exp.Bench, error) { return f, nil }})
+	if r.Status != result.StatusFailed || len(r.RepMeans) != 0 || r.Percentiles == nil || r.Percentiles.Samples != 5 {
+		t.Fatalf("status %s, means %v, percentiles %+v: want failed with the 5 samples of the first repetition", r.Status, r.RepMeans, r.Percentiles)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "|"), "no repetition finished") || len(f.samples) != 5 {
+		t.Fatalf("notes %q, analysis samples %v", r.Notes, f.samples)
 	}
 }
 
