@@ -37,7 +37,7 @@ func concurrencyPyPlan(p exp.Params) []pyArm {
 				out = append(out, pyArm{key: fmt.Sprintf("concurrency/%s/%s/%s/c=%d", w.sub, op, w.way, c),
 					sub: w.sub, mech: w.way, op: "lookup", bench: w.bench, params: params, place: "unpinned",
 					quick: op == "sqlite-file" && c == 10 && (w.way == "to_thread" || w.way == "pool-map"),
-					full:  w.way == "run_in_executor"})
+					full:  w.way == "run_in_executor", tempDB: op == "sqlite-file"})
 			}
 		}
 	}
