@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/pydriver"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
@@ -24,26 +25,43 @@ func newEnvCmd(stdout io.Writer) *cobra.Command {
 			if format != "table" && format != "json" {
 				return usagef("--format %q: must be table or json", format)
 			}
-			return env(stdout, format)
+			return env(stdout, format, sysinfo.Detect())
 		},
 	}
 	c.Flags().StringVar(&format, "format", "table", "table or json")
 	return c
 }
 
-func env(w io.Writer, format string) error {
-	h := sysinfo.Detect()
-	e := h.Env
-	e.Counters = probeCounters()
-	clock := measure.ClockCost()
+// env shows host h (sysinfo.Detect's) with what is probed now: counters,
+// the clock's cost, the interpreters and the noise over 200 ms.
+func env(w io.Writer, format string, h *sysinfo.Host) error {
+	p := envProbes{Counters: probeCounters(), ClockNs: measure.ClockCost()}
 	// Noise now: steal and load over a short window.
 	n0 := sysinfo.Sample(h)
 	time.Sleep(200 * time.Millisecond)
 	n1 := sysinfo.Sample(h)
-	steal := 0.0
 	if dt := n1.Total - n0.Total; dt > 0 {
-		steal = 100 * (n1.Steal - n0.Steal) / dt
+		p.StealPct = 100 * (n1.Steal - n0.Steal) / dt
 	}
+	p.ProcsRunning = n1.ProcsRunning
+	p.Pythons = envPythons()
+	return writeEnv(w, format, h, p)
+}
+
+// envProbes is what env probes now, beside the host's facts.
+type envProbes struct {
+	Counters     []result.CounterInfo
+	ClockNs      float64
+	StealPct     float64
+	ProcsRunning uint64
+	Pythons      []*pydriver.Interpreter
+}
+
+// writeEnv prints host h and probes p as a table or JSON.
+func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
+	e := h.Env
+	e.Counters = p.Counters
+	clock, steal := p.ClockNs, p.StealPct
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -53,7 +71,7 @@ func env(w io.Writer, format string) error {
 			StealNowPct  float64 `json:"steal_now_pct"`
 			ProcsRunning uint64  `json:"procs_running"`
 			Pythons      any     `json:"pythons"`
-		}{e, clock, steal, n1.ProcsRunning, envPythons()})
+		}{e, clock, steal, p.ProcsRunning, p.Pythons})
 	}
 	kv := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k, v) }
 	kv("host", e.Hostname)
@@ -72,7 +90,7 @@ func env(w io.Writer, format string) error {
 	kv("virtualised", yesNo(e.Hypervisor))
 	kv("go", fmt.Sprintf("%s, GOMAXPROCS %d", e.GoVersion, e.GOMAXPROCS))
 	kv("clock", fmt.Sprintf("%.1f ns per timestamp", clock))
-	kv("cgroup", fmt.Sprintf("v%d, CPU quota %s", e.CgroupVersion, e.CPUQuota))
+	kv("cgroup", h.CgroupText())
 	kv("limits", fmt.Sprintf("threads-max %d, RLIMIT_NPROC %s, MemAvailable %s", e.ThreadsMax, limitText(e.NprocLimit), result.FormatValue(float64(e.MemAvailableB), "bytes")))
 	if e.Governor != "" {
 		kv("governor", e.Governor)
@@ -86,8 +104,8 @@ func env(w io.Writer, format string) error {
 		}
 		fmt.Fprintf(w, "  %-18s %-9s %s\n", c.Name, c.Kind, state)
 	}
-	writePythons(w, envPythons())
-	kv("noise now", fmt.Sprintf("load1 %.2f, steal %.1f%% (since boot %.2f%%), %d runnable", e.Load1, steal, e.StealPct, n1.ProcsRunning))
+	writePythons(w, p.Pythons)
+	kv("noise now", fmt.Sprintf("load1 %.2f, steal %.1f%% (since boot %.2f%%), %d runnable", e.Load1, steal, e.StealPct, p.ProcsRunning))
 	for _, n := range e.Notes {
 		kv("note", n)
 	}

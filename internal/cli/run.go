@@ -360,7 +360,10 @@ func envWarnings(h *sysinfo.Host) []string {
 	if h.Governor != "" && h.Governor != "performance" {
 		w = append(w, fmt.Sprintf("CPU frequency governor is %q, not \"performance\": clock speed may vary between arms", h.Governor))
 	}
-	if h.CPUQuota != "" && h.CPUQuota != "max" && !strings.HasPrefix(h.CPUQuota, "max ") {
+	switch {
+	case strings.HasPrefix(h.CPUQuota, "unknown"):
+		w = append(w, "the cgroup CPU quota is "+h.CPUQuota+": a quota's throttling, which adds tail latency, cannot be ruled out")
+	case h.CPUQuota != "" && h.CPUQuota != "max" && !strings.HasPrefix(h.CPUQuota, "max "):
 		w = append(w, "a cgroup CPU quota is set ("+h.CPUQuota+"): throttling can add tail latency")
 	}
 	return w

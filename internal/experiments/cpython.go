@@ -14,6 +14,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/pydriver"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
 )
 
 // CPython as a substrate (SPEC §5.9): pingpong, ring, yield, interference,
@@ -59,6 +60,9 @@ type pyArm struct {
 	place     string
 	minOps    int
 	unsup     string
+	// tempDB: the driver makes a ctxlab-sqlop-<pid>- directory for the
+	// arm's database file, so opening the arm sweeps stale ones first.
+	tempDB bool
 	// freeThreaded: a published figure exists for a free-threaded build;
 	// --python all without one lists the arm as unsupported for it.
 	freeThreaded bool
@@ -328,6 +332,9 @@ func bindPyArm(p exp.Params, in *pydriver.Interpreter, pa pyArm, suffix string) 
 		Name: pa.key + suffix, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
 		Placement: pa.place, Quick: pa.quick, Unsupported: unsup,
 		Open: func(context.Context) (exp.Bench, error) {
+			if pa.tempDB {
+				sqlop.SweepTemp()
+			}
 			return &pyBench{measure: func(ctx context.Context, dr exp.DirectRequest) (*exp.DirectResult, error) {
 				return runPy(ctx, in, req, dr)
 			}}, nil

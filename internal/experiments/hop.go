@@ -467,12 +467,7 @@ func hopFindings(arms []result.Arm) []string {
 	}
 	for _, g := range gmps {
 		for _, drv := range []string{"modernc", "mattn"} {
-			f, ok1 := idx[hopKey{drv + "-file", "direct", g}]
-			m, ok2 := idx[hopKey{drv + "-memory", "direct", g}]
-			if ok1 && ok2 {
-				out = append(out, fmt.Sprintf("%s file vs :memory: at GOMAXPROCS=%d: %s vs %s per lookup (%.1f×); on a file every read transaction takes and drops POSIX locks, looks for a hot journal and checks the file header: system calls that :memory: skips",
-					drv, g, result.FormatNs(f.Median), result.FormatNs(m.Median), f.Median/m.Median))
-			}
+			// file vs :memory: is hopStoreFindings' one line, Go's and CPython's side by side.
 			for _, store := range []string{"file", "memory"} {
 				q, ok1 := idx[hopKey{drv + "-" + store, "direct", g}]
 				p, ok2 := idx[hopKey{drv + "-" + store + "-prepared", "direct", g}]
@@ -528,7 +523,7 @@ func hopPyPlan(exp.Params) []pyArm {
 		for _, db := range hopPyDBs {
 			out = append(out, pyArm{key: hopPyName(how, db), sub: "pytask", mech: how, op: "query", bench: "hop",
 				params: map[string]string{"how": how, "db": db}, place: "unpinned",
-				quick: how != "aiosqlite" && db == "file"})
+				quick: how != "aiosqlite" && db == "file", tempDB: db == "file"})
 		}
 	}
 	return out
@@ -607,20 +602,20 @@ func hopPyFindings(arms []result.Arm) []string {
 
 var hopDBLabel = map[string]string{"file": "a file", "memory": ":memory:"}
 
-// hopStoreFindings puts the Go and CPython direct lookups on a file beside
-// the :memory: ones: what the file costs each, at the run's highest
-// GOMAXPROCS for Go.
+// hopStoreFindings is the one file vs :memory: line: the Go drivers'
+// direct lookups on a file beside their :memory: ones (each at the highest
+// GOMAXPROCS it ran at), and CPython's beside them, per interpreter.
 func hopStoreFindings(arms []result.Arm) []string {
 	native, py := splitCPython(arms)
 	idx := hopIndex(native)
-	gmp := 0
-	for k := range idx {
-		if k.op == "modernc-file" && k.way == "direct" && k.gmp > gmp {
-			gmp = k.gmp
-		}
-	}
 	var parts []string
 	for _, drv := range []string{"modernc", "mattn"} {
+		gmp := 0
+		for k := range idx {
+			if k.op == drv+"-file" && k.way == "direct" && k.gmp > gmp {
+				gmp = k.gmp
+			}
+		}
 		f, ok1 := idx[hopKey{drv + "-file", "direct", gmp}]
 		m, ok2 := idx[hopKey{drv + "-memory", "direct", gmp}]
 		if ok1 && ok2 && m.Median > 0 {
@@ -635,10 +630,11 @@ func hopStoreFindings(arms []result.Arm) []string {
 			parts = append(parts, fmt.Sprintf("CPython sqlite3%s %s vs %s (%.1f×)", pySuffixText(tag), result.FormatNs(f.Median), result.FormatNs(m.Median), f.Median/m.Median))
 		}
 	}
-	if len(parts) < 2 {
+	if len(parts) == 0 {
 		return nil
 	}
-	return []string{"the seed's lookup on a file vs in :memory:, direct: " + strings.Join(parts, " · ")}
+	return []string{"the seed's lookup on a file vs in :memory:, direct: " + strings.Join(parts, " · ") +
+		"; on a file every read transaction takes and drops POSIX locks, looks for a hot journal and checks the file header: system calls that :memory: skips"}
 }
 
 // hopPyRefs are SPEC §8's figures for the CPython sqlite3 lookups, beside
@@ -697,25 +693,37 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	}
 	// The CPython arms: an sqlite3 lookup from asyncio, direct and through
 	// executor hops, on the seed's file, or in :memory: when only those
-	// measured (a run stored before the file arms has only those).
-	for _, db := range hopPyDBs {
-		d, ok1 := v.Pick(hopPyName("direct", db))
-		e, ok2 := v.Pick(hopPyName("executor", db))
-		if !ok1 || !ok2 {
-			continue
+	// measured (a run stored before the file arms has only those); a line
+	// per interpreter, found by name without --python all's "/py=…".
+	by := map[string]result.Arm{}
+	for _, a := range v.Where("hop", isCPython) {
+		by[a.Name] = a
+	}
+	for _, py := range pyTags(v.Where("hop", isCPython)) {
+		pick := func(how, db string) (result.Arm, bool) { a, ok := by[withPy(hopPyName(how, db), py)]; return a, ok }
+		for _, db := range hopPyDBs {
+			d, ok1 := pick("direct", db)
+			e, ok2 := pick("executor", db)
+			if !ok1 || !ok2 {
+				continue
+			}
+			on := map[string]string{"file": "on a file", "memory": "in :memory:"}[db]
+			if py != "" {
+				on += ", " + py
+			}
+			line := fmt.Sprintf("  CPython sqlite3 (%s): direct %s · executor hop %s (%.1f×)", on, exp.Figure(d), exp.Figure(e), e.Median/d.Median)
+			if t, ok := pick("two-hop", db); ok {
+				line += fmt.Sprintf(" · two hops %s (%.1f×)", exp.Figure(t), t.Median/d.Median)
+			}
+			if a, ok := pick("aiosqlite", db); ok {
+				line += fmt.Sprintf(" · aiosqlite %s (%.1f×)", exp.Figure(a), a.Median/d.Median)
+			}
+			if m, ok := pick("direct", "memory"); ok && db == "file" {
+				line += fmt.Sprintf(" · direct in :memory: %s", exp.Figure(m))
+			}
+			out = append(out, line)
+			break
 		}
-		line := fmt.Sprintf("  CPython sqlite3 (%s): direct %s · executor hop %s (%.1f×)", map[string]string{"file": "on a file", "memory": "in :memory:"}[db], exp.Figure(d), exp.Figure(e), e.Median/d.Median)
-		if t, ok := v.Pick(hopPyName("two-hop", db)); ok {
-			line += fmt.Sprintf(" · two hops %s (%.1f×)", exp.Figure(t), t.Median/d.Median)
-		}
-		if a, ok := v.Pick(hopPyName("aiosqlite", db)); ok {
-			line += fmt.Sprintf(" · aiosqlite %s (%.1f×)", exp.Figure(a), a.Median/d.Median)
-		}
-		if m, ok := v.Pick(hopPyName("direct", "memory")); ok && db == "file" {
-			line += fmt.Sprintf(" · direct in :memory: %s", exp.Figure(m))
-		}
-		out = append(out, line)
-		break
 	}
 	return []exp.VerdictSection{{Block: exp.BlockHop, Heading: "a thread hop over a microsecond operation", Lines: out,
 		Foot: []string{"    published (CPython 3.14 sqlite3): 8.4 µs direct · run_in_executor 30.4 µs (3.6×) · aiosqlite 58.8 µs (7.0×)"}}}

@@ -2,7 +2,10 @@ package experiments
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,7 +89,8 @@ func TestHopAiosqliteCheck(t *testing.T) {
 }
 
 // The Go and CPython direct lookups on a file stand beside the :memory:
-// ones in one finding, and every CPython arm shows its published row.
+// ones in one finding (the only one), and every CPython arm shows its
+// published row.
 func TestHopStoreFindings(t *testing.T) {
 	goArm := func(op string, gmp int, med float64) result.Arm {
 		return result.Arm{Name: "hop/" + op + "/direct/x", Experiment: "hop", Substrate: "caller", Status: result.StatusOK,
@@ -109,6 +113,21 @@ func TestHopStoreFindings(t *testing.T) {
 	} {
 		if !strings.Contains(all, w) {
 			t.Errorf("findings lack %q:\n%s", w, all)
+		}
+	}
+	// One file vs :memory: line, with Go's figures alone too.
+	for _, arms := range [][]result.Arm{arms, arms[:3]} {
+		n := 0
+		for _, f := range spec.Findings(arms) {
+			if strings.Contains(f, "file vs") {
+				n++
+				if !strings.Contains(f, "Go modernc (GOMAXPROCS=2) 20 µs vs 5 µs (4.0×)") || !strings.Contains(f, "POSIX locks") {
+					t.Errorf("file vs :memory: line %q", f)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%d arms: %d file vs :memory: lines, want 1:\n%s", len(arms), n, strings.Join(spec.Findings(arms), "\n"))
 		}
 	}
 }
@@ -159,5 +178,92 @@ func TestHopAiosqliteEndToEnd(t *testing.T) {
 	// so the process sleeps and wakes (voluntary switches) along the way.
 	if r.Switches.Voluntary <= 0 {
 		t.Errorf("no voluntary switches per query: %+v", r.Switches)
+	}
+}
+
+// A run of only CPython arms sweeps stale database directories too: every
+// CPython arm whose driver makes a ctxlab-sqlop-<pid>- directory (hop on
+// the database file, concurrency on sqlite-file) removes the ones that
+// killed runs left, when it opens, before the driver starts; the others
+// leave them alone.
+func TestCPythonFileDBArmsSweepStaleDirs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip(err)
+	}
+	stale := filepath.Join(tmp, fmt.Sprintf("ctxlab-sqlop-%d-left", dead.Process.Pid))
+	p := pyParams(exp.SuiteFull)
+	in := &pydriver.Interpreter{Name: "python3", Path: "/nonexistent/python3", Version: "3.13.0"}
+	plan := append(hopPyPlan(p), concurrencyPyPlan(p)...)
+	sweeping := 0
+	for _, pa := range plan {
+		if err := os.MkdirAll(stale, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		a := bindPyArm(p, in, pa, "")
+		b, err := a.Open(context.Background())
+		if err != nil {
+			t.Fatalf("%s: open: %v", a.Name, err)
+		}
+		b.Close()
+		makesDir := pa.bench == "hop" && pa.params["db"] == "file" || pa.params["op"] == "sqlite-file"
+		_, err = os.Stat(stale)
+		if gone := os.IsNotExist(err); gone != makesDir {
+			t.Errorf("%s (params %v): stale dir removed %v, want %v", a.Name, pa.params, gone, makesDir)
+		}
+		if makesDir {
+			sweeping++
+		}
+	}
+	if sweeping == 0 || sweeping == len(plan) {
+		t.Errorf("%d of %d arms sweep: want the file-database ones only", sweeping, len(plan))
+	}
+}
+
+// The verdict's CPython line finds the arms by name without the "/py=…"
+// suffix --python all gives them: a line per interpreter, the file arms
+// first; a single interpreter's unsuffixed arms read as before.
+func TestHopVerdictPythonAll(t *testing.T) {
+	arm := func(name string, med float64) result.Arm {
+		key, _ := pyKey(name)
+		how := strings.Split(strings.TrimPrefix(key, "hop/pytask/"), "/")[0]
+		db := "file"
+		if strings.HasSuffix(key, "/db=memory") {
+			db = "memory"
+		}
+		return result.Arm{Name: name, Experiment: "hop", Substrate: "pytask", Status: result.StatusOK,
+			Median: med, Min: med, Max: med, Params: map[string]string{"how": how, "db": db}}
+	}
+	lines := func(arms ...result.Arm) []string {
+		var out []string
+		for _, l := range hopVerdict(exp.NewVerdictRun(&result.Run{Arms: arms}))[0].Lines {
+			if strings.Contains(l, "CPython") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	all := lines(
+		arm("hop/pytask/direct/py=3.11.7", 8000), arm("hop/pytask/executor/py=3.11.7", 30000),
+		arm("hop/pytask/direct/db=memory/py=3.11.7", 4000),
+		arm("hop/pytask/direct/db=memory/py=3.13.1t", 5000), arm("hop/pytask/executor/db=memory/py=3.13.1t", 40000),
+		result.Arm{Name: "hop/pytask/direct" + freeThreadedSuffix, Experiment: "hop", Substrate: "pytask", Status: result.StatusUnsupported},
+	)
+	if len(all) != 2 {
+		t.Fatalf("--python all: CPython lines %q, want one per interpreter", all)
+	}
+	for i, want := range []string{"(on a file, py=3.11.7): direct 8 µs", "(in :memory:, py=3.13.1t): direct 5 µs"} {
+		if !strings.Contains(all[i], want) {
+			t.Errorf("line %d %q lacks %q", i, all[i], want)
+		}
+	}
+	if !strings.Contains(all[0], "direct in :memory: 4 µs") {
+		t.Errorf("file line %q lacks the same interpreter's :memory: lookup", all[0])
+	}
+	one := lines(arm("hop/pytask/direct", 8000), arm("hop/pytask/executor", 30000))
+	if len(one) != 1 || !strings.Contains(one[0], "CPython sqlite3 (on a file): direct 8 µs") {
+		t.Errorf("one interpreter: CPython lines %q", one)
 	}
 }

@@ -259,7 +259,7 @@ type processPair struct {
 }
 
 // rawReaderEnv is the environment of a child whose one goroutine blocks in
-// a raw read(2) (mech's child ends): the runtime sees that goroutine as
+// a raw read(2) or FUTEX_WAIT (mech's child ends): the runtime sees that goroutine as
 // running and would send its thread a preemption signal every 10 ms, each
 // one a wake-up counted as the arm's switch.
 var rawReaderEnv = []string{"GODEBUG=asyncpreemptoff=1"}

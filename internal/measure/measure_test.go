@@ -119,6 +119,49 @@ func TestSamplerEveryAndNoAlloc(t *testing.T) {
 	nilS.Stop(5)
 }
 
+// Rollback drops exactly what was recorded since Mark, restarts the
+// sampling countdown there, and neither allocates.
+func TestSamplerMarkRollback(t *testing.T) {
+	s := NewSampler(100, 100, 3)
+	start := func(n int) (sampled int) {
+		for i := 0; i < n; i++ {
+			if t0 := s.Start(i); t0 != 0 {
+				sampled++
+			}
+		}
+		return sampled
+	}
+	s.Record(10)
+	s.Record(20)
+	start(4) // leaves the countdown mid-way
+	s.Mark()
+	before := start(5)
+	s.Record(1e9)
+	s.Record(2e9)
+	s.Rollback()
+	if s.Len() != 2 {
+		t.Fatalf("%d samples after rollback, want the 2 recorded before Mark", s.Len())
+	}
+	if got := s.Sorted(); got[0] != 10 || got[1] != 20 {
+		t.Fatalf("samples %v, want [10 20]", got)
+	}
+	if again := start(5); again != before {
+		t.Fatalf("countdown not restored: %d sampled ops after rollback, %d before", again, before)
+	}
+	s.Rollback()
+	s.Record(30)
+	if s.Len() != 3 {
+		t.Fatalf("a second rollback to the same mark, then one record: %d samples", s.Len())
+	}
+	allocs := testing.AllocsPerRun(5, func() { s.Mark(); s.Rollback() })
+	if allocs != 0 {
+		t.Fatalf("Mark/Rollback allocate %v times", allocs)
+	}
+	var nilS *Sampler
+	nilS.Mark()
+	nilS.Rollback()
+}
+
 func TestBTimerCountsOnlyTimedRegion(t *testing.T) {
 	var begins, ends int
 	b := NewB(nil, 10, nil, func(begin bool) {

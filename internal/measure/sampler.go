@@ -9,6 +9,8 @@ type Sampler struct {
 	left  int // calls to Start until the next sampled op
 	buf   []int64
 	n     int
+	// markN and markLeft are n and left at the last Mark.
+	markN, markLeft int
 }
 
 // NewSampler prepares to sample every `every`-th op of a loop of ops ops,
@@ -94,6 +96,26 @@ func (s *Sampler) Record(ns int64) {
 	}
 	s.buf[s.n] = ns
 	s.n++
+}
+
+// Mark remembers how many samples are recorded, so that Rollback can drop
+// what a repetition that then fails recorded. It does not allocate; the
+// runner calls it outside the clock, before each timed repetition.
+func (s *Sampler) Mark() {
+	if s == nil {
+		return
+	}
+	s.markN, s.markLeft = s.n, s.left
+}
+
+// Rollback drops every sample recorded since the last Mark (all of them if
+// Mark was never called), and restarts the sampling countdown where it
+// was: a failed repetition leaves nothing in the samples.
+func (s *Sampler) Rollback() {
+	if s == nil {
+		return
+	}
+	s.n, s.left = s.markN, s.markLeft
 }
 
 // Every is the sampling interval.

@@ -37,9 +37,16 @@ type futexEnd struct {
 	me   int
 	seen uint32
 	priv uintptr
+	// rawWait sleeps in FUTEX_WAIT without telling the Go runtime (a child
+	// process's end: see shmChild).
+	rawWait bool
 }
 
-func futexWait(addr *uint32, val uint32, priv uintptr) {
+func futexWait(addr *uint32, val uint32, priv uintptr, raw bool) {
+	if raw {
+		unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp|priv, uintptr(val), 0, 0, 0)
+		return
+	}
 	// Blocking: the runtime-aware Syscall lets Go hand the P on.
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp|priv, uintptr(val), 0, 0, 0)
 }
@@ -71,7 +78,7 @@ func (e *futexEnd) Recv() (uint64, error) {
 			e.seen = cur
 			return uint64(cur), nil
 		}
-		futexWait(addr, cur, e.priv)
+		futexWait(addr, cur, e.priv, e.rawWait)
 	}
 }
 
@@ -127,5 +134,10 @@ func shmChild(files []*os.File) (Endpoint, error) {
 		return nil, fmt.Errorf("shmfutex child: mmap: %w", err)
 	}
 	w := (*futexWords)(unsafe.Pointer(&mem[0]))
-	return &futexEnd{w: w, me: 1}, nil // seen 0: the page starts zeroed, and the parent may have sent already
+	// As fdChild's read: the child's one goroutine only waits, and its
+	// partner is another process (no stop-the-world here can wait on it),
+	// so FUTEX_WAIT is a raw system call. Through the runtime the child's
+	// own threads woke beside it on the pinned CPU.
+	// seen 0: the page starts zeroed, and the parent may have sent already.
+	return &futexEnd{w: w, me: 1, rawWait: true}, nil
 }

@@ -49,7 +49,8 @@ func verdictLines(run *result.Run, specs []*exp.Spec) []string {
 		"figures: median of the repetitions' means per op (min–max); † not pinned (goroutines: GOMAXPROCS = all); published: SPEC §8, elsewhere",
 	}
 	sections := blocks(v, specs)
-	checks, noise := verdictChecks(run), verdictNoise(run)
+	checks, counts := verdictChecks(run)
+	noise := verdictNoise(run)
 	foot := []string{"per-experiment tables: ctxlab run --detail, ctxlab show " + run.ID + ", ctxlab report -o report.html"}
 	// Fit one screen: the checks list gives way first, the figures never.
 	count := len(head) + len(noise) + len(foot)
@@ -61,7 +62,10 @@ func verdictLines(run *result.Run, specs []*exp.Spec) []string {
 		if room < 2 {
 			room = 2
 		}
-		more := len(checks) - room + 1
+		more := 0 // checks, as the head counts them, not lines
+		for _, k := range counts[room-1:] {
+			more += k
+		}
 		checks = append(checks[:room-1], fmt.Sprintf("  … %d more in the per-experiment tables (--detail)", more))
 	}
 	out := head
@@ -184,9 +188,13 @@ func tailWhy(a result.Arm) string {
 		exp.ShortName(a), result.FormatNs(p.P99), result.FormatNs(p.Max), result.FormatNs(p.P50))
 }
 
-// verdictChecks lists the checks that did not hold, each once per experiment.
-func verdictChecks(run *result.Run) []string {
+// verdictChecks lists the checks that did not hold, each name once per
+// experiment, under a head that counts them; counts[i] is how many failed
+// checks line i stands for (0 for the head), so the head, the lines and a
+// truncated list's "… N more" agree.
+func verdictChecks(run *result.Run) (lines []string, counts []int) {
 	var bad []string
+	var badN []int
 	total, failed := 0, 0
 	for _, e := range run.Experiments {
 		details := map[string][]string{} // a check evaluated on several arms is said once
@@ -206,13 +214,27 @@ func verdictChecks(run *result.Run) []string {
 			details[c.Name] = append(details[c.Name], c.Detail)
 		}
 		for _, n := range names {
-			bad = append(bad, clip(fmt.Sprintf("  ✗ %s: %s — %s", e.Name, n, strings.Join(details[n], " | ")), 180))
+			times := ""
+			if k := len(details[n]); k > 1 {
+				times = fmt.Sprintf(" (%d×)", k)
+			}
+			bad = append(bad, clip(fmt.Sprintf("  ✗ %s: %s%s — %s", e.Name, n, times, strings.Join(details[n], " | ")), 180))
+			badN = append(badN, len(details[n]))
 		}
 	}
 	if total == 0 {
-		return []string{"checks: none evaluated"}
+		return []string{"checks: none evaluated"}, []int{0}
 	}
-	return append([]string{fmt.Sprintf("checks that did not hold on this machine: %d of %d", failed, total)}, bad...)
+	head := fmt.Sprintf("checks that did not hold on this machine: %d of %d", failed, total)
+	if len(bad) != failed {
+		// The count is of checks; a line is a check's name, said once.
+		lines := "lines"
+		if len(bad) == 1 {
+			lines = "line"
+		}
+		head += fmt.Sprintf(", in %d %s: (k×) is one check that failed k times", len(bad), lines)
+	}
+	return append([]string{head}, bad...), append([]int{0}, badN...)
 }
 
 // clip shortens s to n runes.

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,6 +63,72 @@ func TestVerdictBudgetFromCPUTime(t *testing.T) {
 	text := strings.Join(VerdictLines(run), "\n")
 	if !strings.Contains(text, "thread/futex/cross-cpu 20% of a core (20 µs/op)") {
 		t.Errorf("budget line not from CPU time:\n%s", text)
+	}
+}
+
+// The count of checks that did not hold agrees with the lines listed: a
+// check that failed on several arms is one line with its count, and a
+// list cut to fit the screen says how many checks, not lines, are left.
+func TestVerdictCheckCountMatchesLines(t *testing.T) {
+	chk := func(name string, holds bool, detail string) result.Check {
+		return result.Check{Name: name, Holds: holds, Detail: detail}
+	}
+	for _, tc := range []struct {
+		checks []result.Check
+		head   string
+		lines  int
+	}{
+		{[]result.Check{chk("a", false, "x"), chk("b", false, "y"), chk("c", true, "")},
+			"checks that did not hold on this machine: 2 of 3", 2},
+		{[]result.Check{chk("same", false, "arm 1"), chk("same", false, "arm 2"), chk("other", true, ""), chk("third", false, "z")},
+			"checks that did not hold on this machine: 3 of 4, in 2 lines: (k×) is one check that failed k times", 2},
+		{[]result.Check{chk("same", false, "arm 1"), chk("same", false, "arm 2")},
+			"checks that did not hold on this machine: 2 of 2, in 1 line: ", 1},
+	} {
+		run := &result.Run{Schema: 1, ID: "r", Experiments: []result.Experiment{{Name: "e", Checks: tc.checks}}}
+		got, _ := verdictChecks(run)
+		if !strings.HasPrefix(got[0], tc.head) {
+			t.Errorf("head %q, want %q", got[0], tc.head)
+		}
+		if len(got)-1 != tc.lines {
+			t.Errorf("%d lines listed, want %d: %q", len(got)-1, tc.lines, got)
+		}
+		checkCountAgrees(t, got)
+	}
+	// Real runs, whose lists are grouped and cut to fit the screen.
+	for _, name := range []string{"quick", "quick2"} {
+		lines := VerdictLines(loadRunFile(t, name+".json"))
+		for i, l := range lines {
+			if strings.HasPrefix(l, "checks that did not hold") {
+				end := i + 1
+				for end < len(lines) && strings.HasPrefix(lines[end], "  ") {
+					end++
+				}
+				checkCountAgrees(t, lines[i:end])
+			}
+		}
+	}
+}
+
+// checkCountAgrees: the head's count of failed checks is the sum over the
+// lines under it (a "(k×)" line is k checks, "… N more" is N).
+func checkCountAgrees(t *testing.T, lines []string) {
+	t.Helper()
+	var failed int
+	fmt.Sscanf(strings.TrimPrefix(lines[0], "checks that did not hold on this machine: "), "%d", &failed)
+	sum := 0
+	for _, l := range lines[1:] {
+		k := 1
+		if rest, ok := strings.CutPrefix(l, "  … "); ok {
+			fmt.Sscan(rest, &k)
+		} else if i := strings.Index(l, "×) — "); i > 0 {
+			j := strings.LastIndex(l[:i], "(")
+			fmt.Sscan(l[j+1:i], &k)
+		}
+		sum += k
+	}
+	if sum != failed {
+		t.Errorf("the lines stand for %d checks, the head says %d:\n%s", sum, failed, strings.Join(lines, "\n"))
 	}
 }
 

@@ -43,6 +43,13 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 		r.Notes = append(r.Notes, "teardown: "+err.Error())
 	}
 	d, err := m.d, m.err
+	if err != nil {
+		// What a self-timed bench returns with an error cannot be split
+		// by repetition (its samples and counts are totals): only a
+		// measurement that finished counts, as a failed repetition of a
+		// Loop is rolled back.
+		d = nil
+	}
 	after := sysinfo.Sample(cfg.Host)
 	endStatus(&r, ctx, actx, limit, err)
 	if r.Status == result.StatusTimedOut && err != nil {

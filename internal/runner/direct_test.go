@@ -99,3 +99,21 @@ func TestDirectArmStatuses(t *testing.T) {
 		}
 	}
 }
+
+// A self-timed bench that fails after measuring some repetitions leaves
+// none of their figures: its samples and counts cannot be split by
+// repetition, so the failed measurement counts as a whole (a Loop's failed
+// repetition is rolled back the same way).
+func TestDirectArmFailureKeepsNoFigures(t *testing.T) {
+	a := directArm(func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
+		return &exp.DirectResult{RepMeans: []float64{100}, OpsPerRep: 10, TotalOps: 20,
+			Samples: []int64{90, 1e9}, SampleEvery: 1, Voluntary: 60}, errors.New("driver crashed in repetition 2")
+	})
+	r := Arm(context.Background(), directConfig(), &exp.Spec{Name: "t"}, a)
+	if r.Status != result.StatusFailed || !strings.Contains(r.Reason, "repetition 2") {
+		t.Fatalf("status %q reason %q", r.Status, r.Reason)
+	}
+	if r.Percentiles != nil || len(r.RepMeans) != 0 || r.Switches != nil || r.Median != 0 {
+		t.Fatalf("figures kept from a failed measurement: percentiles %+v means %v switches %+v", r.Percentiles, r.RepMeans, r.Switches)
+	}
+}

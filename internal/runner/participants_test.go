@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -179,5 +180,94 @@ func TestFailedRepetitionRolledBack(t *testing.T) {
 	}
 	if obs.Switches > obs.WholeSwitches {
 		t.Errorf("participants %d > whole process %d", obs.Switches, obs.WholeSwitches)
+	}
+}
+
+// recordingLoop records one known latency per timed repetition (100 ns,
+// 200 ns …); repetition failAt records five 1 s latencies, then fails.
+type recordingLoop struct {
+	timed   bool
+	rep     int
+	failAt  int     // the repetition that fails
+	samples []int64 // what the analysis hook was handed
+}
+
+func (f *recordingLoop) StartTimed(int) { f.timed = true }
+
+func (f *recordingLoop) Run(b *measure.B) error {
+	x := 0
+	for i := 0; i < b.N; i++ {
+		x += i ^ (x >> 3)
+	}
+	_ = x
+	if !f.timed {
+		return nil
+	}
+	f.rep++
+	if f.rep < f.failAt {
+		b.S.Record(int64(100 * f.rep))
+		return nil
+	}
+	for i := 0; i < 5; i++ {
+		b.S.Record(1e9)
+	}
+	return errors.New("worker broke")
+}
+func (f *recordingLoop) Close() error                           { return nil }
+func (f *recordingLoop) Participants() exp.Participants         { return exp.Participants{} }
+func (f *recordingLoop) Analyze(rec *exp.Record, a *result.Arm) { f.samples = rec.Samples }
+
+// A failed repetition's latency samples are dropped with its ops and its
+// probe counts: the percentiles and the analysis hook see only the
+// repetitions that finished.
+func TestFailedRepetitionSamplesRolledBack(t *testing.T) {
+	c := cfg()
+	c.ClockCost = 0.001 // sample as often as MaxSamples allows
+	f := &recordingLoop{failAt: 3}
+	r := Arm(context.Background(), c, spec, exp.Arm{Name: "fake/recording",
+		Open: func(context.Context) (exp.Bench, error) { return f, nil }})
+	if r.Status != result.StatusFailed || len(r.RepMeans) != 2 {
+		t.Fatalf("status %s (%s), %d repetition means; want failed after 2", r.Status, r.Reason, len(r.RepMeans))
+	}
+	p := r.Percentiles
+	if p == nil || p.Samples != 2 || p.Max != 200 {
+		t.Fatalf("percentiles %+v: want the 2 samples of the finished repetitions, max 200 ns", p)
+	}
+	if len(f.samples) != 2 || f.samples[0] != 100 || f.samples[1] != 200 {
+		t.Fatalf("the analysis hook got samples %v, want [100 200]", f.samples)
+	}
+
+	// When no repetition finished, the failed one's sampled ops are all
+	// the arm has (a starved timer): they stay, and a note says whence.
+	f = &recordingLoop{failAt: 1}
+	r = Arm(context.Background(), c, spec, exp.Arm{Name: "fake/recording",
+		Open: func(context.Context) (exp.Bench, error) { return f, nil }})
+	if r.Status != result.StatusFailed || len(r.RepMeans) != 0 || r.Percentiles == nil || r.Percentiles.Samples != 5 {
+		t.Fatalf("status %s, means %v, percentiles %+v: want failed with the 5 samples of the first repetition", r.Status, r.RepMeans, r.Percentiles)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "|"), "no repetition finished") || len(f.samples) != 5 {
+		t.Fatalf("notes %q, analysis samples %v", r.Notes, f.samples)
+	}
+}
+
+// failingGauge reads 10, then 20, then fails with a reading of 1e9.
+type failingGauge struct{ n int }
+
+func (g *failingGauge) Read(ctx context.Context) (exp.Reading, error) {
+	g.n++
+	if g.n == 3 {
+		return exp.Reading{Value: 1e9, Ops: 7, Metrics: map[string]float64{"x": 1e9}}, errors.New("worker broke")
+	}
+	return exp.Reading{Value: float64(10 * g.n), Ops: 7, Metrics: map[string]float64{"x": float64(10 * g.n)}}, nil
+}
+func (g *failingGauge) Close() error                   { return nil }
+func (g *failingGauge) Participants() exp.Participants { return exp.WholeProcess() }
+
+// A gauge's failed reading is not kept either: value or metrics.
+func TestGaugeFailedReadingDropped(t *testing.T) {
+	r := Arm(context.Background(), cfg(), spec, exp.Arm{Name: "fake/gauge", Unit: "B/op",
+		Open: func(context.Context) (exp.Bench, error) { return &failingGauge{}, nil }})
+	if r.Status != result.StatusFailed || len(r.RepMeans) != 2 || r.Max != 20 || r.Metrics["x"] > 20 {
+		t.Fatalf("status %s, means %v, max %v, metrics %v: want failed with the 2 good readings", r.Status, r.RepMeans, r.Max, r.Metrics)
 	}
 }

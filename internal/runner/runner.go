@@ -270,14 +270,21 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 				return
 			}
 			ps.mark()
+			sampler.Mark()
 			b := measure.NewB(actx, opsPerRep, sampler, ps.snap)
 			b.StartTimer()
 			err := bench.Run(b)
 			b.StopTimer()
 			if err != nil {
 				// Only finished repetitions count: drop what the probes
-				// saw of this one, whose ops are not counted either.
+				// and the sampler saw of this one, whose ops are not
+				// counted either. When none finished, the sampled ops
+				// of this one are all the arm has (a starved timer that
+				// timed out): they stay, and a note says so.
 				ps.rollback()
+				if rep > 0 {
+					sampler.Rollback()
+				}
 				done <- outcome{err}
 				return
 			}
@@ -331,6 +338,9 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	}
 	if r.Status != result.StatusOK && len(means) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d repetitions finished before it stopped", len(means), reps))
+	}
+	if len(means) == 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("no repetition finished: the percentiles are the %d sampled ops of the one that did not", sampler.Len()))
 	}
 	rec := &exp.Record{Ops: int64(opsPerRep) * int64(len(means)), SampleEvery: sampler.Every()}
 	for _, w := range walls {

@@ -149,7 +149,7 @@ func (s *Source) Close() error {
 // tempDir makes the directory a database file lives in and the cleanup
 // that removes it.
 func (s *Source) tempDir() (string, error) {
-	RemoveStale(os.TempDir())
+	SweepTemp()
 	dir, err := os.MkdirTemp("", tempPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return "", err

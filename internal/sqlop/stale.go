@@ -18,6 +18,13 @@ const tempPrefix = "ctxlab-sqlop-"
 // older ctxlab) must be before it counts as abandoned.
 const legacyAge = 24 * time.Hour
 
+// SweepTemp removes the stale directories (RemoveStale) from the temp
+// directory ($TMPDIR) where every ctxlab-sqlop- directory is made: by a
+// Source's database file and by the CPython driver's file-database arms
+// (hop db=file, concurrency op=sqlite-file). Each arm that makes one calls
+// it first, so a run of only CPython arms sweeps too.
+func SweepTemp() int { return RemoveStale(os.TempDir()) }
+
 // RemoveStale removes the temporary directories that processes killed
 // before their cleanup (SIGKILL, OOM) left in dir: those whose owner PID
 // no longer runs, and ownerless ones older than a day. It returns how

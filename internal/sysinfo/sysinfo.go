@@ -1,8 +1,11 @@
 // Package sysinfo describes the host as ctxlab sees it: CPUs, caches,
 // kernel, virtualisation, limits, cgroup quota, and the noise signals
-// (load, steal, throttling) sampled around each arm. It parses no kernel
-// file itself: /proc files come through prometheus/procfs and procstat,
-// cgroup files through the cgroup package.
+// (load, steal, throttling) sampled around each arm. /proc files, the
+// /proc/sys scalars and sysfs CPU topology come through prometheus/procfs
+// and procstat, cgroup files through the cgroup package; the sysfs files
+// procfs does not cover have one pure parser each here (ParseCPUList,
+// ParseCacheSize, ParseSysfsInt, ParseConfigHZ), sizes through
+// result.ParseSize. DetectAt reads them from fixture roots in tests.
 package sysinfo
 
 import (
@@ -16,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/procfs"
+	"github.com/prometheus/procfs/sysfs"
 	"golang.org/x/sys/unix"
 
 	"github.com/ctxlab/ctxlab/internal/cgroup"
@@ -29,17 +33,39 @@ type Host struct {
 	// Cgroup is this process's CPU cgroup (v2, or the v1 cpu controller);
 	// its Path is "" when none was found.
 	Cgroup cgroup.Dir
+	// CgroupErr says why the cgroup is unknown: discovery failed for a
+	// reason other than there being no CPU cgroup (an unreadable or
+	// malformed /proc/<pid>/cgroup, say). Nil when it was found, or when
+	// the process has no CPU cgroup (then no CPU quota applies).
+	CgroupErr error
 }
 
+// Roots are where Detect reads the kernel's files; tests point them at
+// fixture trees.
+type Roots struct {
+	Proc        string // normally /proc
+	Sys         string // normally /sys
+	CgroupMount string // normally /sys/fs/cgroup
+}
+
+// DefaultRoots are the running kernel's.
+var DefaultRoots = Roots{Proc: string(procstat.DefaultRoot), Sys: "/sys", CgroupMount: cgroup.DefaultMount}
+
 // Detect reads the host. Failures to read optional facts become notes.
-func Detect() *Host {
+func Detect() *Host { return DetectAt(DefaultRoots, os.Getpid()) }
+
+// DetectAt reads the host from the files under r, taking pid as the
+// process whose cgroup and scheduler to read. What is not a file (the Go
+// runtime, uname, rlimits) is this process's.
+func DetectAt(r Roots, pid int) *Host {
 	h := &Host{}
 	e := &h.Env
 	e.Hostname, _ = os.Hostname()
 	e.GoVersion = runtime.Version()
 	e.GOMAXPROCS = runtime.GOMAXPROCS(0)
 	e.LogicalCPUs = runtime.NumCPU()
-	if online, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+	cpuDir := filepath.Join(r.Sys, "devices", "system", "cpu")
+	if online, err := os.ReadFile(filepath.Join(cpuDir, "online")); err == nil {
 		if cpus, err := ParseCPUList(strings.TrimSpace(string(online))); err == nil {
 			e.OnlineCPUs = cpus
 		}
@@ -50,19 +76,22 @@ func Detect() *Host {
 		}
 		e.Notes = append(e.Notes, "online CPUs unknown; assuming 0.."+strconv.Itoa(e.LogicalCPUs-1))
 	}
-	if fs, err := procfs.NewFS(string(procstat.DefaultRoot)); err == nil {
-		if info, err := fs.CPUInfo(); err == nil {
+	pfs, pfsErr := procfs.NewFS(r.Proc)
+	if pfsErr == nil {
+		if info, err := pfs.CPUInfo(); err == nil {
 			e.CPUModel, e.Hypervisor = cpuModel(info)
 		}
 	}
-	e.Cores, e.ThreadsPerCore = topology(e.OnlineCPUs)
-	e.Caches = caches()
+	e.Cores, e.ThreadsPerCore = topology(cpuDir, e.OnlineCPUs)
+	var notes []string
+	e.Caches, notes = caches(filepath.Join(cpuDir, "cpu0", "cache"))
+	e.Notes = append(e.Notes, notes...)
 	var uts unix.Utsname
 	if unix.Uname(&uts) == nil {
 		e.Kernel = unix.ByteSliceToString(uts.Release[:])
 	}
-	e.PerfParanoid = readInt("/proc/sys/kernel/perf_event_paranoid", 99)
-	e.ThreadsMax = int64(readInt("/proc/sys/kernel/threads-max", 0))
+	e.PerfParanoid = sysctl(pfs, pfsErr, "kernel.perf_event_paranoid", 99)
+	e.ThreadsMax = int64(sysctl(pfs, pfsErr, "kernel.threads-max", 0))
 	var rl unix.Rlimit
 	if unix.Getrlimit(unix.RLIMIT_NPROC, &rl) == nil {
 		if rl.Cur > 1<<62 {
@@ -71,27 +100,69 @@ func Detect() *Host {
 			e.NprocLimit = int64(rl.Cur)
 		}
 	}
-	if mi, err := procfs.NewDefaultFS(); err == nil {
-		if m, err := mi.Meminfo(); err == nil && m.MemAvailable != nil {
+	if pfsErr == nil {
+		if m, err := pfs.Meminfo(); err == nil && m.MemAvailable != nil {
 			e.MemAvailableB = int64(*m.MemAvailable) * 1024
 		}
 	}
-	if g, err := os.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"); err == nil {
+	if g, err := os.ReadFile(filepath.Join(cpuDir, "cpu0", "cpufreq", "scaling_governor")); err == nil {
 		e.Governor = strings.TrimSpace(string(g))
 	}
-	h.Cgroup, _ = cgroup.Find(string(procstat.DefaultRoot), cgroup.DefaultMount, os.Getpid())
-	e.CgroupVersion = h.Cgroup.Version
-	e.CPUQuota = "max"
-	if q, err := h.Cgroup.ReadQuota(); err == nil {
-		e.CPUQuota = q.String()
-	}
-	e.Scheduler, e.SchedSliceNs = scheduler()
-	n := Sample(h)
+	h.detectCgroup(r, pid)
+	e.Scheduler, e.SchedSliceNs = scheduler(r, pid)
+	n := sample(h, pfs, pfsErr)
 	e.Load1 = n.Load1
 	if n.Total > 0 {
 		e.StealPct = 100 * n.Steal / n.Total
 	}
 	return h
+}
+
+// detectCgroup finds pid's CPU cgroup and its quota. No CPU cgroup means
+// no quota ("max"); a discovery or quota read that fails for any other
+// reason leaves both unknown and says why, never a guessed "max".
+func (h *Host) detectCgroup(r Roots, pid int) {
+	e := &h.Env
+	d, err := cgroup.Find(r.Proc, r.CgroupMount, pid)
+	if err != nil && !errors.Is(err, cgroup.ErrNotFound) {
+		h.CgroupErr = err
+		e.CPUQuota = "unknown (" + err.Error() + ")"
+		return
+	}
+	h.Cgroup = d
+	e.CgroupVersion = d.Version
+	e.CPUQuota = "max"
+	if d.Path == "" {
+		return
+	}
+	q, err := d.ReadQuota()
+	if err != nil {
+		e.CPUQuota = "unknown (" + err.Error() + ")"
+		return
+	}
+	e.CPUQuota = q.String()
+}
+
+// CgroupText is the cgroup as env shows it: "v2, CPU quota max", or
+// "unknown (<reason>)" when discovery failed.
+func (h *Host) CgroupText() string {
+	if h.CgroupErr != nil {
+		return "unknown (" + h.CgroupErr.Error() + ")"
+	}
+	return fmt.Sprintf("v%d, CPU quota %s", h.CgroupVersion, h.CPUQuota)
+}
+
+// sysctl is /proc/sys/<name with / for .> as procfs reads it: its one
+// integer, or def when it cannot be read.
+func sysctl(fs procfs.FS, fsErr error, name string, def int) int {
+	if fsErr != nil {
+		return def
+	}
+	v, err := fs.SysctlInts(name)
+	if err != nil || len(v) != 1 {
+		return def
+	}
+	return v[0]
 }
 
 // MaxCPUs is the most CPUs a Linux kernel can be built for
@@ -195,16 +266,16 @@ func cpuModel(info []procfs.CPUInfo) (model string, hypervisor bool) {
 	return model, hypervisor
 }
 
-func topology(cpus []int) (cores, tpc int) {
+// topology counts the distinct (package, core) pairs of cpus from each
+// one's topology directory under cpuDir, as procfs's sysfs package reads it.
+func topology(cpuDir string, cpus []int) (cores, tpc int) {
 	seen := map[string]bool{}
 	for _, c := range cpus {
-		base := fmt.Sprintf("/sys/devices/system/cpu/cpu%d/topology/", c)
-		pkg, err1 := os.ReadFile(base + "physical_package_id")
-		core, err2 := os.ReadFile(base + "core_id")
-		if err1 != nil || err2 != nil {
+		t, err := sysfs.CPU(filepath.Join(cpuDir, "cpu"+strconv.Itoa(c))).Topology()
+		if err != nil {
 			return len(cpus), 1
 		}
-		seen[strings.TrimSpace(string(pkg))+"/"+strings.TrimSpace(string(core))] = true
+		seen[t.PhysicalPackageID+"/"+t.CoreID] = true
 	}
 	if len(seen) == 0 {
 		return len(cpus), 1
@@ -212,16 +283,51 @@ func topology(cpus []int) (cores, tpc int) {
 	return len(seen), len(cpus) / len(seen)
 }
 
-func caches() []result.Cache {
-	var out []result.Cache
-	dirs, _ := filepath.Glob("/sys/devices/system/cpu/cpu0/cache/index*")
+// caches reads dir/index*/{level,type,size} (sysfs, cpu0's caches). An
+// index whose level or size does not parse is left out with a note.
+func caches(dir string) (out []result.Cache, notes []string) {
+	dirs, _ := filepath.Glob(filepath.Join(dir, "index[0-9]*"))
 	for _, d := range dirs {
-		lvl := readInt(filepath.Join(d, "level"), 0)
-		typ, _ := os.ReadFile(filepath.Join(d, "type"))
-		size, _ := os.ReadFile(filepath.Join(d, "size"))
-		out = append(out, result.Cache{Level: lvl, Type: strings.TrimSpace(string(typ)), SizeB: parseSize(strings.TrimSpace(string(size)))})
+		lb, err1 := os.ReadFile(filepath.Join(d, "level"))
+		typ, err2 := os.ReadFile(filepath.Join(d, "type"))
+		sb, err3 := os.ReadFile(filepath.Join(d, "size"))
+		if err := errors.Join(err1, err2, err3); err != nil {
+			notes = append(notes, "cache "+filepath.Base(d)+" unreadable: "+err.Error())
+			continue
+		}
+		lvl, err1 := ParseSysfsInt(lb)
+		size, err2 := ParseCacheSize(sb)
+		if err := errors.Join(err1, err2); err != nil || lvl < 0 || lvl > 9 {
+			if err == nil {
+				err = fmt.Errorf("level %d is not a cache level", lvl)
+			}
+			notes = append(notes, "cache "+filepath.Base(d)+" left out: "+err.Error())
+			continue
+		}
+		out = append(out, result.Cache{Level: int(lvl), Type: strings.TrimSpace(string(typ)), SizeB: size})
 	}
-	return out
+	return out, notes
+}
+
+// ParseCacheSize reads a sysfs cache size file (cache/index*/size, e.g.
+// "32K\n") with result.ParseSize, the one size parser.
+func ParseCacheSize(b []byte) (int64, error) {
+	n, err := result.ParseSize(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("cache size: %w", err)
+	}
+	return n, nil
+}
+
+// ParseSysfsInt reads a sysfs file that holds one decimal integer (a cache
+// level, the scheduler's base_slice_ns).
+func ParseSysfsInt(b []byte) (int64, error) {
+	s := strings.TrimSpace(string(b))
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not an integer", s)
+	}
+	return n, nil
 }
 
 // LLCBytes is the size of the largest cache, or 32 MiB when unknown.
@@ -238,39 +344,15 @@ func (h *Host) LLCBytes() int64 {
 	return max
 }
 
-func parseSize(s string) int64 {
-	mult := int64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult, s = 1024, strings.TrimSuffix(s, "K")
-	case strings.HasSuffix(s, "M"):
-		mult, s = 1<<20, strings.TrimSuffix(s, "M")
-	}
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n * mult
-}
-
-func readInt(path string, def int) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return def
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return def
-	}
-	return n
-}
-
 // scheduler tells EEVDF (which shows se.slice in /proc/<pid>/sched) from
 // CFS, and returns the slice where the kernel exposes it.
-func scheduler() (string, int64) {
-	if b, err := os.ReadFile("/sys/kernel/debug/sched/base_slice_ns"); err == nil {
-		n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		return "EEVDF", n
+func scheduler(r Roots, pid int) (string, int64) {
+	if b, err := os.ReadFile(filepath.Join(r.Sys, "kernel", "debug", "sched", "base_slice_ns")); err == nil {
+		if n, err := ParseSysfsInt(b); err == nil && n > 0 {
+			return "EEVDF", n
+		}
 	}
-	pid := os.Getpid()
-	if sc, err := procstat.DefaultRoot.ReadSched(pid, pid); err == nil {
+	if sc, err := procstat.Root(r.Proc).ReadSched(pid, pid); err == nil {
 		if sc.HasSlice {
 			return "EEVDF", int64(sc.SliceNs)
 		}
@@ -290,8 +372,13 @@ type Noise struct {
 
 // Sample reads the noise signals now.
 func Sample(h *Host) Noise {
+	fs, err := procfs.NewDefaultFS()
+	return sample(h, fs, err)
+}
+
+func sample(h *Host, fs procfs.FS, err error) Noise {
 	var n Noise
-	if fs, err := procfs.NewDefaultFS(); err == nil {
+	if err == nil {
 		if la, err := fs.LoadAvg(); err == nil {
 			n.Load1 = la.Load1
 		}

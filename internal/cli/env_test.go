@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// TestEnvCgroupUnknown: when cgroup discovery fails for a reason other
+// than there being no CPU cgroup (here a /proc/<pid>/cgroup that does not
+// parse), env says "unknown (<reason>)" — not v0 with quota "max" — in the
+// table and in JSON, and a run's warnings say the quota cannot be ruled out.
+func TestEnvCgroupUnknown(t *testing.T) {
+	root := t.TempDir()
+	proc := filepath.Join(root, "proc")
+	if err := os.MkdirAll(filepath.Join(proc, "1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(proc, "1", "cgroup"), []byte("not a cgroup line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := sysinfo.DetectAt(sysinfo.Roots{Proc: proc, Sys: filepath.Join(root, "sys"), CgroupMount: filepath.Join(root, "cgroup")}, 1)
+
+	var table bytes.Buffer
+	if err := writeEnv(&table, "table", h, envProbes{}); err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(table.String(), "\n") {
+		if strings.HasPrefix(l, "cgroup ") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "unknown (") || !strings.Contains(line, "/proc/1/cgroup") || strings.Contains(line, "v0") || strings.Contains(line, "max") {
+		t.Errorf("cgroup line %q: want unknown (<reason naming /proc/1/cgroup>)", line)
+	}
+
+	var js bytes.Buffer
+	if err := writeEnv(&js, "json", h, envProbes{}); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Version *int   `json:"cgroup_version"`
+		Quota   string `json:"cpu_quota"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != nil || !strings.HasPrefix(got.Quota, "unknown (") {
+		t.Errorf("json: cgroup_version %v, cpu_quota %q; want none and unknown (…)", got.Version, got.Quota)
+	}
+
+	warned := false
+	for _, w := range envWarnings(h) {
+		if strings.Contains(w, "cannot be ruled out") && !strings.Contains(w, "is set") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("warnings %q: want one saying the quota is unknown", envWarnings(h))
+	}
+}
