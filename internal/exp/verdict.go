@@ -132,15 +132,23 @@ type VerdictSection struct {
 type VerdictRun struct {
 	Run  *result.Run
 	arms map[string]result.Arm
+	// plan holds the arms by their name without --python all's "/py=…"
+	// suffix, the first in run order, for Pick to fall back on.
+	plan map[string]result.Arm
 }
 
 // NewVerdictRun indexes run's measured arms (a median above zero, status
 // ok or repetitions recorded).
 func NewVerdictRun(run *result.Run) *VerdictRun {
-	v := &VerdictRun{Run: run, arms: map[string]result.Arm{}}
+	v := &VerdictRun{Run: run, arms: map[string]result.Arm{}, plan: map[string]result.Arm{}}
 	for _, a := range run.Arms {
 		if Measured(a) {
 			v.arms[a.Name] = a
+			if plan, _, ok := strings.Cut(a.Name, "/py="); ok {
+				if _, seen := v.plan[plan]; !seen {
+					v.plan[plan] = a
+				}
+			}
 		}
 	}
 	return v
@@ -151,10 +159,15 @@ func Measured(a result.Arm) bool {
 	return a.Median > 0 && (a.Status == result.StatusOK || len(a.RepMeans) > 0)
 }
 
-// Pick returns the first measured arm of names.
+// Pick returns the first measured arm of names. A name that was run under
+// --python all, and so carries a "/py=VERSION" suffix, is found by its
+// plain name too (the first interpreter's arm in run order).
 func (v *VerdictRun) Pick(names ...string) (result.Arm, bool) {
 	for _, n := range names {
 		if a, ok := v.arms[n]; ok {
+			return a, true
+		}
+		if a, ok := v.plan[n]; ok {
 			return a, true
 		}
 	}
