@@ -2,46 +2,59 @@
 # Usage: go build -o ctxlab ./cmd/ctxlab && go test -c -o mech.test ./internal/mech &&
 #        CTX=./ctxlab MECH=./mech.test bash scripts/harness-compare.sh
 # Needs perf (linux-perf) and taskset; prints a markdown table of ratios.
-# Interleaved rounds: ctxlab arms with --cpus 0 against their references.
+#
+# Every figure runs with its workers on CPU 0, the reference's too (CPU 0
+# of a VM can run a loop ~40% slower than CPU 1, so an unpinned reference
+# is not comparable); the goroutine arm and its reference run whole on
+# CPU 0, the others keep their harness threads off it. Each arm is run right beside its reference, ROUNDS
+# times, so drift of the machine between rounds cancels in the ratio.
 set -euo pipefail
-CTX=${CTX:-ctxlab}; MECH=${MECH:-./mech.test}; ROUNDS=${ROUNDS:-3}; OUT=${OUT:-$(mktemp -d)}
+CTX=${CTX:-ctxlab}; MECH=${MECH:-./mech.test}; ROUNDS=${ROUNDS:-5}; OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
-for r in $(seq 1 $ROUNDS); do
-  $CTX run 'pingpong/thread/pipe/unpinned' 'pingpong/process/pipe/unpinned' 'pingpong/thread/futex/unpinned' 'pingpong/thread/eventfd/unpinned' 'pingpong/goroutine/chan/gomaxprocs=1' --cpus 0 --reps 5 --no-store --format json -o $OUT/ctx$r.json >/dev/null 2>$OUT/ctx$r.err || { echo "ctxlab run failed:"; cat $OUT/ctx$r.err; exit 1; }
-  taskset -c 0 perf bench sched pipe -T -l 300000 > $OUT/perfT$r.txt 2>&1
-  taskset -c 0 perf bench sched pipe -l 300000 > $OUT/perfP$r.txt 2>&1
-  $MECH -test.run XXX -test.bench 'RawFutex|RawEventfd' -test.count 3 -test.cpu 4 > $OUT/raw$r.txt 2>&1
-  $MECH -test.run XXX -test.bench 'PlainChan' -test.count 3 -test.cpu 1 > $OUT/chan$r.txt 2>&1
+ctx() { # arm, file
+  $CTX run "$1" --cpus 0 --reps 5 --no-store --format json -o "$2" >/dev/null 2>"$2.err" ||
+    { echo "ctxlab run $1 failed:"; cat "$2.err"; exit 1; }
+}
+bench() { # pattern, -cpu, file: the raw loops pin their two threads to CPU 0
+  "$MECH" -test.run XXX -test.bench "$1" -test.count 1 -test.cpu "$2" >"$3" 2>&1
+}
+for r in $(seq 1 "$ROUNDS"); do
+  ctx 'pingpong/goroutine/chan/gomaxprocs=1' "$OUT/chan$r.json"; taskset -c 0 "$MECH" -test.run XXX -test.bench PlainChan -test.count 1 -test.cpu 1 >"$OUT/chan$r.txt" 2>&1
+  ctx 'pingpong/thread/futex/unpinned' "$OUT/futex$r.json"; bench 'RawFutex' 4 "$OUT/futex$r.txt"
+  ctx 'pingpong/thread/eventfd/unpinned' "$OUT/eventfd$r.json"; bench 'RawEventfd' 4 "$OUT/eventfd$r.txt"
+  ctx 'pingpong/thread/pipe/unpinned' "$OUT/tpipe$r.json"; taskset -c 0 perf bench sched pipe -T -l 200000 >"$OUT/tpipe$r.txt" 2>&1
+  bench 'RawPipe' 4 "$OUT/gopipe$r.txt"
+  ctx 'pingpong/process/pipe/unpinned' "$OUT/ppipe$r.json"; taskset -c 0 perf bench sched pipe -l 200000 >"$OUT/ppipe$r.txt" 2>&1
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'
-import json,re,sys,statistics as st
-out,R=sys.argv[1],int(sys.argv[2])
-rows={}
-def add(k,kind,v): rows.setdefault(k,{}).setdefault(kind,[]).append(v)
-for r in range(1,R+1):
-    run=json.load(open(f"{out}/ctx{r}.json"))
-    for a in run['arms']:
-        add(a['name'],'ctx',a['median'])
-    def perf(f):
-        t=open(f).read(); m=re.search(r'([\d.]+) usecs/op',t); return float(m.group(1))*1000
-    add('pingpong/thread/pipe/unpinned','ref',perf(f"{out}/perfT{r}.txt"))
-    add('pingpong/process/pipe/unpinned','ref',perf(f"{out}/perfP{r}.txt"))
-    for line in open(f"{out}/raw{r}.txt"):
-        m=re.match(r'BenchmarkRaw(Futex|Eventfd)\S*\s+\d+\s+([\d.]+) ns/op',line)
-        if m: add('pingpong/thread/%s/unpinned'%m.group(1).lower(),'refr%d'%r,float(m.group(2)))
-    for line in open(f"{out}/chan{r}.txt"):
-        m=re.match(r'BenchmarkPlainChan\S*\s+\d+\s+([\d.]+) ns/op',line)
-        if m: add('pingpong/goroutine/chan/gomaxprocs=1','refr%d'%r,float(m.group(1)))
-refname={'pingpong/thread/pipe/unpinned':'perf bench sched pipe -T','pingpong/process/pipe/unpinned':'perf bench sched pipe',
- 'pingpong/thread/futex/unpinned':'raw futex loop (BenchmarkRawFutex)','pingpong/thread/eventfd/unpinned':'raw eventfd loop (BenchmarkRawEventfd)',
- 'pingpong/goroutine/chan/gomaxprocs=1':'testing.B (BenchmarkPlainChan -cpu 1)'}
-print("| arm (`--cpus 0`) | ctxlab median per round | reference | reference per round | ratio per round |")
-print("|---|---|---|---|---|")
-for k,v in rows.items():
-    c=v.get('ctx',[])
-    if 'ref' in v: refs=v['ref']
-    else: refs=[st.median(v['refr%d'%r]) for r in range(1,R+1) if 'refr%d'%r in v]
-    ratios=[a/b for a,b in zip(c,refs)]
-    f=lambda xs: ", ".join("%.0f"%x for x in xs)
-    print(f"| {k} | {f(c)} ns | {refname[k]} | {f(refs)} ns | {', '.join('%.2f'%x for x in ratios)} |")
+import json, re, sys, statistics as st
+out, R = sys.argv[1], int(sys.argv[2])
+def ctx(f): return json.load(open(f))['arms'][0]['median']
+def gobench(f):
+    for line in open(f):
+        m = re.match(r'Benchmark\S+\s+\d+\s+([\d.]+) ns/op', line)
+        if m: return float(m.group(1))
+    raise SystemExit(f"no benchmark line in {f}")
+def perf(f): return float(re.search(r'([\d.]+) usecs/op', open(f).read()).group(1)) * 1000
+rows = [  # key, arm, reference, parser
+    ('chan', 'pingpong/goroutine/chan/gomaxprocs=1', 'plain `testing.B` loop (`BenchmarkPlainChanRoundTrip -cpu 1`)', gobench),
+    ('futex', 'pingpong/thread/futex/unpinned', 'raw-syscall futex loop (`BenchmarkRawFutexRoundTripCPU0`)', gobench),
+    ('eventfd', 'pingpong/thread/eventfd/unpinned', 'raw-syscall eventfd loop (`BenchmarkRawEventfdRoundTripCPU0`)', gobench),
+    ('tpipe', 'pingpong/thread/pipe/unpinned', '`perf bench sched pipe -T`', perf),
+    ('ppipe', 'pingpong/process/pipe/unpinned', '`perf bench sched pipe`', perf),
+]
+f = lambda xs: ", ".join("%.0f" % x for x in xs)
+print("| arm (`--cpus 0`) | ctxlab median per round (ns) | reference | reference per round (ns) | ratio per round | median ratio |")
+print("|---|---|---|---|---|---|")
+for key, arm, refname, parse in rows:
+    c = [ctx(f"{out}/{key}{r}.json") for r in range(1, R + 1)]
+    ref = [parse(f"{out}/{key}{r}.txt") for r in range(1, R + 1)]
+    ratios = [a / b for a, b in zip(c, ref)]
+    print(f"| `{arm}` | {f(c)} | {refname} | {f(ref)} | {', '.join('%.2f' % x for x in ratios)} | **{st.median(ratios):.2f}** |")
+    if key == 'tpipe':
+        g = [gobench(f"{out}/gopipe{r}.txt") for r in range(1, R + 1)]
+        gr = [a / b for a, b in zip(c, g)]
+        fr = [a / b for a, b in zip(g, ref)]
+        print(f"| `{arm}` | (same) | raw-syscall Go pipe loop (`BenchmarkRawPipeRoundTripCPU0`) | {f(g)} | {', '.join('%.2f' % x for x in gr)} | **{st.median(gr):.2f}** |")
+        print(f"| Go floor: raw Go pipe loop | {f(g)} | `perf bench sched pipe -T` | {f(ref)} | {', '.join('%.2f' % x for x in fr)} | **{st.median(fr):.2f}** |")
 PY

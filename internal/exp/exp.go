@@ -356,7 +356,9 @@ type Selection struct {
 // arm globs such as "pingpong/thread/*"; see Pattern) into arms, in the
 // order experiments are first named. With no patterns it takes every
 // experiment. In the quick suite only arms marked Quick are kept, unless a
-// pattern names arms explicitly. An unknown name or a pattern matching
+// pattern names arms explicitly; a selector over one experiment
+// ("python/pingpong") keeps its quick arms, as the experiment's name does,
+// and is an error when it has none. An unknown name or a pattern matching
 // nothing is an error naming the choices. A selector ("python") selects
 // like an experiment's name, across every experiment.
 func Select(patterns []string, p Params) ([]Selection, error) {
@@ -387,7 +389,9 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 		}
 		name := pat.Experiment()
 		switch _, known := registry[name]; {
-		case pat.Selector() != "":
+		case pat.Selector() != "" && known: // "python/pingpong": like "pingpong", within the selector
+			add(name).sels = append(add(name).sels, pat)
+		case pat.Selector() != "" && name == "":
 			for _, s := range All() {
 				add(s.Name).sels = append(add(s.Name).sels, pat)
 			}
@@ -405,7 +409,7 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 		}
 		pats = append(pats, pat)
 	}
-	hits := map[string]int{}
+	hits, inSuiteHits := map[string]int{}, map[string]int{}
 	var out []Selection
 	for _, name := range order {
 		s := registry[name]
@@ -427,6 +431,9 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 			for _, pat := range pk.sels {
 				if pat.Match(a.Name) {
 					hits[pat.String()]++
+					if inSuite {
+						inSuiteHits[pat.String()]++
+					}
 					matched = matched || inSuite
 				}
 			}
@@ -439,7 +446,10 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 		}
 	}
 	for _, pat := range pats {
-		if hits[pat.String()] > 0 {
+		if n := hits[pat.String()]; n > 0 {
+			if pat.Selector() != "" && pat.Experiment() != "" && inSuiteHits[pat.String()] == 0 {
+				return nil, fmt.Errorf("%s selects %d arm(s), none of them in the quick suite; run it without --quick, or name arms (`ctxlab list %s` shows them)", pat, n, pat)
+			}
 			continue
 		}
 		if name := pat.Experiment(); name != "" {

@@ -50,7 +50,11 @@ func TestSelect(t *testing.T) {
 		{[]string{"toysel"}, SuiteDefault, "toy/pyt/x toy/pyt/y toy2/pyt/z"},
 		{[]string{"toysel"}, SuiteQuick, "toy/pyt/x"},
 		{[]string{"toysel/"}, SuiteQuick, "toy/pyt/x"},
-		{[]string{"toysel/toy2"}, SuiteQuick, "toy2/pyt/z"}, // selector/PATTERN: named arms
+		{[]string{"toysel/toy"}, SuiteQuick, "toy/pyt/x"}, // selector/EXPERIMENT: as the experiment's name, quick arms only
+		{[]string{"toysel/toy/"}, SuiteQuick, "toy/pyt/x"},
+		{[]string{"toysel/toy"}, SuiteDefault, "toy/pyt/x toy/pyt/y"},
+		{[]string{"toysel/toy2"}, SuiteDefault, "toy2/pyt/z"},
+		{[]string{"toysel/toy/pyt/*"}, SuiteQuick, "toy/pyt/x toy/pyt/y"}, // selector/PATTERN: named arms
 		{[]string{"toysel/*/y"}, SuiteDefault, "toy/pyt/y"},
 		{[]string{"toy", "toysel"}, SuiteDefault, "toy/a/x toy/a/y toy/b/x toy/pyt/x toy/pyt/y toy2/pyt/z"},
 		{[]string{"toy/a/*"}, SuiteQuick, "toy/a/x toy/a/y"}, // named arms run even if not quick
@@ -89,6 +93,16 @@ func TestSelectErrorsNameTheChoices(t *testing.T) {
 	_, err = Select([]string{"toysel/toy/b"}, params(SuiteDefault))
 	if err == nil || !strings.Contains(err.Error(), "toysel/toy/b") {
 		t.Fatalf("selector pattern matching nothing: %v", err)
+	}
+	// A selector over an experiment with no quick arm among those it
+	// selects says so in the quick suite, rather than running nothing.
+	_, err = Select([]string{"toysel/toy2"}, params(SuiteQuick))
+	if err == nil || !strings.Contains(err.Error(), "toysel/toy2 selects 1 arm(s), none of them in the quick suite") {
+		t.Fatalf("selector over an experiment without quick arms: %v", err)
+	}
+	_, err = Select([]string{"toysel/nosuch"}, params(SuiteQuick))
+	if err == nil || !strings.Contains(err.Error(), `unknown experiment or arm "toysel/nosuch"`) {
+		t.Fatalf("selector over an unknown experiment: %v", err)
 	}
 	_, err = Select([]string{"toy/[x"}, params(SuiteDefault))
 	if err == nil || !strings.Contains(err.Error(), "toy/[x") {

@@ -19,12 +19,14 @@ import (
 // A selector (RegisterSelector) is a name typed like an experiment's that
 // selects arms across experiments: "python" is every CPython arm of every
 // experiment. It may lead a pattern: "python/pingpong" is the CPython arms
-// of pingpong.
+// of pingpong, selected as "pingpong" selects its arms (in the quick suite,
+// only those marked Quick); "python/pingpong/pythread/*" names arms.
 type Pattern struct {
 	text string
 	re   *regexp.Regexp
 	// within, when set, is the selector every matched arm must also match;
-	// selector is its name when the pattern is the selector alone.
+	// selector is its name when the pattern is the selector alone or the
+	// selector over one name without glob characters ("python/pingpong").
 	within   *regexp.Regexp
 	selector string
 	first    string // the pattern's first part after any selector
@@ -96,6 +98,9 @@ func ParsePattern(s string) (Pattern, error) {
 			return Pattern{}, fmt.Errorf("arm pattern %q: %v", s, err)
 		}
 		p.text, p.within = s, sel.re
+		if !strings.ContainsAny(rest, `/*?[\`) { // one plain name, an experiment's (Select checks)
+			p.selector = head
+		}
 		return p, nil
 	}
 	text := s
@@ -166,7 +171,9 @@ func (p Pattern) Match(name string) bool {
 }
 
 // Selector is the selector's name when the pattern is a selector alone
-// ("python"): it then selects like an experiment's name, across all.
+// ("python"), or a selector over an experiment's name ("python/pingpong"):
+// it then selects like an experiment's name, across all (Experiment() is
+// "") or within that one.
 func (p Pattern) Selector() string { return p.selector }
 
 // String is the pattern as typed.

@@ -234,32 +234,48 @@ func concurrencyDerive(arms []result.Arm) {
 
 type concKey struct {
 	op, way string
+	py      string // CPython arms: the interpreter under --python all ("" otherwise)
 	c, gmp  int
 }
 
+// concIndex finds the measured arms, Go's and CPython's, by op, way, C,
+// interpreter and GOMAXPROCS; a CPython arm's is 0 (the interpreter's
+// threads do not heed it).
 func concIndex(arms []result.Arm) map[concKey]result.Arm {
 	out := map[concKey]result.Arm{}
 	for _, a := range arms {
 		if a.Status != result.StatusOK || a.Median <= 0 {
 			continue
 		}
-		c, _ := strconv.Atoi(a.Params["c"])
-		out[concKey{a.Params["op"], a.Params["way"], c, a.GOMAXPROCS}] = a
+		c, err := strconv.Atoi(a.Params["c"])
+		if err != nil {
+			continue
+		}
+		k := concKey{op: a.Params["op"], way: a.Params["way"], c: c, gmp: a.GOMAXPROCS}
+		if isCPython(a) {
+			_, k.py = pyKey(a.Name)
+			k.gmp = 0
+		}
+		out[k] = a
 	}
 	return out
 }
 
-// concLevels are the measured levels of one op/way/gmp, ascending.
-func concLevels(idx map[concKey]result.Arm, op, way string, gmp int) []int {
+// concLevels are the measured levels of k's op, way, interpreter and
+// GOMAXPROCS (whatever k.c), ascending.
+func concLevels(idx map[concKey]result.Arm, k concKey) []int {
 	var cs []int
-	for k := range idx {
-		if k.op == op && k.way == way && k.gmp == gmp {
-			cs = append(cs, k.c)
+	for x := range idx {
+		if x.op == k.op && x.way == k.way && x.py == k.py && x.gmp == k.gmp {
+			cs = append(cs, x.c)
 		}
 	}
 	slices.Sort(cs)
 	return cs
 }
+
+// at is k at level c.
+func (k concKey) at(c int) concKey { k.c = c; return k }
 
 // concMinGain: beyond the CPU count, more lookups in flight should not
 // make the total drop below this fraction.
@@ -272,7 +288,7 @@ func concurrencyChecks(arms []result.Arm) []result.Check {
 		if k.way != "sem" || k.c != 1 {
 			continue
 		}
-		if t, ok := idx[concKey{k.op, "threadpool", 1, k.gmp}]; ok {
+		if t, ok := idx[concKey{op: k.op, way: "threadpool", c: 1, gmp: k.gmp}]; ok {
 			out = append(out, result.Check{
 				Name:  "at C=1, a goroutine per lookup beats handing the lookup to a locked-thread pool",
 				Holds: s.Median < t.Median,
@@ -286,12 +302,12 @@ func concurrencyChecks(arms []result.Arm) []result.Check {
 		if k.way != "sem" {
 			continue
 		}
-		cs := concLevels(idx, k.op, k.way, k.gmp)
+		cs := concLevels(idx, k)
 		// compare the largest level with the next smaller one at or above the CPU count
 		if len(cs) < 2 || k.c != cs[len(cs)-1] {
 			continue
 		}
-		prev := idx[concKey{k.op, k.way, cs[len(cs)-2], k.gmp}]
+		prev := idx[k.at(cs[len(cs)-2])]
 		if cs[len(cs)-2] < k.gmp {
 			continue
 		}
@@ -312,19 +328,19 @@ func concurrencyFindings(arms []result.Arm) []string {
 	var out []string
 	seen := map[concKey]bool{}
 	for _, a := range arms {
-		k := concKey{a.Params["op"], a.Params["way"], 0, a.GOMAXPROCS}
+		k := concKey{op: a.Params["op"], way: a.Params["way"], gmp: a.GOMAXPROCS}
 		if seen[k] || a.Status != result.StatusOK {
 			continue
 		}
 		seen[k] = true
-		cs := concLevels(idx, k.op, k.way, k.gmp)
+		cs := concLevels(idx, k)
 		if len(cs) == 0 {
 			continue
 		}
-		base := idx[concKey{k.op, k.way, cs[0], k.gmp}]
+		base := idx[k.at(cs[0])]
 		var parts []string
 		for i, c := range cs {
-			x := idx[concKey{k.op, k.way, c, k.gmp}]
+			x := idx[k.at(c)]
 			part := fmt.Sprintf("C=%d %.1f ms", c, x.Median*concTotal/1e6)
 			if i > 0 {
 				part += fmt.Sprintf(" (speed-up %.2f× over C=%d)", base.Median/x.Median, cs[0])

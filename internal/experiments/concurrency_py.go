@@ -44,28 +44,6 @@ func concurrencyPyPlan(p exp.Params) []pyArm {
 	return out
 }
 
-// concPyKey finds an arm by op, way, C and interpreter.
-type concPyKey struct {
-	op, way, py string
-	c           int
-}
-
-func concPyIndex(arms []result.Arm) map[concPyKey]result.Arm {
-	out := map[concPyKey]result.Arm{}
-	for _, a := range arms {
-		if a.Status != result.StatusOK || a.Median <= 0 {
-			continue
-		}
-		c, err := strconv.Atoi(a.Params["c"])
-		if err != nil {
-			continue
-		}
-		_, py := pyKey(a.Name)
-		out[concPyKey{a.Params["op"], a.Params["way"], py, c}] = a
-	}
-	return out
-}
-
 func concSwitches(a result.Arm) string {
 	if a.Switches == nil {
 		return ""
@@ -76,13 +54,13 @@ func concSwitches(a result.Arm) string {
 // concurrencyPyChecks: the seeds' shape — at every C, a pool's map of the
 // plain call beats a task per call hopping to a thread under a semaphore.
 func concurrencyPyChecks(arms []result.Arm) []result.Check {
-	idx := concPyIndex(arms)
+	idx := concIndex(arms)
 	var out []result.Check
 	for k, s := range idx {
 		if k.way != "to_thread" && k.way != "run_in_executor" {
 			continue
 		}
-		t, ok := idx[concPyKey{k.op, "pool-map", k.py, k.c}]
+		t, ok := idx[concKey{op: k.op, way: "pool-map", py: k.py, c: k.c}]
 		if !ok {
 			continue
 		}
@@ -99,21 +77,15 @@ func concurrencyPyChecks(arms []result.Arm) []result.Check {
 }
 
 func concurrencyPyFindings(arms []result.Arm) []string {
-	idx := concPyIndex(arms)
+	idx := concIndex(arms)
 	var out []string
 	for _, py := range pyTags(arms) {
 		for _, op := range []string{"sqlite-file", "dict"} {
 			for _, w := range concPyWays {
-				var cs []int
-				for k := range idx {
-					if k.op == op && k.way == w.way && k.py == py {
-						cs = append(cs, k.c)
-					}
-				}
-				slices.Sort(cs)
+				k := concKey{op: op, way: w.way, py: py}
 				var parts []string
-				for _, c := range cs {
-					a := idx[concPyKey{op, w.way, py, c}]
+				for _, c := range concLevels(idx, k) {
+					a := idx[k.at(c)]
 					part := fmt.Sprintf("C=%d %.1f ms", c, a.Median*concTotal/1e6)
 					if a.Switches != nil {
 						part += fmt.Sprintf(" (%.2f switches/lookup)", a.Switches.Total())

@@ -57,3 +57,36 @@ func TestConcurrencyDeriveAndChecks(t *testing.T) {
 		t.Errorf("findings:\n%s", f)
 	}
 }
+
+// Go and CPython arms share one index: under --python all each
+// interpreter's arms pair among themselves, whatever GOMAXPROCS the
+// runner recorded for them.
+func TestConcurrencyIndexPythonAll(t *testing.T) {
+	arm := func(sub, way, c, py string, gmp int, median float64) result.Arm {
+		return result.Arm{Name: "concurrency/" + sub + "/dict/" + way + "/c=" + c + "/py=" + py, Substrate: sub, Status: result.StatusOK,
+			Median: median, GOMAXPROCS: gmp, Params: map[string]string{"op": "dict", "way": way, "c": c}}
+	}
+	arms := []result.Arm{
+		arm("pytask", "to_thread", "10", "3.11.7", 2, 50e3), arm("pythread", "pool-map", "10", "3.11.7", 1, 20e3),
+		arm("pytask", "to_thread", "10", "3.13.1t", 2, 40e3), arm("pythread", "pool-map", "10", "3.13.1t", 2, 60e3),
+		{Name: "concurrency/goroutine/dict/sem/c=10", Status: result.StatusOK, Median: 1e3, GOMAXPROCS: 2,
+			Params: map[string]string{"op": "dict", "way": "sem", "c": "10"}},
+	}
+	idx := concIndex(arms)
+	if _, ok := idx[concKey{op: "dict", way: "pool-map", py: "py=3.11.7", c: 10}]; !ok {
+		t.Errorf("index %v lacks 3.11.7's pool-map at C=10 under GOMAXPROCS 0", idx)
+	}
+	if _, ok := idx[concKey{op: "dict", way: "sem", c: 10, gmp: 2}]; !ok {
+		t.Errorf("index %v lacks the Go arm", idx)
+	}
+	cs := concurrencyPyChecks(arms[:4])
+	if len(cs) != 2 || cs[0].Holds == cs[1].Holds {
+		t.Fatalf("checks %+v: want one per interpreter, 3.11.7's holding and 3.13.1t's not", cs)
+	}
+	f := strings.Join(concurrencyPyFindings(arms[:4]), "\n")
+	for _, w := range []string{"CPython (py=3.11.7): 10 000 dict lookups through ThreadPoolExecutor(C).map: C=10 200.0 ms", "CPython (py=3.13.1t): 10 000 dict lookups through ThreadPoolExecutor(C).map: C=10 600.0 ms"} {
+		if !strings.Contains(f, w) {
+			t.Errorf("findings lack %q:\n%s", w, f)
+		}
+	}
+}

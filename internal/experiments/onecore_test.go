@@ -46,9 +46,18 @@ var measuring = setOf(
 	"("+modPath+"procstat.Root).Procs", "("+modPath+"procstat.Root).FindByName",
 )
 
-// notMeasuring are the places in experiments that may use such a function,
-// and why none of them is a figure the runner should have taken.
+// describers are the packages outside the core that run inside an arm
+// (the mechanisms, the child roles, the lookups, the spec, the analyses,
+// the CPython driver's Go side): they describe, like the experiments, and
+// the same check holds for them. Their places in notMeasuring are written
+// "pkg/file.go:Func".
+var describers = []string{"mech", "child", "sqlop", "exp", "quantum", "pydriver"}
+
+// notMeasuring are the places in experiments (and the describers) that may
+// use such a function, and why none of them is a figure the runner should
+// have taken.
 var notMeasuring = map[string]string{
+	"sqlop/stale.go:stale":        "the age of a leftover temp directory from before PIDs named them, to sweep it; not a figure",
 	"cachecost.go:openPairBench":  "sizes the slice arm's turn (~every ns of work) at set-up; the figures are the runner's",
 	"interference.go:clientChild": "the netpoll client is another process: it stamps when its request starts, and the runner's sampler reads the age of the stamp",
 	"interference.go:starveChild": "the starved Go runtime is another process: only it can see how late its own timer goroutine woke",
@@ -67,46 +76,53 @@ func setOf(names ...string) map[string]bool {
 // testdata package that tries to evade the check, in one go/packages load:
 // dependencies come from the build cache's export data, so it costs a
 // `go list`, not a compile.
-func loadChecked(t *testing.T) (self, evade *packages.Package) {
+func loadChecked(t *testing.T) (self, evade *packages.Package, others []*packages.Package) {
 	t.Helper()
-	loaded.once.Do(func() { loaded.self, loaded.evade, loaded.err = load() })
+	loaded.once.Do(func() { loaded.self, loaded.evade, loaded.others, loaded.err = load() })
 	if loaded.err != nil {
 		t.Fatal(loaded.err)
 	}
-	return loaded.self, loaded.evade
+	return loaded.self, loaded.evade, loaded.others
 }
 
 // loaded is the one load both tests share.
 var loaded struct {
 	once        sync.Once
 	self, evade *packages.Package
+	others      []*packages.Package
 	err         error
 }
 
-func load() (self, evade *packages.Package, err error) {
+func load() (self, evade *packages.Package, others []*packages.Package, err error) {
 	cfg := &packages.Config{
 		Mode:  packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo,
 		Tests: false,
 	}
-	pkgs, err := packages.Load(cfg, ".", "./testdata/evade")
+	patterns := []string{".", "./testdata/evade"}
+	for _, d := range describers {
+		patterns = append(patterns, "../"+d)
+	}
+	pkgs, err := packages.Load(cfg, patterns...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("go/packages: %w", err)
+		return nil, nil, nil, fmt.Errorf("go/packages: %w", err)
 	}
 	for _, p := range pkgs {
 		for _, e := range p.Errors {
-			return nil, nil, fmt.Errorf("%s: %v", p.PkgPath, e)
+			return nil, nil, nil, fmt.Errorf("%s: %v", p.PkgPath, e)
 		}
 		switch p.PkgPath {
 		case modPath + "experiments":
 			self = p
 		case evadePath:
 			evade = p
+		default:
+			others = append(others, p)
 		}
 	}
-	if self == nil || evade == nil {
-		return nil, nil, fmt.Errorf("loaded %d packages, want internal/experiments and its testdata/evade", len(pkgs))
+	if self == nil || evade == nil || len(others) != len(describers) {
+		return nil, nil, nil, fmt.Errorf("loaded %d packages, want internal/experiments, its testdata/evade and %v", len(pkgs), describers)
 	}
-	return self, evade, nil
+	return self, evade, others, nil
 }
 
 // finding is one use of a measuring function: where is "file.go:Func"
@@ -122,8 +138,12 @@ type finding struct {
 // result only sets a deadline (time.Now().Add/After/Before) is not a reading.
 func measuringUses(p *packages.Package) []finding {
 	var out []finding
+	prefix := ""
+	if p.PkgPath != modPath+"experiments" && p.PkgPath != evadePath {
+		prefix = p.Name + "/"
+	}
 	for _, file := range p.Syntax {
-		name := filepath.Base(p.Fset.Position(file.Pos()).Filename)
+		name := prefix + filepath.Base(p.Fset.Position(file.Pos()).Filename)
 		for _, d := range file.Decls {
 			where := name + ":" + declName(d)
 			var stack []ast.Node
@@ -233,19 +253,23 @@ func deadlineUse(stack []ast.Node) bool {
 	return false
 }
 
-// TestExperimentsDoNotMeasure fails when code in internal/experiments
-// reads a clock, rusage, schedstat, runtime metrics or perf counters
+// TestExperimentsDoNotMeasure fails when code in internal/experiments, or
+// in a describer package (above), reads a clock, rusage, schedstat, runtime metrics or perf counters
 // outside the places listed in notMeasuring: one core measures,
 // experiments describe. Every identifier is resolved with go/types, so an
 // alias (root := procstat.DefaultRoot), a method value or a function held
 // in a variable is seen as what it is.
 func TestExperimentsDoNotMeasure(t *testing.T) {
-	self, _ := loadChecked(t)
+	self, _, others := loadChecked(t)
 	if len(self.Syntax) < 10 {
 		t.Fatalf("checked %d files; run from internal/experiments", len(self.Syntax))
 	}
 	used := map[string]bool{}
-	for _, f := range measuringUses(self) {
+	var found []finding
+	for _, p := range append([]*packages.Package{self}, others...) {
+		found = append(found, measuringUses(p)...)
+	}
+	for _, f := range found {
 		if _, ok := notMeasuring[f.where]; ok {
 			used[f.where] = true
 			continue
@@ -270,7 +294,7 @@ func TestExperimentsDoNotMeasure(t *testing.T) {
 // whose functions named fine* use the same packages without measuring.
 // Every evade* must be caught, and no fine*.
 func TestMeasuringCheckSeesThroughAliases(t *testing.T) {
-	_, evade := loadChecked(t)
+	_, evade, _ := loadChecked(t)
 	caught := map[string][]string{}
 	for _, f := range measuringUses(evade) {
 		caught[f.where] = append(caught[f.where], f.what)

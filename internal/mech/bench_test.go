@@ -165,3 +165,32 @@ func BenchmarkRawEventfdRoundTripCPU0(b *testing.B) {
 		[2]func(uint32){func(uint32) { write(0) }, func(uint32) { write(1) }},
 		[2]func(uint32){func(uint32) { read(1) }, func(uint32) { read(0) }})
 }
+
+// BenchmarkRawPipeRoundTripCPU0 is a pipe ping-pong (one pipe per
+// direction, 8-byte messages) of two locked threads on CPU 0, in raw
+// system calls: the floor a Go program reaches for what
+// `taskset -c 0 perf bench sched pipe -T` measures in C. Its ratio to
+// perf bench is the cost of being a Go process, which no harness removes;
+// ctxlab's thread pipe arm is held to both.
+func BenchmarkRawPipeRoundTripCPU0(b *testing.B) {
+	var rd, wr [2]int // direction k: wr[k] → rd[k]
+	for k := range rd {
+		var p [2]int
+		if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Close(p[0])
+		defer unix.Close(p[1])
+		rd[k], wr[k] = p[0], p[1]
+	}
+	var buf [2][8]byte
+	write := func(k int) {
+		unix.RawSyscall(unix.SYS_WRITE, uintptr(wr[k]), uintptr(unsafe.Pointer(&buf[k][0])), 8)
+	}
+	read := func(k int) {
+		unix.RawSyscall(unix.SYS_READ, uintptr(rd[k]), uintptr(unsafe.Pointer(&buf[k][0])), 8)
+	}
+	rawPingPong(b, []int{0},
+		[2]func(uint32){func(uint32) { write(0) }, func(uint32) { write(1) }},
+		[2]func(uint32){func(uint32) { read(1) }, func(uint32) { read(0) }})
+}

@@ -1,6 +1,10 @@
 package mech
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/ctxlab/ctxlab/internal/measure"
+)
 
 func init() {
 	threadKinds["chan"] = func() (*Pair, error) { return chanPair(0), nil }
@@ -16,6 +20,32 @@ type chanEnd struct {
 func (e *chanEnd) Send(v uint64) error { e.out <- v; return nil }
 func (e *chanEnd) Recv() (uint64, error) {
 	return <-e.in, nil
+}
+
+// echo is Echo's loop on the channels themselves (see looper).
+func (e *chanEnd) echo() error {
+	in, out := e.in, e.out
+	for {
+		v := <-in
+		if v == Stop {
+			return nil
+		}
+		out <- v
+	}
+}
+
+// roundTrips is RoundTrips' loop on the channels themselves (see looper).
+func (e *chanEnd) roundTrips(n int, s *measure.Sampler) error {
+	in, out := e.in, e.out
+	for i := 0; i < n; i++ {
+		t := s.Start(i)
+		out <- uint64(i)
+		if <-in == Stop { // the pair is being torn down (Pair.Stop)
+			return ErrStopped
+		}
+		s.Stop(t)
+	}
+	return nil
 }
 
 // chanPair connects two goroutines with two Go channels of capacity buf.

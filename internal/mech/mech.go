@@ -43,6 +43,9 @@ type Pair struct {
 
 // Echo answers every value received on e until Stop or an error.
 func Echo(e Endpoint) error {
+	if l, ok := e.(looper); ok {
+		return l.echo()
+	}
 	for {
 		v, err := e.Recv()
 		if err != nil {
@@ -66,6 +69,9 @@ func Echo(e Endpoint) error {
 // RoundTrips does n round trips from side a: send, then wait for the
 // reply. Op i is timed when the sampler (which may be nil) says so.
 func RoundTrips(a Endpoint, n int, s *measure.Sampler) error {
+	if l, ok := a.(looper); ok {
+		return l.roundTrips(n, s)
+	}
 	for i := 0; i < n; i++ {
 		t := s.Start(i)
 		if err := a.Send(uint64(i)); err != nil {
@@ -81,6 +87,16 @@ func RoundTrips(a Endpoint, n int, s *measure.Sampler) error {
 		s.Stop(t)
 	}
 	return nil
+}
+
+// looper is an Endpoint that runs Echo's and RoundTrips' loops itself:
+// the same handoff without two dynamic calls per op. For a Go channel
+// round trip (~300 ns) those calls were ~8% of the figure
+// (BenchmarkEndpointChanRoundTrip against BenchmarkPlainChanRoundTrip);
+// for a system call they are lost in the noise.
+type looper interface {
+	echo() error
+	roundTrips(n int, s *measure.Sampler) error
 }
 
 var threadKinds = map[string]func() (*Pair, error){}

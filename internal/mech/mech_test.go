@@ -1,6 +1,7 @@
 package mech
 
 import (
+	"github.com/ctxlab/ctxlab/internal/measure"
 	"os"
 	"runtime"
 	"testing"
@@ -155,6 +156,29 @@ func TestStopDuringRoundTrips(t *testing.T) {
 					}
 				}
 				p.Close()
+			}
+		})
+	}
+}
+
+// TestRoundTripsSamplesEveryKind: a kind with its own loop (looper) must
+// time the ops the sampler picks, as the generic loop does.
+func TestRoundTripsSamplesEveryKind(t *testing.T) {
+	for _, kind := range ThreadKinds() {
+		t.Run(kind, func(t *testing.T) {
+			p, err := NewPair(kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			go Echo(p.B)
+			defer p.Stop()
+			s := measure.NewSampler(100, 1000, 4)
+			if err := RoundTrips(p.A, 100, s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Len() != 25 {
+				t.Fatalf("%d samples of 100 ops sampled every 4th, want 25", s.Len())
 			}
 		})
 	}
