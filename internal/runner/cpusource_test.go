@@ -7,10 +7,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
@@ -147,5 +149,57 @@ func TestCPUTimeFallsBackToStatTicks(t *testing.T) {
 	// Two threads read once each: up to 2 ticks (20 ms) over 1000 ops.
 	if !strings.Contains(notes, "utime+stime") || !strings.Contains(notes, "clock ticks of 10 ms") || !strings.Contains(notes, "±20 µs per op") {
 		t.Errorf("notes do not say the source and its resolution: %q", notes)
+	}
+}
+
+// The fallback reads the same quantity as schedstat: for a parked thread
+// (its CPU time not moving) the thread's CPU clock equals schedstat's time
+// on CPU to the nanosecond, so figures from either source compare.
+func TestThreadClockIsSchedstatRunTime(t *testing.T) {
+	s := startSpinner(t)
+	s.reqs <- 1_000_000
+	<-s.own // the spinner now waits, parked, for the next request
+	var last string
+	for try := 0; try < 5; try++ {
+		task, err := procstat.DefaultRoot.ReadTask(selfPID, s.tid)
+		if err != nil || !task.HasSchedstat {
+			t.Skipf("no schedstat here (%v): nothing to compare with", err)
+		}
+		clock, err := measure.ThreadCPUNs(s.tid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(task.RunNs) == clock {
+			return
+		}
+		last = fmt.Sprintf("schedstat %d ns, CPU clock %d ns", task.RunNs, clock)
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("a parked thread's CPU clock and schedstat differ: %s", last)
+}
+
+// A whole-process participant takes its CPU time from the process clock;
+// its run-queue wait needs every live thread's schedstat, and is absent,
+// not 0, when a thread lacks it or the threads cannot be listed.
+func TestWholeProcessRunqAbsentWithoutSchedstat(t *testing.T) {
+	s := startSpinner(t)
+	noSchedstat := t.TempDir()
+	fakeTask(t, noSchedstat, selfPID, s.tid, 1, 1, "")
+	for name, root := range map[string]string{"a thread without schedstat": noSchedstat, "no thread list": t.TempDir()} {
+		r, _ := probeOnce(root, exp.WholeProcess(), 100, func() { s.reqs <- 100_000; <-s.own })
+		if r.CPUNsPerOp == nil || *r.CPUNsPerOp <= 0 {
+			t.Errorf("%s: CPU time %v, want the process clock's", name, r.CPUNsPerOp)
+		}
+		if r.RunqNsPerOp != nil {
+			t.Errorf("%s: run-queue wait %v per op, want absent", name, *r.RunqNsPerOp)
+		}
+		if !strings.Contains(strings.Join(r.Notes, "\n"), "run-queue wait not counted") {
+			t.Errorf("%s: notes %q", name, r.Notes)
+		}
+	}
+	with := t.TempDir()
+	fakeTask(t, with, selfPID, s.tid, 1, 1, "5000 700 3\n")
+	if r, _ := probeOnce(with, exp.WholeProcess(), 100, func() {}); r.RunqNsPerOp == nil {
+		t.Errorf("run-queue wait absent with every listed thread's schedstat; notes %q", r.Notes)
 	}
 }

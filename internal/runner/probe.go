@@ -101,6 +101,9 @@ type taskReading struct {
 	// of the declared child processes: what the participants' sum must
 	// never exceed.
 	whole taskVals
+	// noRunq: a whole-process participant's threads could not be listed,
+	// so its run-queue wait is unknown (absent, not 0).
+	noRunq bool
 }
 
 // taskProbe counts OS context switches (voluntary and involuntary),
@@ -208,6 +211,8 @@ func (p *taskProbe) read(begin bool) taskReading {
 					// (or lacks it: then the arm's is absent, not 0).
 					rd.tasks[taskKey{selfPID, t.TID}] = taskVals{migr: int64(t.Migrations), haveMigr: t.HasSched, runq: int64(t.RunqNs), haveRunq: t.HasSchedstat}
 				}
+			} else {
+				rd.noRunq = true
 			}
 		}
 		for _, tid := range p.parts.TIDs {
@@ -255,6 +260,9 @@ func (p *taskProbe) end() {
 	now := p.read(false)
 	p.whole.vol += now.whole.vol - p.base.whole.vol
 	p.whole.invol += now.whole.invol - p.base.whole.invol
+	if p.base.noRunq || now.noRunq {
+		p.runqOK = false
+	}
 	for k, b := range p.base.tasks {
 		n, ok := now.tasks[k]
 		if !ok {
