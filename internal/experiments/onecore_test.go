@@ -31,7 +31,7 @@ const (
 var measuring = setOf(
 	modPath+"measure.Now", modPath+"measure.MonoNow", modPath+"measure.ClockCost",
 	modPath+"measure.SelfSwitches", modPath+"measure.ThreadSwitches",
-	modPath+"measure.ProcessCPUNs", modPath+"measure.ChildrenUsage",
+	modPath+"measure.ProcessCPUNs", modPath+"measure.ChildrenUsage", modPath+"measure.ThreadCPUNs",
 	modPath+"measure.OpenCounters", modPath+"measure.OpenEvent",
 	modPath+"measure.OpenInherited", modPath+"measure.ReadCounter",
 	"(*"+modPath+"measure.CounterSet).Begin", "(*"+modPath+"measure.CounterSet).End",

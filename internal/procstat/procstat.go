@@ -48,7 +48,18 @@ type Task struct {
 	RunNs        uint64 // time on CPU
 	RunqNs       uint64 // time waiting on a run queue
 	Timeslices   uint64
+
+	// HasTicks is set when schedstat is unreadable and stat's utime and
+	// stime were read instead: CPUTicks is their sum, in clock ticks
+	// (UserHZ a second).
+	HasTicks bool
+	CPUTicks uint64
 }
+
+// UserHZ is the unit of /proc's clock-tick fields (stat's utime, stime):
+// USER_HZ, 100 a second on every architecture Linux runs ctxlab on (alpha
+// alone differs); prometheus/procfs assumes the same.
+const UserHZ = 100
 
 // Sched is what ctxlab needs of /proc/…/sched (CONFIG_SCHED_DEBUG).
 type Sched struct {
@@ -133,7 +144,8 @@ func (r Root) TIDs(pid int) ([]int, error) {
 }
 
 // ReadTask reads one thread's counters (status and schedstat through
-// prometheus/procfs, sched with ParseSched). A thread that has exited gives
+// prometheus/procfs, sched with ParseSched; stat's utime+stime only where
+// schedstat is unreadable). A thread that has exited gives
 // an error satisfying errors.Is(err, os.ErrNotExist). sched and schedstat are
 // optional: their absence only clears the Has* flags.
 func (r Root) ReadTask(pid, tid int) (Task, error) {
@@ -156,6 +168,10 @@ func (r Root) ReadTask(pid, tid int) (Task, error) {
 	}
 	if ss, err := p.Schedstat(); err == nil {
 		t.HasSchedstat, t.RunNs, t.RunqNs, t.Timeslices = true, ss.RunningNanoseconds, ss.WaitingNanoseconds, ss.RunTimeslices
+	} else if st, err := safeStat(p); err == nil {
+		// No schedstat (CONFIG_SCHED_INFO off, some containers): the
+		// thread's CPU time in clock ticks is what is left.
+		t.HasTicks, t.CPUTicks = true, uint64(st.UTime)+uint64(st.STime)
 	}
 	return t, nil
 }

@@ -62,6 +62,11 @@ func TestReadTasksFixture(t *testing.T) {
 	if b.Comm != "worker" || !b.HasSched || b.Migrations != 7 || b.WaitSumNs != 20.5e6 || b.HasSchedstat {
 		t.Errorf("task 101 (stats.* sched, no schedstat) = %+v", b)
 	}
+	// Without schedstat, stat's utime+stime (250 + 50 ticks) stand in;
+	// with it, stat is not read.
+	if !b.HasTicks || b.CPUTicks != 300 || a.HasTicks {
+		t.Errorf("clock ticks: task 101 %v %d (want 300), task 100 %v (want none)", b.HasTicks, b.CPUTicks, a.HasTicks)
+	}
 	if _, err := fixtures.ReadTask(100, 102); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadTask of vanished thread: %v, want ErrNotExist", err)
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"runtime/metrics"
 	"sort"
 
@@ -70,14 +71,26 @@ func (ps probes) close() {
 // taskKey names one thread: of ctxlab (pid = selfPID) or of a child.
 type taskKey struct{ pid, tid int }
 
+// cpuSource is where a reading's CPU time came from.
+type cpuSource uint8
+
+const (
+	cpuNone        cpuSource = iota
+	cpuSchedstat             // /proc/<pid>/task/<tid>/schedstat
+	cpuThreadClock           // the thread's CPU clock (clock_gettime), schedstat unreadable
+	cpuTicks                 // /proc/<pid>/task/<tid>/stat utime+stime, schedstat unreadable
+	cpuProcess               // CLOCK_PROCESS_CPUTIME_ID or getrusage: a whole process
+)
+
 // taskVals are one thread's (or a whole process's) cumulative counts.
 type taskVals struct {
-	vol, invol  int64
-	migr        int64
-	haveMigr    bool
-	cpu, runq   int64
-	haveSchedst bool
-	child       bool // a child process's thread
+	vol, invol int64
+	migr       int64
+	haveMigr   bool
+	cpu, runq  int64
+	cpuSrc     cpuSource // cpuNone: cpu not read
+	haveRunq   bool      // runq read (schedstat)
+	child      bool      // a child process's thread
 }
 
 // taskReading is one snapshot of every participant, plus the whole
@@ -88,6 +101,9 @@ type taskReading struct {
 	// of the declared child processes: what the participants' sum must
 	// never exceed.
 	whole taskVals
+	// noRunq: a whole-process participant's threads could not be listed,
+	// so its run-queue wait is unknown (absent, not 0).
+	noRunq bool
 }
 
 // taskProbe counts OS context switches (voluntary and involuntary),
@@ -98,6 +114,7 @@ type taskReading struct {
 // from getrusage(RUSAGE_CHILDREN).
 type taskProbe struct {
 	parts exp.Participants
+	root  procstat.Root // the proc tree (fixtures in tests)
 	base  taskReading
 	// acc accumulates deltas over the timed repetitions.
 	acc      taskVals
@@ -108,6 +125,10 @@ type taskProbe struct {
 	runqOK   bool
 	// lost counts participant threads that vanished between begin and end.
 	lost int
+	// sources has bit 1<<s set for each cpuSource a counted CPU time came
+	// from; tickReads counts the thread-repetitions read in clock ticks.
+	sources   uint8
+	tickReads int
 	// threadCPU is each declared thread's CPU time.
 	threadCPU map[int]int64
 	// saved is the state at the last mark.
@@ -115,11 +136,20 @@ type taskProbe struct {
 }
 
 func newTaskProbe(parts exp.Participants) *taskProbe {
-	return &taskProbe{parts: parts, cpuOK: true, runqOK: true}
+	return &taskProbe{parts: parts, root: procstat.DefaultRoot, cpuOK: true, runqOK: true}
 }
 
-func readTask(pid, tid int, child bool) (taskVals, bool) {
-	t, err := procstat.DefaultRoot.ReadTask(pid, tid)
+// tickNs is one clock tick of /proc's utime and stime, in ns.
+const tickNs = int64(1e9 / procstat.UserHZ)
+
+// readTask reads one thread's counts. Its CPU time comes from schedstat;
+// where that file is unreadable (a kernel without CONFIG_SCHED_INFO, some
+// containers), from the thread's CPU clock for a thread of this process,
+// or from stat's utime+stime in clock ticks for another process's thread
+// (whose clock the kernel does not let us read). Run-queue wait comes
+// only from schedstat.
+func (p *taskProbe) readTask(pid, tid int, child bool) (taskVals, bool) {
+	t, err := p.root.ReadTask(pid, tid)
 	if err != nil {
 		return taskVals{}, false
 	}
@@ -127,8 +157,15 @@ func readTask(pid, tid int, child bool) (taskVals, bool) {
 	if t.HasSched {
 		v.migr, v.haveMigr = int64(t.Migrations), true
 	}
-	if t.HasSchedstat {
-		v.cpu, v.runq, v.haveSchedst = int64(t.RunNs), int64(t.RunqNs), true
+	switch {
+	case t.HasSchedstat:
+		v.cpu, v.runq, v.cpuSrc, v.haveRunq = int64(t.RunNs), int64(t.RunqNs), cpuSchedstat, true
+	case pid == selfPID:
+		if ns, err := measure.ThreadCPUNs(tid); err == nil {
+			v.cpu, v.cpuSrc = ns, cpuThreadClock
+		}
+	case t.HasTicks:
+		v.cpu, v.cpuSrc = int64(t.CPUTicks)*tickNs, cpuTicks
 	}
 	return v, true
 }
@@ -152,17 +189,15 @@ func (p *taskProbe) read(begin bool) taskReading {
 			rd.whole.vol += vol
 			rd.whole.invol += invol
 			if p.parts.Process {
-				v := taskVals{vol: vol, invol: invol, haveSchedst: true}
+				v := taskVals{vol: vol, invol: invol}
 				if cpu, err := measure.ProcessCPUNs(); err == nil {
-					v.cpu = cpu
-				} else {
-					v.haveSchedst = false
+					v.cpu, v.cpuSrc = cpu, cpuProcess
 				}
 				rd.tasks[taskKey{selfPID, 0}] = v // 0: the process as a whole
 			}
 		}
 		if mine {
-			if v, ok := readTask(selfPID, me, false); ok {
+			if v, ok := p.readTask(selfPID, me, false); ok {
 				rd.tasks[taskKey{selfPID, me}] = v
 			}
 		}
@@ -170,29 +205,31 @@ func (p *taskProbe) read(begin bool) taskReading {
 	others := func() {
 		if p.parts.Process {
 			// Migrations and run-queue wait: summed over the live threads.
-			if tasks, err := procstat.DefaultRoot.ReadTasks(selfPID); err == nil {
+			if tasks, err := p.root.ReadTasks(selfPID); err == nil {
 				for _, t := range tasks {
-					if t.HasSched {
-						rd.tasks[taskKey{selfPID, t.TID}] = taskVals{migr: int64(t.Migrations), haveMigr: true, runq: int64(t.RunqNs), haveSchedst: t.HasSchedstat}
-					}
+					// A thread without sched still has its run-queue wait
+					// (or lacks it: then the arm's is absent, not 0).
+					rd.tasks[taskKey{selfPID, t.TID}] = taskVals{migr: int64(t.Migrations), haveMigr: t.HasSched, runq: int64(t.RunqNs), haveRunq: t.HasSchedstat}
 				}
+			} else {
+				rd.noRunq = true
 			}
 		}
 		for _, tid := range p.parts.TIDs {
 			if p.parts.Process || tid == me {
 				continue
 			}
-			if v, ok := readTask(selfPID, tid, false); ok {
+			if v, ok := p.readTask(selfPID, tid, false); ok {
 				rd.tasks[taskKey{selfPID, tid}] = v
 			}
 		}
 		for _, pid := range p.parts.PIDs {
-			tids, err := procstat.DefaultRoot.TIDs(pid)
+			tids, err := p.root.TIDs(pid)
 			if err != nil {
 				continue
 			}
 			for _, tid := range tids {
-				if v, ok := readTask(pid, tid, true); ok {
+				if v, ok := p.readTask(pid, tid, true); ok {
 					rd.tasks[taskKey{pid, tid}] = v
 					rd.whole.vol += v.vol
 					rd.whole.invol += v.invol
@@ -201,7 +238,7 @@ func (p *taskProbe) read(begin bool) taskReading {
 		}
 		if p.parts.Children {
 			if u, err := measure.ChildrenUsage(); err == nil {
-				rd.tasks[taskKey{-1, 0}] = taskVals{vol: u.Voluntary, invol: u.Involuntary, cpu: u.CPUNs, haveSchedst: true, child: true}
+				rd.tasks[taskKey{-1, 0}] = taskVals{vol: u.Voluntary, invol: u.Involuntary, cpu: u.CPUNs, cpuSrc: cpuProcess, child: true}
 				rd.whole.vol += u.Voluntary
 				rd.whole.invol += u.Involuntary
 			}
@@ -223,6 +260,9 @@ func (p *taskProbe) end() {
 	now := p.read(false)
 	p.whole.vol += now.whole.vol - p.base.whole.vol
 	p.whole.invol += now.whole.invol - p.base.whole.invol
+	if p.base.noRunq || now.noRunq {
+		p.runqOK = false
+	}
 	for k, b := range p.base.tasks {
 		n, ok := now.tasks[k]
 		if !ok {
@@ -250,24 +290,33 @@ func (p *taskProbe) end() {
 			acc.migr += n.migr - b.migr
 			p.migrOK = true
 		}
-		if !b.haveSchedst || !n.haveSchedst {
-			p.runqOK = false
-			if !whole || k.tid == 0 {
-				p.cpuOK = false
+		// Run-queue wait: every thread's, from schedstat, or none.
+		if perThread && k.pid != -1 {
+			if b.haveRunq && n.haveRunq {
+				acc.runq += n.runq - b.runq
+			} else {
+				p.runqOK = false
 			}
+		}
+		if whole && k.tid != 0 {
+			continue // a live thread of a whole process: its CPU time is in tid 0's
+		}
+		// CPU time: both readings from the same source, or none.
+		if b.cpuSrc == cpuNone || b.cpuSrc != n.cpuSrc {
+			p.cpuOK = false
 			continue
 		}
-		if !whole || k.tid == 0 {
-			acc.cpu += n.cpu - b.cpu
+		d := n.cpu - b.cpu
+		acc.cpu += d
+		p.sources |= 1 << b.cpuSrc
+		if b.cpuSrc == cpuTicks {
+			p.tickReads++
 		}
 		if !whole && k.pid == selfPID {
 			if p.threadCPU == nil {
 				p.threadCPU = map[int]int64{}
 			}
-			p.threadCPU[k.tid] += n.cpu - b.cpu
-		}
-		if perThread && k.pid != -1 {
-			acc.runq += n.runq - b.runq
+			p.threadCPU[k.tid] += d
 		}
 	}
 }
@@ -298,13 +347,23 @@ func (p *taskProbe) fill(r *result.Arm, rec *exp.Record) {
 		rec.ThreadCPUNs = p.threadCPU
 		v := float64(cpu) / ops
 		r.CPUNsPerOp = &v
+		if p.sources&(1<<cpuThreadClock) != 0 {
+			r.Notes = append(r.Notes, "CPU time per op from the threads' own CPU clocks (clock_gettime): /proc/…/schedstat is unreadable here")
+		}
+		if p.sources&(1<<cpuTicks) != 0 {
+			res := float64(int64(p.tickReads)*tickNs) / ops
+			r.Notes = append(r.Notes, fmt.Sprintf("CPU time per op of child processes' threads from /proc/<pid>/task/<tid>/stat utime+stime (schedstat unreadable): clock ticks of %s, so up to ±%s per op here",
+				result.FormatNs(float64(tickNs)), result.FormatNs(res)))
+		}
 	} else {
-		r.Notes = append(r.Notes, "CPU time per op not counted: a participant's /proc/…/schedstat was unreadable")
+		r.Notes = append(r.Notes, "CPU time per op not counted: a participant's CPU time was unreadable (/proc/…/schedstat, its CPU clock and /proc/…/stat)")
 	}
 	if p.runqOK && !p.parts.Children {
 		rec.RunqNs = p.acc.runq + p.childAcc.runq
 		v := float64(rec.RunqNs) / ops
 		r.RunqNsPerOp = &v
+	} else if !p.parts.Children {
+		r.Notes = append(r.Notes, "run-queue wait not counted: a participant's /proc/…/schedstat is unreadable here")
 	}
 	if p.lost > 0 {
 		r.Notes = append(r.Notes, "a participating thread ended during a repetition: its last counts are missing")
@@ -337,6 +396,7 @@ func (p *taskProbe) rollback() {
 	s := p.saved
 	p.acc, p.childAcc, p.whole = s.acc, s.childAcc, s.whole
 	p.migrOK, p.cpuOK, p.runqOK, p.lost = s.migrOK, s.cpuOK, s.runqOK, s.lost
+	p.sources, p.tickReads = s.sources, s.tickReads
 	clear(p.threadCPU)
 	for k, v := range s.threadCPU {
 		p.threadCPU[k] = v
