@@ -21,13 +21,15 @@ bench() { # pattern, -cpu, file: the raw loops pin their two threads to CPU 0
 for r in $(seq 1 "$ROUNDS"); do
   ctx 'pingpong/goroutine/chan/gomaxprocs=1' "$OUT/chan$r.json"; taskset -c 0 "$MECH" -test.run XXX -test.bench PlainChan -test.count 1 -test.cpu 1 >"$OUT/chan$r.txt" 2>&1
   ctx 'pingpong/thread/futex/unpinned' "$OUT/futex$r.json"; bench 'RawFutex' 4 "$OUT/futex$r.txt"
+  bench 'EndpointFutex' 4 "$OUT/futex$r.ep"
   ctx 'pingpong/thread/eventfd/unpinned' "$OUT/eventfd$r.json"; bench 'RawEventfd' 4 "$OUT/eventfd$r.txt"
+  bench 'EndpointEventfd' 4 "$OUT/eventfd$r.ep"
   ctx 'pingpong/thread/pipe/unpinned' "$OUT/tpipe$r.json"; taskset -c 0 perf bench sched pipe -T -l 200000 >"$OUT/tpipe$r.txt" 2>&1
-  bench 'RawPipe' 4 "$OUT/gopipe$r.txt"
+  bench 'RawPipe' 4 "$OUT/tpipe$r.raw"; bench 'ThreadPipe' 4 "$OUT/tpipe$r.ep"
   ctx 'pingpong/process/pipe/unpinned' "$OUT/ppipe$r.json"; taskset -c 0 perf bench sched pipe -l 200000 >"$OUT/ppipe$r.txt" 2>&1
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'
-import json, re, sys, statistics as st
+import json, os, re, sys, statistics as st
 out, R = sys.argv[1], int(sys.argv[2])
 def ctx(f): return json.load(open(f))['arms'][0]['median']
 def gobench(f):
@@ -43,18 +45,32 @@ rows = [  # key, arm, reference, parser
     ('tpipe', 'pingpong/thread/pipe/unpinned', '`perf bench sched pipe -T`', perf),
     ('ppipe', 'pingpong/process/pipe/unpinned', '`perf bench sched pipe`', perf),
 ]
-f = lambda xs: ", ".join("%.0f" % x for x in xs)
+fmt = lambda xs: ", ".join("%.0f" % x for x in xs)
+rat = lambda xs: ", ".join("%.2f" % x for x in xs)
+series = lambda key, ext, parse: [parse(f"{out}/{key}{r}.{ext}") for r in range(1, R + 1)]
 print("| arm (`--cpus 0`) | ctxlab median per round (ns) | reference | reference per round (ns) | ratio per round | median ratio |")
 print("|---|---|---|---|---|---|")
+split = []
 for key, arm, refname, parse in rows:
-    c = [ctx(f"{out}/{key}{r}.json") for r in range(1, R + 1)]
-    ref = [parse(f"{out}/{key}{r}.txt") for r in range(1, R + 1)]
-    ratios = [a / b for a, b in zip(c, ref)]
-    print(f"| `{arm}` | {f(c)} | {refname} | {f(ref)} | {', '.join('%.2f' % x for x in ratios)} | **{st.median(ratios):.2f}** |")
-    if key == 'tpipe':
-        g = [gobench(f"{out}/gopipe{r}.txt") for r in range(1, R + 1)]
-        gr = [a / b for a, b in zip(c, g)]
-        fr = [a / b for a, b in zip(g, ref)]
-        print(f"| `{arm}` | (same) | raw-syscall Go pipe loop (`BenchmarkRawPipeRoundTripCPU0`) | {f(g)} | {', '.join('%.2f' % x for x in gr)} | **{st.median(gr):.2f}** |")
-        print(f"| Go floor: raw Go pipe loop | {f(g)} | `perf bench sched pipe -T` | {f(ref)} | {', '.join('%.2f' % x for x in fr)} | **{st.median(fr):.2f}** |")
+    c = series(key, 'json', ctx)
+    ref = series(key, 'txt', parse)
+    r = [a / b for a, b in zip(c, ref)]
+    print(f"| `{arm}` | {fmt(c)} | {refname} | {fmt(ref)} | {rat(r)} | **{st.median(r):.2f}** |")
+    if os.path.exists(f"{out}/{key}1.ep"):
+        # The gap, step by step: raw Go loop → the same loop through the
+        # Endpoint and the runtime-aware blocking call → ctxlab's runner.
+        raw = series(key, 'raw', gobench) if key == 'tpipe' else ref
+        ep = series(key, 'ep', gobench)
+        steps = [("Go process (raw Go loop ÷ C)", [a / b for a, b in zip(raw, ref)])] if key == 'tpipe' else []
+        steps += [("Go runtime's system-call path (Endpoint loop ÷ raw Go loop)", [a / b for a, b in zip(ep, raw)]),
+                  ("runner (ctxlab ÷ Endpoint loop)", [a / b for a, b in zip(c, ep)])]
+        split.append((arm, steps))
+print()
+print("Where each thread arm's gap goes (median ratio, per-round ratios):")
+print()
+print("| arm | step | median | per round |")
+print("|---|---|---|---|")
+for arm, steps in split:
+    for name, r in steps:
+        print(f"| `{arm}` | {name} | {st.median(r):.2f} | {rat(r)} |")
 PY

@@ -45,11 +45,25 @@ func BenchmarkEndpointChanRoundTrip(b *testing.B) {
 }
 
 // BenchmarkThreadPipeRoundTripCPU0 is the pipe round trip between two
-// locked threads pinned to CPU 0, without ctxlab's runner: the figure
-// `ctxlab run pingpong/thread/pipe/unpinned --cpus 0` must match, and what
-// `taskset -c 0 perf bench sched pipe -T` measures for C threads.
-func BenchmarkThreadPipeRoundTripCPU0(b *testing.B) {
-	p, err := NewPair("pipe")
+// locked threads pinned to CPU 0 through ctxlab's Endpoint and its
+// runtime-aware blocking read, without ctxlab's runner: between
+// BenchmarkRawPipeRoundTripCPU0 (raw system calls) and
+// `ctxlab run pingpong/thread/pipe/unpinned --cpus 0`, it splits their
+// gap into the Go runtime's system-call path and the runner.
+func BenchmarkThreadPipeRoundTripCPU0(b *testing.B) { endpointRoundTripsCPU0(b, "pipe") }
+
+// BenchmarkEndpointFutexRoundTripCPU0 is BenchmarkThreadPipeRoundTripCPU0
+// for the futex pair (against BenchmarkRawFutexRoundTripCPU0).
+func BenchmarkEndpointFutexRoundTripCPU0(b *testing.B) { endpointRoundTripsCPU0(b, "futex") }
+
+// BenchmarkEndpointEventfdRoundTripCPU0 is BenchmarkThreadPipeRoundTripCPU0
+// for the eventfd pair (against BenchmarkRawEventfdRoundTripCPU0).
+func BenchmarkEndpointEventfdRoundTripCPU0(b *testing.B) { endpointRoundTripsCPU0(b, "eventfd") }
+
+// endpointRoundTripsCPU0 runs b.N round trips of mechanism kind between
+// two locked threads on CPU 0, as pingpong's thread arms do, minus the runner.
+func endpointRoundTripsCPU0(b *testing.B, kind string) {
+	p, err := NewPair(kind)
 	if err != nil {
 		b.Fatal(err)
 	}
