@@ -6,6 +6,10 @@ package mech
 // when that direction is not used. The caller owns and closes the fds.
 func NewFDEnd(in, out int) Endpoint { return &fdEnd{in: in, out: out} }
 
-// NewChildFDEnd is NewFDEnd for a child process whose one goroutine only
-// waits on in: its reads are raw system calls (see fdChild for why).
-func NewChildFDEnd(in, out int) Endpoint { return &fdEnd{in: in, out: out, rawRecv: true} }
+// NewRawFDEnd is NewFDEnd whose reads are raw system calls, unseen by the
+// Go runtime. Only for a wait whose writer is another process, which a
+// stop-the-world here cannot stop: a child process's one goroutine (see
+// fdChild for why), or a process ring's driver, which waits a whole lap
+// of children. The Go runtime holds the reader's P all the while, so the
+// process needs GOMAXPROCS ≥ 2 for anything else to run.
+func NewRawFDEnd(in, out int) Endpoint { return &fdEnd{in: in, out: out, rawRecv: true} }
