@@ -257,7 +257,7 @@ func verdictNoise(run *result.Run) []string {
 	for _, k := range order {
 		rk := kinds[k]
 		if rk.varied {
-			parts = append(parts, fmt.Sprintf("%s (e.g.; %d arms)", rk.example, rk.arms))
+			parts = append(parts, fmt.Sprintf("%s (%d arms, figures vary)", rk.example, rk.arms))
 		} else {
 			parts = append(parts, fmt.Sprintf("%s (%d arms)", rk.example, rk.arms))
 		}
