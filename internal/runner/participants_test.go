@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -189,6 +190,7 @@ type recordingLoop struct {
 	timed   bool
 	rep     int
 	failAt  int     // the repetition that fails
+	starve  bool    // it fails by running out the arm's time, not by breaking
 	samples []int64 // what the analysis hook was handed
 }
 
@@ -210,6 +212,10 @@ func (f *recordingLoop) Run(b *measure.B) error {
 	}
 	for i := 0; i < 5; i++ {
 		b.S.Record(1e9)
+	}
+	if f.starve {
+		<-b.Context().Done()
+		return b.Context().Err()
 	}
 	return errors.New("worker broke")
 }
@@ -237,13 +243,22 @@ func TestFailedRepetitionSamplesRolledBack(t *testing.T) {
 		t.Fatalf("the analysis hook got samples %v, want [100 200]", f.samples)
 	}
 
-	// When no repetition finished, the failed one's sampled ops are all
-	// the arm has (a starved timer): they stay, and a note says whence.
+	// A first repetition that broke keeps nothing either.
 	f = &recordingLoop{failAt: 1}
 	r = Arm(context.Background(), c, spec, exp.Arm{Name: "fake/recording",
 		Open: func(context.Context) (exp.Bench, error) { return f, nil }})
-	if r.Status != result.StatusFailed || len(r.RepMeans) != 0 || r.Percentiles == nil || r.Percentiles.Samples != 5 {
-		t.Fatalf("status %s, means %v, percentiles %+v: want failed with the 5 samples of the first repetition", r.Status, r.RepMeans, r.Percentiles)
+	if r.Status != result.StatusFailed || r.Percentiles != nil || len(f.samples) != 0 {
+		t.Fatalf("status %s, percentiles %+v, analysis samples %v: want failed with no samples", r.Status, r.Percentiles, f.samples)
+	}
+
+	// When no repetition finished because the arm's time ran out, the
+	// one's sampled ops are all the arm has (a starved timer): they stay,
+	// and a note says whence.
+	f = &recordingLoop{failAt: 1, starve: true}
+	r = Arm(context.Background(), c, spec, exp.Arm{Name: "fake/recording", Timeout: 100 * time.Millisecond,
+		Open: func(context.Context) (exp.Bench, error) { return f, nil }})
+	if r.Status != result.StatusTimedOut || len(r.RepMeans) != 0 || r.Percentiles == nil || r.Percentiles.Samples != 5 {
+		t.Fatalf("status %s, means %v, percentiles %+v: want timed out with the 5 samples of the first repetition", r.Status, r.RepMeans, r.Percentiles)
 	}
 	if !strings.Contains(strings.Join(r.Notes, "|"), "no repetition finished") || len(f.samples) != 5 {
 		t.Fatalf("notes %q, analysis samples %v", r.Notes, f.samples)

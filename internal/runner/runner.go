@@ -278,11 +278,12 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 			if err != nil {
 				// Only finished repetitions count: drop what the probes
 				// and the sampler saw of this one, whose ops are not
-				// counted either. When none finished, the sampled ops
-				// of this one are all the arm has (a starved timer that
-				// timed out): they stay, and a note says so.
+				// counted either. When none finished because the arm's
+				// time ran out, the sampled ops of this one are all the
+				// arm has (a starved timer): they stay, and a note says
+				// so. A repetition that broke keeps nothing.
 				ps.rollback()
-				if rep > 0 {
+				if rep > 0 || actx.Err() == nil {
 					sampler.Rollback()
 				}
 				done <- outcome{err}
