@@ -6,8 +6,9 @@
 # Every figure runs with its workers on CPU 0, the reference's too (CPU 0
 # of a VM can run a loop ~40% slower than CPU 1, so an unpinned reference
 # is not comparable); the goroutine arm and its reference run whole on
-# CPU 0, the others keep their harness threads off it. Each arm is run right beside its reference, ROUNDS
-# times, so drift of the machine between rounds cancels in the ratio.
+# CPU 0, the others keep their harness threads off it. Each arm is run
+# right beside its reference, ROUNDS times, so drift of the machine
+# between rounds cancels in the ratio.
 set -euo pipefail
 CTX=${CTX:-ctxlab}; MECH=${MECH:-./mech.test}; ROUNDS=${ROUNDS:-5}; OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
@@ -15,23 +16,35 @@ ctx() { # arm, file
   $CTX run "$1" --cpus 0 --reps 5 --no-store --format json -o "$2" >/dev/null 2>"$2.err" ||
     { echo "ctxlab run $1 failed:"; cat "$2.err"; exit 1; }
 }
+command -v perf >/dev/null && command -v taskset >/dev/null && command -v python3 >/dev/null ||
+  { echo "harness-compare.sh needs perf, taskset and python3"; exit 1; }
 bench() { # pattern, -cpu, file: the raw loops pin their two threads to CPU 0
-  "$MECH" -test.run XXX -test.bench "$1" -test.count 1 -test.cpu "$2" >"$3" 2>&1
+  "$MECH" -test.run XXX -test.bench "$1" -test.count 1 -test.cpu "$2" >"$3" 2>&1 ||
+    { echo "$MECH -test.bench $1 failed:"; cat "$3"; exit 1; }
+}
+perfpipe() { # file, perf bench flags
+  local f=$1; shift
+  taskset -c 0 perf bench sched pipe "$@" -l 200000 >"$f" 2>&1 || { echo "perf bench sched pipe $* failed:"; cat "$f"; exit 1; }
 }
 for r in $(seq 1 "$ROUNDS"); do
-  ctx 'pingpong/goroutine/chan/gomaxprocs=1' "$OUT/chan$r.json"; taskset -c 0 "$MECH" -test.run XXX -test.bench PlainChan -test.count 1 -test.cpu 1 >"$OUT/chan$r.txt" 2>&1
+  ctx 'pingpong/goroutine/chan/gomaxprocs=1' "$OUT/chan$r.json"; taskset -c 0 "$MECH" -test.run XXX -test.bench PlainChan -test.count 1 -test.cpu 1 >"$OUT/chan$r.txt" 2>&1 ||
+    { echo "PlainChan failed:"; cat "$OUT/chan$r.txt"; exit 1; }
   ctx 'pingpong/thread/futex/unpinned' "$OUT/futex$r.json"; bench 'RawFutex' 4 "$OUT/futex$r.txt"
   bench 'EndpointFutex' 4 "$OUT/futex$r.ep"
   ctx 'pingpong/thread/eventfd/unpinned' "$OUT/eventfd$r.json"; bench 'RawEventfd' 4 "$OUT/eventfd$r.txt"
   bench 'EndpointEventfd' 4 "$OUT/eventfd$r.ep"
-  ctx 'pingpong/thread/pipe/unpinned' "$OUT/tpipe$r.json"; taskset -c 0 perf bench sched pipe -T -l 200000 >"$OUT/tpipe$r.txt" 2>&1
+  ctx 'pingpong/thread/pipe/unpinned' "$OUT/tpipe$r.json"; perfpipe "$OUT/tpipe$r.txt" -T
   bench 'RawPipe' 4 "$OUT/tpipe$r.raw"; bench 'ThreadPipe' 4 "$OUT/tpipe$r.ep"
-  ctx 'pingpong/process/pipe/unpinned' "$OUT/ppipe$r.json"; taskset -c 0 perf bench sched pipe -l 200000 >"$OUT/ppipe$r.txt" 2>&1
+  ctx 'pingpong/process/pipe/unpinned' "$OUT/ppipe$r.json"; perfpipe "$OUT/ppipe$r.txt"
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, os, re, sys, statistics as st
 out, R = sys.argv[1], int(sys.argv[2])
-def ctx(f): return json.load(open(f))['arms'][0]['median']
+def ctx(f):
+    a = json.load(open(f))['arms'][0]
+    if a['status'] != 'ok':
+        raise SystemExit(f"{f}: {a['name']} {a['status']}: {a.get('reason', '')}")
+    return a['median']
 def gobench(f):
     for line in open(f):
         m = re.match(r'Benchmark\S+\s+\d+\s+([\d.]+) ns/op', line)

@@ -505,13 +505,14 @@ func (l slotLink) Recv() (uint64, error) {
 
 // buildPipes makes one pipe per link plus a done pipe; pipes[i] carries
 // worker i → worker i+1. Each worker gets endpoints of its own.
-// buildPipes links the workers with pipes. rawDriver makes the driver's
-// reads raw system calls (mech.NewRawFDEnd): in a process ring its wait
-// lasts a lap of child processes, and through the Go runtime such long
-// waits cost 2.3 µs a hop (n=10, unpinned: 16.9–17.4 µs a hop against
-// 14.7–14.9 raw; a plain Python ring 14.2–14.5). Its writers are other
-// processes and Close kills them (EOF), so nothing here can leave it
-// blocked; the runner keeps a second P (GOMAXPROCS ≥ 2) to do so.
+//
+// rawDriver makes the driver's reads raw system calls (mech.NewRawFDEnd):
+// in a process ring its wait lasts a lap of child processes, and through
+// the Go runtime such waits cost ~2 µs a hop (n=10 same-cpu 14.7–15.3 µs
+// against 13.0 raw; unpinned 16.9–17.4 against 14.7–14.9, a plain Python
+// ring 14.2–14.8). Its writers are other processes and Close kills them
+// (EOF), so nothing can leave it blocked; the arm's second P (GOMAXPROCS
+// ≥ 2) is where Close runs meanwhile.
 func (r *Ring) buildPipes(rawDriver bool) error {
 	rd := make([]int, r.N+1)
 	wr := make([]int, r.N+1)
@@ -523,18 +524,19 @@ func (r *Ring) buildPipes(rawDriver bool) error {
 		rd[i], wr[i] = p[0], p[1]
 		r.fds = append(r.fds, p[0], p[1])
 	}
+	recv := mech.NewFDEnd
+	if rawDriver {
+		recv = mech.NewRawFDEnd
+	}
 	for i := 0; i < r.N; i++ {
 		r.in[i] = mech.NewFDEnd(rd[(i+r.N-1)%r.N], -1)
-		if i == 0 && rawDriver {
-			r.in[i] = mech.NewRawFDEnd(rd[r.N-1], -1)
+		if i == 0 {
+			r.in[i] = recv(rd[r.N-1], -1)
 		}
 		r.out[i] = mech.NewFDEnd(-1, wr[i])
 		r.done[i] = mech.NewFDEnd(-1, wr[r.N])
 	}
-	r.doneRecv = mech.NewFDEnd(rd[r.N], -1)
-	if rawDriver {
-		r.doneRecv = mech.NewRawFDEnd(rd[r.N], -1)
-	}
+	r.doneRecv = recv(rd[r.N], -1)
 	return nil
 }
 

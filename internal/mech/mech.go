@@ -92,8 +92,9 @@ func RoundTrips(a Endpoint, n int, s *measure.Sampler) error {
 // looper is an Endpoint that runs Echo's and RoundTrips' loops itself:
 // the same handoff without two dynamic calls per op. For a Go channel
 // round trip (~300 ns) those calls were ~8% of the figure
-// (BenchmarkEndpointChanRoundTrip against BenchmarkPlainChanRoundTrip);
-// for a system call they are lost in the noise.
+// (BenchmarkEndpointChanRoundTrip against BenchmarkPlainChanRoundTrip,
+// measured before chanEnd had its own loops); for a system call they are
+// lost in the noise.
 type looper interface {
 	echo() error
 	roundTrips(n int, s *measure.Sampler) error
