@@ -529,9 +529,10 @@ func (r *Ring) buildPipes(rawDriver bool) error {
 		recv = mech.NewRawFDEnd
 	}
 	for i := 0; i < r.N; i++ {
-		r.in[i] = mech.NewFDEnd(rd[(i+r.N-1)%r.N], -1)
 		if i == 0 {
 			r.in[i] = recv(rd[r.N-1], -1)
+		} else {
+			r.in[i] = mech.NewFDEnd(rd[i-1], -1)
 		}
 		r.out[i] = mech.NewFDEnd(-1, wr[i])
 		r.done[i] = mech.NewFDEnd(-1, wr[r.N])
