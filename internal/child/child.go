@@ -210,15 +210,6 @@ func (p *Proc) Kill() {
 	}
 }
 
-// Rusage is the reaped child's resource usage (after Wait/Kill), or nil.
-func (p *Proc) Rusage() *syscall.Rusage {
-	if p.cmd.ProcessState == nil {
-		return nil
-	}
-	ru, _ := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	return ru
-}
-
 // KillAll kills and reaps every child still alive; cli.Main calls it on
 // every exit path, including SIGINT/SIGTERM.
 func KillAll() {

@@ -39,6 +39,9 @@ var measuring = setOf(
 	"time.Now", "time.Since", "time.Until",
 	unixPath+".Getrusage", unixPath+".ClockGettime", unixPath+".Gettimeofday", unixPath+".Time",
 	"syscall.Getrusage", "syscall.Gettimeofday", "syscall.Time",
+	unixPath+".Wait4", "syscall.Wait4", unixPath+".Times", "syscall.Times", unixPath+".PerfEventOpen",
+	"(*os.ProcessState).SysUsage", "(*os.ProcessState).UserTime", "(*os.ProcessState).SystemTime",
+	modPath+"measure.ProbeEvent", modPath+"measure.ParseGroupRead", modPath+"measure.ParseSingleRead",
 	"runtime/metrics.Read",
 	modPath+"procstat.ParseSched",
 	"("+modPath+"procstat.Root).ReadTask", "("+modPath+"procstat.Root).ReadTasks",
@@ -61,7 +64,18 @@ var notMeasuring = map[string]string{
 	"cachecost.go:openPairBench":  "sizes the slice arm's turn (~every ns of work) at set-up; the figures are the runner's",
 	"interference.go:clientChild": "the netpoll client is another process: it stamps when its request starts, and the runner's sampler reads the age of the stamp",
 	"interference.go:starveChild": "the starved Go runtime is another process: only it can see how late its own timer goroutine woke",
-	"spawn.go:GoroutineMemory":    "reads the runtime's starting stack size, a constant, not a measurement",
+	"spawn.go:GoroutineMemory":    "reads the runtime's starting stack size, a constant; the memory deltas it takes are outside what this test watches (the idle-memory gauge is read by the runner)",
+}
+
+// readsCounts says whether a string literal names a /proc file that holds
+// a task's switch counts, CPU time or run-queue wait.
+func readsCounts(path string) bool {
+	for _, f := range []string{"/schedstat", "/sched", "/stat", "/status"} {
+		if strings.HasSuffix(path, f) {
+			return true
+		}
+	}
+	return false
 }
 
 func setOf(names ...string) map[string]bool {
@@ -156,8 +170,8 @@ func measuringUses(p *packages.Package) []finding {
 				switch x := n.(type) {
 				case *ast.BasicLit:
 					if x.Kind == token.STRING {
-						if v, _ := strconv.Unquote(x.Value); strings.HasSuffix(v, "/schedstat") {
-							out = append(out, finding{p.Fset.Position(x.Pos()), where, "opens schedstat"})
+						if v, _ := strconv.Unquote(x.Value); readsCounts(v) {
+							out = append(out, finding{p.Fset.Position(x.Pos()), where, "opens " + v})
 						}
 					}
 				case *ast.Ident:
