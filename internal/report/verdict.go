@@ -66,7 +66,10 @@ func verdictLines(run *result.Run, specs []*exp.Spec) []string {
 		for _, k := range counts[room-1:] {
 			more += k
 		}
-		checks = append(checks[:room-1], fmt.Sprintf("  … %d more in the per-experiment tables (--detail)", more))
+		checks = checks[:room-1]
+		if more > 0 {
+			checks = append(checks, fmt.Sprintf("  … %d more in the per-experiment tables (--detail)", more))
+		}
 	}
 	out := head
 	for _, s := range append(sections, checks) {
@@ -135,6 +138,9 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline) []string {
 		row := []string{"  " + r.Label, "not measured", "not measured", orDash(r.Published)}
 		cell := func(a result.Arm) string {
 			s := exp.Figure(a)
+			if _, py, ok := strings.Cut(a.Name, "/py="); ok {
+				s += " (py=" + py + ")" // --python all: say whose figure it is
+			}
 			if !pinned(a) && !strings.Contains(a.Name, "gomaxprocs=1") {
 				s += " †"
 			}

@@ -153,3 +153,16 @@ func TestTableSaysThingsOnce(t *testing.T) {
 		}
 	}
 }
+
+// Under --python all a CPython arm's name carries its interpreter; the
+// handoff table finds it by the plain name and says whose figure it shows.
+func TestVerdictNamesTheInterpreter(t *testing.T) {
+	run := &result.Run{Schema: 1, ID: "r", Arms: []result.Arm{{
+		Name: "pingpong/pythread/simplequeue/same-cpu/py=3.11", Experiment: "pingpong", Status: result.StatusOK,
+		Unit: "ns/op", Median: 21000, Min: 20000, Max: 22000, Placement: "same-cpu",
+	}}}
+	text := strings.Join(VerdictLines(run), "\n")
+	if !strings.Contains(text, "21 µs (20–22) (py=3.11)") {
+		t.Errorf("the CPython row does not show the py=3.11 arm by name:\n%s", text)
+	}
+}

@@ -51,7 +51,7 @@ type Env struct {
 	PerfParanoid   int           `json:"perf_event_paranoid"`
 	Counters       []CounterInfo `json:"counters,omitempty"`
 	CgroupVersion  int           `json:"cgroup_version,omitempty"`
-	CPUQuota       string        `json:"cpu_quota"` // "max" (none) or e.g. "200000 100000"
+	CPUQuota       string        `json:"cpu_quota"` // "max" (none), e.g. "200000 100000", or "unknown (<reason>)"
 	SchedSliceNs   int64         `json:"sched_slice_ns,omitempty"`
 	Scheduler      string        `json:"scheduler,omitempty"` // "EEVDF" or "CFS" where it can be told
 	ThreadsMax     int64         `json:"threads_max,omitempty"`
