@@ -36,6 +36,7 @@ for r in $(seq 1 "$ROUNDS"); do
   ctx 'pingpong/thread/pipe/unpinned' "$OUT/tpipe$r.json"; perfpipe "$OUT/tpipe$r.txt" -T
   bench 'RawPipe' 4 "$OUT/tpipe$r.raw"; bench 'ThreadPipe' 4 "$OUT/tpipe$r.ep"
   ctx 'pingpong/process/pipe/unpinned' "$OUT/ppipe$r.json"; perfpipe "$OUT/ppipe$r.txt"
+  bench 'RawProcessPipe' 4 "$OUT/ppipe$r.raw"
 done
 python3 - "$OUT" "$ROUNDS" <<'PY'
 import json, os, re, sys, statistics as st
@@ -78,8 +79,14 @@ for key, arm, refname, parse in rows:
         steps += [("Go runtime's system-call path (Endpoint loop ÷ raw Go loop)", [a / b for a, b in zip(ep, raw)]),
                   ("runner (ctxlab ÷ Endpoint loop)", [a / b for a, b in zip(c, ep)])]
         split.append((arm, steps))
+    elif key == 'ppipe':
+        # No Endpoint loop between: the raw Go loop is a locked thread and
+        # a child (the test binary again), both raw, both on CPU 0.
+        raw = series(key, 'raw', gobench)
+        split.append((arm, [("Go processes (raw Go loop ÷ C)", [a / b for a, b in zip(raw, ref)]),
+                            ("Go's system-call path and the runner (ctxlab ÷ raw Go loop)", [a / b for a, b in zip(c, raw)])]))
 print()
-print("Where each thread arm's gap goes (median ratio, per-round ratios):")
+print("Where each arm's gap goes (median ratio, per-round ratios):")
 print()
 print("| arm | step | median | per round |")
 print("|---|---|---|---|")
