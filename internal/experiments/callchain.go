@@ -371,10 +371,7 @@ func callchainDerive(arms []result.Arm) {
 			base, key = inline, "inline-ratio"
 		}
 		if base > 0 {
-			if a.Metrics == nil {
-				a.Metrics = map[string]float64{}
-			}
-			a.Metrics[key] = a.Median / base
+			a.SetMetric(key, a.Median/base)
 		}
 	}
 }

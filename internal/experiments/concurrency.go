@@ -225,10 +225,7 @@ func concurrencyDerive(arms []result.Arm) {
 		if a.Status != result.StatusOK || a.Median <= 0 {
 			continue
 		}
-		if a.Metrics == nil {
-			a.Metrics = map[string]float64{}
-		}
-		a.Metrics["elapsed-ms/10000-lookups"] = a.Median * concTotal / 1e6
+		a.SetMetric("elapsed-ms/10000-lookups", a.Median*concTotal/1e6)
 	}
 }
 

@@ -83,10 +83,7 @@ func eventloopDerive(arms []result.Arm) {
 		if a.Status != result.StatusOK || a.Median <= 0 {
 			continue
 		}
-		if a.Metrics == nil {
-			a.Metrics = map[string]float64{}
-		}
-		a.Metrics["throughput-requests/s"] = 1e9 / a.Median
+		a.SetMetric("throughput-requests/s", 1e9/a.Median)
 	}
 }
 

@@ -279,11 +279,8 @@ func hopDerive(arms []result.Arm) {
 		if !ok {
 			continue
 		}
-		if a.Metrics == nil {
-			a.Metrics = map[string]float64{}
-		}
-		a.Metrics["direct-ratio"] = a.Median / d.Median
-		a.Metrics["added-ns/op"] = a.Median - d.Median
+		a.SetMetric("direct-ratio", a.Median/d.Median)
+		a.SetMetric("added-ns/op", a.Median-d.Median)
 	}
 	// The cgo crossing next to the cgo driver's lookup.
 	for k, a := range idx {
@@ -291,10 +288,7 @@ func hopDerive(arms []result.Arm) {
 			continue
 		}
 		if m, ok := idx[hopKey{"mattn-memory", "direct", k.gmp}]; ok {
-			if m.Metrics == nil {
-				m.Metrics = map[string]float64{}
-			}
-			m.Metrics["cgo-call-ns"] = a.Median
+			m.SetMetric("cgo-call-ns", a.Median)
 		}
 	}
 }

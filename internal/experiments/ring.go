@@ -928,11 +928,8 @@ func ringDerive(arms []result.Arm) {
 		if !ok || arms[i].Status != result.StatusOK {
 			continue
 		}
-		if arms[i].Metrics == nil {
-			arms[i].Metrics = map[string]float64{}
-		}
-		arms[i].Metrics["pingpong-rt-ns"] = ref.Median
-		arms[i].Metrics["half-rt-ratio"] = arms[i].Median / (ref.Median / 2)
+		arms[i].SetMetric("pingpong-rt-ns", ref.Median)
+		arms[i].SetMetric("half-rt-ratio", arms[i].Median/(ref.Median/2))
 	}
 }
 

@@ -313,10 +313,7 @@ func (y *Yield) Close() error {
 // that its figure is the system call, not a switch.
 func (y *Yield) Analyze(rec *exp.Record, a *result.Arm) {
 	if rec.Ops > 0 && rec.CPUNs > 0 {
-		if a.Metrics == nil {
-			a.Metrics = map[string]float64{}
-		}
-		a.Metrics["cpu-ns/yield"] = float64(rec.CPUNs) / float64(rec.Ops)
+		a.SetMetric("cpu-ns/yield", float64(rec.CPUNs)/float64(rec.Ops))
 	}
 	if y.threads && y.K == 1 {
 		a.Notes = append(a.Notes, "the syscall floor: one thread alone calling sched_yield; with nothing else runnable on its CPU the kernel returns at once — this is NOT a context switch")

@@ -125,6 +125,14 @@ type Arm struct {
 	Notes  []string `json:"notes,omitempty"`
 }
 
+// SetMetric sets one of the arm's metrics, making the map on first use.
+func (a *Arm) SetMetric(name string, v float64) {
+	if a.Metrics == nil {
+		a.Metrics = map[string]float64{}
+	}
+	a.Metrics[name] = v
+}
+
 // Percentiles of the sampled per-op latencies, in ns.
 type Percentiles struct {
 	Samples int64   `json:"samples"`

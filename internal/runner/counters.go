@@ -66,10 +66,7 @@ func (c *armCounters) fill(r *result.Arm, rec *exp.Record) {
 		r.Counters = append(r.Counters, rc)
 	}
 	for k, v := range measure.Derived(vals) {
-		if r.Metrics == nil {
-			r.Metrics = map[string]float64{}
-		}
-		r.Metrics[k] = v
+		r.SetMetric(k, v)
 	}
 	r.Notes = append(r.Notes, c.set.Warnings()...)
 	for _, e := range c.errs {

@@ -94,10 +94,7 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 		r.Notes = append(r.Notes, fmt.Sprintf("percentiles from every %d%s op (%d samples)", d.SampleEvery, ordinal(d.SampleEvery), len(d.Samples)))
 	}
 	for k, v := range d.Metrics {
-		if r.Metrics == nil {
-			r.Metrics = map[string]float64{}
-		}
-		r.Metrics[k] = v
+		r.SetMetric(k, v)
 	}
 	r.Notes = append(r.Notes, d.Notes...)
 	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
