@@ -36,6 +36,7 @@ func newEnvCmd(stdout io.Writer) *cobra.Command {
 // the clock's cost, the interpreters and the noise over 200 ms.
 func env(w io.Writer, format string, h *sysinfo.Host) error {
 	p := envProbes{Counters: probeCounters(), ClockNs: measure.ClockCost()}
+	p.SyscallNs, p.SyscallPathNs = measure.SyscallPath()
 	// Noise now: steal and load over a short window.
 	n0 := sysinfo.Sample(h)
 	time.Sleep(200 * time.Millisecond)
@@ -50,11 +51,14 @@ func env(w io.Writer, format string, h *sysinfo.Host) error {
 
 // envProbes is what env probes now, beside the host's facts.
 type envProbes struct {
-	Counters     []result.CounterInfo
-	ClockNs      float64
-	StealPct     float64
-	ProcsRunning uint64
-	Pythons      []*pydriver.Interpreter
+	Counters []result.CounterInfo
+	ClockNs  float64
+	// SyscallNs is a raw getppid; SyscallPathNs what Go's runtime-aware
+	// path adds to it (measure.SyscallPath).
+	SyscallNs, SyscallPathNs float64
+	StealPct                 float64
+	ProcsRunning             uint64
+	Pythons                  []*pydriver.Interpreter
 }
 
 // writeEnv prints host h and probes p as a table or JSON.
@@ -67,11 +71,13 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			result.Env
-			ClockCostNs  float64 `json:"clock_cost_ns"`
-			StealNowPct  float64 `json:"steal_now_pct"`
-			ProcsRunning uint64  `json:"procs_running"`
-			Pythons      any     `json:"pythons"`
-		}{e, clock, steal, p.ProcsRunning, p.Pythons})
+			ClockCostNs   float64 `json:"clock_cost_ns"`
+			SyscallNs     float64 `json:"syscall_ns"`
+			SyscallPathNs float64 `json:"syscall_path_ns"`
+			StealNowPct   float64 `json:"steal_now_pct"`
+			ProcsRunning  uint64  `json:"procs_running"`
+			Pythons       any     `json:"pythons"`
+		}{e, clock, p.SyscallNs, p.SyscallPathNs, steal, p.ProcsRunning, p.Pythons})
 	}
 	kv := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k, v) }
 	kv("host", e.Hostname)
@@ -88,8 +94,9 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 	kv("kernel", e.Kernel)
 	kv("scheduler", fmt.Sprintf("%s, slice %s", orUnknown(e.Scheduler), sliceText(e.SchedSliceNs)))
 	kv("virtualised", yesNo(e.Hypervisor))
-	kv("go", fmt.Sprintf("%s, GOMAXPROCS %d", e.GoVersion, e.GOMAXPROCS))
+	kv("go", fmt.Sprintf("%s, GOMAXPROCS %d%s", e.GoVersion, e.GOMAXPROCS, cgoText(e.CgoEnabled)))
 	kv("clock", fmt.Sprintf("%.1f ns per timestamp", clock))
+	kv("syscall", fmt.Sprintf("%s raw (getppid); Go's runtime-aware path adds %s to each call made through it: every thread worker's wait, a process arm parent's", result.FormatNs(p.SyscallNs), result.FormatNs(p.SyscallPathNs)))
 	kv("cgroup", h.CgroupText())
 	kv("limits", fmt.Sprintf("threads-max %d, RLIMIT_NPROC %s, MemAvailable %s", e.ThreadsMax, limitText(e.NprocLimit), result.FormatValue(float64(e.MemAvailableB), "bytes")))
 	if e.Governor != "" {
@@ -110,6 +117,17 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 		kv("note", n)
 	}
 	return nil
+}
+
+// cgoText says how the build's threads are started.
+func cgoText(cgo string) string {
+	switch cgo {
+	case "1":
+		return "; cgo build: threads started by glibc (thread handoffs read higher than a CGO_ENABLED=0 build's)"
+	case "0":
+		return "; CGO_ENABLED=0 build"
+	}
+	return ""
 }
 
 func orUnknown(s string) string {

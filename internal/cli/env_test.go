@@ -65,3 +65,41 @@ func TestEnvCgroupUnknown(t *testing.T) {
 		t.Errorf("warnings %q: want one saying the quota is unknown", envWarnings(h))
 	}
 }
+
+// env names the build's cgo setting and the calibrated system call; a run
+// of a cgo build warns that its thread handoffs read higher.
+func TestEnvNamesBuildAndSyscallPath(t *testing.T) {
+	h := sysinfo.DetectAt(sysinfo.Roots{Proc: t.TempDir(), Sys: t.TempDir(), CgroupMount: t.TempDir()}, 1)
+	h.CgoEnabled = "1"
+	var table bytes.Buffer
+	if err := writeEnv(&table, "table", h, envProbes{SyscallNs: 1100, SyscallPathNs: 62}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"cgo build: threads started by glibc", "1.1 µs raw (getppid); Go's runtime-aware path adds 62 ns"} {
+		if !strings.Contains(table.String(), w) {
+			t.Errorf("env table has no %q:\n%s", w, table.String())
+		}
+	}
+	var js bytes.Buffer
+	if err := writeEnv(&js, "json", h, envProbes{SyscallNs: 1100, SyscallPathNs: 62}); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Cgo  string  `json:"cgo_enabled"`
+		Sys  float64 `json:"syscall_ns"`
+		Path float64 `json:"syscall_path_ns"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Cgo != "1" || got.Sys != 1100 || got.Path != 62 {
+		t.Errorf("json: %+v", got)
+	}
+	if w := strings.Join(envWarnings(h), "\n"); !strings.Contains(w, "built with cgo") {
+		t.Errorf("warnings %q: want the cgo build named", w)
+	}
+	h.CgoEnabled = "0"
+	if w := strings.Join(envWarnings(h), "\n"); strings.Contains(w, "cgo") {
+		t.Errorf("warnings of a CGO_ENABLED=0 build: %q", w)
+	}
+}

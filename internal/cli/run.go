@@ -262,6 +262,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 		return err
 	}
 	pl.cfg.ClockCost = measure.ClockCost()
+	syscallNs, syscallPathNs := measure.SyscallPath()
 	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		pl.cfg.Progress = o.Stderr
 	}
@@ -269,6 +270,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 		Schema: result.SchemaVersion, ID: newRunID(), Time: time.Now().UTC(),
 		Version: version(), GoVersion: runtime.Version(), CommandLine: o.CommandLine,
 		Suite: pl.params.Suite, Env: host.Env, ClockCostNs: pl.cfg.ClockCost,
+		SyscallNs: syscallNs, SyscallPathNs: syscallPathNs,
 	}
 	if len(args) > 0 {
 		run.Suite = "custom"
@@ -359,6 +361,9 @@ func envWarnings(h *sysinfo.Host) []string {
 	}
 	if h.Governor != "" && h.Governor != "performance" {
 		w = append(w, fmt.Sprintf("CPU frequency governor is %q, not \"performance\": clock speed may vary between arms", h.Governor))
+	}
+	if h.CgoEnabled == "1" {
+		w = append(w, "ctxlab was built with cgo: its threads are started by glibc, and thread handoffs read higher than in a CGO_ENABLED=0 build (README: How honest is the harness?)")
 	}
 	switch {
 	case strings.HasPrefix(h.CPUQuota, "unknown"):

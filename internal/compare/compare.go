@@ -94,6 +94,9 @@ func Compare(a, b *result.Run) (*Comparison, error) {
 	if a.Env.Hostname != b.Env.Hostname {
 		c.Warnings = append(c.Warnings, "the runs come from different hosts ("+a.Env.Hostname+", "+b.Env.Hostname+"): differences include the machines")
 	}
+	if a.Env.CgoEnabled != "" && b.Env.CgoEnabled != "" && a.Env.CgoEnabled != b.Env.CgoEnabled {
+		c.Warnings = append(c.Warnings, "one run's ctxlab was built with cgo and the other's without (CGO_ENABLED "+a.Env.CgoEnabled+", "+b.Env.CgoEnabled+"): thread handoffs differ by the build, not only the machine")
+	}
 	inB := map[string]*result.Arm{}
 	for i := range b.Arms {
 		inB[b.Arms[i].Name] = &b.Arms[i]

@@ -187,3 +187,27 @@ func TestCompareAcrossThePythonRename(t *testing.T) {
 		t.Errorf("%d rows for %d arms", len(c.Rows), len(cur.Arms))
 	}
 }
+
+// Runs of a cgo and a CGO_ENABLED=0 build differ by the build: compare
+// says so; runs that do not record it (older ones) get no such warning.
+func TestCompareWarnsOfDifferentBuilds(t *testing.T) {
+	a, b := loadRun(t), runB(t)
+	warns := func() string {
+		c, err := Compare(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(c.Warnings, "\n")
+	}
+	if w := warns(); strings.Contains(w, "cgo") {
+		t.Errorf("warnings without the build recorded: %q", w)
+	}
+	a.Env.CgoEnabled, b.Env.CgoEnabled = "1", "0"
+	if w := warns(); !strings.Contains(w, "built with cgo and the other's without") {
+		t.Errorf("warnings %q: want one naming the different builds", w)
+	}
+	b.Env.CgoEnabled = "1"
+	if w := warns(); strings.Contains(w, "cgo") {
+		t.Errorf("warnings for the same build: %q", w)
+	}
+}

@@ -247,3 +247,10 @@ func TestAffinityRoundTrip(t *testing.T) {
 		t.Fatalf("affinity: %v %v", cpus, err)
 	}
 }
+
+func TestSyscallPath(t *testing.T) {
+	raw, extra := SyscallPath()
+	if raw <= 0 || extra < 0 {
+		t.Fatalf("SyscallPath() = %v, %v: want a positive raw cost and a non-negative extra", raw, extra)
+	}
+}

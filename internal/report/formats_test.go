@@ -135,3 +135,44 @@ func TestBenchReadsWithBenchfmt(t *testing.T) {
 		t.Errorf("unsupported arm not noted:\n%s", text)
 	}
 }
+
+// The header names a cgo build and the calibrated system call with what
+// Go's runtime-aware path adds to it; a run from before those were
+// recorded prints neither.
+func TestHeaderNamesBuildAndSyscallPath(t *testing.T) {
+	run := loadRun(t)
+	for _, f := range []string{"table", "markdown", "html"} {
+		var b bytes.Buffer
+		if err := Write(&b, run, f); err != nil {
+			t.Fatal(err)
+		}
+		if s := b.String(); strings.Contains(s, "syscall") || strings.Contains(s, "cgo") || strings.Contains(s, "system call") {
+			t.Errorf("%s of a run without the fields mentions them", f)
+		}
+	}
+	run.Env.CgoEnabled, run.SyscallNs, run.SyscallPathNs = "1", 1100, 62
+	want := map[string][]string{
+		"table":    {"(cgo)", "syscall 1.1 µs, +62 ns through Go's runtime"},
+		"markdown": {"(cgo)", "syscall 1.1 µs, +62 ns through Go's runtime"},
+		"html":     {"cgo build", "one system call 1100 ns, and Go's runtime-aware path adds 62 ns"},
+	}
+	for f, ws := range want {
+		var b bytes.Buffer
+		if err := Write(&b, run, f); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s: no %q", f, w)
+			}
+		}
+	}
+	run.Env.CgoEnabled = "0"
+	var b bytes.Buffer
+	if err := Write(&b, run, "html"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "CGO_ENABLED=0 build") {
+		t.Error("html of a CGO_ENABLED=0 build does not say so")
+	}
+}

@@ -141,11 +141,11 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 <tr><th>CPU</th><td>{{.CPUModel}}: {{.LogicalCPUs}} logical CPUs, {{.Cores}} cores, {{.ThreadsPerCore}} threads per core, online {{cpus .OnlineCPUs}}{{if .Hypervisor}} · virtual machine{{end}}</td></tr>
 <tr><th>caches</th><td>{{range .Caches}}L{{.Level}} {{.Type}} {{bytes .SizeB}} · {{else}}not reported by this kernel (no /sys/devices/system/cpu/cpu0/cache){{end}}</td></tr>
 <tr><th>kernel</th><td>{{.Kernel}}{{if .Scheduler}} · scheduler {{.Scheduler}}{{end}}{{if .Governor}} · governor {{.Governor}}{{end}} · cgroup CPU quota {{.CPUQuota}}</td></tr>
-<tr><th>Go</th><td>{{.GoVersion}} · GOMAXPROCS {{.GOMAXPROCS}}</td></tr>
+<tr><th>Go</th><td>{{.GoVersion}} · GOMAXPROCS {{.GOMAXPROCS}}{{if eq .CgoEnabled "1"}} · cgo build{{else if eq .CgoEnabled "0"}} · CGO_ENABLED=0 build{{end}}</td></tr>
 <tr><th>load</th><td>load1 {{printf "%.2f" .Load1}} · steal since boot {{printf "%.2f" .StealPct}}%</td></tr>
 <tr><th>perf counters</th><td>{{supported .Counters}} (paranoid {{.PerfParanoid}})</td></tr>
 </table>{{end}}
-<p class="muted">one timestamp read costs {{printf "%.0f" .Run.ClockCostNs}} ns{{if .Run.Interrupted}} · <span class="warn">the run was interrupted: the report holds the arms that finished</span>{{end}}</p>
+<p class="muted">one timestamp read costs {{printf "%.0f" .Run.ClockCostNs}} ns{{if gt .Run.SyscallNs 0.0}} · one system call {{printf "%.0f" .Run.SyscallNs}} ns, and Go's runtime-aware path adds {{printf "%.0f" .Run.SyscallPathNs}} ns to each call made through it (every thread worker's wait, a process arm parent's){{end}}{{if .Run.Interrupted}} · <span class="warn">the run was interrupted: the report holds the arms that finished</span>{{end}}</p>
 {{range .Run.Warnings}}<p class="warn">⚠ {{.}}</p>
 {{end}}</section>
 {{range .Exps}}<section class="experiment" id="exp-{{.Name}}" data-experiment="{{.Name}}">

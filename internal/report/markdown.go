@@ -13,9 +13,9 @@ import (
 // ready to paste into an issue or a README.
 func Markdown(w io.Writer, run *result.Run) error {
 	fmt.Fprintf(w, "# ctxlab run %s\n\n", run.ID)
-	fmt.Fprintf(w, "ctxlab %s · %s · %s · %d CPUs (%s)%s · Go %s · suite %s · %s\n",
+	fmt.Fprintf(w, "ctxlab %s · %s · %s · %d CPUs (%s)%s · Go %s%s%s · suite %s · %s\n",
 		run.Version, run.Env.Hostname, run.Env.Kernel, run.Env.LogicalCPUs, run.Env.CPUModel,
-		virt(run.Env), run.GoVersion, run.Suite, run.Time.UTC().Format("2006-01-02 15:04 UTC"))
+		virt(run.Env), run.GoVersion, cgoMark(run.Env), syscallText(run), run.Suite, run.Time.UTC().Format("2006-01-02 15:04 UTC"))
 	exps := experimentIndex(run)
 	for _, name := range experimentOrder(run) {
 		arms := armsOf(run, name)

@@ -54,9 +54,9 @@ const tailRatio = 1.5
 // units, each arm's multiple of the experiment's fastest arm (per op kind)
 // and a bar, then the checks, findings and notes.
 func Table(w io.Writer, run *result.Run) error {
-	fmt.Fprintf(w, "ctxlab %s · %s · %s · %d CPUs (%s)%s · Go %s · clock %.0f ns/read\n",
+	fmt.Fprintf(w, "ctxlab %s · %s · %s · %d CPUs (%s)%s · Go %s%s · clock %.0f ns/read%s\n",
 		run.Version, run.Env.Hostname, run.Env.Kernel, run.Env.LogicalCPUs, run.Env.CPUModel,
-		virt(run.Env), run.GoVersion, run.ClockCostNs)
+		virt(run.Env), run.GoVersion, cgoMark(run.Env), run.ClockCostNs, syscallText(run))
 	groups := map[string][]result.Arm{}
 	var order []string
 	for _, a := range run.Arms {
@@ -103,6 +103,24 @@ func virt(e result.Env) string {
 		return ", VM"
 	}
 	return ""
+}
+
+// cgoMark marks a cgo build, whose glibc-started threads make thread
+// handoffs read higher than a CGO_ENABLED=0 build's.
+func cgoMark(e result.Env) string {
+	if e.CgoEnabled == "1" {
+		return " (cgo)"
+	}
+	return ""
+}
+
+// syscallText is the calibrated system call and what Go's runtime-aware
+// path adds to it (every thread worker's wait, a process arm parent's).
+func syscallText(run *result.Run) string {
+	if run.SyscallNs <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" · syscall %s, +%s through Go's runtime", result.FormatNs(run.SyscallNs), result.FormatNs(run.SyscallPathNs))
 }
 
 // sharedNoise are the noise reasons that more than one arm gives: the

@@ -29,6 +29,12 @@ type Run struct {
 	Env         Env       `json:"env"`
 	ClockCostNs float64   `json:"clock_cost_ns"` // cost of one timestamp read, calibrated at start
 	Arms        []Arm     `json:"arms"`
+	// SyscallNs is one raw getppid, and SyscallPathNs what Go's
+	// runtime-aware path (entersyscall/exitsyscall) adds to it: every
+	// thread worker's wait, and a process arm parent's, pays the latter.
+	// Calibrated at start; absent in runs from before they were.
+	SyscallNs     float64 `json:"syscall_ns,omitempty"`
+	SyscallPathNs float64 `json:"syscall_path_ns,omitempty"`
 	// Experiments holds each experiment's checks and findings over its arms.
 	Experiments []Experiment `json:"experiments,omitempty"`
 	Warnings    []string     `json:"warnings,omitempty"`
@@ -47,6 +53,7 @@ type Env struct {
 	Kernel         string        `json:"kernel"`
 	GoVersion      string        `json:"go_version"`
 	GOMAXPROCS     int           `json:"gomaxprocs"`
+	CgoEnabled     string        `json:"cgo_enabled,omitempty"` // the build's CGO_ENABLED: "1" (glibc starts its threads; thread handoffs read higher) or "0"
 	Hypervisor     bool          `json:"hypervisor"`
 	PerfParanoid   int           `json:"perf_event_paranoid"`
 	Counters       []CounterInfo `json:"counters,omitempty"`

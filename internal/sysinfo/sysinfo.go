@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,7 @@ func DetectAt(r Roots, pid int) *Host {
 	e.Hostname, _ = os.Hostname()
 	e.GoVersion = runtime.Version()
 	e.GOMAXPROCS = runtime.GOMAXPROCS(0)
+	e.CgoEnabled = buildSetting("CGO_ENABLED")
 	e.LogicalCPUs = runtime.NumCPU()
 	cpuDir := filepath.Join(r.Sys, "devices", "system", "cpu")
 	if online, err := os.ReadFile(filepath.Join(cpuDir, "online")); err == nil {
@@ -395,4 +397,19 @@ func sample(h *Host, fs procfs.FS, err error) Noise {
 		}
 	}
 	return n
+}
+
+// buildSetting is the value of key in the binary's build settings, or ""
+// where the build did not record it.
+func buildSetting(key string) string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == key {
+			return s.Value
+		}
+	}
+	return ""
 }

@@ -1,0 +1,44 @@
+package measure
+
+import (
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// SyscallPath measures one system call (getppid) made raw and made
+// through Go's runtime-aware path (entersyscall/exitsyscall, which lets
+// the runtime hand the P on while the thread is in the kernel). It returns
+// the raw call's cost and what the runtime's path adds, in ns, each the
+// median over interleaved batches so drift and a preempted batch cancel.
+//
+// Every thread worker's wait, and a process arm parent's, goes through
+// that path: a raw wait would hold its P, and a stop-the-world would then
+// wait for a thread whose partner it had stopped. A C program pays no such
+// cost, so the figure is what a Go worker adds to a handoff, named in the
+// output. Batches are long (ms), as an arm's are: short ones read less.
+func SyscallPath() (rawNs, extraNs float64) {
+	const batch, rounds = 5000, 11
+	raws := make([]float64, 0, rounds)
+	extras := make([]float64, 0, rounds)
+	timed := func(call func(trap, a1, a2, a3 uintptr) (uintptr, uintptr, unix.Errno)) float64 {
+		t0 := Now()
+		for i := 0; i < batch; i++ {
+			call(unix.SYS_GETPPID, 0, 0, 0)
+		}
+		return float64(Now()-t0) / batch
+	}
+	for r := 0; r < rounds; r++ {
+		var raw, rt float64
+		if r%2 == 0 { // alternate which goes first
+			raw, rt = timed(unix.RawSyscall), timed(unix.Syscall)
+		} else {
+			rt, raw = timed(unix.Syscall), timed(unix.RawSyscall)
+		}
+		raws = append(raws, raw)
+		extras = append(extras, rt-raw)
+	}
+	sort.Float64s(raws)
+	sort.Float64s(extras)
+	return raws[rounds/2], max(extras[rounds/2], 0)
+}
