@@ -105,7 +105,9 @@ func TestPingpongChecksOnSyntheticResults(t *testing.T) {
 		arm("pingpong/thread/futex/unpinned", "thread", "futex", "unpinned", 2, 2.0),
 		arm("pingpong/thread/futex/same-cpu", "thread", "futex", "same-cpu", 2, 2.1), // < 10% above unpinned
 		arm("pingpong/goroutine/chan/gomaxprocs=1", "goroutine", "chan", "unpinned", 1, 0.5),
-		arm("pingpong/thread/chan/unpinned", "thread", "chan", "unpinned", 2, 6), // runtime path: no check
+		arm("pingpong/thread/chan/unpinned", "thread", "chan", "unpinned", 2, 6),             // runtime path: no check
+		arm("pingpong/process/shmfutex/unpinned", "process", "shmfutex", "unpinned", 2, 1.3), // the parent need not sleep
+		arm("pingpong/process/pipe/unpinned", "process", "pipe", "unpinned", 2, 1.3),
 	})
 	holds := map[string]bool{}
 	for _, c := range checks {
@@ -113,6 +115,8 @@ func TestPingpongChecksOnSyntheticResults(t *testing.T) {
 	}
 	want := map[string]bool{
 		"pingpong/thread/futex/unpinned":                                true,
+		"pingpong/process/shmfutex/unpinned":                            true,
+		"pingpong/process/pipe/unpinned":                                false,
 		"pingpong/goroutine/chan/gomaxprocs=1":                          false,
 		"pingpong/thread/futex/same-cpu,pingpong/thread/futex/unpinned": false,
 	}
