@@ -1,0 +1,151 @@
+// Command rawloop is the plainest Go thread ping-pong there is: the
+// reference scripts/harness-compare.sh holds ctxlab's thread arms to.
+//
+//	go run ./scripts/rawloop -mech futex -n 200000
+//
+// Two locked threads, the main one and one more, both pinned to CPU 0,
+// hand a message back and forth n times in raw system calls (the Go
+// runtime never sees them block) and it prints ns per round trip. With
+// -runtime their waits go through the runtime's entersyscall/exitsyscall,
+// as ctxlab's must. It imports nothing that needs cgo, so the binary is
+// static whatever CGO_ENABLED says: like a C program's threads, its
+// threads are plain clone(2)s.
+//
+// A loop inside a test binary (BenchmarkRaw*RoundTripCPU0) read 5–8%
+// slower than this on the VM the README was measured on, so the script
+// uses this one.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	futexWait = 0 | 128 // FUTEX_WAIT | FUTEX_PRIVATE_FLAG
+	futexWake = 1 | 128
+)
+
+func main() {
+	mech := flag.String("mech", "pipe", "futex, eventfd or pipe")
+	n := flag.Int("n", 200000, "round trips")
+	viaRuntime := flag.Bool("runtime", false, "wait through the Go runtime (unix.Syscall), not raw")
+	flag.Parse()
+	if *n < 1 || *n > 1<<31 {
+		fmt.Fprintf(os.Stderr, "rawloop: -n %d: want 1..%d round trips\n", *n, 1<<31)
+		os.Exit(2)
+	}
+	d, err := pingPong(*mech, uint32(*n), *viaRuntime)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rawloop:", err)
+		os.Exit(2)
+	}
+	fmt.Printf("%.1f ns/op\n", float64(d.Nanoseconds())/float64(*n))
+}
+
+// pingPong runs n round trips of mech between the calling goroutine's
+// thread and one more, both locked and pinned to CPU 0, and returns the
+// time they took. The calling goroutine stays locked: its thread ends
+// with it.
+func pingPong(mech string, n uint32, viaRuntime bool) (time.Duration, error) {
+	wait := unix.RawSyscall
+	if viaRuntime {
+		wait = unix.Syscall
+	}
+	var send, recv [2]func(i uint32)
+	switch mech {
+	case "futex":
+		var w [2]uint32 // w[k]: the sequence sent towards side k
+		for k := range 2 {
+			send[k] = func(i uint32) {
+				atomic.StoreUint32(&w[1-k], i)
+				unix.RawSyscall(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&w[1-k])), futexWake, 1)
+			}
+			recv[k] = func(i uint32) {
+				for atomic.LoadUint32(&w[k]) != i {
+					wait(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&w[k])), futexWait, uintptr(i-1))
+				}
+			}
+		}
+	case "eventfd", "pipe":
+		var fds [2][2]int // fds[k]: read end, write end of the direction towards side k
+		for k := range 2 {
+			var err error
+			if mech == "eventfd" {
+				var fd int
+				fd, err = unix.Eventfd(0, unix.EFD_CLOEXEC)
+				fds[k] = [2]int{fd, fd}
+			} else {
+				err = unix.Pipe2(fds[k][:], unix.O_CLOEXEC)
+			}
+			if err != nil {
+				return 0, err
+			}
+			defer unix.Close(fds[k][0])
+			if fds[k][1] != fds[k][0] {
+				defer unix.Close(fds[k][1])
+			}
+		}
+		var one, buf [2][8]byte
+		one[0][0], one[1][0] = 1, 1
+		for k := range 2 {
+			send[k] = func(uint32) {
+				unix.RawSyscall(unix.SYS_WRITE, uintptr(fds[1-k][1]), uintptr(unsafe.Pointer(&one[k][0])), 8)
+			}
+			recv[k] = func(uint32) { wait(unix.SYS_READ, uintptr(fds[k][0]), uintptr(unsafe.Pointer(&buf[k][0])), 8) }
+		}
+	default:
+		return 0, fmt.Errorf("-mech %q: want futex, eventfd or pipe", mech)
+	}
+	if runtime.GOMAXPROCS(0) < 3 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3)) // each raw waiter holds a P
+	}
+	// Nothing here allocates, and with the collector off nothing stops
+	// the world while a raw waiter holds its P.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	pin := func() error {
+		runtime.LockOSThread()
+		var set unix.CPUSet
+		set.Set(0)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("pin to CPU 0: %w", err)
+		}
+		return nil
+	}
+	if err := pin(); err != nil {
+		return 0, err
+	}
+	pinned := make(chan error)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		err := pin()
+		pinned <- err
+		if err != nil {
+			return
+		}
+		for i := uint32(1); i <= n; i++ {
+			recv[1](i)
+			send[1](i)
+		}
+	}()
+	if err := <-pinned; err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	for i := uint32(1); i <= n; i++ {
+		send[0](i)
+		recv[0](i)
+	}
+	d := time.Since(t0)
+	<-done
+	return d, nil
+}
