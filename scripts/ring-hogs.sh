@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage: go build -o ctxlab ./cmd/ctxlab && CTX=./ctxlab bash scripts/ring-hogs.sh
+# Usage: CGO_ENABLED=0 go build -o ctxlab ./cmd/ctxlab && CTX=./ctxlab bash scripts/ring-hogs.sh
 # The process ring (10 processes passing a token through pipes) quiet and
 # under two spinning CPU hogs, side by side with an independent instrument:
 # the same ring as a plain Python program (os.fork, os.pipe, perf_counter
