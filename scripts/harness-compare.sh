@@ -9,7 +9,8 @@
 # Every figure runs with its workers on CPU 0, the reference's too (CPU 0
 # of a VM can run a loop ~40% slower than CPU 1, so an unpinned reference
 # is not comparable); the goroutine arm and its reference run whole on
-# CPU 0, the others keep their harness threads off it. Each arm is run
+# CPU 0; ctxlab keeps its harness threads off it, rawloop and perf bench
+# leave theirs unpinned. Each arm is run
 # right beside its reference, ROUNDS times, so drift of the machine
 # between rounds cancels in the ratio. The thread arms' Go reference is
 # rawloop, a plain program, not a loop in a test binary (those read 5-8%
@@ -50,11 +51,18 @@ for r in $(seq 1 "$ROUNDS"); do
   ctx 'pingpong/process/pipe/unpinned' ppipe "$r"; perfpipe "$OUT/ppipe$r.txt"
   bench 'RawProcessPipe' 4 "$OUT/ppipe$r.raw"
 done
-python3 - "$OUT" "$ROUNDS" <<'PY'
-import json, os, re, sys, statistics as st
-out, R = sys.argv[1], int(sys.argv[2])
+python3 - "$OUT" "$ROUNDS" "${CTXCGO:+cgo}" <<'PY'
+import json, re, sys, statistics as st
+out, R, cgo = sys.argv[1], int(sys.argv[2]), sys.argv[3] == 'cgo'
 def ctx(f):
-    a = json.load(open(f))['arms'][0]
+    run = json.load(open(f))
+    # A build that is not what the tables say would compare the wrong
+    # thing: CTX must be CGO_ENABLED=0, CTXCGO a cgo build (go build makes
+    # a CGO_ENABLED=0 binary where no C compiler is found).
+    want = '1' if f.endswith('.cgo') else '0'
+    if run['env'].get('cgo_enabled') != want:
+        raise SystemExit(f"{f}: ctxlab's build has CGO_ENABLED={run['env'].get('cgo_enabled')!r}, want {want!r}")
+    a = run['arms'][0]
     if a['status'] != 'ok':
         raise SystemExit(f"{f}: {a['name']} {a['status']}: {a.get('reason', '')}")
     return a['median']
@@ -76,8 +84,7 @@ fmt = lambda xs: ", ".join("%.0f" % x for x in xs)
 rat = lambda xs: ", ".join("%.2f" % x for x in xs)
 series = lambda key, ext, parse: [parse(f"{out}/{key}{r}.{ext}") for r in range(1, R + 1)]
 div = lambda a, b: [x / y for x, y in zip(a, b)]
-cgo = os.path.exists(f"{out}/chan1.cgo")
-print("ctxlab built with CGO_ENABLED=0.")
+print("ctxlab built with CGO_ENABLED=0 (checked in every result).")
 print()
 print("| arm (`--cpus 0`) | ctxlab median per round (ns) | reference | reference per round (ns) | ratio per round | median ratio |")
 print("|---|---|---|---|---|---|")

@@ -19,7 +19,7 @@ func newEnvCmd(stdout io.Writer) *cobra.Command {
 	var format string
 	c := &cobra.Command{
 		Use:   "env",
-		Short: "show the machine as ctxlab sees it: CPUs, caches, counters, noise now",
+		Short: "show the machine as ctxlab sees it: CPUs, caches, counters, the build, a system call's cost, noise now",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "table" && format != "json" {
@@ -33,7 +33,8 @@ func newEnvCmd(stdout io.Writer) *cobra.Command {
 }
 
 // env shows host h (sysinfo.Detect's) with what is probed now: counters,
-// the clock's cost, the interpreters and the noise over 200 ms.
+// the clock's cost, a system call's and what Go's runtime path adds to it,
+// the interpreters and the noise over 200 ms.
 func env(w io.Writer, format string, h *sysinfo.Host) error {
 	p := envProbes{Counters: probeCounters(), ClockNs: measure.ClockCost()}
 	p.SyscallNs, p.SyscallPathNs = measure.SyscallPath()
@@ -96,7 +97,7 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 	kv("virtualised", yesNo(e.Hypervisor))
 	kv("go", fmt.Sprintf("%s, GOMAXPROCS %d%s", e.GoVersion, e.GOMAXPROCS, cgoText(e.CgoEnabled)))
 	kv("clock", fmt.Sprintf("%.1f ns per timestamp", clock))
-	kv("syscall", fmt.Sprintf("%s raw (getppid); Go's runtime-aware path adds %s to each call made through it: every thread worker's wait, a process arm parent's", result.FormatNs(p.SyscallNs), result.FormatNs(p.SyscallPathNs)))
+	kv("syscall", fmt.Sprintf("%s raw (getppid); Go's runtime-aware path adds %s to each call made through it: every kernel wait of a thread arm (futex, eventfd, pipe, socket) and of a pingpong process parent", result.FormatNs(p.SyscallNs), result.FormatNs(p.SyscallPathNs)))
 	kv("cgroup", h.CgroupText())
 	kv("limits", fmt.Sprintf("threads-max %d, RLIMIT_NPROC %s, MemAvailable %s", e.ThreadsMax, limitText(e.NprocLimit), result.FormatValue(float64(e.MemAvailableB), "bytes")))
 	if e.Governor != "" {

@@ -249,8 +249,11 @@ func TestAffinityRoundTrip(t *testing.T) {
 }
 
 func TestSyscallPath(t *testing.T) {
+	// The runtime's bookkeeping is a few atomic operations and a state
+	// change: it cannot cost more than the system call itself several
+	// times over, whatever the machine.
 	raw, extra := SyscallPath()
-	if raw <= 0 || extra < 0 {
-		t.Fatalf("SyscallPath() = %v, %v: want a positive raw cost and a non-negative extra", raw, extra)
+	if raw <= 0 || extra > 5*raw {
+		t.Fatalf("SyscallPath() = %v, %v: want a positive raw cost and an extra below 5× it", raw, extra)
 	}
 }

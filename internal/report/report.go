@@ -115,7 +115,8 @@ func cgoMark(e result.Env) string {
 }
 
 // syscallText is the calibrated system call and what Go's runtime-aware
-// path adds to it (every thread worker's wait, a process arm parent's).
+// path adds to it (every kernel wait of a thread arm and of a pingpong
+// process parent).
 func syscallText(run *result.Run) string {
 	if run.SyscallNs <= 0 {
 		return ""

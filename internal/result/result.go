@@ -31,7 +31,8 @@ type Run struct {
 	Arms        []Arm     `json:"arms"`
 	// SyscallNs is one raw getppid, and SyscallPathNs what Go's
 	// runtime-aware path (entersyscall/exitsyscall) adds to it: every
-	// thread worker's wait, and a process arm parent's, pays the latter.
+	// kernel wait of a thread arm, and of a pingpong process parent, pays
+	// the latter.
 	// Calibrated at start; absent in runs from before they were.
 	SyscallNs     float64 `json:"syscall_ns,omitempty"`
 	SyscallPathNs float64 `json:"syscall_path_ns,omitempty"`

@@ -3,25 +3,29 @@
 //
 //	go run ./scripts/rawloop -mech futex -n 200000
 //
-// Two locked threads, the main one and one more, both pinned to CPU 0,
-// hand a message back and forth n times in raw system calls (the Go
-// runtime never sees them block) and it prints ns per round trip. With
+// Two locked threads, the calling goroutine's and one more, both pinned
+// to CPU 0, hand a message back and forth n times in raw system calls (the
+// Go runtime never sees them block) and it prints ns per round trip. With
 // -runtime their waits go through the runtime's entersyscall/exitsyscall,
-// as ctxlab's must. It imports nothing that needs cgo, so the binary is
-// static whatever CGO_ENABLED says: like a C program's threads, its
-// threads are plain clone(2)s.
+// as ctxlab's thread arms' waits do. It imports nothing that needs cgo, so
+// its threads are the Go runtime's own (clone(2)), whatever CGO_ENABLED
+// says, as a CGO_ENABLED=0 ctxlab's are.
 //
-// A loop inside a test binary (BenchmarkRaw*RoundTripCPU0) read 5–8%
-// slower than this on the VM the README was measured on, so the script
-// uses this one.
+// The same loops as benchmarks in a test binary
+// (BenchmarkRaw{Futex,Eventfd,Pipe}RoundTripCPU0, since removed) read
+// 5-8% slower than this on the VM the README was measured on, so the
+// script uses this one.
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -34,21 +38,37 @@ const (
 	futexWake = 1 | 128
 )
 
-func main() {
-	mech := flag.String("mech", "pipe", "futex, eventfd or pipe")
-	n := flag.Int("n", 200000, "round trips")
-	viaRuntime := flag.Bool("runtime", false, "wait through the Go runtime (unix.Syscall), not raw")
-	flag.Parse()
-	if *n < 1 || *n > 1<<31 {
-		fmt.Fprintf(os.Stderr, "rawloop: -n %d: want 1..%d round trips\n", *n, 1<<31)
-		os.Exit(2)
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is the command: 0 when the loop ran, 2 for bad arguments, 1 when
+// the machine could not run it.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rawloop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mech := fs.String("mech", "pipe", "futex, eventfd or pipe")
+	n := fs.Int("n", 200000, "round trips, 1.."+strconv.Itoa(math.MaxInt32))
+	viaRuntime := fs.Bool("runtime", false, "wait through the Go runtime (unix.Syscall), not raw")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "rawloop: unexpected argument %q (the mechanism is -mech)\n", fs.Arg(0))
+		return 2
+	case *n < 1 || *n > math.MaxInt32:
+		fmt.Fprintf(stderr, "rawloop: -n %d: want 1..%d round trips\n", *n, math.MaxInt32)
+		return 2
+	case *mech != "futex" && *mech != "eventfd" && *mech != "pipe":
+		fmt.Fprintf(stderr, "rawloop: -mech %q: want futex, eventfd or pipe\n", *mech)
+		return 2
 	}
 	d, err := pingPong(*mech, uint32(*n), *viaRuntime)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "rawloop:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "rawloop:", err)
+		return 1
 	}
-	fmt.Printf("%.1f ns/op\n", float64(d.Nanoseconds())/float64(*n))
+	fmt.Fprintf(stdout, "%.1f ns/op\n", float64(d.Nanoseconds())/float64(*n))
+	return 0
 }
 
 // pingPong runs n round trips of mech between the calling goroutine's
@@ -105,8 +125,11 @@ func pingPong(mech string, n uint32, viaRuntime bool) (time.Duration, error) {
 	default:
 		return 0, fmt.Errorf("-mech %q: want futex, eventfd or pipe", mech)
 	}
-	if runtime.GOMAXPROCS(0) < 3 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3)) // each raw waiter holds a P
+	if !viaRuntime && runtime.GOMAXPROCS(0) < 3 {
+		// Each raw waiter holds a P. Through the runtime it does not, and
+		// an idle P can change what the runtime does around a wait, so
+		// then GOMAXPROCS stays as ctxlab's thread arms run (2 here).
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
 	}
 	// Nothing here allocates, and with the collector off nothing stops
 	// the world while a raw waiter holds its P.
