@@ -3,7 +3,7 @@
 #   CGO_ENABLED=0 go build -o ctxlab ./cmd/ctxlab && go build -o ctxlab-cgo ./cmd/ctxlab &&
 #   CGO_ENABLED=0 go test -c -o mech.test ./internal/mech && go build -o rawloop ./scripts/rawloop &&
 #   CTX=./ctxlab CTXCGO=./ctxlab-cgo MECH=./mech.test RAW=./rawloop bash scripts/harness-compare.sh
-# Needs perf (linux-perf) and taskset; prints markdown tables of ratios.
+# Needs perf (linux-perf), taskset and python3; prints markdown tables of ratios.
 # CTXCGO (a cgo build of ctxlab) is optional: it adds the cgo build's step.
 #
 # Every figure runs with its workers on CPU 0, the reference's too (CPU 0
