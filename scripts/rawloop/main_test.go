@@ -2,12 +2,22 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// TestMain makes the test binary -proc's child, as main does rawloop.
+func TestMain(m *testing.M) {
+	if os.Getenv(echoEnv) != "" {
+		echo()
+		return
+	}
+	os.Exit(m.Run())
+}
 
 // Every mechanism, raw and through the runtime, completes its round trips
 // (a side that missed a message would hang here).
@@ -31,6 +41,19 @@ func TestPingPong(t *testing.T) {
 			}
 		}
 	}
+	for _, viaRuntime := range []bool{false, true} {
+		done := make(chan struct{})
+		var d time.Duration
+		var err error
+		go func() {
+			defer close(done)
+			d, err = processPingPong(2000, viaRuntime)
+		}()
+		<-done
+		if err != nil || d <= 0 {
+			t.Errorf("-proc runtime=%v: %v, %v", viaRuntime, d, err)
+		}
+	}
 }
 
 // Bad arguments exit 2 with a message naming the value and what is
@@ -45,6 +68,7 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"-mech", "smoke"}, `-mech "smoke": want futex, eventfd or pipe`},
 		{[]string{"futex"}, `unexpected argument "futex"`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"-proc", "-mech", "eventfd"}, `-proc with -mech "eventfd": processes hand over through a pipe only`},
 	} {
 		var out, errs bytes.Buffer
 		if code := run(c.args, &out, &errs); code != 2 || !strings.Contains(errs.String(), c.want) || out.Len() > 0 {
