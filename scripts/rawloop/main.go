@@ -16,8 +16,8 @@
 //
 // The same loops as benchmarks in a test binary
 // (BenchmarkRaw{Futex,Eventfd,Pipe,ProcessPipe}RoundTripCPU0, since
-// removed) read 5-10% slower than this on the VM the README was measured
-// on, so the script uses this one.
+// removed) read 5-8% (threads) and 6-10% (processes) slower than this on
+// the VM the README was measured on, so the script uses this one.
 package main
 
 import (
