@@ -154,6 +154,13 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	}
 
 	// Placement: GOMAXPROCS and the process's CPU mask for the arm's life.
+	// Setting GOMAXPROCS, even to its current value, also stops Go (1.25
+	// on) from resizing it to the CPU mask: once PinProcess has confined
+	// the harness to the CPUs the workers leave, sysmon would otherwise cut
+	// GOMAXPROCS to their count within a second, and two locked threads at
+	// GOMAXPROCS=1 queue for the one P at every runtime-aware wait (a plain
+	// eventfd ping-pong, pinned so, went from 7.2 to 155–226 µs a round
+	// trip). loop checks that it held.
 	prevProcs := runtime.GOMAXPROCS(r.GOMAXPROCS)
 	defer runtime.GOMAXPROCS(prevProcs)
 	if len(a.CPUs) > 0 {
@@ -246,6 +253,7 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	var walls []int64
 	var opsPerRep int
 	var cpus []int
+	procsAfter := r.GOMAXPROCS
 	type outcome struct{ err error }
 	done := make(chan outcome, 1)
 	go func() {
@@ -294,6 +302,7 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 		}
 		// The workers are still there: read where they may run.
 		cpus = participantCPUs(parts)
+		procsAfter = runtime.GOMAXPROCS(0)
 		done <- outcome{nil}
 	}()
 
@@ -357,6 +366,9 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	}
 	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
 	addReasons(&r.Noise, sizingReasons(opsPerRep, walls, cfg.BenchTime))
+	if procsAfter != r.GOMAXPROCS {
+		addReasons(&r.Noise, []string{fmt.Sprintf("GOMAXPROCS was %d when the repetitions ended, not the arm's %d: the figure is not the arm's", procsAfter, r.GOMAXPROCS)})
+	}
 	if cfg.Observe != nil {
 		o := Observation{Arm: r.Name, Participants: parts, RepWallNs: walls}
 		o.Switches, o.WholeSwitches = task.totals()

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -343,5 +345,52 @@ func TestStuckGaugeIsAbandoned(t *testing.T) {
 	}
 	if d := time.Since(start); d > c.Timeout+abandonAfter+5*time.Second {
 		t.Fatalf("took %v", d)
+	}
+}
+
+// resizer changes GOMAXPROCS during its repetitions, as Go's own resizing
+// to a narrowed CPU mask would if the runner had not set it.
+type resizer struct {
+	spin
+	to int
+}
+
+func (z *resizer) Run(b *measure.B) error {
+	if b.S != nil { // a timed repetition, not sizing
+		runtime.GOMAXPROCS(z.to)
+	}
+	return z.spin.Run(b)
+}
+
+// An arm whose GOMAXPROCS moved under it is flagged, naming both values:
+// its figure is not the arm it is named for.
+func TestArmFlagsGOMAXPROCSChange(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	want := runtime.GOMAXPROCS(0) + 1
+	z := &resizer{to: want + 1}
+	r := Arm(context.Background(), cfg(), spec, exp.Arm{Name: "fake/resize", GOMAXPROCS: want,
+		Open: func(context.Context) (exp.Bench, error) { return z, nil }})
+	if r.Status != result.StatusOK {
+		t.Fatalf("%s: %s", r.Status, r.Reason)
+	}
+	if r.GOMAXPROCS != want || !r.Noise.Noisy {
+		t.Fatalf("gomaxprocs %d noisy %v, want %d and noisy", r.GOMAXPROCS, r.Noise.Noisy, want)
+	}
+	found := false
+	for _, why := range r.Noise.Reasons {
+		found = found || strings.Contains(why, fmt.Sprintf("GOMAXPROCS was %d when the repetitions ended, not the arm's %d", want+1, want))
+	}
+	if !found {
+		t.Fatalf("reasons %q do not name the change", r.Noise.Reasons)
+	}
+}
+
+// An arm that leaves GOMAXPROCS alone is not flagged for it.
+func TestArmKeepsGOMAXPROCSUnflagged(t *testing.T) {
+	r := Arm(context.Background(), cfg(), spec, exp.Arm{Name: "fake/spin", Open: func(context.Context) (exp.Bench, error) { return &spin{}, nil }})
+	for _, why := range r.Noise.Reasons {
+		if strings.Contains(why, "GOMAXPROCS") {
+			t.Fatalf("flagged: %q", why)
+		}
 	}
 }
