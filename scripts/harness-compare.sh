@@ -3,7 +3,7 @@
 #   CGO_ENABLED=0 go build -o ctxlab ./cmd/ctxlab && go build -o ctxlab-cgo ./cmd/ctxlab &&
 #   CGO_ENABLED=0 go test -c -o mech.test ./internal/mech && go build -o rawloop ./scripts/rawloop &&
 #   CTX=./ctxlab CTXCGO=./ctxlab-cgo MECH=./mech.test RAW=./rawloop bash scripts/harness-compare.sh
-# Needs perf (linux-perf), taskset and python3; prints markdown tables of ratios.
+# Needs perf (linux-perf), taskset, shuf and python3; prints markdown tables of ratios.
 # CTXCGO (a cgo build of ctxlab) is optional: it adds the cgo build's step.
 #
 # Every figure runs with its workers on CPU 0, the reference's too (CPU 0
@@ -11,8 +11,9 @@
 # is not comparable); the goroutine arm and its reference run whole on
 # CPU 0; ctxlab keeps its harness threads off it, rawloop and perf bench
 # leave theirs unpinned. Each arm is run
-# right beside its reference, ROUNDS times, so drift of the machine
-# between rounds cancels in the ratio. The thread arms' Go reference is
+# right beside its references, ROUNDS times, in a new random order each
+# round (whatever runs first after another arm does not always fall to the
+# same one), so drift of the machine between rounds cancels in the ratio. The thread arms' Go reference is
 # rawloop, a plain program, not a loop in a test binary (those read 5-8%
 # slower here).
 set -euo pipefail
@@ -23,12 +24,14 @@ ctxwith() { # binary, arm, file
   "$1" run "$2" --cpus 0 --reps 5 --no-store --format json -o "$3" >/dev/null 2>"$3.err" ||
     { echo "$1 run $2 failed:"; cat "$3.err"; exit 1; }
 }
-ctx() { # arm, key, round: the CGO_ENABLED=0 build, then the cgo build beside it
+ctx() { # arm, key, round: the CGO_ENABLED=0 build
   ctxwith "$CTX" "$1" "$OUT/$2$3.json"
+}
+ctxcgo() { # arm, key, round: the cgo build, when there is one
   if [ -n "$CTXCGO" ]; then ctxwith "$CTXCGO" "$1" "$OUT/$2$3.cgo"; fi
 }
-command -v perf >/dev/null && command -v taskset >/dev/null && command -v python3 >/dev/null ||
-  { echo "harness-compare.sh needs perf, taskset and python3"; exit 1; }
+command -v perf >/dev/null && command -v taskset >/dev/null && command -v shuf >/dev/null && command -v python3 >/dev/null ||
+  { echo "harness-compare.sh needs perf, taskset, shuf and python3"; exit 1; }
 raw() { # mech, file, [flags: -runtime, -proc]
   "$RAW" -mech "$1" -n 150000 ${3:-} >"$2" 2>&1 || { echo "$RAW -mech $1 ${3:-} failed:"; cat "$2"; exit 1; }
 }
@@ -36,19 +39,29 @@ perfpipe() { # file, perf bench flags
   local f=$1; shift
   taskset -c 0 perf bench sched pipe "$@" -l 200000 >"$f" 2>&1 || { echo "perf bench sched pipe $* failed:"; cat "$f"; exit 1; }
 }
-for r in $(seq 1 "$ROUNDS"); do
-  ctx 'pingpong/goroutine/chan/gomaxprocs=1' chan "$r"; taskset -c 0 "$MECH" -test.run XXX -test.bench PlainChan -test.count 1 -test.cpu 1 >"$OUT/chan$r.txt" 2>&1 ||
-    { echo "PlainChan failed:"; cat "$OUT/chan$r.txt"; exit 1; }
+gochan() { # file
+  taskset -c 0 "$MECH" -test.run XXX -test.bench PlainChan -test.count 1 -test.cpu 1 >"$1" 2>&1 ||
+    { echo "PlainChan failed:"; cat "$1"; exit 1; }
+}
+group() { # commands: an arm and its references, in a new random order each round
+  local cmds=("$@") i
+  for i in $(shuf -e "${!cmds[@]}"); do eval "${cmds[$i]}"; done
+}
+for r in $(seq 1 "$ROUNDS"); do # the commands are evaluated in group, with this r and m
+  group 'ctx pingpong/goroutine/chan/gomaxprocs=1 chan $r' 'ctxcgo pingpong/goroutine/chan/gomaxprocs=1 chan $r' \
+    'gochan "$OUT/chan$r.txt"'
   for m in futex eventfd; do
-    ctx "pingpong/thread/$m/unpinned" "$m" "$r"; raw "$m" "$OUT/$m$r.txt"; raw "$m" "$OUT/$m$r.rt" -runtime
+    group 'ctx pingpong/thread/$m/unpinned $m $r' 'ctxcgo pingpong/thread/$m/unpinned $m $r' \
+      'raw $m "$OUT/$m$r.txt"' 'raw $m "$OUT/$m$r.rt" -runtime'
   done
-  ctx 'pingpong/thread/pipe/unpinned' tpipe "$r"; perfpipe "$OUT/tpipe$r.txt" -T
-  raw pipe "$OUT/tpipe$r.raw"; raw pipe "$OUT/tpipe$r.rt" -runtime
-  ctx 'pingpong/process/pipe/unpinned' ppipe "$r"; perfpipe "$OUT/ppipe$r.txt"
+  group 'ctx pingpong/thread/pipe/unpinned tpipe $r' 'ctxcgo pingpong/thread/pipe/unpinned tpipe $r' \
+    'perfpipe "$OUT/tpipe$r.txt" -T' 'raw pipe "$OUT/tpipe$r.raw"' 'raw pipe "$OUT/tpipe$r.rt" -runtime'
   # With one worker thread and an idle P, a plain runtime-aware loop gets
   # ~5 000 sysmon preemption signals a second, which ctxlab's arm does not:
   # the -runtime reference runs without async preemption.
-  raw pipe "$OUT/ppipe$r.raw" -proc; GODEBUG=asyncpreemptoff=1 raw pipe "$OUT/ppipe$r.rt" "-proc -runtime"
+  group 'ctx pingpong/process/pipe/unpinned ppipe $r' 'ctxcgo pingpong/process/pipe/unpinned ppipe $r' \
+    'perfpipe "$OUT/ppipe$r.txt"' 'raw pipe "$OUT/ppipe$r.raw" -proc' \
+    'GODEBUG=asyncpreemptoff=1 raw pipe "$OUT/ppipe$r.rt" "-proc -runtime"'
 done
 python3 - "$OUT" "$ROUNDS" "${CTXCGO:+cgo}" <<'PY'
 import json, re, sys, statistics as st
