@@ -78,13 +78,17 @@ type Server struct {
 	metrics *Metrics
 	cgroup  *CgroupCollector
 	// host lists the signals that cannot be read here, for the index page.
-	host     struct{ Unsupported map[string]string }
-	reg      *prometheus.Registry
-	budget   *budget
-	started  time.Time
-	clock    float64 // ns per timestamp, calibrated once
-	cycles   atomic.Int64
-	stopping atomic.Bool
+	host    struct{ Unsupported map[string]string }
+	reg     *prometheus.Registry
+	budget  *budget
+	started time.Time
+	clock   float64 // ns per timestamp, calibrated once
+	// syscall and syscallPath are a raw system call and what Go's
+	// runtime-aware path adds to one (measure.SyscallPath), calibrated
+	// once: a stored serve run says them as a `ctxlab run` does.
+	syscall, syscallPath float64
+	cycles               atomic.Int64
+	stopping             atomic.Bool
 }
 
 // New builds the exporter: registry, collectors and budget. Nothing runs yet.
@@ -112,6 +116,7 @@ func New(o Options) *Server {
 		names = append(names, p.Name())
 	}
 	s := &Server{o: o, reg: prometheus.NewRegistry(), started: time.Now(), clock: measure.ClockCost()}
+	s.syscall, s.syscallPath = measure.SyscallPath()
 	s.budget = newBudget(o.BudgetPct/100, o.Interval, names)
 	s.metrics = NewMetrics(names, o.Interval, s.budget.perCycle, o.Version, runtime.Version())
 	for _, n := range names {
@@ -253,7 +258,7 @@ func (s *Server) Cycle(ctx context.Context) {
 		run := &result.Run{
 			Schema: result.SchemaVersion, ID: runID(), Time: time.Now().UTC(), Version: s.o.Version,
 			GoVersion: runtime.Version(), CommandLine: []string{"ctxlab", "serve"}, Suite: "serve",
-			Env: s.o.Host.Env, ClockCostNs: clock, Arms: arms,
+			Env: s.o.Host.Env, ClockCostNs: clock, SyscallNs: s.syscall, SyscallPathNs: s.syscallPath, Arms: arms,
 		}
 		if err := s.o.Save(run); err != nil {
 			s.o.Log.Warn("saving probe results failed", "err", err)

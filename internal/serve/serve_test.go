@@ -484,3 +484,29 @@ func TestServeRealProbes(t *testing.T) {
 		t.Logf("%s: p50 %.3g s, mean %.3g s, max %.3g s over %d samples", fullName(m), p50, mean, mx, s.GetSampleCount())
 	}
 }
+
+// A stored serve cycle carries the calibrations a `ctxlab run` stores: the
+// clock, one system call and Go's runtime-aware path, and the build.
+func TestCycleSavesCalibrations(t *testing.T) {
+	good := probe("fake/good", func(context.Context) (exp.Bench, error) {
+		return &stuckBench{okOps: 1 << 30, closed: make(chan struct{})}, nil
+	})
+	var saved []*result.Run
+	s := serve.New(serve.Options{Probes: []serve.Probe{good}, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: time.Second,
+		Host: sysinfo.Detect(), Version: "test", NoRuntimeMetrics: true,
+		Save: func(r *result.Run) error { saved = append(saved, r); return nil }})
+	s.Cycle(context.Background())
+	if len(saved) != 1 {
+		t.Fatalf("%d runs saved, want 1", len(saved))
+	}
+	r := saved[0]
+	if r.ClockCostNs <= 0 || r.SyscallNs <= 0 || r.SyscallPathNs < 0 {
+		t.Fatalf("clock %v ns, syscall %v ns, path %v ns: want the calibrations", r.ClockCostNs, r.SyscallNs, r.SyscallPathNs)
+	}
+	if r.Env.CgoEnabled == "" {
+		t.Fatalf("env does not say the build: %+v", r.Env)
+	}
+	if len(r.Arms) != 1 || r.Arms[0].Name != "fake/good" {
+		t.Fatalf("arms %+v", r.Arms)
+	}
+}
