@@ -8,14 +8,13 @@
 #
 # Every figure runs with its workers on CPU 0, the reference's too (CPU 0
 # of a VM can run a loop ~40% slower than CPU 1, so an unpinned reference
-# is not comparable); the goroutine arm and its reference run whole on
-# CPU 0; ctxlab keeps its harness threads off it, rawloop and perf bench
-# leave theirs unpinned. Each arm is run
-# right beside its references, ROUNDS times, in a new random order each
-# round (whatever runs first after another arm does not always fall to the
-# same one), so drift of the machine between rounds cancels in the ratio. The thread arms' Go reference is
-# rawloop, a plain program, not a loop in a test binary (those read 5-8%
-# slower here).
+# is not comparable); the goroutine arm and its reference run whole on CPU
+# 0; ctxlab keeps its harness threads off it, rawloop and perf bench leave
+# theirs unpinned. Each arm is run right beside its references, ROUNDS
+# times, in a new random order each round (so no one command always runs
+# first, just after another arm), and drift of the machine between rounds
+# cancels in the ratio. The thread arms' Go reference is rawloop, a plain
+# program, not a loop in a test binary (those read 5-8% slower here).
 set -euo pipefail
 CTX=${CTX:-ctxlab}; MECH=${MECH:-./mech.test}; RAW=${RAW:-./rawloop}; CTXCGO=${CTXCGO:-}
 ROUNDS=${ROUNDS:-5}; OUT=${OUT:-$(mktemp -d)}
@@ -44,8 +43,9 @@ gochan() { # file
     { echo "PlainChan failed:"; cat "$1"; exit 1; }
 }
 group() { # commands: an arm and its references, in a new random order each round
-  local cmds=("$@") i
-  for i in $(shuf -e "${!cmds[@]}"); do eval "${cmds[$i]}"; done
+  local _cmds=("$@") _order _i
+  _order=$(shuf -e "${!_cmds[@]}") || { echo "shuf failed"; exit 1; }
+  for _i in $_order; do eval "${_cmds[$_i]}"; done
 }
 for r in $(seq 1 "$ROUNDS"); do # the commands are evaluated in group, with this r and m
   group 'ctx pingpong/goroutine/chan/gomaxprocs=1 chan $r' 'ctxcgo pingpong/goroutine/chan/gomaxprocs=1 chan $r' \

@@ -160,7 +160,7 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	// GOMAXPROCS to their count within a second, and two locked threads at
 	// GOMAXPROCS=1 queue for the one P at every runtime-aware wait (a plain
 	// eventfd ping-pong, pinned so, went from 7.2 to 155–226 µs a round
-	// trip). loop checks that it held.
+	// trip). The arm is flagged if it did not hold.
 	prevProcs := runtime.GOMAXPROCS(r.GOMAXPROCS)
 	defer runtime.GOMAXPROCS(prevProcs)
 	if len(a.CPUs) > 0 {
@@ -205,16 +205,20 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	}
 	switch b := bench.(type) {
 	case exp.Loop:
-		return loop(ctx, actx, cfg, a, b, r, reps, limit, before)
+		r = loop(ctx, actx, cfg, a, b, r, reps, limit, before)
 	case exp.SelfTimed:
-		return selfTimed(ctx, actx, cfg, b, r, reps, limit, before)
+		r = selfTimed(ctx, actx, cfg, b, r, reps, limit, before)
 	case exp.Gauge:
-		return gauge(ctx, actx, cfg, b, r, reps, limit, before)
+		r = gauge(ctx, actx, cfg, b, r, reps, limit, before)
 	default:
 		bench.Close()
 		r.Status, r.Reason = result.StatusFailed, fmt.Sprintf("setup: %T is not an exp.Loop, exp.SelfTimed or exp.Gauge bench", bench)
 		return r
 	}
+	if got := runtime.GOMAXPROCS(0); got != r.GOMAXPROCS {
+		addReasons(&r.Noise, []string{fmt.Sprintf("GOMAXPROCS was %d when the arm ended, not its %d: the figure may not be the arm's", got, r.GOMAXPROCS)})
+	}
+	return r
 }
 
 // Observation is what the runner saw of one arm beyond its result, for
@@ -253,7 +257,6 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	var walls []int64
 	var opsPerRep int
 	var cpus []int
-	procsAfter := r.GOMAXPROCS
 	type outcome struct{ err error }
 	done := make(chan outcome, 1)
 	go func() {
@@ -302,7 +305,6 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 		}
 		// The workers are still there: read where they may run.
 		cpus = participantCPUs(parts)
-		procsAfter = runtime.GOMAXPROCS(0)
 		done <- outcome{nil}
 	}()
 
@@ -366,9 +368,6 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	}
 	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
 	addReasons(&r.Noise, sizingReasons(opsPerRep, walls, cfg.BenchTime))
-	if procsAfter != r.GOMAXPROCS {
-		addReasons(&r.Noise, []string{fmt.Sprintf("GOMAXPROCS was %d when the repetitions ended, not the arm's %d: the figure is not the arm's", procsAfter, r.GOMAXPROCS)})
-	}
 	if cfg.Observe != nil {
 		o := Observation{Arm: r.Name, Participants: parts, RepWallNs: walls}
 		o.Switches, o.WholeSwitches = task.totals()

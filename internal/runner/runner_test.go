@@ -376,9 +376,12 @@ func TestArmFlagsGOMAXPROCSChange(t *testing.T) {
 	if r.GOMAXPROCS != want || !r.Noise.Noisy {
 		t.Fatalf("gomaxprocs %d noisy %v, want %d and noisy", r.GOMAXPROCS, r.Noise.Noisy, want)
 	}
+	if got := runtime.GOMAXPROCS(0); got == want {
+		t.Fatalf("GOMAXPROCS %d after the arm: the arm's, not what the test had", got)
+	}
 	found := false
 	for _, why := range r.Noise.Reasons {
-		found = found || strings.Contains(why, fmt.Sprintf("GOMAXPROCS was %d when the repetitions ended, not the arm's %d", want+1, want))
+		found = found || strings.Contains(why, fmt.Sprintf("GOMAXPROCS was %d when the arm ended, not its %d", want+1, want))
 	}
 	if !found {
 		t.Fatalf("reasons %q do not name the change", r.Noise.Reasons)
@@ -387,7 +390,11 @@ func TestArmFlagsGOMAXPROCSChange(t *testing.T) {
 
 // An arm that leaves GOMAXPROCS alone is not flagged for it.
 func TestArmKeepsGOMAXPROCSUnflagged(t *testing.T) {
-	r := Arm(context.Background(), cfg(), spec, exp.Arm{Name: "fake/spin", Open: func(context.Context) (exp.Bench, error) { return &spin{}, nil }})
+	r := Arm(context.Background(), cfg(), spec, exp.Arm{Name: "fake/spin", GOMAXPROCS: runtime.GOMAXPROCS(0) + 1,
+		Open: func(context.Context) (exp.Bench, error) { return &spin{}, nil }})
+	if r.Status != result.StatusOK || len(r.RepMeans) == 0 {
+		t.Fatalf("%s: %s, %d repetitions", r.Status, r.Reason, len(r.RepMeans))
+	}
 	for _, why := range r.Noise.Reasons {
 		if strings.Contains(why, "GOMAXPROCS") {
 			t.Fatalf("flagged: %q", why)
