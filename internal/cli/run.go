@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -328,7 +329,32 @@ func writeRun(w io.Writer, run *result.Run, format string, detail bool) error {
 		}
 		return nil
 	}
-	return report.Write(w, run, format)
+	return writeReport(w, run, format)
+}
+
+// writeReport writes run in format. The table format on a terminal has
+// its long lines (checks, notes, findings) wrapped at spaces, as the
+// verdict's are, rather than cut mid-word by the terminal.
+func writeReport(w io.Writer, run *result.Run, format string) error {
+	return writeReportWidth(w, run, format, termWidth(w))
+}
+
+// writeReportWidth is writeReport for a terminal width columns wide (≤ 0:
+// not a terminal, nothing is wrapped).
+func writeReportWidth(w io.Writer, run *result.Run, format string, width int) error {
+	if width <= 0 || (format != "table" && format != "") {
+		return report.Write(w, run, format)
+	}
+	var buf bytes.Buffer
+	err := report.Write(&buf, run, format)
+	for _, l := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		for _, part := range textcol.Wrap(l, width) {
+			if _, werr := fmt.Fprintln(w, part); werr != nil {
+				return werr
+			}
+		}
+	}
+	return err
 }
 
 // probeCounters tries every perf event on a throwaway OS thread: a thread

@@ -52,7 +52,7 @@ func runShow(cmd *cobra.Command, o *ShowOptions, args []string, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	return writeOutput(o.Output, stdout, func(w io.Writer) error { return report.Write(w, run, o.Format) })
+	return writeOutput(o.Output, stdout, func(w io.Writer) error { return writeReport(w, run, o.Format) })
 }
 
 func newExportCmd(stdout, stderr io.Writer) *cobra.Command {
