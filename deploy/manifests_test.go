@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -200,6 +202,37 @@ func TestManifests(t *testing.T) {
 	}
 	if !mounted {
 		t.Errorf("--db %s: its directory is not a writable volume mount (the root filesystem is read-only)", db)
+	}
+
+	// The history stops growing within its volume: a kubelet evicts a pod
+	// whose emptyDir outgrows its sizeLimit. A stored cycle of the five
+	// default probes measured ~12 KB (86 KB for seven); 16 KiB leaves room.
+	const cycleBytes = 16 << 10
+	retention, err := model.ParseDuration(flags["--db-retention"])
+	if err != nil || retention <= 0 {
+		t.Fatalf("--db-retention %q: want an explicit limit (a history kept for ever outgrows any volume): %v", flags["--db-retention"], err)
+	}
+	interval, err := time.ParseDuration(flags["--interval"])
+	if err != nil {
+		t.Fatalf("--interval %q: %v", flags["--interval"], err)
+	}
+	for _, m := range c.VolumeMounts {
+		if path.Dir(db) != m.MountPath {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.Name != m.Name || v.EmptyDir == nil {
+				continue
+			}
+			if v.EmptyDir.SizeLimit == nil {
+				t.Fatalf("volume %s has no sizeLimit", v.Name)
+			}
+			need := int64(time.Duration(retention)/interval) * cycleBytes
+			if limit := v.EmptyDir.SizeLimit.Value(); need > limit*3/4 {
+				t.Errorf("--db-retention %v at --interval %v keeps ~%d MiB of cycles; the volume's sizeLimit is %d MiB (want ≤ 3/4 of it)",
+					retention, interval, need>>20, limit>>20)
+			}
+		}
 	}
 
 	// Every flag is one `ctxlab serve` has.

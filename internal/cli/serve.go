@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
@@ -28,8 +29,12 @@ type ServeOptions struct {
 	BudgetPct    float64
 	ProbeTimeout time.Duration
 	Verbose      bool
-	// DB, when set, is the history database every probe cycle is saved in.
-	DB string
+	// DB, when set, is the history database every probe cycle is saved in,
+	// and DBRetention how long a saved cycle is kept there (0: for ever).
+	DB          string
+	DBRetention time.Duration
+	// dbRetentionSet: --db-retention was given (it needs --db).
+	dbRetentionSet bool
 	// Serve is what the serve package gets (applyServeStore sets Save).
 	Serve serve.Options
 }
@@ -62,7 +67,8 @@ non-loopback --listen needs --allow-remote.`,
 		Example: `  ctxlab serve
   ctxlab serve --interval 10s --probes 'pingpong/thread/futex/*'
   ctxlab serve --listen 0.0.0.0:9477 --allow-remote   # in a container or DaemonSet
-  ctxlab serve --db /var/lib/ctxlab/history.db        # also keep every cycle in the history`,
+  ctxlab serve --db /var/lib/ctxlab/history.db        # also keep a week of cycles in the history
+  ctxlab serve --db h.db --db-retention 30d           # … or a month`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runServe(cmd, o, stderr)
@@ -80,6 +86,9 @@ non-loopback --listen needs --allow-remote.`,
 		fmt.Sprintf("time limit of one probe run, %v..%v", serve.MinTimeout, serve.MaxTimeout))
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every skipped probe too")
 	f.StringVar(&o.DB, "db", "", "save each probe cycle in this history database (default: not saved)")
+	o.DBRetention = defaultDBRetention
+	f.Var(retentionValue{&o.DBRetention}, "db-retention",
+		fmt.Sprintf("delete probe cycles saved with --db once they are this old, %v..%v (s, m, h, d, w, y), or 0 to keep every one", model.Duration(minDBRetention), model.Duration(maxDBRetention)))
 	return c
 }
 
@@ -96,6 +105,9 @@ func validateServe(o *ServeOptions, host *sysinfo.Host) error {
 		return usagef("--probe-timeout %v: must be between %v and %v", o.ProbeTimeout, serve.MinTimeout, serve.MaxTimeout)
 	}
 	if err := checkListen(o.Listen, o.AllowRemote); err != nil {
+		return err
+	}
+	if err := checkDBRetention(o); err != nil {
 		return err
 	}
 	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs, Extra: map[string]string{}}
@@ -144,6 +156,7 @@ func isLoopback(h string) bool {
 
 func runServe(cmd *cobra.Command, o *ServeOptions, stderr io.Writer) error {
 	host := sysinfo.Detect()
+	o.dbRetentionSet = cmd.Flags().Changed("db-retention")
 	if err := validateServe(o, host); err != nil {
 		return err
 	}

@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/prometheus/common/model"
 
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
@@ -33,7 +36,50 @@ func applyServeStore(o *ServeOptions) error {
 		if err := s.Save(context.Background(), run, store.SourceRun); err != nil {
 			return fmt.Errorf("save probe cycle: %w", err)
 		}
+		if o.DBRetention > 0 {
+			if _, err := s.Prune(context.Background(), run.Suite, run.Time.Add(-o.DBRetention)); err != nil {
+				return fmt.Errorf("probe cycle saved; deleting cycles older than %v: %w", model.Duration(o.DBRetention), err)
+			}
+		}
 		return nil
 	}
+	return nil
+}
+
+// How long serve --db keeps a probe cycle. A cycle is ~12 KB stored, so
+// the default week at the default 60 s interval is ~120 MB, within the
+// DaemonSet's 256 MiB volume; without a limit the file grows for as long
+// as the exporter runs.
+const (
+	defaultDBRetention = 7 * 24 * time.Hour
+	minDBRetention     = time.Hour
+	maxDBRetention     = 10 * 365 * 24 * time.Hour
+)
+
+// checkDBRetention wants 0 or a retention within range, and --db with it.
+func checkDBRetention(o *ServeOptions) error {
+	r := o.DBRetention
+	if o.dbRetentionSet && o.DB == "" {
+		return usagef("--db-retention %v: only with --db (without it no probe cycle is saved)", model.Duration(r))
+	}
+	if r != 0 && (r < minDBRetention || r > maxDBRetention) {
+		return usagef("--db-retention %v: must be between %v and %v, or 0 to keep every cycle",
+			model.Duration(r), model.Duration(minDBRetention), model.Duration(maxDBRetention))
+	}
+	return nil
+}
+
+// retentionValue is a duration flag that also takes days, weeks and years
+// (7d, 2w, 1y), as Prometheus's own retention flag does.
+type retentionValue struct{ d *time.Duration }
+
+func (v retentionValue) String() string { return model.Duration(*v.d).String() }
+func (v retentionValue) Type() string   { return "duration" }
+func (v retentionValue) Set(s string) error {
+	d, err := model.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("invalid duration %q", s)
+	}
+	*v.d = time.Duration(d)
 	return nil
 }

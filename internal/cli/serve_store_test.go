@@ -3,14 +3,17 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
 )
 
@@ -62,5 +65,57 @@ func TestServeDBSavesCycles(t *testing.T) {
 	cmd.Wait()
 	if n == 0 {
 		t.Fatalf("no probe cycle stored in %s; stderr:\n%s", db, errb.String())
+	}
+}
+
+// serve --db deletes its own cycles older than --db-retention as it saves
+// a new one, and leaves every other run in the file alone.
+func TestServeDBPrunesOldCycles(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "h.db")
+	s, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	old := []struct{ id, suite string }{{"20261101T000000-aaaaaa", "serve"}, {"20261101T000000-bbbbbb", "quick"}}
+	for _, r := range old {
+		run := &result.Run{Schema: result.SchemaVersion, ID: r.id, Time: now.Add(-2 * time.Hour), Suite: r.suite}
+		if err := s.Save(ctx, run, store.SourceRun); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	for _, tc := range []struct {
+		retention time.Duration
+		kept      []string
+	}{
+		{0, []string{"20261101T000000-aaaaaa", "20261101T000000-bbbbbb"}}, // 0 keeps every cycle
+		{3 * time.Hour, []string{"20261101T000000-aaaaaa", "20261101T000000-bbbbbb"}},
+		{time.Hour, []string{"20261101T000000-bbbbbb"}},
+	} {
+		o := &ServeOptions{DB: db, DBRetention: tc.retention}
+		if err := applyServeStore(o); err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("20261201T%06d-cccccc", tc.retention/time.Minute)
+		if err := o.Serve.Save(&result.Run{Schema: result.SchemaVersion, ID: id, Time: now, Suite: "serve"}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.Open(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range old {
+			_, err := s.Get(ctx, r.id)
+			want := slices.Contains(tc.kept, r.id)
+			if (err == nil) != want {
+				t.Errorf("retention %v: %s run %s kept %v, want %v", tc.retention, r.suite, r.id, err == nil, want)
+			}
+		}
+		if _, err := s.Get(ctx, id); err != nil {
+			t.Errorf("retention %v: the new cycle was not kept: %v", tc.retention, err)
+		}
+		s.Close()
 	}
 }

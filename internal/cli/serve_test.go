@@ -28,6 +28,11 @@ func TestServeBadInput(t *testing.T) {
 		{[]string{"--listen", "127.0.0.1"}, "want host:port"},
 		{[]string{"--listen", "127.0.0.1:99999"}, "between 1 and 65535"},
 		{[]string{"extra-arg"}, "unknown command"},
+		{[]string{"--db", "h.db", "--db-retention", "30m"}, "--db-retention 30m: must be between 1h and 10y, or 0"},
+		{[]string{"--db", "h.db", "--db-retention", "11y"}, "--db-retention 11y: must be between 1h and 10y"},
+		{[]string{"--db", "h.db", "--db-retention", "soon"}, `--db-retention "soon": invalid duration "soon"; want`},
+		{[]string{"--db", "h.db", "--db-retention", "-1d"}, `--db-retention "-1d": invalid duration`},
+		{[]string{"--db-retention", "30d"}, "--db-retention 30d: only with --db"},
 	} {
 		var out, errb bytes.Buffer
 		code := Main(append([]string{"serve"}, tc.args...), &out, &errb)

@@ -388,6 +388,32 @@ func (s *Store) save(ctx context.Context, run *result.Run, source string, doc []
 	return nil
 }
 
+// Prune deletes the runs of one suite stored with a time before cutoff,
+// with their arms, and says how many went. Runs of other suites are never
+// touched: serve --db may share its file with ctxlab run's history. SQLite
+// reuses the pages it frees, so a store pruned as it grows stops growing
+// once it holds a retention period's runs.
+func (s *Store) Prune(ctx context.Context, suite string, cutoff time.Time) (int, error) {
+	// Stored times are RFC 3339 in UTC with up to nine fractional digits,
+	// trailing zeros dropped. Against a whole-second cutoff written with
+	// all nine digits, text order is time order: a run in the cutoff's
+	// second compares at or above it, one in an earlier second below.
+	cut := cutoff.UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000000000Z")
+	var n int64
+	err := retryBusy(ctx, func() error {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM runs WHERE suite = ? AND time < ?`, suite, cut)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune %s runs before %s: %w", suite, cut, err)
+	}
+	return int(n), nil
+}
+
 // Entry is one line of the history.
 type Entry struct {
 	ID     string

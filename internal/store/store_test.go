@@ -276,3 +276,58 @@ func TestDefaultPath(t *testing.T) {
 		t.Errorf("fallback: %s", p)
 	}
 }
+
+// Prune removes exactly the named suite's runs from before the cutoff,
+// with their arms, whatever the stored time's fractional digits.
+func TestPruneSuiteBeforeCutoff(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cut := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	runs := []struct {
+		id, suite string
+		at        time.Time
+		kept      bool
+	}{
+		{"old-serve", "serve", cut.Add(-24 * time.Hour), false},
+		{"just-before", "serve", cut.Add(-time.Nanosecond), false},
+		{"whole-second-before", "serve", cut.Add(-time.Second), false},
+		{"at-cutoff", "serve", cut, true},
+		{"same-second-after", "serve", cut.Add(500 * time.Millisecond), true},
+		{"after", "serve", cut.Add(time.Hour), true},
+		{"old-quick", "quick", cut.Add(-24 * time.Hour), true},
+	}
+	for _, r := range runs {
+		run := testRun(r.id, 2)
+		run.Suite, run.Time = r.suite, r.at
+		if err := s.Save(ctx, run, SourceRun); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.Prune(ctx, "serve", cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("pruned %d runs, want 3", n)
+	}
+	for _, r := range runs {
+		_, err := s.Get(ctx, r.id)
+		if got := err == nil; got != r.kept {
+			t.Errorf("run %s (%s, %s): kept %v, want %v (err %v)", r.id, r.suite, r.at.Format(time.RFC3339Nano), got, r.kept, err)
+		}
+	}
+	var arms int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM arms WHERE run_id NOT IN (SELECT id FROM runs)`).Scan(&arms); err != nil {
+		t.Fatal(err)
+	}
+	if arms != 0 {
+		t.Errorf("%d arms of pruned runs left behind", arms)
+	}
+	if n, err := s.Prune(ctx, "serve", cut); err != nil || n != 0 {
+		t.Errorf("second prune: %d, %v; want 0, nil", n, err)
+	}
+}
