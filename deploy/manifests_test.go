@@ -17,6 +17,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ctxlab/ctxlab/internal/serve"
 )
 
 // object is one decoded manifest document.
@@ -206,16 +208,25 @@ func TestManifests(t *testing.T) {
 
 	// The history stops growing within its volume: a kubelet evicts a pod
 	// whose emptyDir outgrows its sizeLimit. A stored cycle of the five
-	// default probes measured ~12 KB (86 KB for seven); 16 KiB leaves room.
-	const cycleBytes = 16 << 10
+	// default probes measured ~12 KB (86 KB for seven cycles); 3.2 KiB a
+	// probe leaves room.
+	const probeBytes = 16 << 10 / 5
+	if p, ok := flags["--probes"]; ok {
+		t.Fatalf("--probes %s: the size check below assumes the default probes; size the volume for these", p)
+	}
+	probes := len(serve.DefaultProbes(nil))
+	if probes == 0 {
+		t.Fatal("no default probes registered: the experiments are not linked into this test")
+	}
 	retention, err := model.ParseDuration(flags["--db-retention"])
 	if err != nil || retention <= 0 {
-		t.Fatalf("--db-retention %q: want an explicit limit (a history kept for ever outgrows any volume): %v", flags["--db-retention"], err)
+		t.Fatalf("--db-retention %q: want an explicit limit (a history kept for ever outgrows any volume)", flags["--db-retention"])
 	}
 	interval, err := time.ParseDuration(flags["--interval"])
-	if err != nil {
-		t.Fatalf("--interval %q: %v", flags["--interval"], err)
+	if err != nil || interval <= 0 {
+		t.Fatalf("--interval %q: want a positive duration", flags["--interval"])
 	}
+	sized := false
 	for _, m := range c.VolumeMounts {
 		if path.Dir(db) != m.MountPath {
 			continue
@@ -227,12 +238,19 @@ func TestManifests(t *testing.T) {
 			if v.EmptyDir.SizeLimit == nil {
 				t.Fatalf("volume %s has no sizeLimit", v.Name)
 			}
-			need := int64(time.Duration(retention)/interval) * cycleBytes
+			if v.EmptyDir.Medium == corev1.StorageMediumMemory {
+				t.Errorf("volume %s is in memory: the history would count against the memory limit", v.Name)
+			}
+			sized = true
+			need := int64(time.Duration(retention)/interval) * int64(probes) * probeBytes
 			if limit := v.EmptyDir.SizeLimit.Value(); need > limit*3/4 {
-				t.Errorf("--db-retention %v at --interval %v keeps ~%d MiB of cycles; the volume's sizeLimit is %d MiB (want ≤ 3/4 of it)",
-					retention, interval, need>>20, limit>>20)
+				t.Errorf("--db-retention %v at --interval %v with %d probes keeps ~%d MiB of cycles; the volume's sizeLimit is %d MiB (want ≤ 3/4 of it)",
+					retention, interval, probes, need>>20, limit>>20)
 			}
 		}
+	}
+	if !sized {
+		t.Errorf("--db %s: no emptyDir volume holds it, so its size was not checked", db)
 	}
 
 	// Every flag is one `ctxlab serve` has.

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
@@ -88,7 +87,7 @@ non-loopback --listen needs --allow-remote.`,
 	f.StringVar(&o.DB, "db", "", "save each probe cycle in this history database (default: not saved)")
 	o.DBRetention = defaultDBRetention
 	f.Var(retentionValue{&o.DBRetention}, "db-retention",
-		fmt.Sprintf("delete probe cycles saved with --db once they are this old, %v..%v (s, m, h, d, w, y), or 0 to keep every one", model.Duration(minDBRetention), model.Duration(maxDBRetention)))
+		fmt.Sprintf("delete probe cycles saved with --db once they are this old, %s..%s (whole numbers of s, m, h, d, w, y, e.g. 30d or 1d12h), or 0 to keep every one", formatRetention(minDBRetention), formatRetention(maxDBRetention)))
 	return c
 }
 

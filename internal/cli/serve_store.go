@@ -33,23 +33,24 @@ func applyServeStore(o *ServeOptions) error {
 			return err
 		}
 		defer s.Close()
+		// Old cycles go first, so that a full disk frees room for this one.
+		if o.DBRetention > 0 {
+			if _, err := s.Prune(context.Background(), run.Suite, store.SourceRun, run.Time.Add(-o.DBRetention)); err != nil {
+				return fmt.Errorf("delete cycles older than %s (--db-retention): %w", formatRetention(o.DBRetention), err)
+			}
+		}
 		if err := s.Save(context.Background(), run, store.SourceRun); err != nil {
 			return fmt.Errorf("save probe cycle: %w", err)
-		}
-		if o.DBRetention > 0 {
-			if _, err := s.Prune(context.Background(), run.Suite, run.Time.Add(-o.DBRetention)); err != nil {
-				return fmt.Errorf("probe cycle saved; deleting cycles older than %v: %w", model.Duration(o.DBRetention), err)
-			}
 		}
 		return nil
 	}
 	return nil
 }
 
-// How long serve --db keeps a probe cycle. A cycle is ~12 KB stored, so
-// the default week at the default 60 s interval is ~120 MB, within the
-// DaemonSet's 256 MiB volume; without a limit the file grows for as long
-// as the exporter runs.
+// How long serve --db keeps a probe cycle. A cycle of the five default
+// probes is ~12 KB stored, so the default week at the default 60 s
+// interval is ~120 MB, within the DaemonSet's 256 MiB volume; without a
+// limit the file grows for as long as the exporter runs.
 const (
 	defaultDBRetention = 7 * 24 * time.Hour
 	minDBRetention     = time.Hour
@@ -60,25 +61,35 @@ const (
 func checkDBRetention(o *ServeOptions) error {
 	r := o.DBRetention
 	if o.dbRetentionSet && o.DB == "" {
-		return usagef("--db-retention %v: only with --db (without it no probe cycle is saved)", model.Duration(r))
+		return usagef("--db-retention %s: only with --db (without it no probe cycle is saved)", formatRetention(r))
 	}
 	if r != 0 && (r < minDBRetention || r > maxDBRetention) {
-		return usagef("--db-retention %v: must be between %v and %v, or 0 to keep every cycle",
-			model.Duration(r), model.Duration(minDBRetention), model.Duration(maxDBRetention))
+		return usagef("--db-retention %s: must be between %s and %s, or 0 to keep every cycle",
+			formatRetention(r), formatRetention(minDBRetention), formatRetention(maxDBRetention))
 	}
 	return nil
+}
+
+// formatRetention writes whole days as days (7d, 3650d), as they are
+// usually given, and anything else as Prometheus does (1h30m).
+func formatRetention(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d > 0 && d%day == 0 {
+		return fmt.Sprintf("%dd", d/day)
+	}
+	return model.Duration(d).String()
 }
 
 // retentionValue is a duration flag that also takes days, weeks and years
 // (7d, 2w, 1y), as Prometheus's own retention flag does.
 type retentionValue struct{ d *time.Duration }
 
-func (v retentionValue) String() string { return model.Duration(*v.d).String() }
+func (v retentionValue) String() string { return formatRetention(*v.d) }
 func (v retentionValue) Type() string   { return "duration" }
 func (v retentionValue) Set(s string) error {
 	d, err := model.ParseDuration(s)
 	if err != nil {
-		return fmt.Errorf("invalid duration %q", s)
+		return fmt.Errorf("invalid duration %q", s) // the usage line that follows says what is valid
 	}
 	*v.d = time.Duration(d)
 	return nil

@@ -119,3 +119,35 @@ func TestServeDBPrunesOldCycles(t *testing.T) {
 		s.Close()
 	}
 }
+
+// --db-retention takes 0 (keep every cycle) and 1h..3650d with --db, in
+// Prometheus's units, and shows whole days as days.
+func TestDBRetentionAccepted(t *testing.T) {
+	for _, tc := range []struct {
+		arg  string
+		want time.Duration
+		show string
+	}{
+		{"0", 0, "0s"},
+		{"1h", time.Hour, "1h"},
+		{"7d", 7 * 24 * time.Hour, "7d"},
+		{"2w", 14 * 24 * time.Hour, "14d"},
+		{"1d12h", 36 * time.Hour, "1d12h"},
+		{"3650d", 3650 * 24 * time.Hour, "3650d"},
+	} {
+		o := &ServeOptions{DB: "h.db", dbRetentionSet: true}
+		if err := (retentionValue{&o.DBRetention}).Set(tc.arg); err != nil {
+			t.Errorf("--db-retention %s: %v", tc.arg, err)
+			continue
+		}
+		if o.DBRetention != tc.want {
+			t.Errorf("--db-retention %s: %v, want %v", tc.arg, o.DBRetention, tc.want)
+		}
+		if err := checkDBRetention(o); err != nil {
+			t.Errorf("--db-retention %s refused: %v", tc.arg, err)
+		}
+		if got := (retentionValue{&o.DBRetention}).String(); got != tc.show {
+			t.Errorf("--db-retention %s shows as %q, want %q", tc.arg, got, tc.show)
+		}
+	}
+}

@@ -261,7 +261,7 @@ func (s *Server) Cycle(ctx context.Context) {
 			Env: s.o.Host.Env, ClockCostNs: clock, SyscallNs: s.syscall, SyscallPathNs: s.syscallPath, Arms: arms,
 		}
 		if err := s.o.Save(run); err != nil {
-			s.o.Log.Warn("saving probe results failed", "err", err)
+			s.o.Log.Warn("history database (--db) failed", "err", err)
 		}
 	}
 }

@@ -365,6 +365,7 @@ func (s *Store) save(ctx context.Context, run *result.Run, source string, doc []
 	if n > 0 {
 		return fmt.Errorf("save run %s: %w", run.ID, ErrExists)
 	}
+	// Prune compares these times as text: keep them RFC 3339 in UTC.
 	_, err = tx.ExecContext(ctx, `INSERT INTO runs(id, time, host, suite, schema, doc, source) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		run.ID, run.Time.UTC().Format(time.RFC3339Nano), run.Env.Hostname, run.Suite, run.Schema, string(doc), source)
 	if err != nil {
@@ -388,20 +389,24 @@ func (s *Store) save(ctx context.Context, run *result.Run, source string, doc []
 	return nil
 }
 
-// Prune deletes the runs of one suite stored with a time before cutoff,
-// with their arms, and says how many went. Runs of other suites are never
-// touched: serve --db may share its file with ctxlab run's history. SQLite
-// reuses the pages it frees, so a store pruned as it grows stops growing
-// once it holds a retention period's runs.
-func (s *Store) Prune(ctx context.Context, suite string, cutoff time.Time) (int, error) {
-	// Stored times are RFC 3339 in UTC with up to nine fractional digits,
-	// trailing zeros dropped. Against a whole-second cutoff written with
-	// all nine digits, text order is time order: a run in the cutoff's
-	// second compares at or above it, one in an earlier second below.
+// Prune deletes the runs of one suite and source (SourceRun: measured
+// into this file, not imported) stored with a time before cutoff's whole
+// second, with their arms, and says how many went. Other runs are never
+// touched: serve --db may share its file with ctxlab run's history and
+// with runs imported to compare. SQLite reuses the pages it frees, so a
+// store pruned as it grows stops growing once it holds a retention
+// period's runs.
+func (s *Store) Prune(ctx context.Context, suite, source string, cutoff time.Time) (int, error) {
+	// Save writes every time as RFC 3339 in UTC with up to nine fractional
+	// digits, trailing zeros dropped, and a four-digit year (json.Marshal
+	// of the run refuses others first). Against a whole-second cutoff
+	// written with all nine digits, text order is then time order: a run
+	// in the cutoff's second compares at or above it ("Z" sorts after
+	// "."), one in an earlier second below.
 	cut := cutoff.UTC().Truncate(time.Second).Format("2006-01-02T15:04:05.000000000Z")
 	var n int64
 	err := retryBusy(ctx, func() error {
-		res, err := s.db.ExecContext(ctx, `DELETE FROM runs WHERE suite = ? AND time < ?`, suite, cut)
+		res, err := s.db.ExecContext(ctx, `DELETE FROM runs WHERE suite = ? AND source = ? AND time < ?`, suite, source, cut)
 		if err != nil {
 			return err
 		}

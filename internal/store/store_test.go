@@ -277,8 +277,9 @@ func TestDefaultPath(t *testing.T) {
 	}
 }
 
-// Prune removes exactly the named suite's runs from before the cutoff,
-// with their arms, whatever the stored time's fractional digits.
+// Prune removes exactly the named suite's measured runs from before the
+// cutoff, with their arms, whatever the stored time's fractional digits;
+// imported runs stay.
 func TestPruneSuiteBeforeCutoff(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(filepath.Join(t.TempDir(), "history.db"))
@@ -288,26 +289,28 @@ func TestPruneSuiteBeforeCutoff(t *testing.T) {
 	defer s.Close()
 	cut := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	runs := []struct {
-		id, suite string
-		at        time.Time
-		kept      bool
+		id, suite, source string
+		at                time.Time
+		kept              bool
 	}{
-		{"old-serve", "serve", cut.Add(-24 * time.Hour), false},
-		{"just-before", "serve", cut.Add(-time.Nanosecond), false},
-		{"whole-second-before", "serve", cut.Add(-time.Second), false},
-		{"at-cutoff", "serve", cut, true},
-		{"same-second-after", "serve", cut.Add(500 * time.Millisecond), true},
-		{"after", "serve", cut.Add(time.Hour), true},
-		{"old-quick", "quick", cut.Add(-24 * time.Hour), true},
+		{"old-serve", "serve", SourceRun, cut.Add(-24 * time.Hour), false},
+		{"just-before", "serve", SourceRun, cut.Add(-time.Nanosecond), false},
+		{"whole-second-before", "serve", SourceRun, cut.Add(-time.Second), false},
+		{"at-cutoff", "serve", SourceRun, cut, true},
+		{"same-second-after", "serve", SourceRun, cut.Add(500 * time.Millisecond), true},
+		{"after", "serve", SourceRun, cut.Add(time.Hour), true},
+		{"old-quick", "quick", SourceRun, cut.Add(-24 * time.Hour), true},
+		{"imported-old-serve", "serve", SourceImport, cut.Add(-24 * time.Hour), true},
+		{"imported-without-time", "serve", SourceImport, time.Time{}, true},
 	}
 	for _, r := range runs {
 		run := testRun(r.id, 2)
 		run.Suite, run.Time = r.suite, r.at
-		if err := s.Save(ctx, run, SourceRun); err != nil {
+		if err := s.Save(ctx, run, r.source); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n, err := s.Prune(ctx, "serve", cut)
+	n, err := s.Prune(ctx, "serve", SourceRun, cut)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +330,7 @@ func TestPruneSuiteBeforeCutoff(t *testing.T) {
 	if arms != 0 {
 		t.Errorf("%d arms of pruned runs left behind", arms)
 	}
-	if n, err := s.Prune(ctx, "serve", cut); err != nil || n != 0 {
+	if n, err := s.Prune(ctx, "serve", SourceRun, cut); err != nil || n != 0 {
 		t.Errorf("second prune: %d, %v; want 0, nil", n, err)
 	}
 }
