@@ -50,7 +50,8 @@ func TestPrometheusScrapesCtxlab(t *testing.T) {
 
 	// ctxlab serve, as a process of its own (this test binary acting as ctxlab).
 	serve := exec.Command(os.Args[0], "-test.run=^$")
-	serve.Env = append(os.Environ(), envCtxlabArgs+"="+strings.Join([]string{"serve", "--listen", ctxlabAddr}, "\x1f"))
+	serve.Env = append(os.Environ(), envCtxlabArgs+"="+strings.Join([]string{"serve", "--listen", ctxlabAddr,
+		"--db", filepath.Join(dir, "history.db")}, "\x1f"))
 	serveLog := logFile(t, "serve.log")
 	serve.Stdout, serve.Stderr = serveLog, serveLog
 	serve.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -136,6 +137,11 @@ scrape_configs:
 	p99 := `ctxlab_op_seconds{experiment="pingpong", arm="thread/futex/same-cpu", quantile="0.99"}`
 	if res, err := query(api, p99); err != nil || len(res) != 1 {
 		t.Errorf("the alert's series %s: %d series, error %v", p99, len(res), err)
+	}
+	// The history (--db) alert's series: the first cycle was saved.
+	saved := `ctxlab_history_saves_total{result="ok"}`
+	if res, err := query(api, saved); err != nil || len(res) != 1 || res[0].Value < 1 {
+		t.Errorf("%s: %v, error %v; want one series ≥ 1", saved, res, err)
 	}
 	for _, r := range rulesState(t, api) {
 		if r.Health != "ok" || r.LastError != "" {

@@ -84,6 +84,12 @@ var (
 	descInterval = prometheus.NewDesc("ctxlab_probe_interval_seconds",
 		"Time between the starts of two probe cycles.",
 		nil, nil)
+	descHistorySaves = prometheus.NewDesc("ctxlab_history_saves_total",
+		"Probe cycles written to the history database (--db), by result (ok, failed: the error is logged); only with --db.",
+		[]string{"result"}, nil)
+	descHistoryLastSave = prometheus.NewDesc("ctxlab_history_last_save_timestamp_seconds",
+		"Unix time a probe cycle was last saved in the history database (--db); only with --db, once one was.",
+		nil, nil)
 	descInfo = prometheus.NewDesc("ctxlab_build_info",
 		"Always 1; the ctxlab and Go versions are labels.",
 		[]string{"version", "goversion"}, nil)
@@ -134,6 +140,11 @@ type Metrics struct {
 	goVersion string
 	// selfCPU reads the exporter's CPU seconds; nil leaves the metric out.
 	selfCPU func() float64
+	// history is set when cycles are saved (--db): saves counts them by
+	// result and lastSave is the last that succeeded.
+	history  bool
+	saves    map[string]float64
+	lastSave time.Time
 }
 
 // NewMetrics makes the probe collector for these probe names (full arm
@@ -169,6 +180,22 @@ func (m *Metrics) Record(a result.Arm, r Run) {
 		p.count += r.Samples.Count
 		p.sum += r.Samples.SumNs / 1e9
 	}
+}
+
+// RecordSave counts one probe cycle written to the history database, or
+// not (err).
+func (m *Metrics) RecordSave(at time.Time, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.saves == nil {
+		m.saves = map[string]float64{}
+	}
+	if err != nil {
+		m.saves["failed"]++
+		return
+	}
+	m.saves["ok"]++
+	m.lastSave = at
 }
 
 // statusLabel makes a result status one word ("timed out" → "timedout").
@@ -218,7 +245,8 @@ func (m *Metrics) Snapshots() []Snapshot {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOp, descOpMean, descOpMax, descSwitchCost, descSwitches, descMigrations,
 		descRunqWait, descSpread, descNoisy, descSuccess, descDuration, descLastRun, descBenchTime, descRuns,
-		descSkipped, descProbeCPU, descExceeded, descBudget, descSelfCPU, descInterval, descInfo} {
+		descSkipped, descProbeCPU, descExceeded, descBudget, descSelfCPU, descInterval, descInfo,
+		descHistorySaves, descHistoryLastSave} {
 		ch <- d
 	}
 }
@@ -238,6 +266,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	gauge(descBudget, m.budget)
 	if m.selfCPU != nil {
 		counter(descSelfCPU, m.selfCPU())
+	}
+	if m.history {
+		counter(descHistorySaves, m.saves["ok"], "ok") // both from the start, so that rate() and increase() see the first failure
+		counter(descHistorySaves, m.saves["failed"], "failed")
+		if !m.lastSave.IsZero() {
+			gauge(descHistoryLastSave, float64(m.lastSave.UnixNano())/1e9)
+		}
 	}
 	for _, n := range m.order {
 		p := m.probes[n]

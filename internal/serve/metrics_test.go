@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -375,5 +376,45 @@ func TestDeployFilesNameRealMetrics(t *testing.T) {
 				t.Errorf("%s uses %s, which the exporter does not export", file, n)
 			}
 		}
+	}
+}
+
+// The history metrics appear only with --db: both results from the start,
+// the last save's time once one succeeded.
+func TestMetricsHistory(t *testing.T) {
+	a := fakeArms()[0]
+	scrape := func(m *Metrics) map[string]*dto.MetricFamily {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(m)
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		fams, err := p.TextToMetricFamilies(bytes.NewReader(render(t, reg)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fams
+	}
+	m := NewMetrics([]string{a.Name}, time.Minute, 1, "v", "go")
+	if fams := scrape(m); fams["ctxlab_history_saves_total"] != nil || fams["ctxlab_history_last_save_timestamp_seconds"] != nil {
+		t.Error("history metrics without --db")
+	}
+	m.history = true
+	fams := scrape(m)
+	if got := len(fams["ctxlab_history_saves_total"].GetMetric()); got != 2 {
+		t.Errorf("%d saves_total series before any save, want 2 (ok and failed, at 0)", got)
+	}
+	if fams["ctxlab_history_last_save_timestamp_seconds"] != nil {
+		t.Error("a last-save time before any save")
+	}
+	at := time.Unix(1_800_000_000, 0)
+	m.RecordSave(at, nil)
+	m.RecordSave(at.Add(time.Minute), errors.New("disk full"))
+	fams = scrape(m)
+	for _, s := range fams["ctxlab_history_saves_total"].GetMetric() {
+		if got := s.GetCounter().GetValue(); got != 1 {
+			t.Errorf("saves_total{result=%q} = %v, want 1", label(s, "result"), got)
+		}
+	}
+	if got := fams["ctxlab_history_last_save_timestamp_seconds"].GetMetric()[0].GetGauge().GetValue(); got != 1.8e9 {
+		t.Errorf("last save = %v, want the successful save's time 1.8e9", got)
 	}
 }

@@ -123,6 +123,7 @@ func New(o Options) *Server {
 		s.metrics.SetBenchTime(n, s.budget.probes[n].benchTime)
 	}
 	s.metrics.selfCPU = cpuSeconds
+	s.metrics.history = o.Save != nil
 	s.cgroup = NewCgroupCollector(o.Host.Cgroup)
 	s.host.Unsupported = map[string]string{}
 	if why := s.cgroup.Unsupported; why != "" {
@@ -260,9 +261,11 @@ func (s *Server) Cycle(ctx context.Context) {
 			GoVersion: runtime.Version(), CommandLine: []string{"ctxlab", "serve"}, Suite: "serve",
 			Env: s.o.Host.Env, ClockCostNs: clock, SyscallNs: s.syscall, SyscallPathNs: s.syscallPath, Arms: arms,
 		}
-		if err := s.o.Save(run); err != nil {
+		err := s.o.Save(run)
+		if err != nil {
 			s.o.Log.Warn("history database (--db) failed", "err", err)
 		}
+		s.metrics.RecordSave(time.Now(), err)
 	}
 }
 
