@@ -276,9 +276,13 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	if len(args) > 0 {
 		run.Suite = "custom"
 	}
-	run.Env.Counters = probeCounters()
 	run.Warnings = envWarnings(host)
 	arms, exps, interrupted := runner.Run(ctx, pl.cfg, pl.sel)
+	// Counters are probed after the arms, not before: a perf event opened
+	// and closed just before an arm (on any thread) slowed its thread
+	// round trips by ~1-1.5% (README: How honest is the harness?), and no
+	// arm needs the probe's answer.
+	run.Env.Counters = probeCounters()
 	run.Arms, run.Experiments, run.Interrupted = arms, exps, interrupted
 	saveErr := saveRun(ctx, o, run)
 	if err := writeOutput(o.Output, o.Stdout, func(w io.Writer) error { return writeRun(w, run, o.Format, o.Detail) }); err != nil {
