@@ -65,7 +65,7 @@ func TestPrometheusScrapesCtxlab(t *testing.T) {
 	var page map[string]bool
 	for {
 		page = families(ctxlabAddr)
-		if page["ctxlab_op_seconds"] && countProbes(ctxlabAddr) > 0 && countProbes(ctxlabAddr) == countOps(ctxlabAddr) {
+		if page["ctxlab_op_seconds"] && page["ctxlab_history_last_save_success"] && countProbes(ctxlabAddr) > 0 && countProbes(ctxlabAddr) == countOps(ctxlabAddr) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -139,9 +139,9 @@ scrape_configs:
 		t.Errorf("the alert's series %s: %d series, error %v", p99, len(res), err)
 	}
 	// The history (--db) alert's series: the first cycle was saved.
-	saved := `ctxlab_history_saves_total{result="ok"}`
-	if res, err := query(api, saved); err != nil || len(res) != 1 || res[0].Value < 1 {
-		t.Errorf("%s: %v, error %v; want one series ≥ 1", saved, res, err)
+	saved := `ctxlab_history_last_save_success`
+	if res, err := query(api, saved); err != nil || len(res) != 1 || res[0].Value != 1 {
+		t.Errorf("%s: %v, error %v; want one series at 1", saved, res, err)
 	}
 	for _, r := range rulesState(t, api) {
 		if r.Health != "ok" || r.LastError != "" {

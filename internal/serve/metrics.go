@@ -85,8 +85,11 @@ var (
 		"Time between the starts of two probe cycles.",
 		nil, nil)
 	descHistorySaves = prometheus.NewDesc("ctxlab_history_saves_total",
-		"Probe cycles written to the history database (--db), by result (ok, failed: the error is logged); only with --db.",
-		[]string{"result"}, nil)
+		"Attempts to save a probe cycle in the history database (--db), by status (ok, failed: the error is logged); only with --db.",
+		[]string{"status"}, nil)
+	descHistoryLastOK = prometheus.NewDesc("ctxlab_history_last_save_success",
+		"1 if the last attempt to save a probe cycle in the history database (--db) succeeded, 0 if it failed; only with --db, once one was made.",
+		nil, nil)
 	descHistoryLastSave = prometheus.NewDesc("ctxlab_history_last_save_timestamp_seconds",
 		"Unix time a probe cycle was last saved in the history database (--db); only with --db, once one was.",
 		nil, nil)
@@ -144,6 +147,7 @@ type Metrics struct {
 	// result and lastSave is the last that succeeded.
 	history  bool
 	saves    map[string]float64
+	lastOK   *bool
 	lastSave time.Time
 }
 
@@ -190,7 +194,9 @@ func (m *Metrics) RecordSave(at time.Time, err error) {
 	if m.saves == nil {
 		m.saves = map[string]float64{}
 	}
-	if err != nil {
+	ok := err == nil
+	m.lastOK = &ok
+	if !ok {
 		m.saves["failed"]++
 		return
 	}
@@ -246,7 +252,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOp, descOpMean, descOpMax, descSwitchCost, descSwitches, descMigrations,
 		descRunqWait, descSpread, descNoisy, descSuccess, descDuration, descLastRun, descBenchTime, descRuns,
 		descSkipped, descProbeCPU, descExceeded, descBudget, descSelfCPU, descInterval, descInfo,
-		descHistorySaves, descHistoryLastSave} {
+		descHistorySaves, descHistoryLastOK, descHistoryLastSave} {
 		ch <- d
 	}
 }
@@ -268,8 +274,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(descSelfCPU, m.selfCPU())
 	}
 	if m.history {
-		counter(descHistorySaves, m.saves["ok"], "ok") // both from the start, so that rate() and increase() see the first failure
+		// Both from the start. The alert reads last_save_success: a
+		// scrape that comes after the first cycle would see a first
+		// failure as a counter already at 1, which increase() misses.
+		counter(descHistorySaves, m.saves["ok"], "ok")
 		counter(descHistorySaves, m.saves["failed"], "failed")
+		if m.lastOK != nil {
+			gauge(descHistoryLastOK, b2f(*m.lastOK))
+		}
 		if !m.lastSave.IsZero() {
 			gauge(descHistoryLastSave, float64(m.lastSave.UnixNano())/1e9)
 		}

@@ -394,25 +394,37 @@ func TestMetricsHistory(t *testing.T) {
 		return fams
 	}
 	m := NewMetrics([]string{a.Name}, time.Minute, 1, "v", "go")
-	if fams := scrape(m); fams["ctxlab_history_saves_total"] != nil || fams["ctxlab_history_last_save_timestamp_seconds"] != nil {
-		t.Error("history metrics without --db")
+	for name := range scrape(m) {
+		if strings.HasPrefix(name, "ctxlab_history_") {
+			t.Errorf("%s without --db", name)
+		}
 	}
 	m.history = true
 	fams := scrape(m)
 	if got := len(fams["ctxlab_history_saves_total"].GetMetric()); got != 2 {
 		t.Errorf("%d saves_total series before any save, want 2 (ok and failed, at 0)", got)
 	}
-	if fams["ctxlab_history_last_save_timestamp_seconds"] != nil {
-		t.Error("a last-save time before any save")
+	if fams["ctxlab_history_last_save_timestamp_seconds"] != nil || fams["ctxlab_history_last_save_success"] != nil {
+		t.Error("a last save before any save")
 	}
 	at := time.Unix(1_800_000_000, 0)
 	m.RecordSave(at, nil)
+	if got := scrape(m)["ctxlab_history_last_save_success"].GetMetric()[0].GetGauge().GetValue(); got != 1 {
+		t.Errorf("last_save_success after a save = %v, want 1", got)
+	}
 	m.RecordSave(at.Add(time.Minute), errors.New("disk full"))
 	fams = scrape(m)
-	for _, s := range fams["ctxlab_history_saves_total"].GetMetric() {
+	saves := fams["ctxlab_history_saves_total"].GetMetric()
+	if len(saves) != 2 {
+		t.Fatalf("%d saves_total series, want 2", len(saves))
+	}
+	for _, s := range saves {
 		if got := s.GetCounter().GetValue(); got != 1 {
-			t.Errorf("saves_total{result=%q} = %v, want 1", label(s, "result"), got)
+			t.Errorf("saves_total{status=%q} = %v, want 1", label(s, "status"), got)
 		}
+	}
+	if got := fams["ctxlab_history_last_save_success"].GetMetric()[0].GetGauge().GetValue(); got != 0 {
+		t.Errorf("last_save_success after a failure = %v, want 0", got)
 	}
 	if got := fams["ctxlab_history_last_save_timestamp_seconds"].GetMetric()[0].GetGauge().GetValue(); got != 1.8e9 {
 		t.Errorf("last save = %v, want the successful save's time 1.8e9", got)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -508,5 +509,31 @@ func TestCycleSavesCalibrations(t *testing.T) {
 	}
 	if len(r.Arms) != 1 || r.Arms[0].Name != "fake/good" {
 		t.Fatalf("arms %+v", r.Arms)
+	}
+}
+
+// A cycle whose save fails is counted and flagged on the metrics page.
+func TestCycleCountsFailedSave(t *testing.T) {
+	good := probe("fake/good", func(context.Context) (exp.Bench, error) {
+		return &stuckBench{okOps: 1 << 30, closed: make(chan struct{})}, nil
+	})
+	s := serve.New(serve.Options{Probes: []serve.Probe{good}, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: time.Second,
+		Host: sysinfo.Detect(), Version: "test", NoRuntimeMetrics: true,
+		Save: func(r *result.Run) error { return errors.New("disk full") }})
+	s.Cycle(context.Background())
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	page := rec.Body.String()
+	for _, want := range []string{
+		`ctxlab_history_saves_total{status="failed"} 1`,
+		`ctxlab_history_saves_total{status="ok"} 0`,
+		"ctxlab_history_last_save_success 0",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("metrics page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "ctxlab_history_last_save_timestamp_seconds ") {
+		t.Error("a last-save time though no save succeeded")
 	}
 }
