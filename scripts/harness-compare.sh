@@ -22,10 +22,11 @@ mkdir -p "$OUT"
 ctxwith() { # binary, arm, file
   "$1" run "$2" --cpus 0 --reps 5 --no-store --format json -o "$3" >/dev/null 2>"$3.err" ||
     { echo "$1 run $2 failed:"; cat "$3.err"; exit 1; }
-  # ctxlab probes perf counters as it ends, and a perf event closed just
-  # before a loop slowed it by ~1% for about a second: let it pass before
-  # the next command, so no reference runs in its wake.
-  sleep 1.1
+  # ctxlab probes perf counters as it ends, and a probe just before a
+  # loop slowed it by 0.7-1.6% (a 1.5 s pause removed that): let it pass
+  # before the next command, so no reference runs in its wake. (Sets 10
+  # and 11 in the README ran with 1.1 s.)
+  sleep 1.5
 }
 ctx() { # arm, key, round: the CGO_ENABLED=0 build
   ctxwith "$CTX" "$1" "$OUT/$2$3.json"

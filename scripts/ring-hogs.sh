@@ -68,7 +68,9 @@ finally:
         except OSError:
             pass
 PY
-ctx() { $CTX run "$ARM" --no-store --format json -o "$1" >/dev/null 2>"$1.err" || { cat "$1.err"; exit 1; }; }
+# ctxlab probes perf counters as it ends; let that pass before the Python
+# ring runs (as harness-compare.sh does).
+ctx() { $CTX run "$ARM" --no-store --format json -o "$1" >/dev/null 2>"$1.err" || { cat "$1.err"; exit 1; }; sleep 1.5; }
 py() { # in the background, so a signal to this script is not held up by it
   python3 "$OUT/pyring.py" 20000 >"$1" & local pid=$!
   HOGS+=("$pid"); wait "$pid" || { echo "the Python ring failed"; exit 1; }

@@ -278,10 +278,10 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	}
 	run.Warnings = envWarnings(host)
 	arms, exps, interrupted := runner.Run(ctx, pl.cfg, pl.sel)
-	// Counters are probed after the arms, not before: a perf event opened
-	// and closed just before an arm (on any thread) slowed its thread
-	// round trips by ~1-1.5% (README: How honest is the harness?), and no
-	// arm needs the probe's answer.
+	// Counters are probed after the arms, not before: probing them (on a
+	// throwaway thread) just before an arm slowed its thread round trips
+	// by 0.7-1.6% (README: How honest is the harness?), and no arm needs
+	// the probe's answer.
 	run.Env.Counters = probeCounters()
 	run.Arms, run.Experiments, run.Interrupted = arms, exps, interrupted
 	saveErr := saveRun(ctx, o, run)
