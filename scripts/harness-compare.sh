@@ -22,11 +22,6 @@ mkdir -p "$OUT"
 ctxwith() { # binary, arm, file
   "$1" run "$2" --cpus 0 --reps 5 --no-store --format json -o "$3" >/dev/null 2>"$3.err" ||
     { echo "$1 run $2 failed:"; cat "$3.err"; exit 1; }
-  # ctxlab probes perf counters as it ends, and a probe just before a
-  # loop slowed it by 0.7-1.6% (a 1.5 s pause removed that): let it pass
-  # before the next command, so no reference runs in its wake. (Sets 10
-  # and 11 in the README ran with 1.1 s.)
-  sleep 1.5
 }
 ctx() { # arm, key, round: the CGO_ENABLED=0 build
   ctxwith "$CTX" "$1" "$OUT/$2$3.json"
@@ -50,7 +45,11 @@ gochan() { # file
 group() { # commands: an arm and its references, in a new random order each round
   local _cmds=("$@") _order _i
   _order=$(shuf -e "${!_cmds[@]}") || { echo "shuf failed"; exit 1; }
-  for _i in $_order; do eval "${_cmds[$_i]}"; done
+  # Every command starts after the same 1.5 s pause: ctxlab probes perf
+  # counters as it ends, and a probe just before a loop slowed it by
+  # 0.7-1.6% (a 1.5 s pause removed that), so no command runs in another's
+  # wake. (README sets 10 and 11 paused 1.1 s after each ctxlab run only.)
+  for _i in $_order; do sleep 1.5; eval "${_cmds[$_i]}"; done
 }
 for r in $(seq 1 "$ROUNDS"); do # the commands are evaluated in group, with this r and m
   group 'ctx pingpong/goroutine/chan/gomaxprocs=1 chan $r' 'ctxcgo pingpong/goroutine/chan/gomaxprocs=1 chan $r' \
