@@ -267,18 +267,25 @@ func checkPage(t *testing.T, fams map[string]*dto.MetricFamily) {
 	}
 }
 
+// scrapeMetrics renders m's page and parses it back as Prometheus would.
+func scrapeMetrics(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(render(t, reg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fams
+}
+
 func TestMetricsAccumulate(t *testing.T) {
 	a := fakeArms()[0]
 	m := NewMetrics([]string{a.Name}, time.Minute, 1, "v", "go")
 	m.Record(a, Run{Wall: time.Second, CPU: 0.5, End: time.Now(), NextBench: time.Millisecond, Samples: fakeSamples(a)})
 	m.Record(a, Run{Wall: time.Second, CPU: 0.25, End: time.Now(), Over: true, NextBench: time.Millisecond, Samples: fakeSamples(a)})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(m)
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(bytes.NewReader(render(t, reg)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := scrapeMetrics(t, m)
 	if got := fams["ctxlab_op_seconds"].GetMetric()[0].GetSummary().GetSampleCount(); got != 6000 {
 		t.Errorf("summary count after two runs = %d, want 6000 (2 × 3000 samples)", got)
 	}
@@ -383,24 +390,14 @@ func TestDeployFilesNameRealMetrics(t *testing.T) {
 // the last save's time once one succeeded.
 func TestMetricsHistory(t *testing.T) {
 	a := fakeArms()[0]
-	scrape := func(m *Metrics) map[string]*dto.MetricFamily {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(m)
-		p := expfmt.NewTextParser(model.UTF8Validation)
-		fams, err := p.TextToMetricFamilies(bytes.NewReader(render(t, reg)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fams
-	}
 	m := NewMetrics([]string{a.Name}, time.Minute, 1, "v", "go")
-	for name := range scrape(m) {
+	for name := range scrapeMetrics(t, m) {
 		if strings.HasPrefix(name, "ctxlab_history_") {
 			t.Errorf("%s without --db", name)
 		}
 	}
 	m.history = true
-	fams := scrape(m)
+	fams := scrapeMetrics(t, m)
 	if got := len(fams["ctxlab_history_saves_total"].GetMetric()); got != 2 {
 		t.Errorf("%d saves_total series before any save, want 2 (ok and failed, at 0)", got)
 	}
@@ -409,11 +406,11 @@ func TestMetricsHistory(t *testing.T) {
 	}
 	at := time.Unix(1_800_000_000, 0)
 	m.RecordSave(at, nil)
-	if got := scrape(m)["ctxlab_history_last_save_success"].GetMetric()[0].GetGauge().GetValue(); got != 1 {
+	if got := scrapeMetrics(t, m)["ctxlab_history_last_save_success"].GetMetric()[0].GetGauge().GetValue(); got != 1 {
 		t.Errorf("last_save_success after a save = %v, want 1", got)
 	}
 	m.RecordSave(at.Add(time.Minute), errors.New("disk full"))
-	fams = scrape(m)
+	fams = scrapeMetrics(t, m)
 	saves := fams["ctxlab_history_saves_total"].GetMetric()
 	if len(saves) != 2 {
 		t.Fatalf("%d saves_total series, want 2", len(saves))
