@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Usage (from the repository root):
+# Usage:
 #   LAYOUTS=4 ROUNDS=8 MECH=futex bash scripts/layout-compare.sh
 # Compares ctxlab's thread arm pingpong/thread/$MECH/unpinned (--cpus 0)
 # with `rawloop -mech $MECH -runtime` over random code layouts: Go's linker
@@ -12,11 +12,15 @@
 # layout's median and the median ratio (with its range) over the rounds.
 # Needs taskset, shuf and python3; about LAYOUTS × ROUNDS × 8 s.
 set -euo pipefail
-LAYOUTS=${LAYOUTS:-4}; ROUNDS=${ROUNDS:-8}; MECH=${MECH:-futex}; OUT=${OUT:-$(mktemp -d)}
+LAYOUTS=${LAYOUTS:-4}; ROUNDS=${ROUNDS:-8}; MECH=${MECH:-futex}
 case $MECH in futex | eventfd | pipe) ;; *) echo "MECH=$MECH: want futex, eventfd or pipe"; exit 2 ;; esac
-[[ $LAYOUTS =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "LAYOUTS=$LAYOUTS ROUNDS=$ROUNDS: want whole numbers ≥ 1"; exit 2; }
+[[ $LAYOUTS =~ ^[1-9][0-9]?$ && $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "LAYOUTS=$LAYOUTS ROUNDS=$ROUNDS: want LAYOUTS 1..99, ROUNDS ≥ 1"; exit 2; }
 command -v shuf >/dev/null && command -v python3 >/dev/null || { echo "layout-compare.sh needs shuf and python3"; exit 1; }
+OUT=${OUT:-$(mktemp -d)} # made only once the input is good
 mkdir -p "$OUT"
+cd "$(dirname "$0")/.." # the repository root, whatever the caller's directory
+# The builds are ~35 MB each: keep the results in OUT, not the binaries.
+trap 'rm -f "$OUT"/ctxlab[0-9] "$OUT"/ctxlab[0-9][0-9] "$OUT"/rawloop[0-9] "$OUT"/rawloop[0-9][0-9]' EXIT
 for s in $(seq 1 "$LAYOUTS"); do
   CGO_ENABLED=0 go build -ldflags=-randlayout=$s -o "$OUT/ctxlab$s" ./cmd/ctxlab
   CGO_ENABLED=0 go build -ldflags=-randlayout=$s -o "$OUT/rawloop$s" ./scripts/rawloop
