@@ -17,7 +17,7 @@ case $MECH in futex | eventfd | pipe) ;; *) echo "MECH=$MECH: want futex, eventf
 [[ $LAYOUTS =~ ^[1-9][0-9]?$ && $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "LAYOUTS=$LAYOUTS ROUNDS=$ROUNDS: want LAYOUTS 1..99, ROUNDS ≥ 1"; exit 2; }
 command -v shuf >/dev/null && command -v python3 >/dev/null || { echo "layout-compare.sh needs shuf and python3"; exit 1; }
 OUT=${OUT:-$(mktemp -d)} # made only once the input is good
-mkdir -p "$OUT"
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) # absolute: the script moves to the repository root
 cd "$(dirname "$0")/.." # the repository root, whatever the caller's directory
 # The builds are ~35 MB each: keep the results in OUT, not the binaries.
 trap 'rm -f "$OUT"/ctxlab[0-9] "$OUT"/ctxlab[0-9][0-9] "$OUT"/rawloop[0-9] "$OUT"/rawloop[0-9][0-9]' EXIT
