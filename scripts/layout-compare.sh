@@ -2,15 +2,20 @@
 # Usage:
 #   LAYOUTS=4 ROUNDS=8 MECH=futex bash scripts/layout-compare.sh
 # Compares ctxlab's thread arm pingpong/thread/$MECH/unpinned (--cpus 0)
-# with `rawloop -mech $MECH -runtime` over random code layouts: Go's linker
-# lays a binary's functions out in a random order with
+# with `rawloop -mech $MECH`, raw and with -runtime, over random code
+# layouts: Go's linker lays a binary's functions out in a random order with
 # -ldflags=-randlayout=SEED, and one build of these loops can read 3-7%
 # above or below another for that alone. Builds LAYOUTS layouts of each
 # (CGO_ENABLED=0, seeds 1..LAYOUTS), then runs every build once a round in
-# a new shuffled order, a 1.5 s pause before each; a round's ratio is the
-# mean over ctxlab's layouts ÷ the mean over rawloop's. Prints each
-# layout's median and the median ratio (with its range) over the rounds.
-# Needs taskset, shuf and python3; about LAYOUTS × ROUNDS × 8 s.
+# a new shuffled order (rawloop twice: raw and -runtime), a 1.5 s pause
+# before each; with MECH=pipe and perf installed, `perf bench sched pipe -T`
+# on CPU 0 runs once a round among them. A round's ratio is the mean over
+# one program's layouts ÷ the mean over the other's. Prints each layout's
+# median and the median ratios (with their ranges) over the rounds:
+# ctxlab ÷ rawloop -runtime (the runner and the command around it), rawloop
+# -runtime ÷ rawloop (Go's system-call path), ctxlab ÷ rawloop, and for pipe
+# rawloop ÷ perf and ctxlab ÷ perf. Needs shuf and python3 (and taskset for
+# perf); about LAYOUTS × ROUNDS × 10 s.
 set -euo pipefail
 LAYOUTS=${LAYOUTS:-4}; ROUNDS=${ROUNDS:-8}; MECH=${MECH:-futex}
 case $MECH in futex | eventfd | pipe) ;; *) echo "MECH=$MECH: want futex, eventfd or pipe"; exit 2 ;; esac
@@ -21,40 +26,58 @@ mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) # absolute: the script moves to the r
 cd "$(dirname "$0")/.." # the repository root, whatever the caller's directory
 # The builds are ~35 MB each: keep the results in OUT, not the binaries.
 trap 'rm -f "$OUT"/ctxlab[0-9] "$OUT"/ctxlab[0-9][0-9] "$OUT"/rawloop[0-9] "$OUT"/rawloop[0-9][0-9]' EXIT
+PERF=
+[[ $MECH == pipe ]] && command -v perf >/dev/null && command -v taskset >/dev/null && PERF=perf
 for s in $(seq 1 "$LAYOUTS"); do
   CGO_ENABLED=0 go build -ldflags=-randlayout=$s -o "$OUT/ctxlab$s" ./cmd/ctxlab
   CGO_ENABLED=0 go build -ldflags=-randlayout=$s -o "$OUT/rawloop$s" ./scripts/rawloop
 done
 ARM=pingpong/thread/$MECH/unpinned
 for r in $(seq 1 "$ROUNDS"); do
-  for c in $(shuf -e $(for s in $(seq 1 "$LAYOUTS"); do echo "ctxlab$s rawloop$s"; done)); do
+  for c in $(shuf -e $PERF $(for s in $(seq 1 "$LAYOUTS"); do echo "ctxlab$s rawloop$s rawloop$s-raw"; done)); do
     sleep 1.5 # ctxlab probes perf counters as it ends: nothing runs in that wake
     case $c in
       ctxlab*) "$OUT/$c" run "$ARM" --cpus 0 --reps 5 --no-store --format json -o "$OUT/$c.r$r.json" >/dev/null 2>"$OUT/$c.err" ||
         { echo "$c run $ARM failed:"; cat "$OUT/$c.err"; exit 1; } ;;
+      rawloop*-raw) "$OUT/${c%-raw}" -mech "$MECH" -n 150000 >"$OUT/$c.r$r.txt" 2>&1 ||
+        { echo "$c failed:"; cat "$OUT/$c.r$r.txt"; exit 1; } ;;
       rawloop*) "$OUT/$c" -mech "$MECH" -runtime -n 150000 >"$OUT/$c.r$r.txt" 2>&1 ||
         { echo "$c failed:"; cat "$OUT/$c.r$r.txt"; exit 1; } ;;
+      perf) taskset -c 0 perf bench sched pipe -T -l 150000 >"$OUT/perf.r$r.txt" 2>&1 ||
+        { echo "perf bench failed:"; cat "$OUT/perf.r$r.txt"; exit 1; } ;;
     esac
   done
 done
-python3 - "$OUT" "$LAYOUTS" "$ROUNDS" "$ARM" "$MECH" <<'PY'
+python3 - "$OUT" "$LAYOUTS" "$ROUNDS" "$ARM" "$MECH" "$PERF" <<'PY'
 import json, re, sys, statistics as st
-out, L, R, arm, mech = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+out, L, R, arm, mech, perf = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 def ctx(f):
     a = json.load(open(f))['arms'][0]
     if a['status'] != 'ok':
         raise SystemExit(f"{f}: {a['name']} {a['status']}: {a.get('reason', '')}")
     return a['median']
 def raw(f): return float(re.match(r'([\d.]+) ns/op', open(f).read()).group(1))
+def perfbench(f): return 1000 * float(re.search(r'([\d.]+) usecs/op', open(f).read()).group(1))
 c = [[ctx(f"{out}/ctxlab{s}.r{r}.json") for s in range(1, L + 1)] for r in range(1, R + 1)]
 w = [[raw(f"{out}/rawloop{s}.r{r}.txt") for s in range(1, L + 1)] for r in range(1, R + 1)]
-print(f"`{arm}` (--cpus 0) against `rawloop -mech {mech} -runtime`, {L} random layouts each, {R} rounds")
+x = [[raw(f"{out}/rawloop{s}-raw.r{r}.txt") for s in range(1, L + 1)] for r in range(1, R + 1)]
+print(f"`{arm}` (--cpus 0) against `rawloop -mech {mech}`, raw and -runtime, {L} random layouts each, {R} rounds")
 print()
-print("| layout (seed) | ctxlab median (ns) | rawloop median (ns) |")
-print("|---|---|---|")
+print("| layout (seed) | ctxlab median (ns) | rawloop -runtime median (ns) | rawloop median (ns) |")
+print("|---|---|---|---|")
 for s in range(L):
-    print(f"| {s + 1} | {st.median(x[s] for x in c):.0f} | {st.median(x[s] for x in w):.0f} |")
-ratios = sorted(st.mean(x) / st.mean(y) for x, y in zip(c, w))
+    print(f"| {s + 1} | {st.median(y[s] for y in c):.0f} | {st.median(y[s] for y in w):.0f} | {st.median(y[s] for y in x):.0f} |")
+def ratio(name, a, b):
+    rs = sorted(st.mean(p) / st.mean(q) for p, q in zip(a, b))
+    print(f"{name}: median {st.median(rs):.3f} (range {rs[0]:.3f}–{rs[-1]:.3f})")
 print()
-print(f"ctxlab ÷ rawloop -runtime, mean over layouts: median {st.median(ratios):.3f} (range {ratios[0]:.3f}–{ratios[-1]:.3f})")
+print("means over layouts, per round:")
+ratio("ctxlab ÷ rawloop -runtime (the runner and the command)", c, w)
+ratio("rawloop -runtime ÷ rawloop (Go's system-call path)", w, x)
+ratio("ctxlab ÷ rawloop", c, x)
+if perf:
+    p = [[perfbench(f"{out}/perf.r{r}.txt")] for r in range(1, R + 1)]
+    print(f"perf bench sched pipe -T on CPU 0: median {st.median(y[0] for y in p):.0f} ns")
+    ratio("rawloop ÷ perf bench -T (Go's threads)", x, p)
+    ratio("ctxlab ÷ perf bench -T", c, p)
 PY
