@@ -143,6 +143,11 @@ scrape_configs:
 	if res, err := query(api, saved); err != nil || len(res) != 1 || res[0].Value != 1 {
 		t.Errorf("%s: %v, error %v; want one series at 1", saved, res, err)
 	}
+	// …and the database it went into has a size.
+	size := `ctxlab_history_db_bytes`
+	if res, err := query(api, size); err != nil || len(res) != 1 || res[0].Value <= 0 {
+		t.Errorf("%s: %v, error %v; want one series above 0", size, res, err)
+	}
 	for _, r := range rulesState(t, api) {
 		if r.Health != "ok" || r.LastError != "" {
 			t.Errorf("rule %s: health %q, error %q", r.Name, r.Health, r.LastError)

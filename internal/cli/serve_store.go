@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/prometheus/common/model"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/serve"
 	"github.com/ctxlab/ctxlab/internal/store"
 )
 
@@ -27,24 +29,51 @@ func applyServeStore(o *ServeOptions) error {
 		return usagef("--db %s: %v", path, err)
 	}
 	s.Close()
-	o.Serve.Save = func(run *result.Run) error {
+	o.Serve.Save = func(run *result.Run) (serve.Saved, error) {
+		saved := serve.Saved{DBBytes: -1}
 		s, err := store.Open(path)
 		if err != nil {
-			return err
+			return saved, err
 		}
-		defer s.Close()
 		// Old cycles go first, so that a full disk frees room for this one.
 		if o.DBRetention > 0 {
-			if _, err := s.Prune(context.Background(), run.Suite, store.SourceRun, run.Time.Add(-o.DBRetention)); err != nil {
-				return fmt.Errorf("delete cycles older than %s (--db-retention): %w", formatRetention(o.DBRetention), err)
+			n, err := s.Prune(context.Background(), run.Suite, store.SourceRun, run.Time.Add(-o.DBRetention))
+			saved.Pruned = n
+			if err != nil {
+				s.Close()
+				return saved, fmt.Errorf("delete cycles older than %s (--db-retention): %w", formatRetention(o.DBRetention), err)
 			}
 		}
 		if err := s.Save(context.Background(), run, store.SourceRun); err != nil {
-			return fmt.Errorf("save probe cycle: %w", err)
+			s.Close()
+			return saved, fmt.Errorf("save probe cycle: %w", err)
 		}
-		return nil
+		// Sized once closed: the last connection's close folds the
+		// write-ahead log back into the file.
+		if err := s.Close(); err != nil {
+			return saved, fmt.Errorf("close history database: %w", err)
+		}
+		saved.DBBytes = dbBytes(path)
+		return saved, nil
 	}
 	return nil
+}
+
+// dbBytes is an SQLite database's size on disk: the file, and its
+// write-ahead log and shared-memory index where they are left; -1 when
+// the file cannot be read.
+func dbBytes(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	n := fi.Size()
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if fi, err := os.Stat(path + suffix); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }
 
 // How long serve --db keeps a probe cycle. A cycle of the five default

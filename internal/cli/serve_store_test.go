@@ -89,18 +89,31 @@ func TestServeDBPrunesOldCycles(t *testing.T) {
 	for _, tc := range []struct {
 		retention time.Duration
 		kept      []string
+		pruned    int
 	}{
-		{0, []string{"20261101T000000-aaaaaa", "20261101T000000-bbbbbb"}}, // 0 keeps every cycle
-		{3 * time.Hour, []string{"20261101T000000-aaaaaa", "20261101T000000-bbbbbb"}},
-		{time.Hour, []string{"20261101T000000-bbbbbb"}},
+		{0, []string{"20261101T000000-aaaaaa", "20261101T000000-bbbbbb"}, 0}, // 0 keeps every cycle
+		{3 * time.Hour, []string{"20261101T000000-aaaaaa", "20261101T000000-bbbbbb"}, 0},
+		{time.Hour, []string{"20261101T000000-bbbbbb"}, 1},
 	} {
 		o := &ServeOptions{DB: db, DBRetention: tc.retention}
 		if err := applyServeStore(o); err != nil {
 			t.Fatal(err)
 		}
 		id := fmt.Sprintf("20261201T%06d-cccccc", tc.retention/time.Minute)
-		if err := o.Serve.Save(&result.Run{Schema: result.SchemaVersion, ID: id, Time: now, Suite: "serve"}); err != nil {
+		saved, err := o.Serve.Save(&result.Run{Schema: result.SchemaVersion, ID: id, Time: now, Suite: "serve"})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if saved.Pruned != tc.pruned {
+			t.Errorf("retention %v: %d cycles pruned, want %d", tc.retention, saved.Pruned, tc.pruned)
+		}
+		// Closed after the save: the size is the file's, its log folded in.
+		fi, err := os.Stat(db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if saved.DBBytes != fi.Size() || saved.DBBytes <= 0 {
+			t.Errorf("retention %v: database size %d, want the file's %d", tc.retention, saved.DBBytes, fi.Size())
 		}
 		s, err := store.Open(db)
 		if err != nil {

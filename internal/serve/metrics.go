@@ -93,6 +93,12 @@ var (
 	descHistoryLastSave = prometheus.NewDesc("ctxlab_history_last_save_timestamp_seconds",
 		"Unix time a probe cycle was last saved in the history database (--db); only with --db, once one was.",
 		nil, nil)
+	descHistoryPruned = prometheus.NewDesc("ctxlab_history_pruned_total",
+		"Probe cycles deleted from the history database (--db) for being older than --db-retention; only with --db.",
+		nil, nil)
+	descHistoryBytes = prometheus.NewDesc("ctxlab_history_db_bytes",
+		"Size on disk of the history database (--db), its write-ahead log included, after the last successful save: it levels off once --db-retention deletes as much as each cycle adds; only with --db, once a save succeeded.",
+		nil, nil)
 	descInfo = prometheus.NewDesc("ctxlab_build_info",
 		"Always 1; the ctxlab and Go versions are labels.",
 		[]string{"version", "goversion"}, nil)
@@ -144,11 +150,21 @@ type Metrics struct {
 	// selfCPU reads the exporter's CPU seconds; nil leaves the metric out.
 	selfCPU func() float64
 	// history is set when cycles are saved (--db): saves counts them by
-	// result and lastSave is the last that succeeded.
+	// result and lastSave is the last that succeeded; pruned counts the
+	// cycles retention deleted and dbBytes is the database's size after
+	// the last successful save (-1: unknown).
 	history  bool
 	saves    map[string]float64
 	lastOK   *bool
 	lastSave time.Time
+	pruned   float64
+	dbBytes  int64
+}
+
+// Saved is what one save into the history database did.
+type Saved struct {
+	Pruned  int   // cycles deleted for being older than the retention
+	DBBytes int64 // the database's size on disk afterwards, -1 if unknown
 }
 
 // NewMetrics makes the probe collector for these probe names (full arm
@@ -187,13 +203,15 @@ func (m *Metrics) Record(a result.Arm, r Run) {
 }
 
 // RecordSave counts one probe cycle written to the history database, or
-// not (err).
-func (m *Metrics) RecordSave(at time.Time, err error) {
+// not (err), and what the save deleted and left on disk.
+func (m *Metrics) RecordSave(at time.Time, s Saved, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.saves == nil {
 		m.saves = map[string]float64{}
 	}
+	// A save that failed after its prune still deleted those cycles.
+	m.pruned += float64(s.Pruned)
 	ok := err == nil
 	m.lastOK = &ok
 	if !ok {
@@ -202,6 +220,7 @@ func (m *Metrics) RecordSave(at time.Time, err error) {
 	}
 	m.saves["ok"]++
 	m.lastSave = at
+	m.dbBytes = s.DBBytes
 }
 
 // statusLabel makes a result status one word ("timed out" → "timedout").
@@ -252,7 +271,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOp, descOpMean, descOpMax, descSwitchCost, descSwitches, descMigrations,
 		descRunqWait, descSpread, descNoisy, descSuccess, descDuration, descLastRun, descBenchTime, descRuns,
 		descSkipped, descProbeCPU, descExceeded, descBudget, descSelfCPU, descInterval, descInfo,
-		descHistorySaves, descHistoryLastOK, descHistoryLastSave} {
+		descHistorySaves, descHistoryLastOK, descHistoryLastSave, descHistoryPruned, descHistoryBytes} {
 		ch <- d
 	}
 }
@@ -284,6 +303,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		if !m.lastSave.IsZero() {
 			gauge(descHistoryLastSave, float64(m.lastSave.UnixNano())/1e9)
+		}
+		counter(descHistoryPruned, m.pruned)
+		if m.dbBytes >= 0 && !m.lastSave.IsZero() {
+			gauge(descHistoryBytes, float64(m.dbBytes))
 		}
 	}
 	for _, n := range m.order {

@@ -386,8 +386,9 @@ func TestDeployFilesNameRealMetrics(t *testing.T) {
 	}
 }
 
-// The history metrics appear only with --db: both results from the start,
-// the last save's time once one succeeded.
+// The history metrics appear only with --db: both results and the pruned
+// count from the start, the last save's time and the database's size once
+// a save succeeded (the size is the last successful save's).
 func TestMetricsHistory(t *testing.T) {
 	a := fakeArms()[0]
 	m := NewMetrics([]string{a.Name}, time.Minute, 1, "v", "go")
@@ -401,16 +402,30 @@ func TestMetricsHistory(t *testing.T) {
 	if got := len(fams["ctxlab_history_saves_total"].GetMetric()); got != 2 {
 		t.Errorf("%d saves_total series before any save, want 2 (ok and failed, at 0)", got)
 	}
-	if fams["ctxlab_history_last_save_timestamp_seconds"] != nil || fams["ctxlab_history_last_save_success"] != nil {
-		t.Error("a last save before any save")
+	if fams["ctxlab_history_last_save_timestamp_seconds"] != nil || fams["ctxlab_history_last_save_success"] != nil || fams["ctxlab_history_db_bytes"] != nil {
+		t.Error("a last save or a database size before any save")
+	}
+	if f := fams["ctxlab_history_pruned_total"]; f == nil || f.GetMetric()[0].GetCounter().GetValue() != 0 {
+		t.Errorf("pruned_total before any save: %v, want 0", f)
 	}
 	at := time.Unix(1_800_000_000, 0)
-	m.RecordSave(at, nil)
-	if got := scrapeMetrics(t, m)["ctxlab_history_last_save_success"].GetMetric()[0].GetGauge().GetValue(); got != 1 {
+	m.RecordSave(at, Saved{Pruned: 3, DBBytes: 40960}, nil)
+	fams = scrapeMetrics(t, m)
+	if got := fams["ctxlab_history_last_save_success"].GetMetric()[0].GetGauge().GetValue(); got != 1 {
 		t.Errorf("last_save_success after a save = %v, want 1", got)
 	}
-	m.RecordSave(at.Add(time.Minute), errors.New("disk full"))
+	if got := fams["ctxlab_history_db_bytes"].GetMetric()[0].GetGauge().GetValue(); got != 40960 {
+		t.Errorf("db_bytes after a save = %v, want 40960", got)
+	}
+	// The prune ran before the save failed: those cycles are gone.
+	m.RecordSave(at.Add(time.Minute), Saved{Pruned: 2, DBBytes: -1}, errors.New("disk full"))
 	fams = scrapeMetrics(t, m)
+	if got := fams["ctxlab_history_pruned_total"].GetMetric()[0].GetCounter().GetValue(); got != 5 {
+		t.Errorf("pruned_total = %v, want 5 (3 + 2)", got)
+	}
+	if got := fams["ctxlab_history_db_bytes"].GetMetric()[0].GetGauge().GetValue(); got != 40960 {
+		t.Errorf("db_bytes after a failed save = %v, want the last successful save's 40960", got)
+	}
 	saves := fams["ctxlab_history_saves_total"].GetMetric()
 	if len(saves) != 2 {
 		t.Fatalf("%d saves_total series, want 2", len(saves))

@@ -60,7 +60,7 @@ type Options struct {
 	Log          *slog.Logger
 	Version      string
 	// Save, if set, stores every cycle's results (the store's --db); nil = not stored.
-	Save func(*result.Run) error
+	Save func(*result.Run) (Saved, error)
 	// RunArm measures one arm; nil = runner.Arm.
 	RunArm ArmRunner
 	// ProcRoot is where /proc is ("" = /proc); tests point it at a fixture.
@@ -261,11 +261,11 @@ func (s *Server) Cycle(ctx context.Context) {
 			GoVersion: runtime.Version(), CommandLine: []string{"ctxlab", "serve"}, Suite: "serve",
 			Env: s.o.Host.Env, ClockCostNs: clock, SyscallNs: s.syscall, SyscallPathNs: s.syscallPath, Arms: arms,
 		}
-		err := s.o.Save(run)
+		saved, err := s.o.Save(run)
 		if err != nil {
 			s.o.Log.Warn("history database (--db) failed", "err", err)
 		}
-		s.metrics.RecordSave(time.Now(), err)
+		s.metrics.RecordSave(time.Now(), saved, err)
 	}
 }
 

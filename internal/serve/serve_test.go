@@ -495,7 +495,10 @@ func TestCycleSavesCalibrations(t *testing.T) {
 	var saved []*result.Run
 	s := serve.New(serve.Options{Probes: []serve.Probe{good}, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: time.Second,
 		Host: sysinfo.Detect(), Version: "test", NoRuntimeMetrics: true,
-		Save: func(r *result.Run) error { saved = append(saved, r); return nil }})
+		Save: func(r *result.Run) (serve.Saved, error) {
+			saved = append(saved, r)
+			return serve.Saved{DBBytes: 4096}, nil
+		}})
 	s.Cycle(context.Background())
 	if len(saved) != 1 {
 		t.Fatalf("%d runs saved, want 1", len(saved))
@@ -519,7 +522,7 @@ func TestCycleCountsFailedSave(t *testing.T) {
 	})
 	s := serve.New(serve.Options{Probes: []serve.Probe{good}, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: time.Second,
 		Host: sysinfo.Detect(), Version: "test", NoRuntimeMetrics: true,
-		Save: func(r *result.Run) error { return errors.New("disk full") }})
+		Save: func(r *result.Run) (serve.Saved, error) { return serve.Saved{DBBytes: -1}, errors.New("disk full") }})
 	s.Cycle(context.Background())
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -533,7 +536,9 @@ func TestCycleCountsFailedSave(t *testing.T) {
 			t.Errorf("metrics page lacks %q", want)
 		}
 	}
-	if strings.Contains(page, "ctxlab_history_last_save_timestamp_seconds ") {
-		t.Error("a last-save time though no save succeeded")
+	for _, unwanted := range []string{"ctxlab_history_last_save_timestamp_seconds ", "ctxlab_history_db_bytes "} {
+		if strings.Contains(page, unwanted) {
+			t.Errorf("metrics page has %q though no save succeeded", unwanted)
+		}
 	}
 }
