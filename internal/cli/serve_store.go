@@ -30,7 +30,7 @@ func applyServeStore(o *ServeOptions) error {
 	}
 	s.Close()
 	o.Serve.Save = func(run *result.Run) (serve.Saved, error) {
-		saved := serve.Saved{DBBytes: -1}
+		var saved serve.Saved
 		s, err := store.Open(path)
 		if err != nil {
 			return saved, err
@@ -49,10 +49,11 @@ func applyServeStore(o *ServeOptions) error {
 			return saved, fmt.Errorf("save probe cycle: %w", err)
 		}
 		// Sized once closed: the last connection's close folds the
-		// write-ahead log back into the file.
-		if err := s.Close(); err != nil {
-			return saved, fmt.Errorf("close history database: %w", err)
-		}
+		// write-ahead log back into the file (unless another process
+		// holds the file open; dbBytes counts what is left). The cycle
+		// is committed by now, so a failed close does not make the save
+		// a failure: its log and index stay on disk, and are counted.
+		s.Close()
 		saved.DBBytes = dbBytes(path)
 		return saved, nil
 	}
@@ -60,12 +61,12 @@ func applyServeStore(o *ServeOptions) error {
 }
 
 // dbBytes is an SQLite database's size on disk: the file, and its
-// write-ahead log and shared-memory index where they are left; -1 when
+// write-ahead log and shared-memory index where they are left; 0 when
 // the file cannot be read.
 func dbBytes(path string) int64 {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return -1
+		return 0
 	}
 	n := fi.Size()
 	for _, suffix := range []string{"-wal", "-shm"} {

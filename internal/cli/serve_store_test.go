@@ -164,3 +164,36 @@ func TestDBRetentionAccepted(t *testing.T) {
 		}
 	}
 }
+
+// While another process holds the history open, the write-ahead log
+// stays beside the file after a save, and the size counts it.
+func TestServeDBSizeCountsLeftLog(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	o := &ServeOptions{DB: db, DBRetention: time.Hour}
+	if err := applyServeStore(o); err != nil {
+		t.Fatal(err)
+	}
+	other, err := store.Open(db) // the other reader (ctxlab history, say)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.SchemaVersion(); err != nil { // make it really open the file
+		t.Fatal(err)
+	}
+	saved, err := o.Serve.Save(&result.Run{Schema: result.SchemaVersion, ID: "20261201T000000-dddddd", Time: time.Now().UTC(), Suite: "serve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatalf("%v: the log should stay while another connection is open", err)
+		}
+		want += fi.Size()
+	}
+	if saved.DBBytes != want {
+		t.Errorf("database size %d, want %d (the file, its log and its index)", saved.DBBytes, want)
+	}
+}

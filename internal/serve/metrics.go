@@ -97,7 +97,7 @@ var (
 		"Probe cycles deleted from the history database (--db) for being older than --db-retention; only with --db.",
 		nil, nil)
 	descHistoryBytes = prometheus.NewDesc("ctxlab_history_db_bytes",
-		"Size on disk of the history database (--db), its write-ahead log included, after the last successful save: it levels off once --db-retention deletes as much as each cycle adds; only with --db, once a save succeeded.",
+		"Size on disk of the history database (--db), with any write-ahead log and shared-memory file left beside it, after the last successful save: it levels off once --db-retention deletes as much as each cycle adds; only with --db, once a save succeeded.",
 		nil, nil)
 	descInfo = prometheus.NewDesc("ctxlab_build_info",
 		"Always 1; the ctxlab and Go versions are labels.",
@@ -152,19 +152,13 @@ type Metrics struct {
 	// history is set when cycles are saved (--db): saves counts them by
 	// result and lastSave is the last that succeeded; pruned counts the
 	// cycles retention deleted and dbBytes is the database's size after
-	// the last successful save (-1: unknown).
+	// the last successful save that knew it (0: none yet).
 	history  bool
 	saves    map[string]float64
 	lastOK   *bool
 	lastSave time.Time
 	pruned   float64
 	dbBytes  int64
-}
-
-// Saved is what one save into the history database did.
-type Saved struct {
-	Pruned  int   // cycles deleted for being older than the retention
-	DBBytes int64 // the database's size on disk afterwards, -1 if unknown
 }
 
 // NewMetrics makes the probe collector for these probe names (full arm
@@ -220,7 +214,9 @@ func (m *Metrics) RecordSave(at time.Time, s Saved, err error) {
 	}
 	m.saves["ok"]++
 	m.lastSave = at
-	m.dbBytes = s.DBBytes
+	if s.DBBytes > 0 { // a size not known leaves the last one
+		m.dbBytes = s.DBBytes
+	}
 }
 
 // statusLabel makes a result status one word ("timed out" → "timedout").
@@ -305,7 +301,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			gauge(descHistoryLastSave, float64(m.lastSave.UnixNano())/1e9)
 		}
 		counter(descHistoryPruned, m.pruned)
-		if m.dbBytes >= 0 && !m.lastSave.IsZero() {
+		if m.dbBytes > 0 {
 			gauge(descHistoryBytes, float64(m.dbBytes))
 		}
 	}

@@ -408,22 +408,34 @@ func TestMetricsHistory(t *testing.T) {
 	if f := fams["ctxlab_history_pruned_total"]; f == nil || f.GetMetric()[0].GetCounter().GetValue() != 0 {
 		t.Errorf("pruned_total before any save: %v, want 0", f)
 	}
+	value := func(fams map[string]*dto.MetricFamily, name string) float64 {
+		t.Helper()
+		f := fams[name]
+		if f == nil || len(f.GetMetric()) != 1 {
+			t.Fatalf("%s: %v, want one series", name, f)
+		}
+		if c := f.GetMetric()[0].GetCounter(); c != nil {
+			return c.GetValue()
+		}
+		return f.GetMetric()[0].GetGauge().GetValue()
+	}
 	at := time.Unix(1_800_000_000, 0)
 	m.RecordSave(at, Saved{Pruned: 3, DBBytes: 40960}, nil)
 	fams = scrapeMetrics(t, m)
-	if got := fams["ctxlab_history_last_save_success"].GetMetric()[0].GetGauge().GetValue(); got != 1 {
+	if got := value(fams, "ctxlab_history_last_save_success"); got != 1 {
 		t.Errorf("last_save_success after a save = %v, want 1", got)
 	}
-	if got := fams["ctxlab_history_db_bytes"].GetMetric()[0].GetGauge().GetValue(); got != 40960 {
+	if got := value(fams, "ctxlab_history_db_bytes"); got != 40960 {
 		t.Errorf("db_bytes after a save = %v, want 40960", got)
 	}
-	// The prune ran before the save failed: those cycles are gone.
-	m.RecordSave(at.Add(time.Minute), Saved{Pruned: 2, DBBytes: -1}, errors.New("disk full"))
+	// The prune ran before the save failed: those cycles are gone. The
+	// failed save's size is not the history's.
+	m.RecordSave(at.Add(time.Minute), Saved{Pruned: 2, DBBytes: 8192}, errors.New("disk full"))
 	fams = scrapeMetrics(t, m)
-	if got := fams["ctxlab_history_pruned_total"].GetMetric()[0].GetCounter().GetValue(); got != 5 {
+	if got := value(fams, "ctxlab_history_pruned_total"); got != 5 {
 		t.Errorf("pruned_total = %v, want 5 (3 + 2)", got)
 	}
-	if got := fams["ctxlab_history_db_bytes"].GetMetric()[0].GetGauge().GetValue(); got != 40960 {
+	if got := value(fams, "ctxlab_history_db_bytes"); got != 40960 {
 		t.Errorf("db_bytes after a failed save = %v, want the last successful save's 40960", got)
 	}
 	saves := fams["ctxlab_history_saves_total"].GetMetric()
@@ -435,10 +447,19 @@ func TestMetricsHistory(t *testing.T) {
 			t.Errorf("saves_total{status=%q} = %v, want 1", label(s, "status"), got)
 		}
 	}
-	if got := fams["ctxlab_history_last_save_success"].GetMetric()[0].GetGauge().GetValue(); got != 0 {
+	if got := value(fams, "ctxlab_history_last_save_success"); got != 0 {
 		t.Errorf("last_save_success after a failure = %v, want 0", got)
 	}
-	if got := fams["ctxlab_history_last_save_timestamp_seconds"].GetMetric()[0].GetGauge().GetValue(); got != 1.8e9 {
+	if got := value(fams, "ctxlab_history_last_save_timestamp_seconds"); got != 1.8e9 {
 		t.Errorf("last save = %v, want the successful save's time 1.8e9", got)
+	}
+	// A save that could not size the file leaves the last size.
+	m.RecordSave(at.Add(2*time.Minute), Saved{}, nil)
+	if got := value(scrapeMetrics(t, m), "ctxlab_history_db_bytes"); got != 40960 {
+		t.Errorf("db_bytes after a save of unknown size = %v, want the last known 40960", got)
+	}
+	m.RecordSave(at.Add(3*time.Minute), Saved{DBBytes: 49152}, nil)
+	if got := value(scrapeMetrics(t, m), "ctxlab_history_db_bytes"); got != 49152 {
+		t.Errorf("db_bytes after a later save = %v, want 49152", got)
 	}
 }

@@ -48,6 +48,12 @@ const (
 // ArmRunner measures one arm; runner.Arm in production, fakes in tests.
 type ArmRunner func(ctx context.Context, cfg runner.Config, spec *exp.Spec, a exp.Arm) result.Arm
 
+// Saved is what one save into the history database did, for its metrics.
+type Saved struct {
+	Pruned  int   // cycles deleted for being older than the retention
+	DBBytes int64 // the database's size on disk afterwards; 0 if not known
+}
+
 // Options configure the exporter. The cli fills them from flags and
 // validates them before anything starts.
 type Options struct {
@@ -59,7 +65,9 @@ type Options struct {
 	Host         *sysinfo.Host
 	Log          *slog.Logger
 	Version      string
-	// Save, if set, stores every cycle's results (the store's --db); nil = not stored.
+	// Save, if set, stores every cycle's results (the store's --db); nil =
+	// not stored. It says what it did even when it fails: a prune that ran
+	// before a failed save still deleted those cycles.
 	Save func(*result.Run) (Saved, error)
 	// RunArm measures one arm; nil = runner.Arm.
 	RunArm ArmRunner

@@ -513,6 +513,12 @@ func TestCycleSavesCalibrations(t *testing.T) {
 	if len(r.Arms) != 1 || r.Arms[0].Name != "fake/good" {
 		t.Fatalf("arms %+v", r.Arms)
 	}
+	// What the save did reaches the metrics page.
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if page := rec.Body.String(); !strings.Contains(page, "ctxlab_history_db_bytes 4096") {
+		t.Error("the metrics page lacks the saved database's size (ctxlab_history_db_bytes 4096)")
+	}
 }
 
 // A cycle whose save fails is counted and flagged on the metrics page.
@@ -522,7 +528,9 @@ func TestCycleCountsFailedSave(t *testing.T) {
 	})
 	s := serve.New(serve.Options{Probes: []serve.Probe{good}, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: time.Second,
 		Host: sysinfo.Detect(), Version: "test", NoRuntimeMetrics: true,
-		Save: func(r *result.Run) (serve.Saved, error) { return serve.Saved{DBBytes: -1}, errors.New("disk full") }})
+		Save: func(r *result.Run) (serve.Saved, error) {
+			return serve.Saved{Pruned: 1, DBBytes: 4096}, errors.New("disk full")
+		}})
 	s.Cycle(context.Background())
 	rec := httptest.NewRecorder()
 	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -531,6 +539,7 @@ func TestCycleCountsFailedSave(t *testing.T) {
 		`ctxlab_history_saves_total{status="failed"} 1`,
 		`ctxlab_history_saves_total{status="ok"} 0`,
 		"ctxlab_history_last_save_success 0",
+		"ctxlab_history_pruned_total 1", // the prune before the failure
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("metrics page lacks %q", want)
