@@ -40,8 +40,8 @@ func (PerfSource) Open(ev EventSpec, tid, groupFD int, group bool) (int, error) 
 // Read implements CounterSource.
 func (PerfSource) Read(fd int, buf []byte) (int, error) { return unix.Read(fd, buf) }
 
-// Close implements CounterSource.
-func (PerfSource) Close(fd int) error { return unix.Close(fd) }
+// Close implements CounterSource, noting the time for PerfSettleLeft.
+func (PerfSource) Close(fd int) error { return closeEvent(fd) }
 
 // openAttr opens ev. Hardware events count user space only, which
 // perf_event_paranoid=2 allows. Software events try to include the kernel

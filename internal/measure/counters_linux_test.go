@@ -339,3 +339,27 @@ func FuzzParseGroupRead(f *testing.F) {
 		}
 	})
 }
+
+// Closing a per-thread event starts PerfSettle; it runs down to 0.
+func TestPerfSettleLeft(t *testing.T) {
+	prev := lastPerfClose.Load()
+	defer lastPerfClose.Store(prev)
+	fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	closeEvent(fd) // any descriptor: what matters is when it closed
+	left := PerfSettleLeft()
+	if left <= 0 || left > PerfSettle || left < PerfSettle-time.Since(before) {
+		t.Errorf("right after a close %v left, want about %v", left, PerfSettle)
+	}
+	lastPerfClose.Store(time.Now().Add(-PerfSettle - time.Millisecond).UnixNano())
+	if left := PerfSettleLeft(); left != 0 {
+		t.Errorf("a settle past its end has %v left, want 0", left)
+	}
+	lastPerfClose.Store(0)
+	if left := PerfSettleLeft(); left != 0 {
+		t.Errorf("with no event ever closed %v left, want 0", left)
+	}
+}

@@ -3,9 +3,42 @@ package measure
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// PerfSettle is how long the kernel keeps its scheduler hooks for perf
+// events on after the last per-thread event is closed: it switches them
+// off a second (HZ) later (kernel/events/core.c, unaccount_event), and
+// until then every context switch on the machine pays them. Thread round
+// trips measured right after a perf probe read 0.7–1.6% slower, and not
+// after a 1.5 s pause (README: How honest is the harness?). The half
+// second beyond the kernel's second is a margin for its workqueue.
+const PerfSettle = 1500 * time.Millisecond
+
+// lastPerfClose is when ctxlab last closed a perf event it had opened on
+// a thread (Unix ns; 0: never).
+var lastPerfClose atomic.Int64
+
+// closeEvent closes a per-thread perf event and notes when.
+func closeEvent(fd int) error {
+	err := unix.Close(fd)
+	lastPerfClose.Store(time.Now().UnixNano())
+	return err
+}
+
+// PerfSettleLeft is how much of PerfSettle is still to run since ctxlab
+// last closed a per-thread perf event: 0 when it never opened one, or
+// closed its last long enough ago.
+func PerfSettleLeft() time.Duration {
+	last := lastPerfClose.Load()
+	if last == 0 {
+		return 0
+	}
+	return max(0, time.Until(time.Unix(0, last).Add(PerfSettle)))
+}
 
 // EventSpec names one perf event ctxlab may open.
 type EventSpec struct {
@@ -59,7 +92,7 @@ func ProbeEvent(ev EventSpec) (ok bool, reason string) {
 	if err != nil {
 		return false, eventReason(ev, err)
 	}
-	defer unix.Close(fd)
+	defer closeEvent(fd)
 	// Do a little work so a working counter moves.
 	x := 0
 	for i := 0; i < 200000; i++ {

@@ -245,3 +245,40 @@ func TestAbandonedArmCountersClosedAfterItReturns(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An arm without counters that follows one with them waits until the
+// kernel's perf scheduler hooks are off (measure.PerfSettle) before it
+// starts; an arm with counters does not wait; a cancelled run does not
+// wait. Uses the real perf_event_open.
+func TestArmWaitsForPerfToSettle(t *testing.T) {
+	spec := &exp.Spec{Name: "spin", Op: "spin"}
+	counted := exp.Arm{Name: "spin/counted", Counters: true, Open: func(ctx context.Context) (exp.Bench, error) { return openSpin(), nil }}
+	plain := counted
+	plain.Name, plain.Counters = "spin/plain", false
+	// waited is how long a call to Arm took beyond the arm itself.
+	waited := func(ctx context.Context, a exp.Arm) time.Duration {
+		t0 := time.Now()
+		r := Arm(ctx, testConfig(), spec, a)
+		return time.Since(t0) - time.Duration(r.DurationNs)
+	}
+	waited(context.Background(), counted)
+	left := measure.PerfSettleLeft()
+	if left == 0 {
+		t.Skip("no perf event opened on this machine: nothing to settle")
+	}
+	if w := waited(context.Background(), plain); w < left {
+		t.Errorf("an arm without counters waited %v after counters, want at least the %v left", w, left)
+	}
+	if left := measure.PerfSettleLeft(); left != 0 {
+		t.Errorf("%v of the settle left after the wait", left)
+	}
+	waited(context.Background(), counted)
+	if w := waited(context.Background(), counted); w > measure.PerfSettle/3 {
+		t.Errorf("an arm with counters waited %v: it pays the hooks for its own counters anyway", w)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if w := waited(ctx, plain); w > measure.PerfSettle/3 {
+		t.Errorf("an interrupted run waited %v for the settle", w)
+	}
+}

@@ -121,12 +121,34 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 // unsupported arms are results with a status and a reason. Every result
 // records how long the arm took, set-up and warm-up included.
 func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm {
+	if a.Unsupported == "" && !cfg.Counters && !a.Counters {
+		settlePerf(ctx)
+	}
 	t0 := time.Now()
 	r := arm(ctx, cfg, spec, a)
 	if a.Unsupported == "" { // listed, not run
 		r.DurationNs = int64(time.Since(t0))
 	}
 	return r
+}
+
+// settlePerf waits, before an arm that opens no perf counters, until the
+// kernel has switched off the scheduler hooks that ctxlab's own last
+// counters turned on (measure.PerfSettle), so the arm does not pay for
+// them: a cachecost arm (which asks for counters) followed by a pingpong
+// arm, say. An arm with counters pays the hooks for its own anyway. It
+// returns early when ctx is done.
+func settlePerf(ctx context.Context) {
+	left := measure.PerfSettleLeft()
+	if left <= 0 {
+		return
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm {
