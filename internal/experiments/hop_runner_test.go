@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 )
@@ -52,6 +53,7 @@ func TestHopInterruptedRunRemovesTempDir(t *testing.T) {
 		cfg.BenchTime, cfg.Reps, cfg.Timeout = 2*time.Second, 3, c.timeout
 		ctx, cancel := context.WithCancel(context.Background())
 		if c.cancel {
+			time.Sleep(measure.PerfSettleLeft()) // an earlier test's counters: interrupt the arm, not the settle
 			time.AfterFunc(300*time.Millisecond, cancel)
 		}
 		before := runtime.NumGoroutine()

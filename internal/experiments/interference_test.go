@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/child"
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/quantum"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
@@ -259,6 +260,7 @@ func TestHogCleanupTimeout(t *testing.T) {
 // for the signal to have been sent before unregistering, so a stray SIGINT
 // can never kill the test binary.
 func interruptAfter(d time.Duration) (context.Context, func()) {
+	time.Sleep(measure.PerfSettleLeft()) // an earlier test's counters: interrupt the arm, not the settle
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	sent := make(chan struct{})
 	go func() {

@@ -42,6 +42,7 @@ var measuring = setOf(
 	unixPath+".Wait4", "syscall.Wait4", unixPath+".Times", "syscall.Times", unixPath+".PerfEventOpen",
 	"(*os.ProcessState).SysUsage", "(*os.ProcessState).UserTime", "(*os.ProcessState).SystemTime",
 	modPath+"measure.ProbeEvent", modPath+"measure.ParseGroupRead", modPath+"measure.ParseSingleRead",
+	modPath+"measure.PerfSettleLeft",
 	"runtime/metrics.Read",
 	modPath+"procstat.ParseSched",
 	"("+modPath+"procstat.Root).ReadTask", "("+modPath+"procstat.Root).ReadTasks",

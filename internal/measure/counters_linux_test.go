@@ -354,9 +354,20 @@ func TestPerfSettleLeft(t *testing.T) {
 	if left <= 0 || left > PerfSettle || left < PerfSettle-time.Since(before) {
 		t.Errorf("right after a close %v left, want about %v", left, PerfSettle)
 	}
-	lastPerfClose.Store(time.Now().Add(-PerfSettle - time.Millisecond).UnixNano())
+	lastPerfClose.Store(int64(time.Since(perfEpoch) - PerfSettle - time.Millisecond))
 	if left := PerfSettleLeft(); left != 0 {
 		t.Errorf("a settle past its end has %v left, want 0", left)
+	}
+	// An earlier close noted after a later one does not shorten the wait.
+	now := int64(time.Since(perfEpoch))
+	lastPerfClose.Store(now)
+	fd, err = unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeEvent(fd)
+	if last := lastPerfClose.Load(); last < now {
+		t.Errorf("the last close went back from %d to %d", now, last)
 	}
 	lastPerfClose.Store(0)
 	if left := PerfSettleLeft(); left != 0 {

@@ -9,35 +9,47 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PerfSettle is how long the kernel keeps its scheduler hooks for perf
-// events on after the last per-thread event is closed: it switches them
-// off a second (HZ) later (kernel/events/core.c, unaccount_event), and
-// until then every context switch on the machine pays them. Thread round
-// trips measured right after a perf probe read 0.7–1.6% slower, and not
-// after a 1.5 s pause (README: How honest is the harness?). The half
-// second beyond the kernel's second is a margin for its workqueue.
+// PerfSettle is how long after ctxlab closed its last per-thread perf
+// event the kernel's scheduler hooks for perf events should be off again.
+// The kernel switches them off a second (HZ) after the last such event
+// goes (kernel/events/core.c, unaccount_event), and until then every
+// context switch on the machine pays them; thread round trips measured
+// right after a perf probe read 0.7–1.6% slower, and not after a 1.5 s
+// pause (README: How honest is the harness?). The half second beyond the
+// kernel's second is a margin for its workqueue.
 const PerfSettle = 1500 * time.Millisecond
 
-// lastPerfClose is when ctxlab last closed a perf event it had opened on
-// a thread (Unix ns; 0: never).
-var lastPerfClose atomic.Int64
+// perfEpoch and lastPerfClose keep when ctxlab last closed a per-thread
+// perf event, in monotonic ns since perfEpoch (0: never), so a step of
+// the wall clock cannot stretch the wait.
+var (
+	perfEpoch     = time.Now()
+	lastPerfClose atomic.Int64
+)
 
-// closeEvent closes a per-thread perf event and notes when.
+// closeEvent closes a per-thread perf event and notes when; of two
+// closes at once the later time stays.
 func closeEvent(fd int) error {
 	err := unix.Close(fd)
-	lastPerfClose.Store(time.Now().UnixNano())
-	return err
+	now := int64(time.Since(perfEpoch)) + 1 // never 0
+	for {
+		last := lastPerfClose.Load()
+		if last >= now || lastPerfClose.CompareAndSwap(last, now) {
+			return err
+		}
+	}
 }
 
 // PerfSettleLeft is how much of PerfSettle is still to run since ctxlab
 // last closed a per-thread perf event: 0 when it never opened one, or
-// closed its last long enough ago.
+// closed its last long enough ago. Other processes' perf events are not
+// seen: they keep the hooks on whatever this says.
 func PerfSettleLeft() time.Duration {
 	last := lastPerfClose.Load()
 	if last == 0 {
 		return 0
 	}
-	return max(0, time.Until(time.Unix(0, last).Add(PerfSettle)))
+	return min(PerfSettle, max(0, PerfSettle-(time.Since(perfEpoch)-time.Duration(last))))
 }
 
 // EventSpec names one perf event ctxlab may open.

@@ -119,7 +119,9 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 
 // Arm measures one arm; it never returns an error: failures, timeouts and
 // unsupported arms are results with a status and a reason. Every result
-// records how long the arm took, set-up and warm-up included.
+// records how long the arm took, set-up and warm-up included. An arm that
+// opens no perf counters may first wait up to measure.PerfSettle
+// (settlePerf); that wait is not in the arm's duration, nor its limit.
 func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm {
 	if a.Unsupported == "" && !cfg.Counters && !a.Counters {
 		settlePerf(ctx)
@@ -136,7 +138,10 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 // kernel has switched off the scheduler hooks that ctxlab's own last
 // counters turned on (measure.PerfSettle), so the arm does not pay for
 // them: a cachecost arm (which asks for counters) followed by a pingpong
-// arm, say. An arm with counters pays the hooks for its own anyway. It
+// arm, say. An arm with counters pays the hooks for its own anyway. Under
+// --counters no arm waits, though CPython and gauge arms open none (only
+// the runner's own loop opens them): which an arm is shows only once it is
+// set up, and a wait there would count against the arm's limit. It
 // returns early when ctx is done.
 func settlePerf(ctx context.Context) {
 	left := measure.PerfSettleLeft()

@@ -97,6 +97,7 @@ func TestArmTimesOutAndUnblocks(t *testing.T) {
 func TestArmInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &stuck{release: make(chan struct{})}
+	time.Sleep(measure.PerfSettleLeft()) // an earlier test's counters: interrupt the arm, not the settle
 	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
 	r := Arm(ctx, cfg(), spec, exp.Arm{Name: "fake/stuck", Open: func(context.Context) (exp.Bench, error) { return s, nil }})
 	if r.Status != result.StatusInterrupted {
@@ -267,6 +268,7 @@ func TestSizingAcceptsBatchAtCap(t *testing.T) {
 // Ctrl-C while an arm is still being set up is an interruption, not a
 // failure of the arm.
 func TestInterruptDuringSetup(t *testing.T) {
+	time.Sleep(measure.PerfSettleLeft()) // an earlier test's counters: interrupt the setup, not the settle
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	r := Arm(ctx, cfg(), spec, exp.Arm{Name: "fake/slowsetup", Open: func(actx context.Context) (exp.Bench, error) {

@@ -241,6 +241,9 @@ func (s *Server) Cycle(ctx context.Context) {
 		}
 		r := s.o.RunArm(ctx, cfg, p.Spec, arm)
 		wall, cpu := time.Since(t0), cpuSeconds()-cpu0
+		if r.DurationNs > 0 { // the arm's own time, not a wait for perf hooks before it
+			wall = time.Duration(r.DurationNs)
+		}
 		if ctx.Err() != nil || r.Status == result.StatusInterrupted {
 			return // shutting down: the run was abandoned, not a result
 		}
