@@ -52,8 +52,11 @@ func applyServeStore(o *ServeOptions) error {
 		// write-ahead log back into the file (unless another process
 		// holds the file open; dbBytes counts what is left). The cycle
 		// is committed by now, so a failed close does not make the save
-		// a failure: its log and index stay on disk, and are counted.
-		s.Close()
+		// a failure (it is logged): its log and index stay on disk, and
+		// are counted.
+		if err := s.Close(); err != nil {
+			saved.Late = fmt.Errorf("close: %w", err)
+		}
 		saved.DBBytes = dbBytes(path)
 		return saved, nil
 	}

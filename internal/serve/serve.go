@@ -52,6 +52,9 @@ type ArmRunner func(ctx context.Context, cfg runner.Config, spec *exp.Spec, a ex
 type Saved struct {
 	Pruned  int   // cycles deleted for being older than the retention
 	DBBytes int64 // the database's size on disk afterwards; 0 if not known
+	// Late is a problem after the cycle was committed (closing the
+	// file): logged, but the save succeeded.
+	Late error
 }
 
 // Options configure the exporter. The cli fills them from flags and
@@ -275,6 +278,9 @@ func (s *Server) Cycle(ctx context.Context) {
 		saved, err := s.o.Save(run)
 		if err != nil {
 			s.o.Log.Warn("history database (--db) failed", "err", err)
+		}
+		if saved.Late != nil {
+			s.o.Log.Warn("history database (--db): the cycle was saved, but", "err", saved.Late)
 		}
 		s.metrics.RecordSave(time.Now(), saved, err)
 	}

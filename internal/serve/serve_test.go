@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -548,6 +549,31 @@ func TestCycleCountsFailedSave(t *testing.T) {
 	for _, unwanted := range []string{"ctxlab_history_last_save_timestamp_seconds ", "ctxlab_history_db_bytes "} {
 		if strings.Contains(page, unwanted) {
 			t.Errorf("metrics page has %q though no save succeeded", unwanted)
+		}
+	}
+}
+
+// A problem after the cycle was committed (closing the file) is logged,
+// and the save still counts as a success.
+func TestCycleLogsLateSaveProblem(t *testing.T) {
+	good := probe("fake/good", func(context.Context) (exp.Bench, error) {
+		return &stuckBench{okOps: 1 << 30, closed: make(chan struct{})}, nil
+	})
+	var logged bytes.Buffer
+	s := serve.New(serve.Options{Probes: []serve.Probe{good}, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: time.Second,
+		Host: sysinfo.Detect(), Version: "test", NoRuntimeMetrics: true, Log: slog.New(slog.NewTextHandler(&logged, nil)),
+		Save: func(r *result.Run) (serve.Saved, error) {
+			return serve.Saved{DBBytes: 4096, Late: errors.New("close: database is locked")}, nil
+		}})
+	s.Cycle(context.Background())
+	if !strings.Contains(logged.String(), "close: database is locked") {
+		t.Errorf("the late problem is not logged:\n%s", logged.String())
+	}
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{`ctxlab_history_saves_total{status="ok"} 1`, "ctxlab_history_last_save_success 1", "ctxlab_history_db_bytes 4096"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics page lacks %q", want)
 		}
 	}
 }
