@@ -15,6 +15,7 @@ import (
 // CPython driver) and turns what it returns into the same result as a Go
 // arm: the same summary, percentiles, histogram, switch and noise fields.
 func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
+	closeBench := closeOnce(bench)
 	req := exp.DirectRequest{Reps: reps, BenchTime: cfg.BenchTime, WarmUp: cfg.WarmUp,
 		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples, Policy: policy}
 	type measured struct {
@@ -30,7 +31,7 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 	select {
 	case m = <-ch:
 	case <-actx.Done():
-		bench.Close()
+		closeBench()
 		select {
 		case m = <-ch:
 		case <-time.After(abandonAfter):
@@ -39,7 +40,7 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 			return r
 		}
 	}
-	if err := bench.Close(); err != nil && m.err == nil {
+	if err := closeBench(); err != nil && m.err == nil {
 		r.Notes = append(r.Notes, "teardown: "+err.Error())
 	}
 	d, err := m.d, m.err

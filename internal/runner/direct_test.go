@@ -117,3 +117,50 @@ func TestDirectArmFailureKeepsNoFigures(t *testing.T) {
 		t.Fatalf("figures kept from a failed measurement: percentiles %+v means %v switches %+v", r.Percentiles, r.RepMeans, r.Switches)
 	}
 }
+
+// blockedUntilClose is a bench whose measurement waits for Close, which
+// it counts; as a SelfTimed it measures, as a Gauge (gaugeUntilClose) it
+// reads.
+type blockedUntilClose struct {
+	closed chan struct{}
+	closes int
+}
+
+func (b *blockedUntilClose) Participants() exp.Participants { return exp.Participants{} }
+func (b *blockedUntilClose) Close() error {
+	if b.closes++; b.closes == 1 {
+		close(b.closed)
+	}
+	return nil
+}
+func (b *blockedUntilClose) Measure(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
+	<-b.closed
+	return nil, errors.New("closed")
+}
+
+type gaugeUntilClose struct{ *blockedUntilClose }
+
+func (g gaugeUntilClose) Read(ctx context.Context) (exp.Reading, error) {
+	<-g.closed
+	return exp.Reading{}, errors.New("closed")
+}
+
+// A self-timed or gauge arm that is still measuring when its time runs out
+// is closed once, to unblock it, and not again at teardown.
+func TestStuckBenchClosedOnce(t *testing.T) {
+	for _, kind := range []string{"self-timed", "gauge"} {
+		b := &blockedUntilClose{closed: make(chan struct{})}
+		var bench exp.Bench = b
+		if kind == "gauge" {
+			bench = gaugeUntilClose{b}
+		}
+		a := exp.Arm{Name: "t/stuck", Open: func(context.Context) (exp.Bench, error) { return bench, nil }}
+		r := Arm(context.Background(), directConfig(), &exp.Spec{Name: "t", Op: "op"}, a)
+		if r.Status != result.StatusTimedOut {
+			t.Errorf("%s: status %s (%s), want timed out", kind, r.Status, r.Reason)
+		}
+		if b.closes != 1 {
+			t.Errorf("%s: closed %d times, want once", kind, b.closes)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 // reading per repetition, summarised like a time, so a memory figure has
 // repetitions, a spread and a noise flag too.
 func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
+	closeBench := closeOnce(bench)
 	type read struct {
 		rd  exp.Reading
 		err error
@@ -34,7 +35,7 @@ func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm,
 		select {
 		case got = <-ch:
 		case <-actx.Done():
-			bench.Close()
+			closeBench()
 			select {
 			case got = <-ch:
 			case <-time.After(abandonAfter):
@@ -60,7 +61,7 @@ func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm,
 		r.Reason += "; " + errAbandoned.Error()
 		return r
 	}
-	if err := bench.Close(); err != nil && failed == nil {
+	if err := closeBench(); err != nil && failed == nil {
 		r.Notes = append(r.Notes, "teardown: "+err.Error())
 	}
 	after := sysinfo.Sample(cfg.Host)

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
@@ -264,6 +265,18 @@ type Observation struct {
 	RepWallNs []int64
 }
 
+// closeOnce returns a Close for b that calls it once and then repeats its
+// answer: the runner closes a stuck arm's bench early, to unblock it, and
+// again as it tears the arm down, and a bench need not expect two calls.
+func closeOnce(b exp.Bench) func() error {
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() { err = b.Close() })
+		return err
+	}
+}
+
 // MinOpsPerRep is the fewest ops a repetition may hold before its mean is
 // flagged noisy: below it one slow op moves the mean.
 const MinOpsPerRep = 10
@@ -271,6 +284,7 @@ const MinOpsPerRep = 10
 // loop measures a bench the runner times: warm-up and sizing, then the
 // repetitions, each bracketed by the probes.
 func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
+	closeBench := closeOnce(bench)
 	parts := bench.Participants()
 	task := newTaskProbe(parts)
 	ps := probes{task, newSchedProbe()}
@@ -342,7 +356,7 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	case <-actx.Done():
 		// Unblock a stuck arm (starved partner, hung child), then give it a
 		// moment to return what it has.
-		bench.Close()
+		closeBench()
 		select {
 		case out = <-done:
 		case <-time.After(abandonAfter):
@@ -354,7 +368,7 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 		// fds): close them only once it has returned, if it ever does.
 		go func() { <-done; ps.close() }()
 	} else {
-		if err := bench.Close(); err != nil && out.err == nil {
+		if err := closeBench(); err != nil && out.err == nil {
 			r.Notes = append(r.Notes, "teardown: "+err.Error())
 		}
 		defer ps.close()

@@ -61,6 +61,7 @@ func TestArmMeasuresRepetitions(t *testing.T) {
 type stuck struct {
 	release chan struct{}
 	started atomic.Int32
+	closes  atomic.Int32
 }
 
 func (s *stuck) Run(b *measure.B) error {
@@ -72,6 +73,7 @@ func (s *stuck) Run(b *measure.B) error {
 }
 func (s *stuck) Participants() exp.Participants { return exp.WholeProcess() }
 func (s *stuck) Close() error {
+	s.closes.Add(1)
 	select {
 	case <-s.release:
 	default:
@@ -102,6 +104,10 @@ func TestArmInterrupted(t *testing.T) {
 	r := Arm(ctx, cfg(), spec, exp.Arm{Name: "fake/stuck", Open: func(context.Context) (exp.Bench, error) { return s, nil }})
 	if r.Status != result.StatusInterrupted {
 		t.Fatalf("status %q", r.Status)
+	}
+	// Closed early to unblock it, and not again at teardown.
+	if n := s.closes.Load(); n != 1 {
+		t.Errorf("the bench was closed %d times, want once", n)
 	}
 }
 
