@@ -271,9 +271,12 @@ func TestArmWaitsForPerfToSettle(t *testing.T) {
 	if left == 0 {
 		t.Skip("no perf event opened on this machine: nothing to settle")
 	}
-	waited(context.Background(), plain)
+	r := Arm(context.Background(), testConfig(), spec, plain)
 	if leftAtOpen != 0 {
 		t.Errorf("an arm without counters was set up %v before the settle after counters ended", leftAtOpen)
+	}
+	if !strings.Contains(strings.Join(r.Notes, "\n"), "late: the kernel's perf hooks") {
+		t.Errorf("the arm does not say it waited: %q", r.Notes)
 	}
 	waited(context.Background(), counted)
 	if w := waited(context.Background(), counted); w > measure.PerfSettle/3 {

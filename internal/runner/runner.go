@@ -124,11 +124,16 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 // opens no perf counters may first wait up to measure.PerfSettle
 // (settlePerf); that wait is not in the arm's duration, nor its limit.
 func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm {
+	var waited time.Duration
 	if a.Unsupported == "" && !cfg.Counters && !a.Counters {
-		settlePerf(ctx)
+		waited = settlePerf(ctx)
 	}
 	t0 := time.Now()
 	r := arm(ctx, cfg, spec, a)
+	if waited > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("started %s late: the kernel's perf hooks, on since an earlier arm's counters closed, had to go off first",
+			result.FormatNs(float64(waited))))
+	}
 	if a.Unsupported == "" { // listed, not run
 		r.DurationNs = int64(time.Since(t0))
 	}
@@ -143,18 +148,20 @@ func Arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 // --counters no arm waits, though CPython and gauge arms open none (only
 // the runner's own loop opens them): which an arm is shows only once it is
 // set up, and a wait there would count against the arm's limit. It
-// returns early when ctx is done.
-func settlePerf(ctx context.Context) {
+// returns early when ctx is done, and says how long it waited.
+func settlePerf(ctx context.Context) time.Duration {
 	left := measure.PerfSettleLeft()
 	if left <= 0 {
-		return
+		return 0
 	}
+	t0 := time.Now()
 	t := time.NewTimer(left)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+	return time.Since(t0)
 }
 
 func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm {
