@@ -2,6 +2,7 @@ package measure
 
 import (
 	"errors"
+	"fmt"
 	"math/rand"
 	"sort"
 	"strings"
@@ -117,6 +118,36 @@ func TestSamplerEveryAndNoAlloc(t *testing.T) {
 		t.Fatal("nil sampler must be inert")
 	}
 	nilS.Stop(5)
+}
+
+// Unsampled skips exactly the ops Start would not sample: a loop that runs
+// skipped ops in bulk samples the same ops as one calling Start per op.
+func TestSamplerUnsampledMatchesStart(t *testing.T) {
+	perOp, bulk := NewSampler(100, 100, 7), NewSampler(100, 100, 7)
+	var want, got []int
+	for i := 0; i < 100; i++ {
+		if perOp.Start(i) != 0 {
+			want = append(want, i)
+		}
+	}
+	for i := 0; i < 100; {
+		if k := bulk.Unsampled(min(5, 100-i)); k > 0 { // runs of at most 5
+			i += k
+			continue
+		}
+		if bulk.Start(i) == 0 {
+			t.Fatalf("op %d: Unsampled returned 0 but Start did not sample", i)
+		}
+		got = append(got, i)
+		i++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("bulk loop sampled ops %v, per-op loop %v", got, want)
+	}
+	var nilS *Sampler
+	if nilS.Unsampled(9) != 9 {
+		t.Fatal("a nil sampler samples nothing: Unsampled(9) must be 9")
+	}
 }
 
 // Rollback drops exactly what was recorded since Mark, restarts the

@@ -45,6 +45,18 @@ func (s *Sampler) Start(i int) int64 {
 	return Now() | 1 // never 0: 0 means "not sampled"; 1 ns is below any clock's resolution
 }
 
+// Unsampled returns how many of the next max ops Start would not sample,
+// and counts them as started: a bench that runs unsampled ops in bulk (a
+// system-call section) runs that many, then the next op through Start.
+func (s *Sampler) Unsampled(max int) int {
+	if s == nil {
+		return max
+	}
+	k := min(s.left, max)
+	s.left -= k
+	return k
+}
+
 // Stop records the latency of op i started at t (a value from Start).
 func (s *Sampler) Stop(t int64) {
 	if t == 0 || s == nil || s.n >= len(s.buf) {

@@ -12,11 +12,13 @@ import (
 // the raw call's cost and what the runtime's path adds, in ns, each the
 // median over interleaved batches so drift and a preempted batch cancel.
 //
-// Every kernel wait of a thread arm (futex, eventfd, pipe, socket), and
-// of a pingpong process parent, goes through that path: a raw wait would
-// hold its P, and a stop-the-world would then wait for a thread whose
-// partner it had stopped. A C program pays no such cost, so the figure is
-// what a Go worker adds to a handoff, named in the output. It is a short
+// A Go program pays it on every blocking call through os or syscall: a
+// raw wait would hold its P, and a stop-the-world would then wait for a
+// thread whose partner it had stopped. A C program pays no such cost, so
+// the figure is what a Go worker adds to a handoff, named in the output.
+// ring's thread arms pay it on every wait; pingpong's (and interference's)
+// thread and process arms wait in system-call sections (mech), so they pay
+// it once per run of round trips and on each sampled one. It is a short
 // call's: a wait that blocks can pay more (the P may be handed on). Each
 // batch is 5 000 calls (ms on a VM whose calls cost ~1 µs, as an arm's
 // repetitions are long; 200-call batches read less there).

@@ -2,37 +2,44 @@ package mech
 
 import "testing"
 
-// TestChildEndsWaitRaw: every process kind's child end blocks without the
-// Go runtime (raw read(2) or FUTEX_WAIT), so the child's own runtime
-// threads do not wake beside it; the parent's end stays runtime-aware.
-func TestChildEndsWaitRaw(t *testing.T) {
+// TestHandoffEndsLoopInSections: every end whose loops ctxlab's thread and
+// process arms run (a thread pair's two sides, a process pair's parent and
+// child) runs Echo and RoundTrips in system-call sections, so no op's wait
+// goes through the runtime on its own; only Go channels and cond loop in
+// the Go scheduler.
+func TestHandoffEndsLoopInSections(t *testing.T) {
+	inScheduler := map[string]bool{"chan": true, "chan-buffered": true, "cond": true}
+	for _, kind := range ThreadKinds() {
+		p, err := NewPair(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for side, e := range map[string]Endpoint{"A": p.A, "B": p.B} {
+			if _, ok := e.(tripper); ok == inScheduler[kind] {
+				t.Errorf("thread kind %s, side %s (%T): runs in sections %v, want %v", kind, side, e, ok, !inScheduler[kind])
+			}
+		}
+		p.Stop()
+		p.Close()
+	}
 	for _, kind := range ProcessKinds() {
-		t.Run(kind, func(t *testing.T) {
-			parent, stop, files, closeAll, err := ParentEnd(kind)
-			if err != nil {
-				t.Fatal(err)
+		parent, stop, files, closeAll, err := ParentEnd(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		child, err := ChildEnd(kind, files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for side, e := range map[string]Endpoint{"parent": parent, "child": child} {
+			if _, ok := e.(tripper); !ok {
+				t.Errorf("process kind %s, %s end (%T): not in sections", kind, side, e)
 			}
-			defer closeAll()
-			defer stop()
-			ep, err := ChildEnd(kind, files)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range files {
-				f.Close()
-			}
-			switch e := ep.(type) {
-			case *fdEnd:
-				if !e.rawRecv || parent.(*fdEnd).rawRecv {
-					t.Errorf("child rawRecv %v, parent rawRecv %v: want true, false", e.rawRecv, parent.(*fdEnd).rawRecv)
-				}
-			case *futexEnd:
-				if !e.rawWait || parent.(*futexEnd).rawWait {
-					t.Errorf("child rawWait %v, parent rawWait %v: want true, false", e.rawWait, parent.(*futexEnd).rawWait)
-				}
-			default:
-				t.Errorf("child end of %s is %T: add it here", kind, ep)
-			}
-		})
+		}
+		for _, f := range files {
+			f.Close()
+		}
+		stop()
+		closeAll()
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/measure"
 )
 
 func init() {
@@ -22,8 +24,8 @@ type fdEnd struct {
 	in, out int
 	buf     [8]byte
 	rbuf    [8]byte
-	// rawRecv blocks in read(2) without telling the Go runtime (a child
-	// process's end: see fdChild).
+	// rawRecv makes Recv block in read(2) without telling the Go runtime
+	// (see NewRawFDEnd); Echo and RoundTrips run in sections either way.
 	rawRecv bool
 }
 
@@ -154,14 +156,12 @@ func fdChild(files []*os.File) (Endpoint, error) {
 	if len(files) < 2 {
 		return nil, fmt.Errorf("child needs 2 fds, got %d", len(files))
 	}
-	// The child's one goroutine has nothing for the runtime to run while it
-	// waits, so its read is a raw system call. Through the runtime
-	// (entersyscall/exitsyscall) the child's own threads woke on the pinned
-	// CPU: measured with --cpus 0, 24.5–26.1 µs and 2.18 switches per round
-	// trip against 17.4–17.6 µs and 2.01 raw (perf bench sched pipe: 16.4 µs).
-	// The parent's end keeps the runtime-aware read: its runner must be able
-	// to run (and kill a hung child) while it waits.
-	return &fdEnd{in: int(files[0].Fd()), out: int(files[1].Fd()), rawRecv: true}, nil
+	// The child only echoes, in one system-call section (section_linux.go):
+	// its reads are raw, so its own runtime threads do not wake beside it
+	// on the pinned CPU. Through the runtime on every read they did:
+	// measured with --cpus 0, 24.5–26.1 µs and 2.18 switches per round trip
+	// against 17.4–17.6 µs and 2.01 raw (perf bench sched pipe: 16.4 µs).
+	return &fdEnd{in: int(files[0].Fd()), out: int(files[1].Fd())}, nil
 }
 
 // eventfdPair uses one eventfd per direction: a write adds to the counter,
@@ -219,4 +219,37 @@ func (e *eventEnd) Recv() (uint64, error) {
 		}
 		return v, nil
 	}
+}
+
+// roundTrips and echo run fdEnd's loops in system-call sections (see looper
+// and section_linux.go).
+func (e *fdEnd) roundTrips(n int, s *measure.Sampler) error {
+	e.buf = [8]byte{} // every round trip sends 0, never Stop
+	return sectionTrips(e, n, s)
+}
+
+func (e *fdEnd) trips(k int) error {
+	outcome, errno := fdTrips(uintptr(e.in), uintptr(e.out), &e.buf, &e.rbuf, Stop, k)
+	return tripsErr("pipe", outcome, errno)
+}
+
+func (e *fdEnd) echo() error {
+	outcome, errno := fdEcho(uintptr(e.in), uintptr(e.out), &e.rbuf, nil, Stop)
+	return echoErr("pipe", outcome, errno)
+}
+
+func (e *eventEnd) roundTrips(n int, s *measure.Sampler) error {
+	binary.LittleEndian.PutUint64(e.one[:], 1)
+	return sectionTrips(e, n, s)
+}
+
+func (e *eventEnd) trips(k int) error {
+	outcome, errno := fdTrips(uintptr(e.in), uintptr(e.out), &e.one, &e.rbuf, stopCount, k)
+	return tripsErr("eventfd", outcome, errno)
+}
+
+func (e *eventEnd) echo() error {
+	binary.LittleEndian.PutUint64(e.one[:], 1)
+	outcome, errno := fdEcho(uintptr(e.in), uintptr(e.out), &e.rbuf, &e.one, stopCount)
+	return echoErr("eventfd", outcome, errno)
 }

@@ -7,6 +7,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/measure"
 )
 
 // futex(2) operations (not all are exported by x/sys/unix).
@@ -37,16 +39,9 @@ type futexEnd struct {
 	me   int
 	seen uint32
 	priv uintptr
-	// rawWait sleeps in FUTEX_WAIT without telling the Go runtime (a child
-	// process's end: see shmChild).
-	rawWait bool
 }
 
-func futexWait(addr *uint32, val uint32, priv uintptr, raw bool) {
-	if raw {
-		unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp|priv, uintptr(val), 0, 0, 0)
-		return
-	}
+func futexWait(addr *uint32, val uint32, priv uintptr) {
 	// Blocking: the runtime-aware Syscall lets Go hand the P on.
 	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp|priv, uintptr(val), 0, 0, 0)
 }
@@ -78,7 +73,7 @@ func (e *futexEnd) Recv() (uint64, error) {
 			e.seen = cur
 			return uint64(cur), nil
 		}
-		futexWait(addr, cur, e.priv, e.rawWait)
+		futexWait(addr, cur, e.priv)
 	}
 }
 
@@ -134,10 +129,26 @@ func shmChild(files []*os.File) (Endpoint, error) {
 		return nil, fmt.Errorf("shmfutex child: mmap: %w", err)
 	}
 	w := (*futexWords)(unsafe.Pointer(&mem[0]))
-	// As fdChild's read: the child's one goroutine only waits, and its
-	// partner is another process (no stop-the-world here can wait on it),
-	// so FUTEX_WAIT is a raw system call. Through the runtime the child's
-	// own threads woke beside it on the pinned CPU.
+	// As fdChild's: the child only echoes, in one system-call section, so
+	// its FUTEX_WAITs are raw and its own threads do not wake beside it.
 	// seen 0: the page starts zeroed, and the parent may have sent already.
-	return &futexEnd{w: w, me: 1, rawWait: true}, nil
+	return &futexEnd{w: w, me: 1}, nil
+}
+
+// roundTrips and echo run futexEnd's loops in system-call sections (see
+// looper and section_linux.go).
+func (e *futexEnd) roundTrips(n int, s *measure.Sampler) error {
+	return sectionTrips(e, n, s)
+}
+
+func (e *futexEnd) trips(k int) error {
+	if futexTrips(&e.w.seq[e.me], &e.w.seq[1-e.me], &e.seen, &e.w.stop, e.priv, k) != tripsDone {
+		return ErrStopped
+	}
+	return nil
+}
+
+func (e *futexEnd) echo() error {
+	futexEcho(&e.w.seq[e.me], &e.w.seq[1-e.me], &e.seen, &e.w.stop, e.priv)
+	return nil
 }

@@ -3,9 +3,12 @@
 // a shared page across processes — behind one small Endpoint interface, plus
 // the locked-thread worker the thread substrate is made of.
 //
-// Blocking waits use unix.Syscall (so the Go runtime may hand the P on while
-// a thread sleeps); wakes and writes that never block use unix.RawSyscall,
-// keeping the runtime's syscall bookkeeping out of the figure where it can.
+// Echo and RoundTrips over a kernel mechanism run their system calls raw,
+// inside system-call sections (section_linux.go): the runtime sees a run of
+// round trips as one blocking call, so a stop-the-world never waits on a
+// blocked worker and no op pays the runtime's bookkeeping. A lone Recv
+// waits through unix.Syscall, so the Go runtime may hand the P on while
+// the thread sleeps; a Send never blocks and is a raw call.
 package mech
 
 import (

@@ -115,8 +115,8 @@ func cgoMark(e result.Env) string {
 }
 
 // syscallText is the calibrated system call and what Go's runtime-aware
-// path adds to it (every kernel wait of a thread arm and of a pingpong
-// process parent).
+// path adds to it (what a Go program pays on each blocking call; see
+// measure.SyscallPath for which arms pay it).
 func syscallText(run *result.Run) string {
 	if run.SyscallNs <= 0 {
 		return ""

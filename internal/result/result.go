@@ -30,9 +30,9 @@ type Run struct {
 	ClockCostNs float64   `json:"clock_cost_ns"` // cost of one timestamp read, calibrated at start
 	Arms        []Arm     `json:"arms"`
 	// SyscallNs is one raw getppid, and SyscallPathNs what Go's
-	// runtime-aware path (entersyscall/exitsyscall) adds to it: every
-	// kernel wait of a thread arm, and of a pingpong process parent, pays
-	// the latter.
+	// runtime-aware path (entersyscall/exitsyscall) adds to it: what a Go
+	// program pays on each blocking call (measure.SyscallPath says which
+	// arms pay it).
 	// Calibrated at start; absent in runs from before they were.
 	SyscallNs     float64 `json:"syscall_ns,omitempty"`
 	SyscallPathNs float64 `json:"syscall_path_ns,omitempty"`
