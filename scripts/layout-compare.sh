@@ -12,9 +12,10 @@
 # on CPU 0 runs once a round among them. A round's ratio is the mean over
 # one program's layouts ÷ the mean over the other's. Prints each layout's
 # median and the median ratios (with their ranges) over the rounds:
-# ctxlab ÷ rawloop -runtime (the runner and the command around it), rawloop
-# -runtime ÷ rawloop (Go's system-call path), ctxlab ÷ rawloop, and for pipe
-# rawloop ÷ perf and ctxlab ÷ perf. Needs shuf and python3 (and taskset for
+# ctxlab ÷ rawloop (the runner and the command around it: both wait raw,
+# ctxlab in system-call sections), rawloop -runtime ÷ rawloop (Go's
+# system-call path, which those sections do not pay), ctxlab ÷ rawloop
+# -runtime, and for pipe rawloop ÷ perf and ctxlab ÷ perf. Needs shuf and python3 (and taskset for
 # perf); about LAYOUTS × ROUNDS × 10 s.
 set -euo pipefail
 LAYOUTS=${LAYOUTS:-4}; ROUNDS=${ROUNDS:-8}; MECH=${MECH:-futex}
@@ -80,9 +81,9 @@ def ratio(name, a, b):
     print(f"{name}: median {st.median(rs):.3f} (range {rs[0]:.3f}–{rs[-1]:.3f})")
 print()
 print("means over layouts, per round:")
-ratio("ctxlab ÷ rawloop -runtime (the runner and the command)", cx, rt)
-ratio("rawloop -runtime ÷ rawloop (Go's system-call path)", rt, rw)
-ratio("ctxlab ÷ rawloop", cx, rw)
+ratio("ctxlab ÷ rawloop (the runner and the command: both wait raw, ctxlab in system-call sections)", cx, rw)
+ratio("rawloop -runtime ÷ rawloop (Go's system-call path, which ctxlab's sections do not pay)", rt, rw)
+ratio("ctxlab ÷ rawloop -runtime", cx, rt)
 if perf:
     p = [[perfbench(f"{out}/perf.r{r}.txt")] for r in range(1, R + 1)]
     print(f"perf bench sched pipe -T on CPU 0: median {st.median(y[0] for y in p):.0f} ns")

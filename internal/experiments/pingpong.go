@@ -86,8 +86,10 @@ func pingpongArms(p exp.Params) ([]exp.Arm, error) {
 			})
 		}
 	}
-	// Thread arms need a P per locked thread, or a thread woken from a
-	// syscall waits for sysmon to hand it one: GOMAXPROCS ≥ 2 by default.
+	// Thread arms over a Go channel or cond need a P per locked thread, or
+	// a woken thread waits for sysmon to hand it one; the kernel kinds wait
+	// in system-call sections and need a P only as a run of round trips
+	// ends. GOMAXPROCS ≥ 2 by default.
 	threadGmps := []int{max(all, 2)}
 	if p.GOMAXPROCS != nil {
 		threadGmps = p.GOMAXPROCS
@@ -259,9 +261,11 @@ type processPair struct {
 }
 
 // rawReaderEnv is the environment of a child whose one goroutine blocks in
-// a raw read(2) or FUTEX_WAIT (mech's child ends): the runtime sees that goroutine as
-// running and would send its thread a preemption signal every 10 ms, each
-// one a wake-up counted as the arm's switch.
+// a raw read(2) outside a system-call section (a process ring's node): the
+// runtime sees that goroutine as running and would send its thread a
+// preemption signal every 10 ms, each one a wake-up counted as the arm's
+// switch. A pingpong echo child waits inside a section, which the runtime
+// never preempts; it keeps the same environment, as measured.
 var rawReaderEnv = []string{"GODEBUG=asyncpreemptoff=1"}
 
 func openProcessPair(ctx context.Context, kind string, pl exp.Placement) (exp.Bench, error) {

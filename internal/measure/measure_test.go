@@ -120,8 +120,9 @@ func TestSamplerEveryAndNoAlloc(t *testing.T) {
 	nilS.Stop(5)
 }
 
-// Unsampled skips exactly the ops Start would not sample: a loop that runs
-// skipped ops in bulk samples the same ops as one calling Start per op.
+// Unsampled skips exactly the ops Start would not sample, and Take takes
+// the one it would: a loop that runs skipped ops in bulk samples the same
+// ops as one calling Start per op.
 func TestSamplerUnsampledMatchesStart(t *testing.T) {
 	perOp, bulk := NewSampler(100, 100, 7), NewSampler(100, 100, 7)
 	var want, got []int
@@ -135,8 +136,11 @@ func TestSamplerUnsampledMatchesStart(t *testing.T) {
 			i += k
 			continue
 		}
-		if bulk.Start(i) == 0 {
-			t.Fatalf("op %d: Unsampled returned 0 but Start did not sample", i)
+		if !bulk.Take() { // as mech's sections take a sampled op
+			t.Fatalf("op %d: Unsampled returned 0 but Take did not sample", i)
+		}
+		if bulk.Take() {
+			t.Fatalf("op %d: Take took a second op at once", i)
 		}
 		got = append(got, i)
 		i++
@@ -145,8 +149,11 @@ func TestSamplerUnsampledMatchesStart(t *testing.T) {
 		t.Fatalf("bulk loop sampled ops %v, per-op loop %v", got, want)
 	}
 	var nilS *Sampler
-	if nilS.Unsampled(9) != 9 {
-		t.Fatal("a nil sampler samples nothing: Unsampled(9) must be 9")
+	if nilS.Unsampled(9) != 9 || nilS.Take() {
+		t.Fatal("a nil sampler samples nothing: Unsampled(9) must be 9, Take false")
+	}
+	if a, b := nilS.SectionNow(), nilS.SectionNow(); b < a {
+		t.Fatalf("SectionNow went backwards: %d then %d", a, b)
 	}
 }
 

@@ -1,6 +1,9 @@
 package measure
 
-import "sort"
+import (
+	"sort"
+	_ "unsafe" // go:linkname
+)
 
 // Sampler records per-op latencies for a sample of ops into a buffer
 // allocated before the timed loop, so recording never allocates.
@@ -56,6 +59,30 @@ func (s *Sampler) Unsampled(max int) int {
 	s.left -= k
 	return k
 }
+
+// Take counts the next op as sampled, as Start would, without reading the
+// clock: for a bench that times it with SectionNow and hands the latency
+// to Record. It reports false when the next op is not one to sample.
+func (s *Sampler) Take() bool {
+	if s == nil || s.left > 0 {
+		return false
+	}
+	s.left = s.every - 1
+	return true
+}
+
+// SectionNow reads the runtime's monotonic clock (the one Now reads, from
+// another origin: only a difference of two readings means anything) where
+// no ordinary Go call may run: inside a system-call section (mech), on a
+// thread that has given up its P, every call must be //go:nosplit. The
+// receiver is not used; the method is the sampler's because a bench reads
+// the clock only through the sampler the runner hands it.
+//
+//go:nosplit
+func (*Sampler) SectionNow() int64 { return nanotime() }
+
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
 
 // Stop records the latency of op i started at t (a value from Start).
 func (s *Sampler) Stop(t int64) {

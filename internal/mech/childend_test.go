@@ -1,6 +1,12 @@
 package mech
 
-import "testing"
+import (
+	"os"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
 
 // TestHandoffEndsLoopInSections: every end whose loops ctxlab's thread and
 // process arms run (a thread pair's two sides, a process pair's parent and
@@ -8,6 +14,9 @@ import "testing"
 // goes through the runtime on its own; only Go channels and cond loop in
 // the Go scheduler.
 func TestHandoffEndsLoopInSections(t *testing.T) {
+	if !sections {
+		t.Skip("a race build has no system-call sections (section_race.go)")
+	}
 	inScheduler := map[string]bool{"chan": true, "chan-buffered": true, "cond": true}
 	for _, kind := range ThreadKinds() {
 		p, err := NewPair(kind)
@@ -38,6 +47,9 @@ func TestHandoffEndsLoopInSections(t *testing.T) {
 		}
 		for _, f := range files {
 			f.Close()
+		}
+		if fe, ok := child.(*futexEnd); ok { // shmChild's mapping of the shared page
+			unix.Munmap(unsafe.Slice((*byte)(unsafe.Pointer(fe.w)), os.Getpagesize()))
 		}
 		stop()
 		closeAll()

@@ -7,8 +7,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/ctxlab/ctxlab/internal/measure"
 )
 
 func init() {
@@ -219,37 +217,4 @@ func (e *eventEnd) Recv() (uint64, error) {
 		}
 		return v, nil
 	}
-}
-
-// roundTrips and echo run fdEnd's loops in system-call sections (see looper
-// and section_linux.go).
-func (e *fdEnd) roundTrips(n int, s *measure.Sampler) error {
-	e.buf = [8]byte{} // every round trip sends 0, never Stop
-	return sectionTrips(e, n, s)
-}
-
-func (e *fdEnd) trips(k int) error {
-	outcome, errno := fdTrips(uintptr(e.in), uintptr(e.out), &e.buf, &e.rbuf, Stop, k)
-	return tripsErr("pipe", outcome, errno)
-}
-
-func (e *fdEnd) echo() error {
-	outcome, errno := fdEcho(uintptr(e.in), uintptr(e.out), &e.rbuf, nil, Stop)
-	return echoErr("pipe", outcome, errno)
-}
-
-func (e *eventEnd) roundTrips(n int, s *measure.Sampler) error {
-	binary.LittleEndian.PutUint64(e.one[:], 1)
-	return sectionTrips(e, n, s)
-}
-
-func (e *eventEnd) trips(k int) error {
-	outcome, errno := fdTrips(uintptr(e.in), uintptr(e.out), &e.one, &e.rbuf, stopCount, k)
-	return tripsErr("eventfd", outcome, errno)
-}
-
-func (e *eventEnd) echo() error {
-	binary.LittleEndian.PutUint64(e.one[:], 1)
-	outcome, errno := fdEcho(uintptr(e.in), uintptr(e.out), &e.rbuf, &e.one, stopCount)
-	return echoErr("eventfd", outcome, errno)
 }

@@ -7,8 +7,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/ctxlab/ctxlab/internal/measure"
 )
 
 // futex(2) operations (not all are exported by x/sys/unix).
@@ -133,22 +131,4 @@ func shmChild(files []*os.File) (Endpoint, error) {
 	// its FUTEX_WAITs are raw and its own threads do not wake beside it.
 	// seen 0: the page starts zeroed, and the parent may have sent already.
 	return &futexEnd{w: w, me: 1}, nil
-}
-
-// roundTrips and echo run futexEnd's loops in system-call sections (see
-// looper and section_linux.go).
-func (e *futexEnd) roundTrips(n int, s *measure.Sampler) error {
-	return sectionTrips(e, n, s)
-}
-
-func (e *futexEnd) trips(k int) error {
-	if futexTrips(&e.w.seq[e.me], &e.w.seq[1-e.me], &e.seen, &e.w.stop, e.priv, k) != tripsDone {
-		return ErrStopped
-	}
-	return nil
-}
-
-func (e *futexEnd) echo() error {
-	futexEcho(&e.w.seq[e.me], &e.w.seq[1-e.me], &e.seen, &e.w.stop, e.priv)
-	return nil
 }

@@ -6,9 +6,10 @@
 // Echo and RoundTrips over a kernel mechanism run their system calls raw,
 // inside system-call sections (section_linux.go): the runtime sees a run of
 // round trips as one blocking call, so a stop-the-world never waits on a
-// blocked worker and no op pays the runtime's bookkeeping. A lone Recv
-// waits through unix.Syscall, so the Go runtime may hand the P on while
-// the thread sleeps; a Send never blocks and is a raw call.
+// blocked worker and the runtime is entered once per run of round trips,
+// not per op. A lone Recv waits through unix.Syscall, so the Go runtime
+// may hand the P on while the thread sleeps (NewRawFDEnd's waits raw, for a
+// writer in another process); a Send never blocks and is a raw call.
 package mech
 
 import (
@@ -96,11 +97,20 @@ func RoundTrips(a Endpoint, n int, s *measure.Sampler) error {
 // the same handoff without two dynamic calls per op. For a Go channel
 // round trip (~300 ns) those calls were ~8% of the figure
 // (BenchmarkEndpointChanRoundTrip against BenchmarkPlainChanRoundTrip,
-// measured before chanEnd had its own loops); for a system call they are
-// lost in the noise.
+// measured before chanEnd had its own loops). A kernel mechanism's loops
+// run in system-call sections instead (tripper), so that no op pays the
+// runtime's system-call bookkeeping.
 type looper interface {
 	echo() error
 	roundTrips(n int, s *measure.Sampler) error
+}
+
+// tripper is a looper over a kernel mechanism whose loops run in
+// system-call sections (section_linux.go): trips runs k round trips in
+// one section, then, if timed, one more whose latency it returns.
+type tripper interface {
+	looper
+	trips(k int, s *measure.Sampler, timed bool) (latNs int64, err error)
 }
 
 var threadKinds = map[string]func() (*Pair, error){}

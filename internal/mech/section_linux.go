@@ -1,6 +1,9 @@
+//go:build !race
+
 package mech
 
 import (
+	"encoding/binary"
 	"sync/atomic"
 	"unsafe"
 
@@ -18,14 +21,21 @@ import (
 // bookkeeping (~3% of a thread pipe round trip: scripts/rawloop -runtime
 // against raw, over random layouts), and a raw wait outside a section can
 // hang the process: a stop-the-world waits for a thread blocked in a raw
-// read whose writer it has already stopped. Inside a section the thread
-// has given up its P, so a stop-the-world takes the P and never waits for
-// the thread; the round trips themselves are plain system calls, as in C.
+// read whose writer it has already stopped. Inside a section the thread's
+// P can be taken without waiting for the thread, so a stop-the-world never
+// waits on it; the round trips themselves are plain system calls, as in C.
 //
 // The rules are those of code in a system call: every function called
 // between entersyscall and exitsyscall is //go:nosplit (a stack check there
 // throws), nothing in a section allocates or stores a pointer (without a P
-// there is no write barrier), and both calls are made from one frame.
+// there is no write barrier), and both calls are made from one frame. A
+// race build has no sections (section_race.go): the race detector's
+// atomics need a P.
+//
+// A sampled op is the last of its section, timed inside it with the
+// sampler's section clock, so it pays what the ops around it pay.
+
+const sections = true
 
 //go:linkname entersyscall runtime.entersyscall
 func entersyscall()
@@ -33,39 +43,31 @@ func entersyscall()
 //go:linkname exitsyscall runtime.exitsyscall
 func exitsyscall()
 
-// A section's outcome: how the run of round trips ended.
+// A section's outcome: how its run of round trips ended.
 const (
-	tripsDone    = iota // all n round trips, or the echo's natural end
-	tripsStopped        // Stop, EOF, or a closed descriptor: the pair is torn down
-	tripsWriteErr
-	tripsReadErr
+	tripsDone     = iota // every round trip asked for
+	tripsStopped         // Stop, EOF, or a closed descriptor: the pair is torn down
+	tripsWriteErr        // a write failed (errno says why) or was short
+	tripsReadErr         // a read failed
 )
 
-// tripper runs k round trips in one section.
-type tripper interface {
-	trips(k int) error
-}
-
 // sectionTrips is RoundTrips for an endpoint that runs its round trips in
-// sections: the ops the sampler skips in one section each run, a sampled
-// op in a section of its own, timed from outside it (a section cannot read
-// the clock), so a sampled op pays one entersyscall/exitsyscall, as a wait
-// through unix.Syscall did.
+// sections: one section for each run of ops the sampler skips together with
+// the sampled op after it, so a sampled op costs what an unsampled one does
+// and the runtime is entered once per sampling period.
 func sectionTrips(e tripper, n int, s *measure.Sampler) error {
 	for i := 0; i < n; {
-		if k := s.Unsampled(n - i); k > 0 {
-			if err := e.trips(k); err != nil {
-				return err
-			}
-			i += k
-			continue
-		}
-		t := s.Start(i)
-		if err := e.trips(1); err != nil {
+		k := s.Unsampled(n - i)
+		timed := i+k < n && s.Take()
+		lat, err := e.trips(k, s, timed)
+		if err != nil {
 			return err
 		}
-		s.Stop(t)
-		i++
+		if timed {
+			s.Record(lat)
+			k++
+		}
+		i += k
 	}
 	return nil
 }
@@ -78,9 +80,12 @@ func tripsErr(what string, outcome int, errno unix.Errno) error {
 	case tripsStopped:
 		return ErrStopped
 	case tripsWriteErr:
-		return &sectionError{what + " write", errno}
+		if errno == 0 {
+			return &sectionError{what + " write", "short write"}
+		}
+		return &sectionError{what + " write", errno.Error()}
 	default:
-		return &sectionError{what + " read", errno}
+		return &sectionError{what + " read", errno.Error()}
 	}
 }
 
@@ -92,17 +97,14 @@ func echoErr(what string, outcome int, errno unix.Errno) error {
 	return tripsErr(what, outcome, errno)
 }
 
-type sectionError struct {
-	op    string
-	errno unix.Errno
-}
+type sectionError struct{ op, why string }
 
-func (e *sectionError) Error() string { return e.op + ": " + e.errno.Error() }
-func (e *sectionError) Unwrap() error { return e.errno }
+func (e *sectionError) Error() string { return e.op + ": " + e.why }
 
 // le64 is binary.LittleEndian.Uint64 without the call.
 //
 //go:nosplit
+//go:norace
 func le64(b *[8]byte) uint64 {
 	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
@@ -141,34 +143,46 @@ func readMsg(in uintptr, r *[8]byte, limit uint64) (outcome int, errno unix.Errn
 //go:nosplit
 //go:norace
 func writeMsg(out uintptr, w *[8]byte) (outcome int, errno unix.Errno) {
-	_, _, e := unix.RawSyscall(unix.SYS_WRITE, out, uintptr(unsafe.Pointer(w)), 8)
-	switch e {
-	case 0:
-		return tripsDone, 0
-	case unix.EPIPE, unix.EBADF:
+	n, _, e := unix.RawSyscall(unix.SYS_WRITE, out, uintptr(unsafe.Pointer(w)), 8)
+	switch {
+	case e == unix.EPIPE || e == unix.EBADF:
 		return tripsStopped, 0
+	case e != 0:
+		return tripsWriteErr, e
+	case n != 8:
+		return tripsWriteErr, 0
 	}
-	return tripsWriteErr, e
+	return tripsDone, 0
 }
 
-// fdTrips does n round trips in one section: write w to out, read the
-// reply from in into r.
+// fdTrip is one round trip: write w to out, read the reply from in into r.
+//
+//go:nosplit
+//go:norace
+func fdTrip(in, out uintptr, w, r *[8]byte, limit uint64) (outcome int, errno unix.Errno) {
+	if outcome, errno = writeMsg(out, w); outcome != tripsDone {
+		return outcome, errno
+	}
+	return readMsg(in, r, limit)
+}
+
+// fdTrips does k round trips and, if timed, one more timed, in one section.
 //
 //go:nosplit
 //go:noinline
 //go:norace
-func fdTrips(in, out uintptr, w, r *[8]byte, limit uint64, n int) (outcome int, errno unix.Errno) {
+func fdTrips(in, out uintptr, w, r *[8]byte, limit uint64, k int, s *measure.Sampler, timed bool) (outcome int, errno unix.Errno, lat int64) {
 	entersyscall()
-	for i := 0; i < n; i++ {
-		if outcome, errno = writeMsg(out, w); outcome != tripsDone {
-			break
-		}
-		if outcome, errno = readMsg(in, r, limit); outcome != tripsDone {
-			break
-		}
+	for i := 0; i < k && outcome == tripsDone; i++ {
+		outcome, errno = fdTrip(in, out, w, r, limit)
+	}
+	if timed && outcome == tripsDone {
+		t0 := s.SectionNow()
+		outcome, errno = fdTrip(in, out, w, r, limit)
+		lat = s.SectionNow() - t0
 	}
 	exitsyscall()
-	return outcome, errno
+	return outcome, errno, lat
 }
 
 // fdEcho answers every message from in on out, in one section, until a
@@ -226,21 +240,25 @@ func futexAwait(mine, seen, stop *uint32, priv uintptr) bool {
 	}
 }
 
-// futexTrips does n round trips over a futex pair in one section.
+// futexTrips does k round trips over a futex pair and, if timed, one more
+// timed, in one section; false once stopped.
 //
 //go:nosplit
 //go:noinline
 //go:norace
-func futexTrips(mine, theirs, seen, stop *uint32, priv uintptr, n int) (outcome int) {
+func futexTrips(mine, theirs, seen, stop *uint32, priv uintptr, k int, s *measure.Sampler, timed bool) (ok bool, lat int64) {
+	ok = true
 	entersyscall()
-	for i := 0; i < n; i++ {
-		if !futexSignal(theirs, stop, priv) || !futexAwait(mine, seen, stop, priv) {
-			outcome = tripsStopped
-			break
-		}
+	for i := 0; i < k && ok; i++ {
+		ok = futexSignal(theirs, stop, priv) && futexAwait(mine, seen, stop, priv)
+	}
+	if timed && ok {
+		t0 := s.SectionNow()
+		ok = futexSignal(theirs, stop, priv) && futexAwait(mine, seen, stop, priv)
+		lat = s.SectionNow() - t0
 	}
 	exitsyscall()
-	return outcome
+	return ok, lat
 }
 
 // futexEcho answers every wake until stopped, in one section.
@@ -253,4 +271,55 @@ func futexEcho(mine, theirs, seen, stop *uint32, priv uintptr) {
 	for futexAwait(mine, seen, stop, priv) && futexSignal(theirs, stop, priv) {
 	}
 	exitsyscall()
+}
+
+// The endpoints' loops (looper) run in sections. what names the kind in
+// an error: a pipe and a socketpair share fdEnd.
+
+func (e *fdEnd) roundTrips(n int, s *measure.Sampler) error {
+	e.buf = [8]byte{} // every round trip sends 0, never Stop
+	return sectionTrips(e, n, s)
+}
+
+func (e *fdEnd) trips(k int, s *measure.Sampler, timed bool) (int64, error) {
+	outcome, errno, lat := fdTrips(uintptr(e.in), uintptr(e.out), &e.buf, &e.rbuf, Stop, k, s, timed)
+	return lat, tripsErr("fd", outcome, errno)
+}
+
+func (e *fdEnd) echo() error {
+	outcome, errno := fdEcho(uintptr(e.in), uintptr(e.out), &e.rbuf, nil, Stop)
+	return echoErr("fd", outcome, errno)
+}
+
+func (e *eventEnd) roundTrips(n int, s *measure.Sampler) error {
+	binary.LittleEndian.PutUint64(e.one[:], 1)
+	return sectionTrips(e, n, s)
+}
+
+func (e *eventEnd) trips(k int, s *measure.Sampler, timed bool) (int64, error) {
+	outcome, errno, lat := fdTrips(uintptr(e.in), uintptr(e.out), &e.one, &e.rbuf, stopCount, k, s, timed)
+	return lat, tripsErr("eventfd", outcome, errno)
+}
+
+func (e *eventEnd) echo() error {
+	binary.LittleEndian.PutUint64(e.one[:], 1)
+	outcome, errno := fdEcho(uintptr(e.in), uintptr(e.out), &e.rbuf, &e.one, stopCount)
+	return echoErr("eventfd", outcome, errno)
+}
+
+func (e *futexEnd) roundTrips(n int, s *measure.Sampler) error {
+	return sectionTrips(e, n, s)
+}
+
+func (e *futexEnd) trips(k int, s *measure.Sampler, timed bool) (int64, error) {
+	ok, lat := futexTrips(&e.w.seq[e.me], &e.w.seq[1-e.me], &e.seen, &e.w.stop, e.priv, k, s, timed)
+	if !ok {
+		return lat, ErrStopped
+	}
+	return lat, nil
+}
+
+func (e *futexEnd) echo() error {
+	futexEcho(&e.w.seq[e.me], &e.w.seq[1-e.me], &e.seen, &e.w.stop, e.priv)
+	return nil
 }

@@ -7,7 +7,8 @@
 // to CPU 0, hand a message back and forth n times in raw system calls (the
 // Go runtime never sees them block) and it prints ns per round trip. With
 // -runtime their waits go through the runtime's entersyscall/exitsyscall,
-// as ctxlab's thread arms' waits do. With -proc (pipe only) the other side
+// as a Go program's blocking calls do (ctxlab's arms wait raw, in
+// system-call sections, and do not pay that per op). With -proc (pipe only) the other side
 // is a child process, rawloop again, started from the pinned thread so all
 // its threads are on CPU 0, echoing raw as ctxlab's children do: the
 // reference for the process arm between ctxlab and perf bench. It imports
