@@ -48,7 +48,7 @@ group() { # commands: an arm and its references, in a new random order each roun
   # Every command starts after the same 1.5 s pause: ctxlab probes perf
   # counters as it ends, and a probe just before a loop slowed it by
   # 0.7-1.6% (a 1.5 s pause removed that), so no command runs in another's
-  # wake. (README sets 10 and 11 paused 1.1 s after each ctxlab run only.)
+  # wake. (docs/harness.md's sets 10 and 11 paused 1.1 s after each ctxlab run only.)
   for _i in $_order; do sleep 1.5; eval "${_cmds[$_i]}"; done
 }
 for r in $(seq 1 "$ROUNDS"); do # the commands are evaluated in group, with this r and m

@@ -280,7 +280,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	arms, exps, interrupted := runner.Run(ctx, pl.cfg, pl.sel)
 	// Counters are probed after the arms, not before: probing them (on a
 	// throwaway thread) just before an arm slowed its thread round trips
-	// by 0.7-1.6% (README: How honest is the harness?), and no arm needs
+	// by 0.7-1.6% (docs/harness.md), and no arm needs
 	// the probe's answer.
 	run.Env.Counters = probeCounters()
 	run.Arms, run.Experiments, run.Interrupted = arms, exps, interrupted

@@ -15,7 +15,7 @@ import (
 // goes (kernel/events/core.c, unaccount_event), and until then every
 // context switch on the machine pays them; thread round trips measured
 // right after a perf probe read 0.7–1.6% slower, and not after a 1.5 s
-// pause (README: How honest is the harness?). The half second beyond the
+// pause (docs/harness.md). The half second beyond the
 // kernel's second is a margin for its workqueue.
 const PerfSettle = 1500 * time.Millisecond
 

@@ -50,7 +50,8 @@ func (s *Sampler) Start(i int) int64 {
 
 // Unsampled returns how many of the next max ops Start would not sample,
 // and counts them as started: a bench that runs unsampled ops in bulk (a
-// system-call section) runs that many, then the next op through Start.
+// system-call section) runs that many, then takes the next op with Take
+// (or Start).
 func (s *Sampler) Unsampled(max int) int {
 	if s == nil {
 		return max

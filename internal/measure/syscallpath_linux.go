@@ -16,9 +16,10 @@ import (
 // raw wait would hold its P, and a stop-the-world would then wait for a
 // thread whose partner it had stopped. A C program pays no such cost, so
 // the figure is what a Go worker adds to a handoff, named in the output.
-// ring's thread arms pay it on every wait; pingpong's (and interference's)
-// thread and process arms wait in system-call sections (mech), so they pay
-// it once per run of round trips and on each sampled one. It is a short
+// ring's futex and pipe thread rings and cachecost's futex pair pay it on
+// every wait; pingpong's (and interference's) thread and process arms wait
+// in system-call sections (mech), so they pay it once per section, never
+// inside a timed op. It is a short
 // call's: a wait that blocks can pay more (the P may be handed on). Each
 // batch is 5 000 calls (ms on a VM whose calls cost ~1 µs, as an arm's
 // repetitions are long; 200-call batches read less there).

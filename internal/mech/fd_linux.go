@@ -23,7 +23,8 @@ type fdEnd struct {
 	buf     [8]byte
 	rbuf    [8]byte
 	// rawRecv makes Recv block in read(2) without telling the Go runtime
-	// (see NewRawFDEnd); Echo and RoundTrips run in sections either way.
+	// (see NewRawFDEnd); Echo and RoundTrips run in sections either way
+	// (but in a race build, which has none).
 	rawRecv bool
 }
 
@@ -154,7 +155,8 @@ func fdChild(files []*os.File) (Endpoint, error) {
 	if len(files) < 2 {
 		return nil, fmt.Errorf("child needs 2 fds, got %d", len(files))
 	}
-	// The child only echoes, in one system-call section (section_linux.go):
+	// The child only echoes, in one system-call section (section_linux.go;
+	// a race build has none and its child waits through the runtime):
 	// its reads are raw, so its own runtime threads do not wake beside it
 	// on the pinned CPU. Through the runtime on every read they did:
 	// measured with --cpus 0, 24.5–26.1 µs and 2.18 switches per round trip
