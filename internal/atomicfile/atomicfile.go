@@ -3,6 +3,10 @@
 // a temporary file in the same directory, which is synced and renamed over
 // the target only once everything was written. A full disk or a crash
 // leaves the target as it was.
+//
+// Create makes that temporary file before any work starts, so a target
+// that cannot be written or replaced is known while the request is still
+// being checked, not after minutes of measuring.
 package atomicfile
 
 import (
@@ -14,78 +18,120 @@ import (
 	"syscall"
 )
 
-// Probe checks, before any work starts, that path can be written: its
-// directory exists and takes a new file, and path is not a directory. It
-// creates and removes a temporary file beside path and leaves path alone.
-func Probe(path string) error {
+// File is an output prepared by Create: its temporary file exists beside
+// the target until Commit renames it over the target or Abort removes it.
+type File struct {
+	path    string   // the target, symbolic links followed
+	tmp     *os.File // nil for a target written in place, and once done
+	inPlace bool     // a device or FIFO: written in place, never replaced
+}
+
+// Create checks that path can be written and replaced, and creates the
+// temporary file that Commit will rename over it: its directory exists and
+// takes a new file, path is not a directory, and neither path nor its
+// directory is immutable or append-only. A device or FIFO (-o
+// /dev/stdout) only has to open for writing. The target is left alone.
+func Create(path string) (*File, error) {
 	path = resolve(path)
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("%s is a directory; want a file name", path)
-	} else if err == nil && !st.Mode().IsRegular() {
-		// A device or FIFO (-o /dev/stdout): written in place, never
-		// replaced; it only has to open for writing.
+	st, err := os.Stat(path)
+	switch {
+	case err == nil && st.IsDir():
+		return nil, fmt.Errorf("%s is a directory; want a file name", path)
+	case err == nil && !st.Mode().IsRegular():
 		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 		if err != nil && !errors.Is(err, syscall.ENXIO) { // ENXIO: a FIFO nobody reads yet
-			return fmt.Errorf("cannot write %s: %w", path, unwrapPath(err))
+			return nil, fmt.Errorf("cannot write %s: %w", path, unwrapPath(err))
 		}
 		if f != nil {
 			f.Close()
 		}
-		return nil
+		return &File{path: path, inPlace: true}, nil
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".probe-*")
+	if err := replaceable(path, err == nil); err != nil {
+		return nil, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, unwrapPath(err))
+		return nil, fmt.Errorf("cannot write %s: %w", path, unwrapPath(err))
 	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(name)
-}
-
-// Write calls fill with a writer and, if fill and every write succeed,
-// puts the bytes at path in one rename. On any error path is untouched
-// and the temporary file is removed. A new file gets mode 0666 less the
-// umask, as os.Create would give it; an existing file keeps its mode. A
-// symbolic link keeps pointing at the file it named, which is replaced; a
-// device or FIFO (-o /dev/stdout) is written in place.
-func Write(path string, fill func(io.Writer) error) (err error) {
-	path = resolve(path)
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("%s is a directory; want a file name", path)
-	} else if err == nil && !st.Mode().IsRegular() {
-		return writeInPlace(path, fill)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, unwrapPath(err))
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
 	mode := os.FileMode(0o666 &^ umask())
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := fill(f); err != nil {
+	return &File{path: path, tmp: tmp}, nil
+}
+
+// Path is the target, with symbolic links followed.
+func (f *File) Path() string { return f.path }
+
+// Commit calls fill with a writer and, if fill and every write succeed,
+// puts the bytes at the target in one rename. On any error the target is
+// untouched and the temporary file is removed. A new file gets mode 0666
+// less the umask, as os.Create would give it; an existing file keeps its
+// mode. Commit may be called once.
+func (f *File) Commit(fill func(io.Writer) error) (err error) {
+	if f.inPlace {
+		return writeInPlace(f.path, fill)
+	}
+	if f.tmp == nil {
+		return fmt.Errorf("write %s: already written or aborted", f.path)
+	}
+	defer func() {
+		if err != nil {
+			f.Abort()
+		}
+	}()
+	if err := fill(f.tmp); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, unwrapPath(err))
+	if err := f.tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, unwrapPath(err))
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, unwrapPath(err))
+	if err := f.tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, unwrapPath(err))
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, unwrapPath(err))
+	if err := os.Rename(f.tmp.Name(), f.path); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, unwrapPath(err))
 	}
+	f.tmp = nil
 	return nil
+}
+
+// Abort removes the temporary file and leaves the target as it was. It is
+// safe to call more than once, and after Commit.
+func (f *File) Abort() {
+	if f == nil || f.tmp == nil {
+		return
+	}
+	f.tmp.Close()
+	os.Remove(f.tmp.Name())
+	f.tmp = nil
+}
+
+// Probe checks, before any work starts, that path can be written and
+// replaced (see Create). It leaves nothing behind.
+func Probe(path string) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	f.Abort()
+	return nil
+}
+
+// Write is Create and Commit in one: a symbolic link keeps pointing at the
+// file it named, which is replaced; a device or FIFO is written in place.
+func Write(path string, fill func(io.Writer) error) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	return f.Commit(fill)
 }
 
 // resolve follows a symbolic link to the file it names, so the link stays

@@ -120,3 +120,38 @@ func TestSymlinkKept(t *testing.T) {
 		t.Fatalf("target holds %q, want new", b)
 	}
 }
+
+// TestCreateHoldsTheTemporaryFile: Create makes the temporary file at once
+// (so a target that cannot be written is known before the work), Abort
+// removes it and leaves the target, Commit replaces the target once.
+func TestCreateHoldsTheTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out.txt")
+	os.WriteFile(p, []byte("old"), 0o600)
+	f, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Fatalf("after Create: %v, want the target and one temporary file", ents)
+	}
+	f.Abort()
+	f.Abort()
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("after Abort: %v", ents)
+	}
+	if err := f.Commit(func(w io.Writer) error { return nil }); err == nil {
+		t.Fatal("Commit after Abort succeeded")
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old" {
+		t.Fatalf("target %q after Abort", b)
+	}
+	f, _ = Create(p)
+	if err := f.Commit(func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	f.Abort() // after Commit: nothing to remove, the target stays
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Fatalf("target %q after Commit", b)
+	}
+}

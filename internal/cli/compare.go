@@ -39,9 +39,11 @@ difference can be significant; use --reps 6 or more to detect one.`,
 			if err := oneOf("--format", o.Format, compare.Formats); err != nil {
 				return err
 			}
-			if err := checkOutput("-o", o.Output); err != nil {
+			out, err := openOutput("-o", o.Output, o.DB, stdout)
+			if err != nil {
 				return err
 			}
+			defer out.close()
 			refs := []string{"last~1", "last"}
 			switch len(args) {
 			case 1:
@@ -61,7 +63,7 @@ difference can be significant; use --reps 6 or more to detect one.`,
 			if err != nil {
 				return err
 			}
-			return writeOutput(o.Output, stdout, func(w io.Writer) error { return compare.Write(w, c, o.Format) })
+			return out.write(func(w io.Writer) error { return compare.Write(w, c, o.Format) })
 		},
 	}
 	addDBFlag(c.Flags(), &o.DB)

@@ -76,9 +76,14 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 	} else if format != "svg" && format != "png" {
 		return usagef("--format %q with --chart: must be svg or png", format)
 	}
-	if err := checkOutput("-o", o.Output); err != nil {
+	if want, ok := extFormats[strings.ToLower(filepath.Ext(o.Output))]; ok && want != format {
+		return usagef("--format %s and -o %s disagree: a %s file holds %s; make them agree", format, o.Output, filepath.Ext(o.Output), want)
+	}
+	out, err := openOutput("-o", o.Output, o.DB, stdout)
+	if err != nil {
 		return err
 	}
+	defer out.close()
 	ref := "last"
 	if len(args) == 1 {
 		ref = args[0]
@@ -97,7 +102,7 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 			return err
 		}
 	}
-	err = writeOutput(o.Output, stdout, func(w io.Writer) error {
+	err = out.write(func(w io.Writer) error {
 		if data != nil {
 			_, err := w.Write(data)
 			return err
@@ -112,6 +117,10 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 	}
 	return nil
 }
+
+// extFormats are the file extensions that name a report format: -o with
+// one of them must hold that format (SVG in a .png opens as a broken image).
+var extFormats = map[string]string{".html": "html", ".htm": "html", ".svg": "svg", ".png": "png"}
 
 // pickChart finds the chart --chart names: a chart of the run by name
 // (pingpong, ring:param), else the chart of the arms an arm pattern selects

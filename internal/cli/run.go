@@ -177,6 +177,9 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 		if !ok || k == "" {
 			return nil, usagef("--set %q: want key=value", kv)
 		}
+		if prev, dup := p.Extra[k]; dup {
+			return nil, usagef("--set %s given twice (%s=%s, then %s=%s): give each option once", k, k, prev, k, v)
+		}
 		p.Extra[k] = v
 	}
 	if p.Python, err = pythonChoice(o, p.Extra); err != nil {
@@ -202,7 +205,7 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 	if !validFormat(o.Format) {
 		return nil, usagef("--format %q: must be one of %s", o.Format, strings.Join(report.Formats, ", "))
 	}
-	if err := checkOutput("-o", o.Output); err != nil {
+	if err := checkOutput("-o", o.Output, o.DB); err != nil {
 		return nil, err
 	}
 	sel, err := exp.Select(args, p)
@@ -262,6 +265,11 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	if err := checkStore(ctx, o); err != nil {
 		return err
 	}
+	out, err := openOutput("-o", o.Output, o.DB, o.Stdout)
+	if err != nil {
+		return err
+	}
+	defer out.close()
 	pl.cfg.ClockCost = measure.ClockCost()
 	syscallNs, syscallPathNs := measure.SyscallPath()
 	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -285,7 +293,8 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	run.Env.Counters = probeCounters()
 	run.Arms, run.Experiments, run.Interrupted = arms, exps, interrupted
 	saveErr := saveRun(ctx, o, run)
-	if err := writeOutput(o.Output, o.Stdout, func(w io.Writer) error { return writeRun(w, run, o.Format, o.Detail) }); err != nil {
+	stored := !o.NoStore && !run.Interrupted && saveErr == nil
+	if err := out.write(func(w io.Writer) error { return writeRun(w, run, o.Format, o.Detail, stored) }); err != nil {
 		return errors.Join(saveErr, err)
 	}
 	if interrupted {
@@ -311,10 +320,11 @@ func termWidth(w io.Writer) int {
 
 // writeRun prints a finished run: in the table format the verdict alone
 // (one screen), the tables too with --detail; other formats in full.
-func writeRun(w io.Writer, run *result.Run, format string, detail bool) error {
+// stored says whether the history holds it, for the verdict's pointers.
+func writeRun(w io.Writer, run *result.Run, format string, detail, stored bool) error {
 	if (format == "table" || format == "") && !detail {
 		width := termWidth(w)
-		for _, l := range report.VerdictLines(run) {
+		for _, l := range report.VerdictLines(run, stored) {
 			for _, part := range textcol.Wrap(l, width) {
 				if _, err := fmt.Fprintln(w, part); err != nil {
 					return err

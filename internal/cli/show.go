@@ -41,9 +41,11 @@ func runShow(cmd *cobra.Command, o *ShowOptions, args []string, stdout io.Writer
 	if err := oneOf("--format", o.Format, report.Formats); err != nil {
 		return err
 	}
-	if err := checkOutput("-o", o.Output); err != nil {
+	out, err := openOutput("-o", o.Output, o.DB, stdout)
+	if err != nil {
 		return err
 	}
+	defer out.close()
 	ref := "last"
 	if len(args) == 1 {
 		ref = args[0]
@@ -52,7 +54,7 @@ func runShow(cmd *cobra.Command, o *ShowOptions, args []string, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	return writeOutput(o.Output, stdout, func(w io.Writer) error { return writeReport(w, run, o.Format) })
+	return out.write(func(w io.Writer) error { return writeReport(w, run, o.Format) })
 }
 
 func newExportCmd(stdout, stderr io.Writer) *cobra.Command {

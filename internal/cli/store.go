@@ -162,27 +162,6 @@ func readRunFile(path string) (*result.Run, error) {
 	return run, nil
 }
 
-// writeOutput hands fill stdout, or, for -o FILE, a writer whose bytes
-// replace FILE only when fill and every write succeeded (atomicfile).
-func writeOutput(path string, stdout io.Writer, fill func(io.Writer) error) error {
-	if path == "" || path == "-" {
-		return fill(stdout)
-	}
-	return atomicfile.Write(path, fill)
-}
-
-// checkOutput probes -o FILE for writing before any work starts: a bad
-// path is a usage error (exit 2), not a failure after minutes of work.
-func checkOutput(flag, path string) error {
-	if path == "" || path == "-" {
-		return nil
-	}
-	if err := atomicfile.Probe(path); err != nil {
-		return usagef("%s %s: %v", flag, path, err)
-	}
-	return nil
-}
-
 func oneOf(flag, v string, allowed []string) error {
 	for _, a := range allowed {
 		if a == v {

@@ -26,7 +26,7 @@ const VerdictRate = exp.VerdictRate
 // the result model, so a stored run gives the same verdict; an answer
 // whose arms were not measured says so.
 func Verdict(w io.Writer, run *result.Run) error {
-	for _, l := range VerdictLines(run) {
+	for _, l := range VerdictLines(run, true) {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err
 		}
@@ -36,12 +36,13 @@ func Verdict(w io.Writer, run *result.Run) error {
 
 // VerdictLines is the verdict as lines (at most VerdictMaxLines). Its
 // figures come from what the experiments declare (exp.Spec.Headline and
-// exp.Spec.Verdict), laid out here in blocks.
-func VerdictLines(run *result.Run) []string {
-	return verdictLines(run, exp.All())
+// exp.Spec.Verdict), laid out here in blocks. stored says whether the
+// run is in the history, where `ctxlab show ID` and `report` find it.
+func VerdictLines(run *result.Run, stored bool) []string {
+	return verdictLines(run, exp.All(), stored)
 }
 
-func verdictLines(run *result.Run, specs []*exp.Spec) []string {
+func verdictLines(run *result.Run, specs []*exp.Spec, stored bool) []string {
 	v := exp.NewVerdictRun(run)
 	head := []string{
 		fmt.Sprintf("ctxlab verdict · %s · %s, %d CPUs%s · Linux %s · run %s (%s)",
@@ -52,6 +53,9 @@ func verdictLines(run *result.Run, specs []*exp.Spec) []string {
 	checks, counts := verdictChecks(run)
 	noise := verdictNoise(run)
 	foot := []string{"per-experiment tables: ctxlab run --detail, ctxlab show " + run.ID + ", ctxlab report -o report.html"}
+	if !stored {
+		foot = []string{"per-experiment tables: ctxlab run --detail; this run is not in the history, so show and report cannot find it (--format json -o FILE keeps it)"}
+	}
 	// Fit one screen: the checks list gives way first, the figures never.
 	count := len(head) + len(noise) + len(foot)
 	for _, s := range sections {

@@ -25,7 +25,7 @@ func TestVerdictGolden(t *testing.T) {
 // question with a figure or with "not measured".
 func TestVerdictShape(t *testing.T) {
 	for _, run := range []*result.Run{loadQuick(t), loadRunFile(t, "quick2.json"), loadRun(t), {Schema: 1, ID: "empty"}} {
-		lines := VerdictLines(run)
+		lines := VerdictLines(run, true)
 		if len(lines) > VerdictMaxLines {
 			t.Errorf("%s: %d lines, want ≤ %d", run.ID, len(lines), VerdictMaxLines)
 		}
@@ -46,7 +46,7 @@ func TestVerdictShape(t *testing.T) {
 			}
 		}
 	}
-	empty := strings.Join(VerdictLines(&result.Run{Schema: 1, ID: "empty"}), "\n")
+	empty := strings.Join(VerdictLines(&result.Run{Schema: 1, ID: "empty"}, true), "\n")
 	if strings.Count(empty, "not measured") < 6 {
 		t.Errorf("an empty run should say 'not measured' for each answer:\n%s", empty)
 	}
@@ -60,7 +60,7 @@ func TestVerdictBudgetFromCPUTime(t *testing.T) {
 		Name: "pingpong/thread/futex/cross-cpu", Experiment: "pingpong", Status: result.StatusOK,
 		Unit: "ns/op", Median: 200000, Min: 190000, Max: 210000, Placement: "cross-cpu", CPUNsPerOp: &cpu,
 	}}}
-	text := strings.Join(VerdictLines(run), "\n")
+	text := strings.Join(VerdictLines(run, true), "\n")
 	if !strings.Contains(text, "thread/futex/cross-cpu 20% of a core (20 µs/op)") {
 		t.Errorf("budget line not from CPU time:\n%s", text)
 	}
@@ -97,7 +97,7 @@ func TestVerdictCheckCountMatchesLines(t *testing.T) {
 	}
 	// Real runs, whose lists are grouped and cut to fit the screen.
 	for _, name := range []string{"quick", "quick2"} {
-		lines := VerdictLines(loadRunFile(t, name+".json"))
+		lines := VerdictLines(loadRunFile(t, name+".json"), true)
 		for i, l := range lines {
 			if strings.HasPrefix(l, "checks that did not hold") {
 				end := i + 1
@@ -161,8 +161,22 @@ func TestVerdictNamesTheInterpreter(t *testing.T) {
 		Name: "pingpong/pythread/simplequeue/same-cpu/py=3.11", Experiment: "pingpong", Status: result.StatusOK,
 		Unit: "ns/op", Median: 21000, Min: 20000, Max: 22000, Placement: "same-cpu",
 	}}}
-	text := strings.Join(VerdictLines(run), "\n")
+	text := strings.Join(VerdictLines(run, true), "\n")
 	if !strings.Contains(text, "21 µs (20–22) (py=3.11)") {
 		t.Errorf("the CPython row does not show the py=3.11 arm by name:\n%s", text)
+	}
+}
+
+// TestVerdictUnstoredRun: a run the history does not hold (--no-store, an
+// interrupted run) must not point at `ctxlab show ID`, which would fail.
+func TestVerdictUnstoredRun(t *testing.T) {
+	run := &result.Run{Schema: 1, ID: "20261202T000000-abcdef"}
+	stored := strings.Join(VerdictLines(run, true), "\n")
+	unstored := strings.Join(VerdictLines(run, false), "\n")
+	if !strings.Contains(stored, "ctxlab show "+run.ID) {
+		t.Errorf("a stored run's verdict does not point at ctxlab show %s", run.ID)
+	}
+	if strings.Contains(unstored, "ctxlab show") || !strings.Contains(unstored, "not in the history") {
+		t.Errorf("an unstored run's verdict:\n%s", unstored)
 	}
 }
