@@ -28,6 +28,12 @@ func addCompletions(root *cobra.Command) {
 		"run": completeArms, "list": completeArms,
 		"show": completeRuns, "report": completeRuns, "export": completeRuns, "compare": completeRuns,
 	}
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			refuseUnknownShell(c)
+		}
+	}
 	cmds := append([]*cobra.Command{root}, root.Commands()...)
 	for _, c := range cmds {
 		name := c.Name()
@@ -45,6 +51,25 @@ func addCompletions(root *cobra.Command) {
 		if c.Flags().Lookup("run") != nil {
 			c.RegisterFlagCompletionFunc("run", completeRuns)
 		}
+	}
+}
+
+// refuseUnknownShell makes `completion tcsh` bad input (exit 2) naming
+// the shells there are; cobra's own completion command prints its help
+// and exits 0 for a shell it does not have.
+func refuseUnknownShell(c *cobra.Command) {
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		var shells []string
+		for _, sub := range cmd.Commands() {
+			if sub.IsAvailableCommand() {
+				shells = append(shells, sub.Name())
+			}
+		}
+		return usagef("completion %q: no such shell; want one of %s", args[0], strings.Join(shells, ", "))
 	}
 }
 

@@ -35,7 +35,7 @@ var corpus = []badInput{
 	{"run --reps 0", "--reps 0: must be between 1 and 1000"},
 	{"run --reps 1001", "between 1 and 1000"},
 	{"run --reps -5", "between 1 and 1000"},
-	{"run --reps abc", `--reps "abc": invalid syntax; want repetitions per arm, 1..1000`},
+	{"run --reps abc", `--reps "abc": not a decimal whole number; want repetitions per arm, 1..1000`},
 	{"run --reps 99999999999999999999", "1..1000"},
 	{"run --benchtime 0s", "--benchtime 0s: must be between 1ms and 60s"},
 	{"run --benchtime 0", "between 1ms and 60s"},
@@ -88,6 +88,33 @@ var corpus = []badInput{
 	{"run --quick --db {text}", "not a ctxlab history database"},
 	{"run --quick --db {foreign}", "another program"},
 	{"run --quick --db {text}/h.db", "not a directory"},
+	// issue 33: repeated flags, empty values, numbers in decimal only
+	{"run --set hop.pool=0 --set hop.pool=4 hop", "--set hop.pool given twice (hop.pool=0, then hop.pool=4)"},
+	{"run --reps 3 --reps 0", `--reps "0": given twice (first "3")`},
+	{"run --cpus 0 --cpus 1", "given twice"},
+	{"run --quick --quick", "given twice"},
+	{"run --cpus ''", `--cpus "": an empty value`},
+	{"run --gomaxprocs ''", `--gomaxprocs "": an empty value`},
+	{"run --workers ''", `--workers "": an empty value`},
+	{"run --hogs ''", `--hogs "": an empty value`},
+	{"run -o ''", `--output "": an empty value`},
+	{"run --db ''", `--db "": an empty value`},
+	{"show --db ''", `--db "": an empty value`},
+	{"serve --probes ''", `--probes "": an empty value`},
+	{"run --reps 0x10", `--reps "0x10": not a decimal whole number`},
+	{"run --reps 1_0", "not a decimal whole number"},
+	{"run --reps 0b11", "not a decimal whole number"},
+	{"history --limit 0o7", "not a decimal whole number"},
+	{"completion tcsh", `completion "tcsh": no such shell; want one of bash, fish, powershell, zsh`},
+	// issue 33: -o is never the history, and is proven writable first
+	{"run --quick -o {history}", "-o {history} is the history database"},
+	{"run --quick --db {foreign} -o {foreign}", "is the history database"},
+	{"show {run} -o {foreign}", "is a SQLite database"},
+	{"export {run} -o {foreign}", "is a SQLite database"},
+	{"report {run} -o {history}-wal", "write-ahead log"},
+	{"compare {run} {run} -o {history}", "the history database"},
+	{"report {run} --chart pingpong --format svg -o {dir}/x.png", "--format svg and -o {dir}/x.png disagree"},
+	{"report {run} -o {dir}/x.svg", "--format html and -o {dir}/x.svg disagree"},
 	{"--reps 0", "between 1 and 1000"},
 	{"--cpus 0-99999999", "8191"},
 	{"--bogus", "bogus"},
@@ -226,6 +253,7 @@ func TestBadInputCorpus(t *testing.T) {
 	}
 	home := isolate(t)
 	files := corpusFiles(t)
+	files["{history}"] = home
 	for _, tc := range corpus {
 		args := strings.Fields(tc.args)
 		for i, a := range args {
@@ -244,8 +272,12 @@ func TestBadInputCorpus(t *testing.T) {
 		if out != "" {
 			t.Errorf("%s: printed on stdout for bad input: %.200q", tc.args, out)
 		}
-		if !strings.Contains(errs, tc.want) {
-			t.Errorf("%s: message %q does not say %q", tc.args, errs, tc.want)
+		want := tc.want
+		for k, v := range files {
+			want = strings.ReplaceAll(want, k, v)
+		}
+		if !strings.Contains(errs, want) {
+			t.Errorf("%s: message %q does not say %q", tc.args, errs, want)
 		}
 		// Refused before anything started: far below one arm's benchtime.
 		// Generous, for a busy machine (run -o used to measure for 33 s).

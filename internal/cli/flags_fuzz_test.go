@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -56,4 +57,23 @@ func FuzzRunFlags(f *testing.F) {
 			t.Fatalf("%q: benchtime %v", flags, pl.cfg.BenchTime)
 		}
 	})
+}
+
+// TestDecimal: whole numbers are read in decimal only, and a leading zero
+// does not make one octal (pflag's own parser read 010 as 8 and 0x10 as 16).
+func TestDecimal(t *testing.T) {
+	for in, want := range map[string]string{"10": "10", "010": "10", "+7": "7", "-0": "0", "000": "0", "-12": "-12"} {
+		if got, err := decimal(in); err != nil || got != want {
+			t.Errorf("decimal(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"0x10", "0o7", "0b1", "1_000", "1e3", " 1", "", "-", "+", "１"} {
+		if got, err := decimal(in); err == nil {
+			t.Errorf("decimal(%q) = %q; want an error", in, got)
+		}
+	}
+	code, _, errs := ctxlab(t, "history", "--limit", "010", "--db", "/nonexistent/h.db")
+	if code != 2 || !strings.Contains(errs, "no runs stored yet") {
+		t.Errorf("--limit 010: exit %d %q; want it taken (and the missing store named)", code, errs)
+	}
 }

@@ -164,6 +164,7 @@ Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
 		newServeCmd(stdout, stderr),
 	)
 	addCompletions(root)
+	strictFlags(root)
 	return root
 }
 

@@ -255,6 +255,38 @@ func TestResolvePatterns(t *testing.T) {
 	}
 }
 
+// TestResolveGlobsAsRunDoes: a glob or selector in the first part selects
+// arms of every experiment, as in ctxlab run; "*" was refused as an
+// unknown experiment.
+func TestResolveGlobsAsRunDoes(t *testing.T) {
+	look := []*exp.Spec{pingpongFake(), fakeSpec("other", exp.Arm{Name: "other/thread/futex/same-cpu"})}
+	probes, _, err := Resolve([]string{"*/thread/futex/same-cpu"}, testParams, look)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range probes {
+		names = append(names, p.Name())
+	}
+	if len(probes) != 2 || names[0] != "pingpong/thread/futex/same-cpu" || names[1] != "other/thread/futex/same-cpu" {
+		t.Errorf("*/thread/futex/same-cpu selected %q; want that arm of both experiments", names)
+	}
+	if _, _, err := Resolve([]string{"*"}, testParams, look); err != nil {
+		t.Errorf(`Resolve("*") over %d arms: %v`, len(look), err)
+	}
+	if _, _, err := Resolve([]string{"zz*"}, testParams, look); err == nil || !strings.Contains(err.Error(), "matches no arm") {
+		t.Errorf(`Resolve("zz*"): %v; want "matches no arm"`, err)
+	}
+	var many []exp.Arm
+	for i := 0; i < MaxProbes+1; i++ {
+		many = append(many, exp.Arm{Name: "big/" + string(rune('a'+i)) + "/a-label-far-longer-than-a-prometheus-label-should-be"})
+	}
+	_, _, err = Resolve([]string{"*"}, testParams, []*exp.Spec{fakeSpec("big", many...)})
+	if err == nil || !strings.Contains(err.Error(), "at most") {
+		t.Errorf(`Resolve("*") over too many long-labelled arms: %v; want the count refused first`, err)
+	}
+}
+
 func TestResolveLimitsAndUnsupported(t *testing.T) {
 	var many []exp.Arm
 	for i := 0; i < MaxProbes+1; i++ {

@@ -40,13 +40,21 @@ func Resolve(patterns []string, p exp.Params, specs []*exp.Spec) (probes []Probe
 		specs = exp.All()
 	}
 	seen := map[string]bool{}
+	var labelErr error // reported after the count: "*" is too many arms before it is a long label
+	selected := 0      // supported arms, with those labelErr refuses
 	add := func(pr Probe) error {
 		if seen[pr.Name()] {
 			return nil
 		}
 		seen[pr.Name()] = true
+		if pr.Arm.Unsupported == "" {
+			selected++
+		}
 		if l := armLabel(pr.Name()); len(l) > MaxLabelLen {
-			return fmt.Errorf("--probes: arm %s: its label %q is %d characters, more than the %d a Prometheus label should carry; choose another arm", pr.Name(), l, len(l), MaxLabelLen)
+			if labelErr == nil {
+				labelErr = fmt.Errorf("--probes: arm %s: its label %q is %d characters, more than the %d a Prometheus label should carry; choose another arm", pr.Name(), l, len(l), MaxLabelLen)
+			}
+			return nil
 		}
 		if pr.Arm.Unsupported != "" {
 			notes = append(notes, fmt.Sprintf("probe %s left out: %s", pr.Name(), pr.Arm.Unsupported))
@@ -87,8 +95,11 @@ func Resolve(patterns []string, p exp.Params, specs []*exp.Spec) (probes []Probe
 			}
 		}
 	}
-	if len(probes) > MaxProbes {
-		return nil, nil, fmt.Errorf("--probes %s: selects %d arms; at most %d can share the CPU budget", strings.Join(patterns, ","), len(probes), MaxProbes)
+	if selected > MaxProbes {
+		return nil, nil, fmt.Errorf("--probes %s: selects %d arms; at most %d can share the CPU budget", strings.Join(patterns, ","), selected, MaxProbes)
+	}
+	if labelErr != nil {
+		return nil, nil, labelErr
 	}
 	if len(probes) == 0 {
 		return nil, notes, ErrNoProbes
@@ -109,37 +120,45 @@ func DefaultProbes(specs []*exp.Spec) []string {
 	return out
 }
 
-// match resolves one arm name or glob. A bare experiment name is not a
-// probe (it would select dozens of arms): the user must name arms.
+// match resolves one arm name or glob as `ctxlab run` reads it: a glob or
+// a selector (python/…) in the first part selects arms of every
+// experiment. A bare experiment name is not a probe (it would select
+// dozens of arms): the user must name arms.
 func match(pat string, p exp.Params, specs []*exp.Spec) ([]Probe, error) {
 	name, _, hasSlash := strings.Cut(pat, "/")
-	var spec *exp.Spec
-	for _, s := range specs {
-		if s.Name == name {
-			spec = s
-		}
-	}
-	if spec == nil {
-		return nil, fmt.Errorf("--probes %q: unknown experiment %q; `ctxlab list` shows experiments and their arms", pat, name)
-	}
-	if !hasSlash {
-		return nil, fmt.Errorf("--probes %q: name arms, not a whole experiment, e.g. %s/* or an arm from `ctxlab list %s`", pat, name, name)
-	}
 	glob, err := exp.ParsePattern(pat)
 	if err != nil {
 		return nil, fmt.Errorf("--probes: bad glob: %v", err)
 	}
-	arms, err := spec.Arms(p)
-	if err != nil {
-		return nil, fmt.Errorf("--probes %q: %v", pat, err)
+	var from []*exp.Spec
+	anyExperiment := strings.ContainsAny(name, `*?[\`) || exp.SelectorDoc(name) != ""
+	for _, s := range specs {
+		if anyExperiment || s.Name == name {
+			from = append(from, s)
+		}
+	}
+	switch {
+	case len(from) == 0:
+		return nil, fmt.Errorf("--probes %q: unknown experiment %q; `ctxlab list` shows experiments and their arms", pat, name)
+	case !hasSlash && !anyExperiment:
+		return nil, fmt.Errorf("--probes %q: name arms, not a whole experiment, e.g. %s/* or an arm from `ctxlab list %s`", pat, name, name)
 	}
 	var out []Probe
-	for _, a := range arms {
-		if glob.Match(a.Name) {
-			out = append(out, Probe{Spec: spec, Arm: a})
+	for _, spec := range from {
+		arms, err := spec.Arms(p)
+		if err != nil {
+			return nil, fmt.Errorf("--probes %q: %v", pat, err)
+		}
+		for _, a := range arms {
+			if glob.Match(a.Name) {
+				out = append(out, Probe{Spec: spec, Arm: a})
+			}
 		}
 	}
 	if len(out) == 0 {
+		if anyExperiment {
+			return nil, fmt.Errorf("--probes %q: matches no arm; `ctxlab list` shows the arms", pat)
+		}
 		return nil, fmt.Errorf("--probes %q: matches no arm of %s; `ctxlab list %s` shows its arms", pat, name, name)
 	}
 	return out, nil

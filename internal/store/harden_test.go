@@ -167,3 +167,40 @@ func TestFIFOIsUnusable(t *testing.T) {
 		t.Fatal("Open(fifo) blocked")
 	}
 }
+
+// TestFullDiskLeavesNoEmptyHistory: a new history on a full file system is
+// refused in words that say so, and leaves no 0-byte history.db behind
+// (it read "disk I/O error (4874)" and left one). It needs a small tmpfs,
+// so root.
+func TestFullDiskLeavesNoEmptyHistory(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Skipf("cannot mount a small tmpfs here (%v)", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	fill, err := os.Create(filepath.Join(dir, "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	for {
+		if _, err := fill.Write(buf); err != nil {
+			break
+		}
+	}
+	fill.Close()
+	path := filepath.Join(dir, "history.db")
+	s, err := Open(path)
+	if err == nil {
+		s.Close()
+		t.Fatal("opened a new history on a full file system")
+	}
+	if !strings.Contains(err.Error(), "is full") || !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q; want it to name %s and say the file system is full", err, path)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		if _, err := os.Stat(path + suffix); err == nil {
+			t.Errorf("left %s behind", path+suffix)
+		}
+	}
+}

@@ -137,6 +137,8 @@ func open(ctx context.Context, path string, upto int) (*Store, error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
+	_, statErr := os.Stat(path)
+	isNew := errors.Is(statErr, os.ErrNotExist)
 	if err := createPrivate(path); err != nil {
 		return nil, err
 	}
@@ -153,9 +155,33 @@ func open(ctx context.Context, path string, upto int) (*Store, error) {
 	s := &Store{db: db, path: path}
 	if err := retryBusy(ctx, func() error { return s.migrate(ctx, upto) }); err != nil {
 		db.Close()
-		return nil, err
+		if isNew { // what this open created holds nothing: leave no empty history behind
+			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+				os.Remove(path + suffix)
+			}
+		}
+		return nil, fullDisk(path, err)
 	}
 	return s, nil
+}
+
+// fullDisk words a failure on a full file system as such: SQLite says
+// "database or disk is full (13)" or, when it cannot grow its shared
+// memory index, "disk I/O error (4874)".
+func fullDisk(path string, err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	full := se.Code()&0xff == sqlite3.SQLITE_FULL
+	if se.Code()&0xff == sqlite3.SQLITE_IOERR {
+		var fs unix.Statfs_t
+		full = unix.Statfs(filepath.Dir(path), &fs) == nil && fs.Bavail*uint64(fs.Bsize) < 1<<20
+	}
+	if !full {
+		return err
+	}
+	return fmt.Errorf("history database %s: the file system that holds it is full (SQLite: %w); free some space, or use another --db", path, se)
 }
 
 // createPrivate makes the directory (0700: the history holds command lines
