@@ -22,19 +22,18 @@ func newImportCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "import FILE.json …",
 		Short: "add runs exported elsewhere (ctxlab export, --format json) to the history",
 		Long: `Read run JSON files and store them, marked as imported. Every file is
-checked before any is stored; a run already in the store is reported and skipped.`,
+checked (a regular file, one run, its values within the ranges of
+docs/result-schema.md, arm names unique) before any is stored, and one bad
+file stores none; a run already in the store is reported and skipped.`,
 		Example: `  ctxlab import laptop.json
   ctxlab compare last laptop.json`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var runs []*result.Run
 			for _, a := range args {
-				r, err := readRunFile(a)
+				r, err := readRunFile(cmd.Context(), a) // read and validated: nothing is stored unless every file is good
 				if err != nil {
 					return err
-				}
-				if r.ID == "" {
-					return usagef("run file %s: the run has no id", a)
 				}
 				runs = append(runs, r)
 			}
