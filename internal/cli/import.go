@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 // ImportOptions are the flags of `ctxlab import`.
@@ -44,13 +45,14 @@ file stores none; a run already in the store is reported and skipped.`,
 			defer s.Close()
 			for i, r := range runs {
 				err := s.Save(cmd.Context(), r, store.SourceImport)
+				file := termsafe.String(args[i]) // the id is validated; the file's name and the host are not ctxlab's
 				switch {
 				case errors.Is(err, store.ErrExists):
-					fmt.Fprintf(stdout, "%s: run %s is already stored; skipped\n", args[i], r.ID)
+					fmt.Fprintf(stdout, "%s: run %s is already stored; skipped\n", file, r.ID)
 				case err != nil:
 					return err
 				default:
-					fmt.Fprintf(stdout, "%s: imported run %s (%s, %d arms)\n", args[i], r.ID, r.Env.Hostname, len(r.Arms))
+					fmt.Fprintf(stdout, "%s: imported run %s (%s, %d arms)\n", file, r.ID, termsafe.String(r.Env.Hostname), len(r.Arms))
 				}
 			}
 			return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -36,9 +37,10 @@ func Verdict(w io.Writer, run *result.Run) error {
 
 // VerdictLines is the verdict as lines (at most VerdictMaxLines). Its
 // figures come from what the experiments declare (exp.Spec.Headline and
-// exp.Spec.Verdict), laid out here in blocks.
+// exp.Spec.Verdict), laid out here in blocks. The host and CPU model are
+// the machine's own text and a stored run's may be imported: escaped.
 func VerdictLines(run *result.Run) []string {
-	return verdictLines(run, exp.All())
+	return verdictLines(termsafe.Strings(run), exp.All())
 }
 
 func verdictLines(run *result.Run, specs []*exp.Spec) []string {
