@@ -12,6 +12,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -131,7 +132,12 @@ type budgetRow struct {
 	source string
 }
 
+// writeBudget prices run's arms. Names and the host may come from an
+// imported file: --arm matches them as they are, and they are printed
+// escaped (termsafe), in the table and in the message for an --arm that
+// matches nothing.
 func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error {
+	esc := termsafe.String
 	var rows []budgetRow
 	var wall []result.Arm
 	for _, a := range run.Arms {
@@ -155,7 +161,7 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 					names = append(names, a.Experiment)
 				}
 			}
-			return usagef("--arm %q: no measured ns/op arm in run %s matches; its experiments are %s", glob, run.ID, strings.Join(names, ", "))
+			return usagef("--arm %q: no measured ns/op arm in run %s matches; its experiments are %s", glob, run.ID, strings.Join(termsafe.Strings(names), ", "))
 		}
 		byWall = true
 		for _, a := range wall {
@@ -163,7 +169,7 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 		}
 		wall = nil
 	}
-	fmt.Fprintf(w, "at %s ops/s, from run %s (%s, %s):\n", fmtRate(rate), run.ID, run.Env.Hostname, run.Time.UTC().Format("2006-01-02 15:04"))
+	fmt.Fprintf(w, "at %s ops/s, from run %s (%s, %s):\n", fmtRate(rate), run.ID, esc(run.Env.Hostname), run.Time.UTC().Format("2006-01-02 15:04"))
 	if byWall {
 		fmt.Fprintln(w, "this run recorded no CPU time per op (run it again, or with --counters): priced by WALL time, which overstates a blocking handoff's CPU")
 	}
@@ -182,7 +188,7 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 		if frac > 1 {
 			note = " (more than a core: one worker cannot sustain this rate)"
 		}
-		table = append(table, []string{a.Name, result.FormatNs(r.perOp), result.FormatNs(a.Median), pct(frac) + note, r.source})
+		table = append(table, []string{esc(a.Name), result.FormatNs(r.perOp), result.FormatNs(a.Median), pct(frac) + note, r.source})
 		if best[a.Experiment] == nil {
 			best[a.Experiment] = map[string]cheapest{}
 			exps = append(exps, a.Experiment)
@@ -207,13 +213,13 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 		var parts []string
 		for _, s := range subs {
 			c := best[e][s]
-			parts = append(parts, fmt.Sprintf("%s %s (%s)", s, pct(c.frac), strings.TrimPrefix(c.row.arm.Name, e+"/")))
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", esc(s), pct(c.frac), esc(strings.TrimPrefix(c.row.arm.Name, e+"/"))))
 		}
 		op := ops[e]
 		if op == "" {
 			op = "op"
 		}
-		fmt.Fprintf(w, "%s, %s %ss/s: %s of a core\n", e, fmtRate(rate), op, strings.Join(parts, ", "))
+		fmt.Fprintf(w, "%s, %s %ss/s: %s of a core\n", esc(e), fmtRate(rate), esc(op), strings.Join(parts, ", "))
 	}
 	fmt.Fprintln(w, "priced: per substrate, the arm with the least CPU per op (the cheapest way this machine offers); share = CPU per op × rate")
 	if len(wall) > 0 {

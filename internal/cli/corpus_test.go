@@ -2,9 +2,11 @@ package cli
 
 import (
 	"database/sql"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -12,7 +14,10 @@ import (
 // badInput is one case of the bad-input corpus: the command line, and a
 // fragment its message must hold. Every case must exit 2, print nothing
 // on stdout, start nothing and store nothing. {dir}, {text}, {foreign},
-// {badschema}, {notrun}, {run} and {twice} are files the test makes.
+// {badschema}, {notrun}, {run}, {run2}, {twice}, {fifo}, {socket},
+// {negops}, {negmedian}, {hugemean}, {neghuge}, {dupearm}, {badid} and
+// {dotid} are files the test makes; "pipe" is a FIFO in the working
+// directory, named without a separator.
 type badInput struct {
 	args string
 	want string
@@ -161,6 +166,49 @@ var corpus = []badInput{
 	{"import {run} --db {text}", "not a ctxlab history database"},
 	{"import {run} --db {foreign}", "another program"},
 	{"import {run} --db {text}/h.db", "not a directory"},
+	// run files that are not regular files: refused at once (reading a FIFO
+	// waited for a writer for ever, deaf to SIGINT and SIGTERM)
+	{"show {fifo}", "fifo.json is a FIFO; want a run file (JSON)"},
+	{"show pipe", "pipe is a FIFO; want a run file (JSON)"}, // a bare name, not taken for a stored run's id
+	{"export {fifo}", "is a FIFO; want a run file (JSON)"},
+	{"import {fifo}", "is a FIFO; want a run file (JSON)"},
+	{"import pipe", "pipe is a FIFO"},
+	{"import {run} {fifo}", "is a FIFO"},
+	{"compare {fifo} {run}", "is a FIFO"},
+	{"compare {run} pipe", "pipe is a FIFO"},
+	{"report {fifo}", "is a FIFO"},
+	{"report pipe --chart pingpong", "pipe is a FIFO"},
+	{"budget --rate 1000/s --run {fifo}", "is a FIFO"},
+	{"budget --rate 1000/s --run pipe", "pipe is a FIFO"},
+	{"show {socket}", "is a socket; want a run file (JSON)"},
+	{"import {socket}", "is a socket"},
+	{"show /dev/null", "/dev/null is a character device; want a run file (JSON)"},
+	{"import /dev/zero", "/dev/zero is a character device"},
+	{"budget --rate 1000/s --run /dev/null", "is a character device"},
+	{"show {dir}", "adir is a directory; want a run file (JSON)"},
+	{"import {dir}", "is a directory; want a run file (JSON)"},
+	{"compare {run} {dir}", "is a directory; want"},
+	// run files outside the schema's ranges (docs/result-schema.md):
+	// refused by every reader in the same words, nothing stored
+	{"import {negops}", `arms[0] "pingpong/goroutine/chan": ops_per_rep is -5; want 0..1e+15`},
+	{"show {negops}", "ops_per_rep is -5; want 0..1e+15"},
+	{"export {negops}", "ops_per_rep is -5"},
+	{"compare {run} {negops}", "ops_per_rep is -5"},
+	{"report {negops}", "ops_per_rep is -5"},
+	{"budget --rate 1000/s --run {negops}", "ops_per_rep is -5"},
+	{"import {negmedian}", `arms[0] "pingpong/goroutine/chan": median is -309; want 0..1e+15`},
+	{"budget --rate 1000/s --run {negmedian}", "median is -309"},
+	{"import {hugemean}", "rep_means[0] is 1e+308; want 0..1e+15"},
+	{"import {neghuge}", "rep_means[0] is -1e+308; want 0..1e+15"},
+	{"report {hugemean}", "rep_means[0] is 1e+308"},
+	{"import {dupearm}", `arms[1] "pingpong/goroutine/chan": the name of arms[0] too; arm names must be unique`},
+	{"show {dupearm}", "arm names must be unique"},
+	{"compare {dupearm} {run}", "arm names must be unique"},
+	{"import {badid}", `id "../../../../tmp/x": want 1..128 of A-Z a-z 0-9 . _ - (not . or ..)`},
+	{"show {badid}", `id "../../../../tmp/x"`},
+	{"import {dotid}", `id "..": want`},
+	{"import {run2} {negops}", "ops_per_rep is -5"}, // one bad file: none is stored
+	{"import {run2} {badid} {run}", `id "../../../../tmp/x"`},
 	// compare
 	{"compare --format bench {run} {run}", `--format "bench"`},
 	{"compare {run} {notrun}", "decode run"},
@@ -290,9 +338,14 @@ func TestBadInputCorpus(t *testing.T) {
 	}
 }
 
-// corpusFiles makes the files the corpus names.
+// corpusFiles makes the files the corpus names, and moves the test into
+// their directory (for the bare-named FIFO "pipe").
 func corpusFiles(t *testing.T) map[string]string {
 	dir := t.TempDir()
+	runFile, err := filepath.Abs(testRunFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
@@ -300,10 +353,20 @@ func corpusFiles(t *testing.T) map[string]string {
 		}
 		return p
 	}
-	run, err := os.ReadFile(testRunFile)
+	run, err := os.ReadFile(runFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// variant is the fixture run with one value changed; it fails the
+	// test if the fixture no longer holds the value.
+	variant := func(name, old, new string) string {
+		if !strings.Contains(string(run), old) {
+			t.Fatalf("%s: the fixture %s has no %s", name, runFile, old)
+		}
+		return write(name, strings.Replace(string(run), old, new, 1))
+	}
+	const firstOps, firstMedian, firstMeans = `"ops_per_rep": 100000`, `"median": 309`, `"rep_means": [310,`
+	const id, secondArm = `"id": "20261130T120000-abc123"`, `"name": "pingpong/thread/futex"`
 	foreign := filepath.Join(dir, "other.sqlite")
 	db, err := sql.Open("sqlite", foreign)
 	if err != nil {
@@ -315,6 +378,19 @@ func corpusFiles(t *testing.T) map[string]string {
 	db.Close()
 	sub := filepath.Join(dir, "adir")
 	os.Mkdir(sub, 0o755)
+	fifo := filepath.Join(dir, "fifo.json")
+	for _, p := range []string{fifo, filepath.Join(dir, "pipe")} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		unblockFIFO(t, p)
+	}
+	sock, err := net.Listen("unix", filepath.Join(dir, "run.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	t.Chdir(dir)
 	return map[string]string{
 		"{dir}":       sub,
 		"{text}":      write("notes.txt", "not a database\n"),
@@ -322,6 +398,40 @@ func corpusFiles(t *testing.T) map[string]string {
 		"{badschema}": write("bad.json", `{"schema":-5,"id":"x"}`),
 		"{notrun}":    write("notrun.json", `[1, 2, 3]`),
 		"{twice}":     write("twice.json", string(run)+string(run)),
-		"{run}":       testRunFile,
+		"{run}":       runFile,
+		"{run2}":      variant("run2.json", id, `"id": "20261130T120000-def456"`),
+		"{fifo}":      fifo,
+		"{socket}":    filepath.Join(dir, "run.sock"),
+		"{negops}":    variant("negops.json", firstOps, `"ops_per_rep": -5`),
+		"{negmedian}": variant("negmedian.json", firstMedian, `"median": -309`),
+		"{hugemean}":  variant("hugemean.json", firstMeans, `"rep_means": [1e308,`),
+		"{neghuge}":   variant("neghuge.json", firstMeans, `"rep_means": [-1e308,`),
+		"{dupearm}":   variant("dupearm.json", secondArm, `"name": "pingpong/goroutine/chan"`),
+		"{badid}":     variant("badid.json", id, `"id": "../../../../tmp/x"`),
+		"{dotid}":     variant("dotid.json", id, `"id": ".."`),
 	}
+}
+
+// unblockFIFO opens the FIFO at path for writing, and closes it, whenever
+// a reader waits on it, until the test ends: a ctxlab that opens a FIFO
+// then reads an empty document and fails its corpus case instead of
+// hanging the test.
+func unblockFIFO(t *testing.T, path string) {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			// Without a reader this fails at once (ENXIO).
+			if fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0); err == nil {
+				syscall.Close(fd)
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/pydriver"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 func newEnvCmd(stdout io.Writer) *cobra.Command {
@@ -80,7 +81,10 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 			Pythons       any     `json:"pythons"`
 		}{e, clock, p.SyscallNs, p.SyscallPathNs, steal, p.ProcsRunning, p.Pythons})
 	}
-	kv := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k, v) }
+	// The machine's own text (host name, CPU model, cgroup paths, notes)
+	// is whatever its administrator set: shown escaped, as every outside
+	// string is (termsafe).
+	kv := func(k, v string) { fmt.Fprintf(w, "%-22s %s\n", k, termsafe.String(v)) }
 	kv("host", e.Hostname)
 	kv("cpu", e.CPUModel)
 	kv("cpus", fmt.Sprintf("%d logical, online %s; %d cores × %d threads", e.LogicalCPUs, sysinfo.FormatCPUList(e.OnlineCPUs), e.Cores, e.ThreadsPerCore))
@@ -110,7 +114,7 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 		if !c.Supported {
 			state = "unsupported: " + c.Unsupported
 		}
-		fmt.Fprintf(w, "  %-18s %-9s %s\n", c.Name, c.Kind, state)
+		fmt.Fprintf(w, "  %-18s %-9s %s\n", termsafe.String(c.Name), termsafe.String(c.Kind), termsafe.String(state))
 	}
 	writePythons(w, p.Pythons)
 	kv("noise now", fmt.Sprintf("load1 %.2f, steal %.1f%% (since boot %.2f%%), %d runnable", e.Load1, steal, e.StealPct, p.ProcsRunning))

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ctxlab/ctxlab/internal/pydriver"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 // addPythonFlag defines run's --python.
@@ -62,6 +63,7 @@ func writePythons(w io.Writer, ins []*pydriver.Interpreter) {
 		return
 	}
 	for _, in := range ins {
-		fmt.Fprintf(w, "%-22s %s %s: %s → %s\n", "python", in.Version, in.Build(), in.Name, in.Path)
+		fmt.Fprintf(w, "%-22s %s %s: %s → %s\n", "python", termsafe.String(in.Version), termsafe.String(in.Build()),
+			termsafe.String(in.Name), termsafe.String(in.Path)) // an interpreter on PATH says what it likes
 	}
 }

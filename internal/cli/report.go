@@ -12,6 +12,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/report"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 // ReportOptions are the flags of `ctxlab report`.
@@ -113,7 +114,7 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 		return err
 	}
 	if o.Output != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "ctxlab: wrote %s\n", o.Output)
+		fmt.Fprintf(cmd.ErrOrStderr(), "ctxlab: wrote %s\n", termsafe.String(o.Output))
 	}
 	return nil
 }
@@ -159,7 +160,7 @@ func pickChart(run *result.Run, name string) (*report.Chart, error) {
 	case len(arms) == 0:
 		return nil, usagef("--chart %q: run %s has no such chart and no arm matches; it has charts %s", name, run.ID, strings.Join(names, ", "))
 	case len(exps) > 1:
-		return nil, usagef("--chart %q: selects arms of %s; a chart shows one experiment's arms", name, strings.Join(exps, ", "))
+		return nil, usagef("--chart %q: selects arms of %s; a chart shows one experiment's arms", name, strings.Join(termsafe.Strings(exps), ", "))
 	}
 	for _, c := range report.ExperimentCharts(exps[0], arms) {
 		if c.Kind == kind {

@@ -25,6 +25,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -334,7 +335,7 @@ func writeRun(w io.Writer, run *result.Run, format string, detail, stored bool) 
 		// What the table format printed above its tables (a CPU quota, a
 		// governor that scales, a VM) still belongs under the verdict.
 		for _, warn := range run.Warnings {
-			for _, part := range textcol.Wrap("warning: "+warn, width) {
+			for _, part := range textcol.Wrap(termsafe.String("warning: "+warn), width) {
 				fmt.Fprintln(w, part)
 			}
 		}

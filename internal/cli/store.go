@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/report"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 // checkStore opens the store once the request is valid and before
@@ -129,13 +132,15 @@ func tightenDefaultDir(path string) {
 }
 
 // loadRun reads a run from a JSON file when ref names one, else from the
-// store (an id, a unique prefix, last or last~N).
+// store (an id, a unique prefix, last or last~N). Anything at ref but a
+// directory is taken as a file, so a FIFO named x is refused as one, never
+// looked up as an id.
 func loadRun(ctx context.Context, db, ref string) (*result.Run, error) {
 	if ref != "" && (strings.HasSuffix(ref, ".json") || strings.ContainsRune(ref, os.PathSeparator)) {
-		return readRunFile(ref)
+		return readRunFile(ctx, ref)
 	}
 	if st, err := os.Stat(ref); ref != "" && err == nil && !st.IsDir() {
-		return readRunFile(ref)
+		return readRunFile(ctx, ref)
 	}
 	s, err := openStore(ctx, db, false)
 	if err != nil {
@@ -149,17 +154,95 @@ func loadRun(ctx context.Context, db, ref string) (*result.Run, error) {
 	return run, err
 }
 
-func readRunFile(path string) (*result.Run, error) {
-	f, err := os.Open(path)
+// readRunFile reads and validates the run file at path, the one reader
+// of run files (show, export, compare, report, budget --run, import), so
+// a bad file is refused in the same words everywhere (exit 2). Only a
+// regular file is opened: opening a FIFO waits for a writer, for ever, and
+// a device may do anything. The file is opened non-blocking and checked
+// again, in case it was swapped after the first look, and the read gives
+// way to SIGINT and SIGTERM.
+func readRunFile(ctx context.Context, path string) (*result.Run, error) {
+	name := termsafe.String(path) // a path may come from a listing of someone else's files
+	st, err := os.Stat(path)
 	if err != nil {
-		return nil, usagef("run file %s: %v", path, err)
+		return nil, usagef("run file %s: %v", name, pathCause(err))
+	}
+	if kind := notRegular(st.Mode()); kind != "" {
+		return nil, usagef("%s is %s; want a run file (JSON)", name, kind)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, usagef("run file %s: %v", name, pathCause(err))
 	}
 	defer f.Close()
-	run, err := result.Read(f)
+	if st, err = f.Stat(); err != nil {
+		return nil, usagef("run file %s: %v", name, pathCause(err))
+	}
+	if kind := notRegular(st.Mode()); kind != "" {
+		return nil, usagef("%s is %s; want a run file (JSON)", name, kind)
+	}
+	run, err := readRun(ctx, f)
+	if errors.Is(err, errInterrupted) {
+		return nil, fmt.Errorf("reading run file %s: %w", name, err)
+	}
 	if err != nil {
-		return nil, usagef("run file %s: %v", path, err)
+		return nil, usagef("run file %s: %w", name, err)
+	}
+	if err := run.Validate(); err != nil {
+		return nil, usagef("run file %s: %w", name, err)
 	}
 	return run, nil
+}
+
+// readRun decodes one run from r, or gives up with errInterrupted when ctx
+// ends first (SIGINT, SIGTERM): a read from a stalled file system must not
+// hold ctxlab past a signal. A read given up on ends with the process.
+func readRun(ctx context.Context, r io.Reader) (*result.Run, error) {
+	type read struct {
+		run *result.Run
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		run, err := result.Read(r)
+		done <- read{run, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return nil, errInterrupted
+	case got := <-done:
+		return got.run, got.err
+	}
+}
+
+// notRegular names what a file that cannot be a run file is ("a FIFO"),
+// or returns "" for a regular file.
+func notRegular(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return ""
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	}
+	return "not a regular file"
+}
+
+// pathCause is the system's reason without the path it names, which the
+// message already shows escaped.
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func oneOf(flag, v string, allowed []string) error {

@@ -139,12 +139,12 @@ func Markdown(w io.Writer, c *Comparison) error {
 	fmt.Fprintln(w, "| arm | A | B | B/A | 95% CI | delta | test |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|")
 	for _, r := range c.Rows {
-		fmt.Fprintf(w, "| %s | %s %s | %s %s | %s | %s | %s | %s |\n", r.Arm,
+		fmt.Fprintf(w, "| %s | %s %s | %s %s | %s | %s | %s | %s |\n", termsafe.MarkdownCell(r.Arm),
 			result.FormatValue(r.A.Median, r.Unit), ci(r.A, r.Unit), result.FormatValue(r.B.Median, r.Unit), ci(r.B, r.Unit),
 			ratio(r.Ratio), ratioCI(r), r.Delta, pn(r))
 	}
 	for _, g := range c.Geomeans {
-		fmt.Fprintf(w, "| **geomean** (%s, %d arms) | %s | %s | %s | | | |\n", g.Unit, g.Arms,
+		fmt.Fprintf(w, "| **geomean** (%s, %d arms) | %s | %s | %s | | | |\n", termsafe.MarkdownCell(g.Unit), g.Arms,
 			result.FormatValue(g.A, g.Unit), result.FormatValue(g.B, g.Unit), ratio(g.Ratio))
 	}
 	fmt.Fprintln(w)

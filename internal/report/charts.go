@@ -23,6 +23,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 // Chart kinds. Every experiment gets a bars chart; param and cdf charts
@@ -207,8 +208,11 @@ func Charts(run *result.Run) []*Chart {
 	return out
 }
 
-// ExperimentCharts builds the charts of one experiment's arms.
+// ExperimentCharts builds the charts of one experiment's arms. Names,
+// titles and readings are drawn escaped (termsafe): an SVG escapes markup,
+// not control characters.
 func ExperimentCharts(exp string, arms []result.Arm) []*Chart {
+	exp, arms = termsafe.String(exp), termsafe.Strings(arms)
 	var out []*Chart
 	if c := barsChart(exp, arms); c != nil {
 		out = append(out, c)

@@ -7,14 +7,18 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 // HTML writes a self-contained report: the environment, then per
 // experiment its charts (inline SVG, their font embedded once, no scripts,
 // no network), each with a
 // one-line reading, the checks, the findings, the published reference
-// figures beside ours, and the table of arms.
+// figures beside ours, and the table of arms. html/template escapes
+// markup but passes control characters, so every string goes through
+// termsafe first, as in every other format.
 func HTML(w io.Writer, run *result.Run) error {
+	run = termsafe.Strings(run)
 	data := htmlRun{Run: run}
 	exps := experimentIndex(run)
 	for _, name := range experimentOrder(run) {

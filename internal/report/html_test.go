@@ -270,3 +270,40 @@ func TestChartLegendsUnitsAndFont(t *testing.T) {
 		t.Error("the chart font stack does not end in a generic family")
 	}
 }
+
+// html/template escapes markup but passes control characters: the report
+// of a run whose text holds escape sequences (an imported file) shows them
+// Go-quoted, in the page and in the charts' SVG, and holds no raw ESC,
+// BEL, C1 or bidi control.
+func TestHTMLAndChartsEscapeControls(t *testing.T) {
+	const osc52 = "\x1b]52;c;SGk=\x07"
+	run := loadRun(t)
+	run.Env.Hostname, run.Env.CPUModel = "host"+osc52, "cpu\u009b2J"
+	run.Warnings = append(run.Warnings, "warn\u202egnp")
+	run.Arms[0].Name = "pingpong/goroutine/chan" + osc52
+	run.Arms[1].Notes = append(run.Arms[1].Notes, "note\x1b[2J")
+	run.Experiments[0].Checks[0].Detail = "detail" + osc52
+	var b bytes.Buffer
+	if err := HTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := Charts(run)[0].Render("svg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, out := range map[string]string{"html": b.String(), "svg": string(svg)} {
+		for _, bad := range []string{"\x1b", "\x07", "\u009b", "\u202e"} {
+			if n := strings.Count(out, bad); n > 0 {
+				t.Errorf("%s holds %d raw %q", what, n, bad)
+			}
+		}
+	}
+	for _, want := range []string{`&#34;host\x1b]52;c;SGk=\a&#34;`, `&#34;cpu\u009b2J&#34;`, `&#34;warn\u202egnp&#34;`, `&#34;note\x1b[2J&#34;`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the report does not show %s", want)
+		}
+	}
+	if !strings.Contains(string(svg), `\x1b]52;c;SGk=\a`) {
+		t.Error("the chart does not show the arm's name escaped")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 // Markdown writes the run as GitHub-flavoured markdown: the environment in
@@ -72,7 +73,7 @@ func Markdown(w io.Writer, run *result.Run) error {
 	return nil
 }
 
-func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+func mdEscape(s string) string { return termsafe.MarkdownCell(s) }
 
 func checkMark(c result.Check) string {
 	switch {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -37,9 +38,11 @@ func Verdict(w io.Writer, run *result.Run) error {
 // VerdictLines is the verdict as lines (at most VerdictMaxLines). Its
 // figures come from what the experiments declare (exp.Spec.Headline and
 // exp.Spec.Verdict), laid out here in blocks. stored says whether the
-// run is in the history, where `ctxlab show ID` and `report` find it.
+// run is in the history, where `ctxlab show ID` and `report` find it. The
+// host and CPU model are the machine's own text and a stored run's may be
+// imported: escaped.
 func VerdictLines(run *result.Run, stored bool) []string {
-	return verdictLines(run, exp.All(), stored)
+	return verdictLines(termsafe.Strings(run), exp.All(), stored)
 }
 
 func verdictLines(run *result.Run, specs []*exp.Spec, stored bool) []string {

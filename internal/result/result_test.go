@@ -103,16 +103,18 @@ func TestReadRefusesWhatIsNotOneRun(t *testing.T) {
 }
 
 // FuzzRead: any input is refused or read as a run that writes and reads
-// back to the same document.
+// back to the same document, and whose Validate answers without panicking.
 func FuzzRead(f *testing.F) {
 	f.Add(`{"schema":1,"id":"x","arms":[{"name":"a","median":1.5}]}`)
 	f.Add(`{"schema":-5,"id":"x"}`)
 	f.Add(`{"schema":1,"id":"x","env":{"online_cpus":[0,1]},"warnings":["\u001b"]}`)
+	f.Add(`{"schema":1,"id":"x","arms":[{"name":"a","ops_per_rep":-5,"median":-1e308},{"name":"a"}]}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		r, err := Read(strings.NewReader(doc))
 		if err != nil {
 			return
 		}
+		r.Validate()
 		var b1, b2 strings.Builder
 		if err := r.Write(&b1); err != nil {
 			t.Fatalf("read %q but cannot write it: %v", doc, err)

@@ -1,13 +1,18 @@
-// Package termsafe keeps text that came from outside ctxlab (other users'
-// thread names, command lines, fields of an imported run file) from
-// driving the reader's terminal: an escape sequence in a thread name
-// could set the window title, rewrite the screen or write to the
-// clipboard (OSC 52). Such text is shown Go-quoted (%q) instead.
+// Package termsafe is the one rule for text that came from outside ctxlab
+// (other users' thread names, command lines, the machine's host name and
+// CPU model, every field of an imported run file) in every format a
+// person reads: terminal tables, markdown, CSV, bench, HTML and SVG. An
+// escape sequence in a thread name could set the window title, rewrite
+// the screen or write to the clipboard (OSC 52); a newline could forge a
+// line; a bidi override could make text read backwards. Such text is
+// shown Go-quoted (%q) instead. JSON is data and keeps the text as it is
+// (encoding/json escapes the C0 controls).
 package termsafe
 
 import (
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -23,7 +28,14 @@ func String(s string) string {
 	return strconv.Quote(s)
 }
 
-// Safe reports whether s prints as itself on a terminal.
+// MarkdownCell is String(s) for a cell of a markdown table: a "|" would
+// end the cell, so it is escaped too.
+func MarkdownCell(s string) string { return strings.ReplaceAll(String(s), "|", `\|`) }
+
+// Safe reports whether s prints as itself on a terminal: valid UTF-8 of
+// graphic characters and spaces only, so no C0 or C1 control, DEL, tab,
+// format character (bidi overrides and isolates, U+202A–U+202E and
+// U+2066–U+2069) or line separator.
 func Safe(s string) bool {
 	for i, r := range s {
 		if r == utf8.RuneError {

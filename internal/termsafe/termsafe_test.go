@@ -19,6 +19,16 @@ func TestString(t *testing.T) {
 		"c1\u009b2J":            `"c1\u009b2J"`,
 		"bidi\u202egnp.exe":     `"bidi\u202egnp.exe"`,
 		"bad\xff":               `"bad\xff"`,
+		"nul\x00":               `"nul\x00"`,
+		"cr\roverwrite":         `"cr\roverwrite"`,
+		"bs\b":                  `"bs\b"`,
+		"\x1b[2J\x1b[H":         `"\x1b[2J\x1b[H"`,
+		"iso\u2066x\u2069":      `"iso\u2066x\u2069"`,
+		"lre\u202a":             `"lre\u202a"`,
+		"ls\u2028":              `"ls\u2028"`,
+		"c1 first\u0080":        `"c1 first\u0080"`,
+		"c1 last\u009f":         `"c1 last\u009f"`,
+		"nbsp\u00a0ok":          `"nbsp\u00a0ok"`, // a space that is not one
 	} {
 		if got := String(in); got != want {
 			t.Errorf("String(%q) = %s, want %s", in, got, want)
@@ -72,4 +82,18 @@ func FuzzString(f *testing.F) {
 			t.Fatalf("escape left in %q", got)
 		}
 	})
+}
+
+// A markdown cell is escaped as any outside text is, and its "|" too, so
+// a name cannot add a column.
+func TestMarkdownCell(t *testing.T) {
+	for in, want := range map[string]string{
+		"pingpong/thread/futex": "pingpong/thread/futex",
+		"a|b":                   `a\|b`,
+		"\x1b|":                 `"\x1b\|"`,
+	} {
+		if got := MarkdownCell(in); got != want {
+			t.Errorf("MarkdownCell(%q) = %s, want %s", in, got, want)
+		}
+	}
 }
