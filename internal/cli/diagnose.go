@@ -359,7 +359,7 @@ func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord,
 		if err := d.summary(sum, ""); err != nil {
 			return err
 		}
-		enc := json.NewEncoder(o.Stderr)
+		enc := json.NewEncoder(termsafe.JSON(o.Stderr))
 		for _, r := range recs {
 			if err := enc.Encode(r); err != nil {
 				return err

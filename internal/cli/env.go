@@ -69,7 +69,7 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 	e.Counters = p.Counters
 	clock, steal := p.ClockNs, p.StealPct
 	if format == "json" {
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(termsafe.JSON(w))
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			result.Env

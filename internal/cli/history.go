@@ -76,7 +76,7 @@ func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
 		for _, e := range es {
 			rows = append(rows, row{e.ID, e.Time.UTC().Format("2006-01-02T15:04:05Z"), e.Host, e.Suite, e.Arms, e.Noisy, e.Source})
 		}
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(termsafe.JSON(stdout))
 		enc.SetIndent("", "  ")
 		return enc.Encode(rows)
 	case "csv":

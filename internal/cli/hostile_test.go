@@ -260,6 +260,7 @@ func TestHostileTextIsShownEscaped(t *testing.T) {
 		}
 		if c.json != nil {
 			c.json(what, out)
+			assertInert(t, what, out) // the same text, with C1 and bidi controls as \u escapes
 			assertInert(t, what+" (stderr)", errs)
 			continue
 		}

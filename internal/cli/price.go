@@ -17,6 +17,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
 // historyDepth is how many stored runs (newest first) are searched for one
@@ -130,7 +131,7 @@ func writePrice(ctx context.Context, o *WatchOptions, w io.Writer, asJSON bool, 
 	}
 	p := price.Of(seen, cost, indirect)
 	if asJSON {
-		return json.NewEncoder(w).Encode(struct {
+		return json.NewEncoder(termsafe.JSON(w)).Encode(struct {
 			Kind string `json:"kind"`
 			price.Price
 		}{"price", p})

@@ -25,7 +25,7 @@ func Write(w io.Writer, c *Comparison, format string) error {
 	case "table", "":
 		return Table(w, c)
 	case "json":
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(termsafe.JSON(w))
 		enc.SetIndent("", "  ")
 		return enc.Encode(c)
 	case "csv":

@@ -30,8 +30,8 @@ func Write(w io.Writer, run *result.Run, format string) error {
 		}
 		fmt.Fprintln(w)
 		return Table(w, run)
-	case "json":
-		return run.Write(w)
+	case "json": // lossless, with C1 and bidi controls as \u escapes
+		return run.Write(termsafe.JSON(w))
 	case "csv":
 		return CSV(w, run)
 	case "markdown":

@@ -590,8 +590,11 @@ func noise(r result.Arm, before, after sysinfo.Noise, h *sysinfo.Host, startLoad
 	if dt := after.Total - before.Total; dt > 0 {
 		n.StealPct = 100 * (after.Steal - before.Steal) / dt
 	}
-	n.Throttled = after.Throttled - before.Throttled
-	n.ThrottledUs = after.ThrottledUs - before.ThrottledUs
+	// A cgroup file that could be read before but not after (or a counter
+	// reset by a cgroup move) would make a negative count, which no reader
+	// accepts (result.Validate): count only what grew.
+	n.Throttled = max(after.Throttled-before.Throttled, 0)
+	n.ThrottledUs = max(after.ThrottledUs-before.ThrottledUs, 0)
 	if len(r.RepMeans) > 1 && n.Spread > MaxSpread {
 		n.Reasons = append(n.Reasons, fmt.Sprintf("repetitions spread %.2fx (max/min > %.2f)", n.Spread, MaxSpread))
 	}

@@ -409,3 +409,19 @@ func TestArmKeepsGOMAXPROCSUnflagged(t *testing.T) {
 		}
 	}
 }
+
+// TestNoiseThrottledNeverNegative: a cgroup counter read before but not
+// after an arm (or reset) must not store a negative count, which
+// result.Validate refuses on import.
+func TestNoiseThrottledNeverNegative(t *testing.T) {
+	before, after := sampleNoise(0), sampleNoise(0)
+	before.Throttled, before.ThrottledUs = 7, 900
+	n := noise(result.Arm{RepMeans: []float64{1, 1}, Min: 1, Max: 1}, before, after, nil, 0)
+	if n.Throttled != 0 || n.ThrottledUs != 0 {
+		t.Errorf("throttled %d periods, %d µs; want 0 when the counter went down", n.Throttled, n.ThrottledUs)
+	}
+	before.Throttled, after.Throttled = 2, 5
+	if n := noise(result.Arm{}, before, after, nil, 0); n.Throttled != 3 {
+		t.Errorf("throttled %d periods, want 3", n.Throttled)
+	}
+}

@@ -5,15 +5,18 @@
 // escape sequence in a thread name could set the window title, rewrite
 // the screen or write to the clipboard (OSC 52); a newline could forge a
 // line; a bidi override could make text read backwards. Such text is
-// shown Go-quoted (%q) instead. JSON is data and keeps the text as it is
-// (encoding/json escapes the C0 controls).
+// shown Go-quoted (%q) instead. JSON is data and keeps the text as it is,
+// with what could still act on a terminal written as \u escapes (JSON).
 package termsafe
 
 import (
+	"fmt"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -110,4 +113,54 @@ func copyEscaped(dst, src reflect.Value) {
 	default:
 		dst.Set(src)
 	}
+}
+
+// JSON wraps w, which receives JSON text, so that the characters that are
+// not C0 but still drive or reorder a terminal (DEL, C1 controls such as the
+// one-byte CSI U+009B, bidi overrides and isolates, other format and
+// unassigned characters) are written as \uXXXX escapes. encoding/json
+// escapes C0, U+2028 and U+2029 but writes these raw; the escape is
+// lossless, so the JSON still decodes to exactly the text it holds.
+// Outside strings JSON is ASCII, so only string contents change.
+func JSON(w io.Writer) io.Writer { return &jsonWriter{w: w} }
+
+type jsonWriter struct {
+	w    io.Writer
+	tail []byte // an incomplete UTF-8 sequence from the end of the last Write
+}
+
+func (j *jsonWriter) Write(p []byte) (int, error) {
+	buf := append(j.tail, p...)
+	j.tail = nil
+	var out []byte
+	i := 0
+	for i < len(buf) {
+		if buf[i] == 0x7f { // DEL, which encoding/json leaves raw too
+			out = append(out, `\u007f`...)
+			i++
+			continue
+		}
+		if buf[i] < utf8.RuneSelf {
+			out = append(out, buf[i])
+			i++
+			continue
+		}
+		if !utf8.FullRune(buf[i:]) {
+			j.tail = append([]byte(nil), buf[i:]...)
+			break
+		}
+		r, n := utf8.DecodeRune(buf[i:])
+		if r == utf8.RuneError || unicode.IsPrint(r) {
+			out = append(out, buf[i:i+n]...)
+		} else {
+			for _, u := range utf16.Encode([]rune{r}) {
+				out = fmt.Appendf(out, `\u%04x`, u)
+			}
+		}
+		i += n
+	}
+	if _, err := j.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -1,6 +1,8 @@
 package termsafe
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +97,32 @@ func TestMarkdownCell(t *testing.T) {
 		if got := MarkdownCell(in); got != want {
 			t.Errorf("MarkdownCell(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestJSONEscapesWhatEncodingJSONLeaves: C1 and bidi controls come out as
+// \u escapes, split writes included, and the JSON decodes to the same text.
+func TestJSONEscapesWhatEncodingJSONLeaves(t *testing.T) {
+	in := "a\u009b31m b\u202e c\u2066 d\U000e0001 é 漢 \xff \x7f"
+	var buf bytes.Buffer
+	w := JSON(&buf)
+	enc, _ := json.Marshal(in)
+	for _, b := range enc { // a byte at a time: sequences split across writes
+		if _, err := w.Write([]byte{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := buf.String()
+	for _, bad := range []string{"\u009b", "\u202e", "\u2066", "\U000e0001", "\x7f"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("%q still holds %q raw", got, bad)
+		}
+	}
+	if !strings.Contains(got, `\u009b`) || !strings.Contains(got, `\udb40\udc01`) || !strings.Contains(got, "é 漢") {
+		t.Errorf("escaped as %q", got)
+	}
+	var back string
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back != strings.ToValidUTF8(in, "\uFFFD") {
+		t.Errorf("decodes to %q, %v; want %q", back, err, in)
 	}
 }

@@ -114,7 +114,7 @@ func Records(p Profile, phase string, readings []Reading) []any {
 
 // WriteJSON writes the records of a profile, one JSON object per line.
 func WriteJSON(w io.Writer, p Profile, phase string, readings []Reading) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(termsafe.JSON(w))
 	for _, r := range Records(p, phase, readings) {
 		if err := enc.Encode(r); err != nil {
 			return err
