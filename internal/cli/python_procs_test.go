@@ -123,6 +123,84 @@ func startTagged(t *testing.T, tag, path string, args ...string) *tracked {
 	return tr
 }
 
+// TestSIGKILLLeavesNoPython: ctxlab killed by SIGKILL in the middle of a
+// CPython arm of each kind (threads, tasks, a forked partner, a forked busy
+// process, the process pool of the event-loop arms) leaves no process
+// behind: the driver has a parent-death signal, and everything the driver
+// forks dies with the driver.
+func TestSIGKILLLeavesNoPython(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts ctxlab and CPython as subprocesses")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 missing: the CPython arms cannot run here")
+	}
+	for _, c := range []struct {
+		arm   string
+		forks bool // the driver forks a child for the arm
+	}{
+		{"pingpong/pythread/simplequeue/unpinned", false},
+		{"pingpong/pytask/asyncio-queue/unpinned", false},
+		{"pingpong/pyprocess/pipe/unpinned", true},
+		{"interference/pythread/simplequeue/busy=1/si=default/in=process", true},
+		{"eventloop/pytask/process/work=0.1ms", true},
+		{"eventloop/pytask/process/work=1ms", true},
+		{"eventloop/pytask/process/work=5ms", true},
+	} {
+		t.Run(strings.ReplaceAll(c.arm, "/", "_"), func(t *testing.T) {
+			tag := newTag(t)
+			tr := startTagged(t, tag, "", "run", c.arm, "--reps", "100", "--benchtime", "500ms", "--timeout", "1h", "--no-store")
+			ctxlab := tr.cmd.Process.Pid
+			// The arm is under way once the driver (ctxlab's python child)
+			// runs and, for a forking arm, has a python child of its own.
+			ready := func() bool {
+				ps := tagged(tag)
+				for _, d := range ps {
+					if d.ppid != ctxlab || !isDriver(d.pid) {
+						continue
+					}
+					if !c.forks {
+						return true
+					}
+					for _, k := range ps {
+						if k.ppid == d.pid && strings.HasPrefix(k.comm, "python") {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for !ready() {
+				select {
+				case <-tr.exited:
+					t.Fatalf("ctxlab exited (%v) before the arm's python processes appeared; stderr:\n%s", tr.err, tr.stderr)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the arm's python processes did not appear; tagged processes %v", tagged(tag))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond) // into the arm's repetitions
+			before := tagged(tag)
+			tr.cmd.Process.Signal(syscall.SIGKILL)
+			<-tr.exited
+			if left := noneLeft(tag, 10*time.Second); len(left) > 0 {
+				t.Fatalf("10 s after SIGKILL of ctxlab these processes are still alive: %v (before the kill: %v)", left, before)
+			}
+		})
+	}
+}
+
+// isDriver reports whether pid runs the CPython driver (python -u -c
+// SOURCE), not the interpreter probe or a wrapper on its way to exec.
+func isDriver(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	args := strings.Split(string(b), "\x00")
+	return err == nil && len(args) > 3 && args[1] == "-u" && args[2] == "-c"
+}
+
 // slowPython puts a python3 on PATH that records each invocation in the
 // returned log file and then sleeps 20 s, as a cold or broken wrapper
 // might, before it runs the real one.
