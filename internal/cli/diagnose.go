@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -45,7 +47,11 @@ all its threads and its descendant processes every interval until it exits,
 counts perf software events (context-switches, cpu-migrations, task-clock,
 page-faults) and hardware ones where the machine offers them for the whole
 run, and then prints — on stderr, like perf stat — the profile of its whole
-life, the counters, its rusage and a reading. ctxlab exits with CMD's status.`,
+life, the counters, its rusage and a reading. ctxlab exits with CMD's status.
+
+diagnose ends when CMD exits. Processes CMD started that are still running
+then (a daemon, a job left in the background) are named in a note and left
+running: what they do after that is not counted.`,
 		Example: `  ctxlab diagnose -- stress-ng --cpu 8 --timeout 3s
   ctxlab diagnose --by-name -- ./server --bench`,
 		Args: cobra.MinimumNArgs(1),
@@ -220,6 +226,9 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	cmd := exec.Command(path, o.Args[1:]...)
 	cmd.Args[0] = o.Args[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, o.Stdout, o.Stderr
+	// The command's orphans come to ctxlab rather than to init, so the ones
+	// still running when it exits can be named (leftovers).
+	defer subreaper()()
 	began := time.Now()
 	counters, note, err := startStopped(cmd)
 	if err != nil {
@@ -228,6 +237,7 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	defer closeCounters(counters)
 	pid := cmd.Process.Pid
 	place := placementOf(pid)
+	cmdProc, _ := procstat.DefaultRoot.ReadProc(pid) // its start time tells its leftovers from older children
 	reaped := false
 	defer func() { // never leave the command behind
 		if !reaped {
@@ -287,6 +297,7 @@ loop:
 	if w != nil {
 		_, _ = w.Step() // the exited command is a zombie until reaped: its last counts are still readable
 	}
+	left := leftovers(procstat.DefaultRoot, os.Getpid(), cmdProc)
 	waitErr := cmd.Wait()
 	reaped = true
 	wall := time.Since(began)
@@ -314,7 +325,7 @@ loop:
 	} else {
 		note = joinNote(note, "the command could not be sampled: "+werr.Error())
 	}
-	if err := printDiagnosis(o, sum, recs, ru, note); err != nil {
+	if err := printDiagnosis(o, sum, recs, ru, note, leftoverNote(left)); err != nil {
 		return err
 	}
 	// The price, from rusage: it counts every switch of the command and its
@@ -352,7 +363,71 @@ func coverage(sum watch.Profile, ru RusageRecord) string {
 		seen, all, 100*float64(seen)/float64(all))
 }
 
-func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord, ru RusageRecord, note string) error {
+// subreaper makes ctxlab the child subreaper (PR_SET_CHILD_SUBREAPER) and
+// returns what undoes it; a ctxlab that already is one stays one.
+func subreaper() (undo func()) {
+	var was int
+	if unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0) != nil || was != 0 {
+		return func() {}
+	}
+	if unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != nil {
+		return func() {}
+	}
+	return func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) }
+}
+
+// leftovers are the processes the command started that still run after it
+// exited: ctxlab's children (orphans reparented to the subreaper) started
+// no earlier than the command, and their descendants; cmd is the command,
+// a zombie by now.
+func leftovers(root procstat.Root, self int, cmd procstat.Proc) []procstat.Proc {
+	all, err := root.Procs()
+	if err != nil || cmd.PID == 0 {
+		return nil
+	}
+	by := map[int]procstat.Proc{}
+	for _, p := range all {
+		by[p.PID] = p
+	}
+	var out []procstat.Proc
+	for _, p := range all {
+		if p.PPID != self || p.PID == cmd.PID || p.StartTicks < cmd.StartTicks || p.State == "Z" {
+			continue
+		}
+		out = append(out, p)
+		for _, d := range procstat.Descendants(all, p.PID) {
+			if q, ok := by[d]; ok && q.State != "Z" {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
+}
+
+// leftoverNote says which processes outlived the command, and what that
+// means for the figures ("" when none did).
+func leftoverNote(ps []procstat.Proc) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	var names []string
+	for i, p := range ps {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(ps)-i))
+			break
+		}
+		names = append(names, fmt.Sprintf("pid %d, %s", p.PID, termsafe.String(p.Comm)))
+	}
+	list := strings.Join(names, "; ")
+	if len(ps) == 1 {
+		return "1 process started by the command was still running when it exited (" + list + "); diagnose ends with the command and leaves it running: " +
+			"its switches after that are not counted (rusage, which covers waited-for children only, counts none of them)"
+	}
+	return fmt.Sprintf("%d processes started by the command were still running when it exited (%s); diagnose ends with the command and leaves them running: "+
+		"their switches after that are not counted (rusage, which covers waited-for children only, counts none of them)", len(ps), list)
+}
+
+func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord, ru RusageRecord, note, left string) error {
 	d := newDisplay(&o.WatchOptions, o.Stderr, "")
 	cov := coverage(sum, ru)
 	if d.json {
@@ -365,7 +440,7 @@ func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord,
 				return err
 			}
 		}
-		for _, n := range []string{cov, note} {
+		for _, n := range []string{cov, note, left} {
 			if n != "" {
 				_ = enc.Encode(map[string]string{"kind": "note", "text": n})
 			}
@@ -397,7 +472,7 @@ func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord,
 	}
 	fmt.Fprintf(w, "rusage (the command and its waited-for children): %d voluntary, %d involuntary switches; user %s, sys %s; %d minor faults; max RSS %d KiB\n",
 		ru.Voluntary, ru.Involuntary, result.FormatNs(float64(ru.UserUs)*1e3), result.FormatNs(float64(ru.SysUs)*1e3), ru.MinorFaults, ru.MaxRSSKiB)
-	for _, n := range []string{cov, note} {
+	for _, n := range []string{cov, note, left} {
 		if n != "" {
 			fmt.Fprintf(w, "note: %s\n", n)
 		}

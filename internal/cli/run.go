@@ -209,14 +209,14 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 	if err := checkOutput("-o", o.Output, o.DB); err != nil {
 		return nil, err
 	}
-	sel, err := exp.Select(args, p)
-	if err != nil {
-		return nil, &UsageError{err}
-	}
 	for k := range p.Extra {
 		if _, ok := exp.Options[k]; !ok {
 			return nil, usagef("--set %s: unknown option; options are %s", k, strings.Join(exp.OptionNames(), ", "))
 		}
+	}
+	sel, err := exp.Select(args, p)
+	if err != nil {
+		return nil, &UsageError{err}
 	}
 	cfg.Host = host
 	cfg.StartLoad = host.Load1
@@ -271,6 +271,14 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 		return err
 	}
 	defer out.close()
+	// Only a valid request with a CPython arm starts Python (to ask the
+	// interpreter what it is), and SIGINT stops it.
+	if err := exp.Resolve(ctx, pl.sel); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return &UsageError{err}
+	}
 	pl.cfg.ClockCost = measure.ClockCost()
 	syscallNs, syscallPathNs := measure.SyscallPath()
 	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {

@@ -122,6 +122,13 @@ type Arm struct {
 	// it. What it returns is a Loop (the runner times it) or a SelfTimed
 	// bench (the CPython driver), or a Gauge.
 	Open func(ctx context.Context) (Bench, error)
+	// Resolve, when set, finds what the arm needs from outside ctxlab (the
+	// CPython arms' interpreter, which must be started to be asked) once a
+	// run is validated and before any arm opens, so that listing and
+	// selecting arms start nothing. Arms that need the same thing share one
+	// answer. An error says the run cannot go as asked (an explicit
+	// --python that is no CPython); Open resolves by itself where no one did.
+	Resolve func(ctx context.Context) error
 	// Reps and BenchTime override the suite's defaults when non-zero.
 	Reps int
 	// Counters asks the runner to open perf counters for this arm even
@@ -458,6 +465,23 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 		return nil, fmt.Errorf("no arm matches %s; `ctxlab list` shows every arm", pat)
 	}
 	return out, nil
+}
+
+// Resolve runs the Resolve of every selected arm that has one, in order,
+// and returns the first error: a run calls it once its request is valid,
+// before the first arm opens.
+func Resolve(ctx context.Context, sel []Selection) error {
+	for _, s := range sel {
+		for _, a := range s.Arms {
+			if a.Resolve == nil {
+				continue
+			}
+			if err := a.Resolve(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // selectorsText names the selectors for an error message.

@@ -177,18 +177,21 @@ func (e *skipErr) Error() string { return e.reason }
 func (e *skipErr) Unwrap() error { return e.kind }
 
 // interpreters resolves the run's --python choice. An explicit choice that
-// does not work is a usage error; a missing default python3 skips the arms.
-// Six experiments ask in one run, so the answer is kept per choice and
-// PATH: each ask would start every interpreter once more.
-func interpreters(p exp.Params) ([]*pydriver.Interpreter, string, error) {
-	choice := p.Python
+// does not work is an error; a default python3 that is missing or does not
+// answer is a reason to skip the arms. Every CPython arm of a run asks, so
+// the answer is kept per choice and PATH (each ask would start every
+// interpreter once more); one cut short by ctx (SIGINT) is not kept.
+func interpreters(ctx context.Context, choice string) ([]*pydriver.Interpreter, string, error) {
 	key := choice + "\x00" + os.Getenv("PATH")
 	resolved.Lock()
 	defer resolved.Unlock()
 	if r, ok := resolved.m[key]; ok {
 		return r.ins, r.skip, r.err
 	}
-	ins, skip, err := resolveInterpreters(choice)
+	ins, skip, err := resolveInterpreters(ctx, choice)
+	if ctx.Err() != nil {
+		return nil, "", fmt.Errorf("finding the CPython interpreter: %w", context.Cause(ctx))
+	}
 	if resolved.m == nil {
 		resolved.m = map[string]resolution{}
 	}
@@ -207,22 +210,22 @@ var resolved struct {
 	m map[string]resolution
 }
 
-func resolveInterpreters(choice string) ([]*pydriver.Interpreter, string, error) {
+func resolveInterpreters(ctx context.Context, choice string) ([]*pydriver.Interpreter, string, error) {
 	switch choice {
 	case "", "python3":
-		in, err := pydriver.Resolve("python3")
+		in, err := pydriver.ResolveContext(ctx, "python3")
 		if err != nil {
 			return nil, err.Error() + "; the CPython arms need one (--python PATH chooses another)", nil
 		}
 		return []*pydriver.Interpreter{in}, "", nil
 	case "all":
-		ins := pydriver.FindAll()
+		ins := pydriver.FindAllContext(ctx)
 		if len(ins) == 0 {
 			return nil, "no python3, python3.N or python3.Nt on PATH runs; the CPython arms need one", nil
 		}
 		return ins, "", nil
 	}
-	in, err := pydriver.Resolve(choice)
+	in, err := pydriver.ResolveContext(ctx, choice)
 	if err != nil {
 		return nil, "", fmt.Errorf("--python %s: %v; want a CPython 3 command or path, or all", choice, err)
 	}
@@ -237,12 +240,51 @@ const noFreeThreaded = "no free-threaded CPython found (python3.Nt on PATH)"
 // free-threaded build when there is none.
 const freeThreadedSuffix = "/py=free-threaded"
 
-// cpythonArms binds an experiment's CPython plan to the run's interpreters.
+// cpythonArms binds an experiment's CPython plan to the run's interpreter.
+// One interpreter (python3, or --python PATH) leaves the arms' names as
+// the plan has them, so they are listed and selected without starting
+// Python: the interpreter is asked once the run resolves its arms
+// (exp.Resolve) or opens the first one. --python all names each arm after
+// its interpreter, so listing those arms asks every interpreter on PATH.
 func cpythonArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 	if len(plan) == 0 {
 		return nil, nil
 	}
-	ins, skip, err := interpreters(p)
+	if p.Python == "all" {
+		return cpythonAllArms(p, plan)
+	}
+	get := func(ctx context.Context) (*pydriver.Interpreter, error) {
+		ins, skip, err := interpreters(ctx, p.Python)
+		if err != nil {
+			return nil, err
+		}
+		if skip != "" {
+			return nil, &skipErr{skip, exp.ErrSkipped}
+		}
+		return ins[0], nil
+	}
+	var arms []exp.Arm
+	for _, pa := range plan {
+		if pa.full && p.Suite != exp.SuiteFull {
+			continue
+		}
+		a := pyArmOn(p, pa, "", get)
+		if a.Unsupported == "" {
+			a.Resolve = func(ctx context.Context) error {
+				if _, err := get(ctx); err != nil && !errors.Is(err, exp.ErrSkipped) {
+					return err
+				}
+				return nil // a missing python3 skips the arms, with a note
+			}
+		}
+		arms = append(arms, a)
+	}
+	return arms, nil
+}
+
+// cpythonAllArms binds the plan to every interpreter of --python all.
+func cpythonAllArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
+	ins, skip, err := interpreters(context.Background(), p.Python)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +324,7 @@ func cpythonArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 			arms = append(arms, bindPyArm(p, in, pa, suffix))
 		}
 	}
-	if p.Python == "all" && !ft {
+	if !ft {
 		for _, pa := range plan {
 			if !pa.freeThreaded || pa.full && p.Suite != exp.SuiteFull {
 				continue
@@ -303,11 +345,20 @@ func cpythonArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 	return arms, nil
 }
 
-// bindPyArm makes the runner's arm for one CPython arm on one interpreter,
-// placed as the experiment's Go arms are (exp.Placements): the driver pins
-// its two workers to A and B and the interpreter to the placement's CPUs.
+// bindPyArm makes the runner's arm for one CPython arm on an interpreter
+// already found.
 func bindPyArm(p exp.Params, in *pydriver.Interpreter, pa pyArm, suffix string) exp.Arm {
-	params := map[string]string{"python": in.Tag(), "python_build": in.Build(), "placement": pa.place}
+	a := pyArmOn(p, pa, suffix, func(context.Context) (*pydriver.Interpreter, error) { return in, nil })
+	a.Params["python"], a.Params["python_build"] = in.Tag(), in.Build()
+	return a
+}
+
+// pyArmOn makes the runner's arm for one CPython arm on the interpreter
+// get finds when the arm opens, placed as the experiment's Go arms are
+// (exp.Placements): the driver pins its two workers to A and B and the
+// interpreter to the placement's CPUs.
+func pyArmOn(p exp.Params, pa pyArm, suffix string, get func(context.Context) (*pydriver.Interpreter, error)) exp.Arm {
+	params := map[string]string{"placement": pa.place}
 	for k, v := range pa.params {
 		params[k] = v
 	}
@@ -331,7 +382,11 @@ func bindPyArm(p exp.Params, in *pydriver.Interpreter, pa pyArm, suffix string) 
 	return exp.Arm{
 		Name: pa.key + suffix, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
 		Placement: pa.place, Quick: pa.quick, Unsupported: unsup,
-		Open: func(context.Context) (exp.Bench, error) {
+		Open: func(ctx context.Context) (exp.Bench, error) {
+			in, err := get(ctx)
+			if err != nil {
+				return nil, err
+			}
 			if pa.tempDB {
 				sqlop.SweepTemp()
 			}
@@ -390,7 +445,9 @@ func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, 
 		}
 		return nil, errors.New(msg)
 	}
-	return pyResult(r, hello), nil
+	d := pyResult(r, hello)
+	d.Params["python_build"] = in.Build()
+	return d, nil
 }
 
 // wirePolicy is the runner's policy as the driver reads it.

@@ -78,18 +78,21 @@ func TestPythonSkippedWithoutPython(t *testing.T) {
 	}
 }
 
+// An explicit --python that does not work is listed like any other (its
+// arms are named from the plan) and refused when the run resolves its arms,
+// before any opens.
 func TestPythonBadChoice(t *testing.T) {
-	p := pyParams(exp.SuiteQuick)
-	p.Python = "/no/such/python3.99"
-	_, err := pythonArms(p)
-	if err == nil || !strings.Contains(err.Error(), "/no/such/python3.99") {
-		t.Fatalf("err = %v, want a usage error naming the value", err)
-	}
-	// python3.13t absent: the same usage error from any experiment with CPython arms.
-	p.Python = "python3.13t-not-here"
-	_, err = exp.Select([]string{"pingpong"}, p)
-	if err == nil || !strings.Contains(err.Error(), "python3.13t-not-here") {
-		t.Fatalf("err = %v, want a usage error naming the value", err)
+	for _, choice := range []string{"/no/such/python3.99", "python3.13t-not-here"} {
+		p := pyParams(exp.SuiteQuick)
+		p.Python = choice
+		sel, err := exp.Select([]string{"pingpong"}, p)
+		if err != nil {
+			t.Fatalf("%s: listing the arms: %v", choice, err)
+		}
+		err = exp.Resolve(context.Background(), sel)
+		if err == nil || !strings.Contains(err.Error(), "--python "+choice) {
+			t.Fatalf("%s: err = %v, want an error naming the value", choice, err)
+		}
 	}
 }
 

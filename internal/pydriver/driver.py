@@ -47,6 +47,70 @@ def pin(cpus):
         os.sched_setaffinity(0, cpus)
 
 
+# --- children -------------------------------------------------------------
+#
+# No process the driver forks may outlive it, SIGKILL of ctxlab included:
+# ctxlab gives the driver a parent-death signal, but a grandchild gets one
+# only by asking itself. So every forked child asks for SIGKILL when the
+# driver's thread that forked it exits (PR_SET_PDEATHSIG, through ctypes),
+# then checks that the driver did not die before it asked. A pipe the child
+# still reads would not do: its siblings hold inherited write ends.
+
+_PR_SET_PDEATHSIG = 1
+_prctl_fn = []  # [libc.prctl or None], loaded once, in the driver
+
+
+def prctl_ready():
+    """Load prctl in the driver, before it forks: the child then imports
+    nothing. None where there is no ctypes or no prctl (not Linux)."""
+    if not _prctl_fn:
+        try:
+            import ctypes
+
+            f = ctypes.CDLL(None, use_errno=True).prctl
+            f.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+            f.restype = ctypes.c_int
+            _prctl_fn.append(f)
+        except (ImportError, OSError, AttributeError):
+            _prctl_fn.append(None)
+    return _prctl_fn[0]
+
+
+def die_with_driver(driver):
+    """In a forked child: be killed when the driver (pid driver) dies, and
+    leave at once if it died already."""
+    f = _prctl_fn[0] if _prctl_fn else None
+    if f is not None:
+        import signal
+
+        f(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != driver:
+        os._exit(1)
+
+
+def pool_worker_init(driver, life_r, life_w):
+    """A process-pool worker's initializer: die with the driver, by its
+    signal and by a watchdog thread that waits, never waking, for EOF on a
+    pipe whose only write end is the driver's (each worker closes the copy
+    it inherited), for where prctl is missing or the forking thread was
+    not the one that lives as long as the driver."""
+    os.close(life_w)
+    die_with_driver(driver)
+
+    def watch():
+        while True:
+            try:
+                if not os.read(life_r, 1):
+                    break
+            except InterruptedError:
+                continue
+            except OSError:
+                break
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ctxlab-driver-watch", daemon=True).start()
+
+
 # --- switch counting ----------------------------------------------------
 
 HAVE_RUSAGE_THREAD = hasattr(resource, "RUSAGE_THREAD")
@@ -258,9 +322,12 @@ class PipePair(Bench):
         r1, w1 = os.pipe()
         r2, w2 = os.pipe()
         if self.fork:
+            driver = os.getpid()
+            prctl_ready()
             pid = os.fork()
             if pid == 0:  # child: echo until EOF, never return into the driver
                 try:
+                    die_with_driver(driver)
                     os.close(w1)
                     os.close(r2)
                     read, write = os.read, os.write
@@ -912,9 +979,11 @@ class BusyProcess:
 
     def __init__(self, cpus):
         parent = os.getpid()
+        prctl_ready()
         pid = os.fork()
         if pid == 0:
             try:
+                die_with_driver(parent)
                 pin(cpus)  # the arm's CPU set, not the measuring thread's alone
                 n = 0
                 while True:
@@ -1134,6 +1203,7 @@ class EventLoopLag(AsyncBench):
         self.timed = False
         self.seq = 0
         self.pool = None
+        self.life = ()
         import socket
 
         self.socks = []
@@ -1158,13 +1228,28 @@ class EventLoopLag(AsyncBench):
 
             # One worker fewer than the CPUs (at least one): the loop keeps a CPU.
             n = max(1, len(os.sched_getaffinity(0)) - 1) if HAVE_AFFINITY else 1
-            self.pool = concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork"))
+            # The workers die with the driver (pool_worker_init): the
+            # driver holds the life pipe's write end until the pool is shut.
+            prctl_ready()
+            self.life = os.pipe()
+            self.pool = concurrent.futures.ProcessPoolExecutor(
+                max_workers=n, mp_context=multiprocessing.get_context("fork"),
+                initializer=pool_worker_init, initargs=(os.getpid(),) + self.life)
             loop = asyncio.get_running_loop()
             try:  # start the workers outside timing
                 await asyncio.gather(*[loop.run_in_executor(self.pool, work, 1) for _ in range(n)])
             except BaseException:
-                self.pool.shutdown(wait=True, cancel_futures=True)
+                self._close_pool()
                 raise
+
+    def _close_pool(self):
+        try:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            self.pool = None
+            for fd in self.life:
+                os.close(fd)
+            self.life = ()
 
     def children(self):
         procs = getattr(self.pool, "_processes", None) or {}
@@ -1261,7 +1346,7 @@ class EventLoopLag(AsyncBench):
     async def ateardown(self):
         try:
             if self.pool is not None:
-                self.pool.shutdown(wait=True, cancel_futures=True)
+                self._close_pool()
             await asyncio.get_running_loop().shutdown_default_executor()
         finally:
             for a, b in self.socks:

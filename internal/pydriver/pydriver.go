@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +22,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/ctxlab/ctxlab/internal/child"
 )
 
 // Source is the driver script ctxlab runs with `python3 -u -c Source`.
@@ -69,18 +71,24 @@ print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % (v.major
   "gil_enabled": sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True,
   "implementation": sys.implementation.name}))`
 
-// probeTimeout bounds one interpreter probe (a cold pyenv shim is slow).
-const probeTimeout = 15 * time.Second
+// probeTimeout bounds one interpreter probe: a cold pyenv shim takes
+// about a second here; an interpreter that has not answered by then is
+// not one a run should wait for.
+var probeTimeout = 5 * time.Second
 
 var (
 	cacheMu sync.Mutex
 	cache   = map[string]*Interpreter{} // key: name + "\x00" + PATH
 )
 
-// Resolve finds the interpreter name (a command on PATH or a path) and
-// asks it, once, for its real executable, version and build. The answer
-// is cached per name and PATH.
-func Resolve(name string) (*Interpreter, error) {
+// Resolve is ResolveContext without a deadline of the caller's own.
+func Resolve(name string) (*Interpreter, error) { return ResolveContext(context.Background(), name) }
+
+// ResolveContext finds the interpreter name (a command on PATH or a path)
+// and asks it, once, for its real executable, version and build; ctx
+// ending (SIGINT) stops the probe at once. A successful answer is cached
+// per name and PATH.
+func ResolveContext(ctx context.Context, name string) (*Interpreter, error) {
 	key := name + "\x00" + os.Getenv("PATH")
 	cacheMu.Lock()
 	if in, ok := cache[key]; ok {
@@ -95,16 +103,9 @@ func Resolve(name string) (*Interpreter, error) {
 		}
 		return nil, fmt.Errorf("python %q: %w", name, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, "-c", probeScript)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, stderr, err := probe(ctx, exe)
 	if err != nil {
-		return nil, fmt.Errorf("python %q (%s) does not run: %v%s", name, exe, err, tailText(stderr.Bytes(), 300))
+		return nil, fmt.Errorf("python %q (%s) does not run: %w%s", name, exe, err, tailText(stderr, 300))
 	}
 	var p struct {
 		Interpreter
@@ -127,12 +128,84 @@ func Resolve(name string) (*Interpreter, error) {
 	return &in, nil
 }
 
+// probe runs the probe script under exe as a child of ctxlab's own (its
+// own process group, a parent-death signal from a thread that lives as
+// long as ctxlab) and kills that whole group however the probe ends: a
+// wrapper script (a pyenv shim) that runs python, or anything else, as its
+// child leaves nothing behind. The error wraps ctx's cause when ctx ended.
+func probe(ctx context.Context, exe string) (stdout, stderr []byte, err error) {
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, err
+	}
+	proc, err := child.Start(pctx, child.Options{Exe: exe, Args: []string{"-c", probeScript}, Stdout: outW, Stderr: errW})
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, nil, err
+	}
+	var outBuf, errBuf bytes.Buffer
+	var readers sync.WaitGroup
+	for _, c := range []struct {
+		w *bytes.Buffer
+		r *os.File
+	}{{&outBuf, outR}, {&errBuf, errR}} {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			io.Copy(c.w, io.LimitReader(c.r, 1<<20))
+		}()
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- proc.Wait() }()
+	select {
+	case err = <-exited:
+	case <-pctx.Done():
+	}
+	proc.Kill() // the whole group, on every path; reaps the probe
+	if err == nil {
+		err = proc.Wait()
+	}
+	// Everything in the group is dead, so the pipes reach EOF; something
+	// that left the group (setsid) and holds them is not waited for.
+	done := make(chan struct{})
+	go func() { readers.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+	}
+	outR.Close()
+	errR.Close()
+	<-done
+	switch {
+	case ctx.Err() != nil:
+		err = fmt.Errorf("probe stopped: %w", context.Cause(ctx))
+	case pctx.Err() != nil:
+		err = fmt.Errorf("no answer within %v", probeTimeout)
+	}
+	return outBuf.Bytes(), errBuf.Bytes(), err
+}
+
 var pyName = regexp.MustCompile(`^python3(\.[0-9]+t?)?$`)
 
-// FindAll lists every python3, python3.N and python3.Nt on PATH that runs,
-// one per real executable (the first found on PATH wins), by version.
-// Names that do not run (a pyenv shim without that version) are left out.
-func FindAll() []*Interpreter {
+// FindAll is FindAllContext without a deadline of the caller's own.
+func FindAll() []*Interpreter { return FindAllContext(context.Background()) }
+
+// FindAllContext lists every python3, python3.N and python3.Nt on PATH
+// that runs, one per real executable (the first found on PATH wins), by
+// version. Names that do not run (a pyenv shim without that version) are
+// left out; ctx ending stops every probe, and what answered by then is listed.
+func FindAllContext(ctx context.Context) []*Interpreter {
 	names := map[string]bool{}
 	var cands []string
 	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
@@ -158,7 +231,7 @@ func FindAll() []*Interpreter {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if in, err := Resolve(n); err == nil {
+			if in, err := ResolveContext(ctx, n); err == nil {
 				found[i] = in
 			}
 		}()

@@ -1,0 +1,136 @@
+package pydriver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// probeTag marks every process a probe test starts, through the
+// environment they inherit, so that leftovers are found however they are
+// parented.
+func probeTag(t *testing.T) string {
+	var b [6]byte
+	rand.Read(b[:])
+	tag := hex.EncodeToString(b[:])
+	t.Setenv("CTXLAB_TEST_TAG", tag)
+	return tag
+}
+
+// taggedLeft waits up to limit for every live process (but this one)
+// carrying tag to be gone, and returns (and kills, by PID) those that are not.
+func taggedLeft(tag string, limit time.Duration) []string {
+	want := []byte("\x00CTXLAB_TEST_TAG=" + tag + "\x00")
+	deadline := time.Now().Add(limit)
+	for {
+		var left []string
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == os.Getpid() {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
+				continue
+			}
+			stat, _ := os.ReadFile("/proc/" + e.Name() + "/stat")
+			if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] != "Z" {
+				left = append(left, e.Name()+" "+string(stat[bytes.IndexByte(stat, '('):bytes.LastIndexByte(stat, ')')+1]))
+				if time.Now().After(deadline) {
+					syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// wrapperPython puts on PATH a python3 script whose body is body.
+func wrapperPython(t *testing.T, body string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "python3"), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// A wrapper that leaves a child of its own behind (a shim's helper, a
+// background job) loses it when the probe ends: the probe's whole process
+// group is killed on every path, success included.
+func TestProbeKillsWhatTheWrapperLeft(t *testing.T) {
+	real, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 missing")
+	}
+	tag := probeTag(t)
+	wrapperPython(t, "sleep 30 >/dev/null 2>&1 &\nexec "+real+` "$@"`)
+	in, err := ResolveContext(context.Background(), "python3")
+	if err != nil {
+		t.Fatalf("the wrapper does run python3: %v", err)
+	}
+	if in.Version == "" {
+		t.Fatalf("no version: %+v", in)
+	}
+	if left := taggedLeft(tag, 3*time.Second); len(left) > 0 {
+		t.Fatalf("after the probe these processes are still alive: %v", left)
+	}
+}
+
+// A probe of an interpreter that does not answer stops when ctx ends
+// (SIGINT) or at the probe's own limit, and takes its process group along.
+func TestProbeStops(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cancel bool
+		want   string
+	}{
+		{"cancelled", true, "probe stopped"},
+		{"at the limit", false, "no answer within"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tag := probeTag(t)
+			wrapperPython(t, "sleep 20\nexit 1")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if c.cancel {
+				time.AfterFunc(300*time.Millisecond, cancel)
+			} else {
+				old := probeTimeout
+				probeTimeout = 300 * time.Millisecond
+				defer func() { probeTimeout = old }()
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := ResolveContext(ctx, "python3")
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second): // the wrapper sleeps 20 s
+				t.Fatal("the probe did not stop")
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || c.cancel != errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want %q (cancelled: %v)", err, c.want, c.cancel)
+			}
+			if left := taggedLeft(tag, 3*time.Second); len(left) > 0 {
+				t.Fatalf("after the probe stopped these processes are still alive: %v", left)
+			}
+		})
+	}
+}
