@@ -134,14 +134,40 @@ func Write(path string, fill func(io.Writer) error) error {
 	return f.Commit(fill)
 }
 
-// resolve follows a symbolic link to the file it names, so the link stays
-// and its target is what gets replaced.
-func resolve(path string) string {
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		return r
+// Resolve is path absolute and clean with every symbolic link followed,
+// a link to a file not made yet (a dangling link) included: the file the
+// link names is what Write replaces or creates, and the link stays. Where
+// the directory does not exist the path is returned as far as it could
+// be resolved.
+func Resolve(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
 	}
-	return path
+	for range 40 { // the kernel's own limit on links in a path
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			return r
+		}
+		st, err := os.Lstat(abs)
+		if err != nil || st.Mode()&os.ModeSymlink == 0 {
+			break // not made yet: resolve its directory
+		}
+		target, err := os.Readlink(abs)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(abs), target)
+		}
+		abs = target
+	}
+	if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(d, filepath.Base(abs))
+	}
+	return abs
 }
+
+func resolve(path string) string { return Resolve(path) }
 
 // writeInPlace writes to a target that is not a regular file (a device, a
 // FIFO): there is nothing to replace atomically, and replacing /dev/null

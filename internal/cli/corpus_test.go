@@ -204,7 +204,7 @@ var corpus = []badInput{
 	{"import {dupearm}", `arms[1] "pingpong/goroutine/chan": the name of arms[0] too; arm names must be unique`},
 	{"show {dupearm}", "arm names must be unique"},
 	{"compare {dupearm} {run}", "arm names must be unique"},
-	{"import {badid}", `id "../../../../tmp/x": want 1..128 of A-Z a-z 0-9 . _ - (not . or ..)`},
+	{"import {badid}", `id "../../../../tmp/x": want 1..128 of A-Z a-z 0-9 . _ -, starting with a letter or digit`},
 	{"show {badid}", `id "../../../../tmp/x"`},
 	{"import {dotid}", `id "..": want`},
 	{"import {run2} {negops}", "ops_per_rep is -5"}, // one bad file: none is stored

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/ctxlab/ctxlab/internal/atomicfile"
 	"github.com/ctxlab/ctxlab/internal/store"
@@ -111,21 +110,9 @@ func notHistory(flag, path, db string) error {
 }
 
 // canonical is path made absolute and clean with every symbolic link
-// followed, as far as the path exists: a file not made yet is named by
-// its directory's real path.
-func canonical(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return filepath.Clean(path)
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r
-	}
-	if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		return filepath.Join(d, filepath.Base(abs))
-	}
-	return abs
-}
+// followed, dangling ones too: a file not made yet is named by its
+// directory's real path.
+func canonical(path string) string { return atomicfile.Resolve(path) }
 
 // sameFile reports whether a and b name one file: the same canonical
 // path, or (when both exist) the same device and inode, which also finds

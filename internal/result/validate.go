@@ -99,6 +99,15 @@ func (a *Arm) validate(v *validator) {
 	fig("median", a.Median)
 	fig("min", a.Min)
 	fig("max", a.Max)
+	// The median and the range are of the same repetitions' means.
+	if a.Min > a.Median*(1+1e-9)+1e-12 || a.Median > a.Max*(1+1e-9)+1e-12 {
+		v.fail("min %s, median %s, max %s: want min ≤ median ≤ max", num(a.Min), num(a.Median), num(a.Max))
+	}
+	switch a.Status {
+	case StatusOK, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted, "":
+	default:
+		v.fail("status %q: want one of %s, %s, %s, %s, %s, %s", a.Status, StatusOK, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted)
+	}
 	if p := a.Percentiles; p != nil {
 		v.intIn("percentiles.samples", p.Samples, 0, MaxCount)
 		for _, f := range []struct {
@@ -181,18 +190,21 @@ func (v *validator) nonNeg(field string, x float64) { v.floatIn(field, x, 0, Max
 // figure is any finite figure of plausible size.
 func (v *validator) figure(field string, x float64) { v.floatIn(field, x, -MaxFigure, MaxFigure) }
 
-// id: [A-Za-z0-9._-], 1..maxIDLen, not "." or "..", so it can name a
-// file (keepRunJSON does) and be typed.
+// id: [A-Za-z0-9][A-Za-z0-9._-]*, 1..maxIDLen, so it can name a file
+// (keepRunJSON does) and be typed as an argument: "..", "-rf" and "../x"
+// cannot be ids.
 func (v *validator) id(id string) {
-	ok := id != "" && id != "." && id != ".." && len(id) <= maxIDLen
+	ok := id != "" && len(id) <= maxIDLen && isAlnum(id[0])
 	for i := 0; ok && i < len(id); i++ {
 		c := id[i]
-		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
+		ok = isAlnum(c) || c == '.' || c == '_' || c == '-'
 	}
 	if !ok {
-		v.fail("id %q: want 1..%d of A-Z a-z 0-9 . _ - (not . or ..)", id, maxIDLen)
+		v.fail("id %q: want 1..%d of A-Z a-z 0-9 . _ -, starting with a letter or digit", id, maxIDLen)
 	}
 }
+
+func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
 
 // num writes a bound or a value briefly: 1e+15, -5, 2.5.
 func num(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
