@@ -204,7 +204,9 @@ func (v *validator) id(id string) {
 	}
 }
 
-func isAlnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
 
 // num writes a bound or a value briefly: 1e+15, -5, 2.5.
 func num(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
