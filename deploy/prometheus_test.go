@@ -138,6 +138,11 @@ scrape_configs:
 	if res, err := query(api, p99); err != nil || len(res) != 1 {
 		t.Errorf("the alert's series %s: %d series, error %v", p99, len(res), err)
 	}
+	// ctxlab_op_seconds is one set of ops: the mean from _sum and _count
+	// lies within its quantiles, for every probe. While serve is younger
+	// than the quantiles' window (10m), the window holds every op, so the
+	// mean since start is the mean of the ops the quantiles describe.
+	assertMeanWithinQuantiles(t, api, `ctxlab_op_seconds_sum / ctxlab_op_seconds_count`)
 	// The history (--db) alert's series: the first cycle was saved.
 	saved := `ctxlab_history_last_save_success`
 	if res, err := query(api, saved); err != nil || len(res) != 1 || res[0].Value != 1 {
@@ -156,6 +161,38 @@ scrape_configs:
 			if _, err := query(api, r.Query); err != nil {
 				t.Errorf("alert %s: its expression does not evaluate: %v", r.Name, err)
 			}
+		}
+	}
+}
+
+// assertMeanWithinQuantiles checks, for every probe, that the mean the
+// query gives lies between 0.9 × its p50 and 1.1 × its top quantile
+// (issue 34's bound), and logs the three.
+func assertMeanWithinQuantiles(t *testing.T, api, meanQuery string) {
+	t.Helper()
+	key := func(m map[string]string) string { return m["experiment"] + "/" + m["arm"] }
+	byProbe := func(q string) map[string]float64 {
+		res, err := query(api, q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		out := map[string]float64{}
+		for _, r := range res {
+			out[key(r.Metric)] = r.Value
+		}
+		return out
+	}
+	means := byProbe(meanQuery)
+	p50 := byProbe(`ctxlab_op_seconds{quantile="0.5"}`)
+	top := byProbe(`ctxlab_op_seconds{quantile="0.999"}`)
+	if len(means) == 0 || len(means) != len(p50) {
+		t.Errorf("%d probes with a mean, %d with a p50; want the same, at least one", len(means), len(p50))
+	}
+	for probe, mean := range means {
+		lo, hi := 0.9*p50[probe], 1.1*top[probe]
+		t.Logf("%s: mean %.4g s, p50 %.4g s, p99.9 %.4g s", probe, mean, p50[probe], top[probe])
+		if !(mean >= lo && mean <= hi) {
+			t.Errorf("%s: mean %.4g s outside [0.9 × p50, 1.1 × p99.9] = [%.4g, %.4g] s", probe, mean, lo, hi)
 		}
 	}
 }

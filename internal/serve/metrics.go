@@ -24,9 +24,6 @@ var (
 // Metric names carry their unit (base units: seconds), counters end in
 // _total, and HELP says what one op is.
 var (
-	descOp = prometheus.NewDesc("ctxlab_op_seconds",
-		"Latency of one op of a probe (op label: roundtrip = a value sent to the partner and back; hop, yield … as `ctxlab list EXPERIMENT` says). Quantiles: the last run's sampled ops; _sum and _count: the same sampled ops, accumulated since start, so rate(_sum)/rate(_count) is their mean.",
-		latencyLabels, nil)
 	descOpMean = prometheus.NewDesc("ctxlab_op_mean_seconds",
 		"Mean time of one op in the last probe run, from batch timing of every op (median of 3 repetitions' means): the figure to compare across hosts.",
 		latencyLabels, nil)
@@ -104,11 +101,47 @@ var (
 		[]string{"version", "goversion"}, nil)
 )
 
-// Sampled is the per-op latency samples of one probe run, in ns: the ones
-// the quantiles come from, so that _sum and _count describe them too.
+// Sampled is the per-op latency samples of one probe run, in ns: every one
+// goes into ctxlab_op_seconds, whose quantiles, _sum and _count therefore
+// describe the same ops.
 type Sampled struct {
-	Count uint64
-	SumNs float64
+	Ns []int64
+}
+
+// OpWindow is how far back ctxlab_op_seconds' quantiles reach: 10 minutes,
+// or two intervals when they are longer, so a window always holds a run.
+func OpWindow(interval time.Duration) time.Duration { return max(10*time.Minute, 2*interval) }
+
+// opObjectives are the summary's quantiles and their allowed rank error.
+var opObjectives = map[float64]float64{0.5: 0.005, 0.9: 0.001, 0.95: 0.001, 0.99: 0.0005, 0.999: 0.0001}
+
+// newOpSummary is ctxlab_op_seconds: a summary fed by every sampled op of
+// every run, so that its quantiles (over the sliding OpWindow) and its
+// _sum and _count (every sampled op since start, as Prometheus counts
+// them) describe one set of observations: rate(_sum[w]) / rate(_count[w])
+// over w = the window is the mean of the ops the quantiles come from.
+func newOpSummary(interval time.Duration) *prometheus.SummaryVec {
+	w := OpWindow(interval)
+	return prometheus.NewSummaryVec(prometheus.SummaryOpts{
+		Name: "ctxlab_op_seconds",
+		Help: "Latency of one sampled op of a probe (op label: roundtrip = a value sent to the partner and back; hop, yield … as `ctxlab list EXPERIMENT` says), every sampled op of every run observed. Quantiles: over the last " +
+			shortDuration(w) + " (10m, or two --interval when longer); _sum and _count: every sampled op since start, so rate(_sum[" + shortDuration(w) + "]) / rate(_count[" + shortDuration(w) + "]) is the mean of the ops the quantiles describe. The last run alone: ctxlab_op_mean_seconds, ctxlab_op_max_seconds.",
+		Objectives: opObjectives,
+		MaxAge:     w,
+		AgeBuckets: 5,
+	}, latencyLabels)
+}
+
+// shortDuration writes 10m0s as 10m and 2h0m0s as 2h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Run is what the scheduler knows of one finished probe run besides the result.
@@ -131,9 +164,6 @@ type probeState struct {
 	skipped         float64
 	exceeded        float64
 	bench           time.Duration
-	// count and sum accumulate every sampled op since start (the summary's _count/_sum).
-	count uint64
-	sum   float64
 }
 
 // Metrics holds the latest probe results and turns them into Prometheus
@@ -141,6 +171,7 @@ type probeState struct {
 // writes, scrapes read.
 type Metrics struct {
 	mu        sync.Mutex
+	ops       *prometheus.SummaryVec // ctxlab_op_seconds, fed in Record
 	probes    map[string]*probeState
 	order     []string
 	budget    float64
@@ -164,7 +195,7 @@ type Metrics struct {
 // NewMetrics makes the probe collector for these probe names (full arm
 // names); budgetPerCycle is the CPU seconds the exporter may use per interval.
 func NewMetrics(names []string, interval time.Duration, budgetPerCycle float64, version, goVersion string) *Metrics {
-	m := &Metrics{probes: map[string]*probeState{}, budget: budgetPerCycle, interval: interval, version: version, goVersion: goVersion}
+	m := &Metrics{ops: newOpSummary(interval), probes: map[string]*probeState{}, budget: budgetPerCycle, interval: interval, version: version, goVersion: goVersion}
 	for _, n := range names {
 		e, a := splitName(n)
 		m.probes[n] = &probeState{experiment: e, arm: a, runs: map[string]float64{}}
@@ -190,9 +221,11 @@ func (m *Metrics) Record(a result.Arm, r Run) {
 		p.exceeded++
 	}
 	p.bench = r.NextBench
-	if a.Status == result.StatusOK && a.Percentiles != nil && r.Samples.Count > 0 {
-		p.count += r.Samples.Count
-		p.sum += r.Samples.SumNs / 1e9
+	if a.Status == result.StatusOK && a.Unit == "ns/op" && len(r.Samples.Ns) > 0 {
+		obs := m.ops.WithLabelValues(latencyValues(&a)...)
+		for _, ns := range r.Samples.Ns {
+			obs.Observe(float64(ns) / 1e9)
+		}
 	}
 }
 
@@ -264,7 +297,8 @@ func (m *Metrics) Snapshots() []Snapshot {
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descOp, descOpMean, descOpMax, descSwitchCost, descSwitches, descMigrations,
+	m.ops.Describe(ch)
+	for _, d := range []*prometheus.Desc{descOpMean, descOpMax, descSwitchCost, descSwitches, descMigrations,
 		descRunqWait, descSpread, descNoisy, descSuccess, descDuration, descLastRun, descBenchTime, descRuns,
 		descSkipped, descProbeCPU, descExceeded, descBudget, descSelfCPU, descInterval, descInfo,
 		descHistorySaves, descHistoryLastOK, descHistoryLastSave, descHistoryPruned, descHistoryBytes} {
@@ -349,7 +383,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		if a.Unit != "ns/op" {
 			continue // not a time: no latency metrics
 		}
-		lv := []string{e, arm, a.Substrate, a.Mechanism, a.Placement, opLabel(a.Op)}
+		lv := latencyValues(a)
 		gauge(descOpMean, a.Median/1e9, lv...)
 		// Per switch only where the op is a bare handoff: with a CPU hog in
 		// the arm the op time holds the hog's slices too.
@@ -358,15 +392,15 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		if q := a.Percentiles; q != nil {
 			gauge(descOpMax, q.Max/1e9, lv...)
-			if p.count > 0 {
-				ch <- prometheus.MustNewConstSummary(descOp, p.count, p.sum, quantiles(q), lv...)
-			}
 		}
 	}
+	m.ops.Collect(ch)
 }
 
-func quantiles(q *result.Percentiles) map[float64]float64 {
-	return map[float64]float64{0.5: q.P50 / 1e9, 0.9: q.P90 / 1e9, 0.95: q.P95 / 1e9, 0.99: q.P99 / 1e9, 0.999: q.P999 / 1e9}
+// latencyValues are an arm's values of latencyLabels.
+func latencyValues(a *result.Arm) []string {
+	e, arm := splitName(a.Name)
+	return []string{e, arm, a.Substrate, a.Mechanism, a.Placement, opLabel(a.Op)}
 }
 
 func b2f(b bool) float64 {

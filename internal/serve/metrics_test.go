@@ -57,13 +57,41 @@ func fakeArms() []result.Arm {
 }
 
 // fakeSamples stands for the sampled ops of a fake arm: as many as its
-// percentiles say, each at 1.2× the arm's p50 (right-skewed, as latencies are).
+// percentiles say, spread as they say (just over half at p50, then p90,
+// p95, p99, p99.9 and max), so the summary's quantiles land on the arm's own.
 func fakeSamples(a result.Arm) Sampled {
-	if a.Percentiles == nil {
+	q := a.Percentiles
+	if q == nil {
 		return Sampled{}
 	}
-	n := a.Percentiles.Samples
-	return Sampled{Count: uint64(n), SumNs: float64(n) * 1.2 * a.Percentiles.P50}
+	n := int(q.Samples)
+	at := func(share float64) int { return int(share * float64(n)) }
+	var s Sampled
+	for i := 0; i < n; i++ {
+		v := q.Max
+		switch {
+		case i < at(0.52): // past each quantile's rank, so it lands on its own value
+			v = q.P50
+		case i < at(0.92):
+			v = q.P90
+		case i < at(0.96):
+			v = q.P95
+		case i < at(0.995):
+			v = q.P99
+		case i < n-1:
+			v = q.P999
+		}
+		s.Ns = append(s.Ns, int64(v))
+	}
+	return s
+}
+
+func sumNs(s Sampled) float64 {
+	var t float64
+	for _, ns := range s.Ns {
+		t += float64(ns)
+	}
+	return t
 }
 
 // goldenRegistry is a registry with fake probe results and the host
@@ -185,7 +213,7 @@ func TestMetricsParse(t *testing.T) {
 			if s.GetSampleCount() != 3000 {
 				t.Errorf("count = %d, want the 3000 sampled round trips", s.GetSampleCount())
 			}
-			if want := 3000 * 1.2 * 4800 / 1e9; abs(s.GetSampleSum()-want) > 1e-12 {
+			if want := sumNs(fakeSamples(fakeArms()[0])) / 1e9; abs(s.GetSampleSum()-want) > 1e-9 {
 				t.Errorf("sum = %g s, want %g", s.GetSampleSum(), want)
 			}
 			for k, want := range map[string]string{"experiment": "pingpong", "substrate": "thread", "mechanism": "futex",
@@ -461,5 +489,55 @@ func TestMetricsHistory(t *testing.T) {
 	m.RecordSave(at.Add(3*time.Minute), Saved{DBBytes: 49152}, nil)
 	if got := value(scrapeMetrics(t, m), "ctxlab_history_db_bytes"); got != 49152 {
 		t.Errorf("db_bytes after a later save = %v, want 49152", got)
+	}
+}
+
+// TestOpSummaryIsOneSetOfOps: ctxlab_op_seconds' quantiles, _sum and
+// _count describe the same observations. Two runs, one fast and one slow:
+// the mean of both must lie within the quantiles of both. Before, the
+// quantiles were the last run's and _sum/_count every run's, so the mean
+// (550 ns) fell below 0.9 × the last run's p50 (1 µs).
+func TestOpSummaryIsOneSetOfOps(t *testing.T) {
+	a := fakeArms()[0]
+	m := NewMetrics([]string{a.Name}, time.Minute, 1, "v", "go")
+	run := func(ns int64, n int) Run {
+		s := Sampled{}
+		for range n {
+			s.Ns = append(s.Ns, ns)
+		}
+		return Run{End: time.Now(), Samples: s}
+	}
+	fast, slow := a, a
+	fast.Percentiles = &result.Percentiles{Samples: 1000, P50: 100, P90: 100, P95: 100, P99: 100, P999: 100, Max: 100}
+	slow.Percentiles = &result.Percentiles{Samples: 1000, P50: 1000, P90: 1000, P95: 1000, P99: 1000, P999: 1000, Max: 1000}
+	m.Record(fast, run(100, 1000))
+	m.Record(slow, run(1000, 1000))
+	ops := scrapeMetrics(t, m)["ctxlab_op_seconds"].GetMetric()
+	if len(ops) != 1 {
+		t.Fatalf("%d series, want 1", len(ops))
+	}
+	s := ops[0].GetSummary()
+	if s.GetSampleCount() != 2000 {
+		t.Errorf("count %d, want both runs' 2000 ops", s.GetSampleCount())
+	}
+	mean := s.GetSampleSum() / float64(s.GetSampleCount())
+	var p50, top float64
+	for _, q := range s.GetQuantile() {
+		if q.GetQuantile() == 0.5 {
+			p50 = q.GetValue()
+		}
+		top = max(top, q.GetValue())
+	}
+	if mean < 0.9*p50 || mean > 1.1*top {
+		t.Errorf("mean %g s outside [0.9 × p50 %g, 1.1 × top quantile %g]", mean, p50, top)
+	}
+	if top < 1000e-9*0.99 || p50 > 1000e-9 {
+		t.Errorf("quantiles p50 %g, top %g: want them over both runs' ops", p50, top)
+	}
+	if w := OpWindow(time.Minute); w != 10*time.Minute {
+		t.Errorf("window at a 1m interval: %v, want 10m", w)
+	}
+	if w := OpWindow(time.Hour); w != 2*time.Hour {
+		t.Errorf("window at a 1h interval: %v, want 2h", w)
 	}
 }

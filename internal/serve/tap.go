@@ -20,9 +20,8 @@ import (
 //     warm-up, would time a single op. A first op that hangs is abandoned
 //     when the arm's time limit ends, and timedOut says so (the runner
 //     reports it as a failed set-up);
-//   - it keeps the sum and count of the samples the runner recorded, so
-//     the summary's _sum and _count are the very samples its quantiles
-//     come from.
+//   - it keeps the samples the runner recorded, which the exporter's
+//     ctxlab_op_seconds summary observes one by one.
 type tap struct {
 	timedOut atomic.Bool
 
@@ -67,7 +66,7 @@ func (t *tap) wrap(open func(ctx context.Context) (exp.Bench, error)) func(ctx c
 	}
 }
 
-// samples is the sum and count of the run's samples (zero if none).
+// samples is the run's sampled op times (none if it had none).
 func (t *tap) samples() Sampled {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -91,11 +90,7 @@ func (b *tappedLoop) StartTimed(opsPerRep int) {
 }
 
 func (b *tappedLoop) Analyze(rec *exp.Record, a *result.Arm) {
-	var s Sampled
-	for _, ns := range rec.Samples {
-		s.Count++
-		s.SumNs += float64(ns)
-	}
+	s := Sampled{Ns: append([]int64(nil), rec.Samples...)} // the record is the runner's
 	b.t.mu.Lock()
 	b.t.sampled = s
 	b.t.mu.Unlock()
