@@ -54,7 +54,7 @@ life, the counters, its rusage and a reading. ctxlab exits with CMD's status.`,
 				return err
 			}
 			if o.Interval < minInterval || o.Interval > maxInterval {
-				return usagef("--interval %v: must be between %v and %v", o.Interval, minInterval, maxInterval)
+				return outOfRange("--interval", o.Interval, durRange(minInterval, maxInterval))
 			}
 			if err := o.checkDB(cmd.Context()); err != nil {
 				return err
@@ -64,7 +64,7 @@ life, the counters, its rusage and a reading. ctxlab exits with CMD's status.`,
 		},
 	}
 	c.Flags().SetInterspersed(false) // flags after CMD belong to CMD
-	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings (10ms to 1h)")
+	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings, "+durRange(minInterval, maxInterval))
 	addDisplayFlags(c, &o.WatchOptions)
 	return c
 }

@@ -165,6 +165,7 @@ Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
 	)
 	addCompletions(root)
 	strictFlags(root)
+	tidyDefaults(root)
 	return root
 }
 
