@@ -29,17 +29,17 @@ func TestBadInputExitsTwoAndNamesTheValue(t *testing.T) {
 	}{
 		{[]string{"run", "pingpong", "--cpus", "9999"}, []string{"CPU 9999", "online CPUs are"}},
 		{[]string{"run", "pingpong", "--cpus", "x"}, []string{"--cpus", `"x"`}},
-		{[]string{"run", "pingpong", "--reps", "0"}, []string{"--reps 0", "between 1 and 1000"}},
-		{[]string{"run", "pingpong", "--gomaxprocs", "-1"}, []string{"--gomaxprocs -1", "between 1 and"}},
-		{[]string{"run", "pingpong", "--gomaxprocs=0"}, []string{"--gomaxprocs 0", "between 1 and"}},
+		{[]string{"run", "pingpong", "--reps", "0"}, []string{"--reps 0", "in 1..1000"}},
+		{[]string{"run", "pingpong", "--gomaxprocs", "-1"}, []string{"--gomaxprocs -1", "in 1.."}},
+		{[]string{"run", "pingpong", "--gomaxprocs=0"}, []string{"--gomaxprocs 0", "in 1.."}},
 		{[]string{"run", "nosuch"}, []string{`"nosuch"`, "pingpong"}},
 		{[]string{"run", "pingpong/thread/zzz"}, []string{"pingpong/thread/zzz"}},
-		{[]string{"run", "--timeout", "1ms"}, []string{"--timeout", "between 1s and 1h"}},
-		{[]string{"run", "--benchtime", "2h"}, []string{"--benchtime", "between 1ms and 60s"}},
+		{[]string{"run", "--timeout", "1ms"}, []string{"--timeout", "in 1s..1h"}},
+		{[]string{"run", "--benchtime", "2h"}, []string{"--benchtime", "in 1ms..1m"}},
 		{[]string{"run", "--format", "xml"}, []string{"--format", "xml"}},
 		{[]string{"run", "--quick", "--full"}, []string{"--quick and --full"}},
-		{[]string{"run", "--hogs", "-3"}, []string{"--hogs -3", "between 0 and"}},
-		{[]string{"run", "--workers", "0"}, []string{"--workers 0", "between 1 and"}},
+		{[]string{"run", "--hogs", "-3"}, []string{"--hogs -3", "in 0.."}},
+		{[]string{"run", "--workers", "0"}, []string{"--workers 0", "in 1.."}},
 		{[]string{"run", "--set", "nokey"}, []string{"--set", "key=value"}},
 		{[]string{"run", "--nosuchflag"}, []string{"nosuchflag"}},
 		{[]string{"nosuchcommand"}, []string{"nosuchcommand"}},
@@ -61,7 +61,7 @@ func TestBadInputExitsTwoAndNamesTheValue(t *testing.T) {
 }
 
 func TestListAndEnvAndVersion(t *testing.T) {
-	code, out, _ := run(t, "list")
+	code, out, _ := run(t, "list", "--arms")
 	if code != 0 || !strings.Contains(out, "pingpong/thread/futex/same-cpu") || !strings.Contains(out, "op: round trip") {
 		t.Fatalf("list: %d %q", code, out)
 	}

@@ -2,22 +2,31 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctxlab/ctxlab/internal/compare"
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/report"
 	"github.com/ctxlab/ctxlab/internal/store"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
+	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
 // Shell completion (cobra's `ctxlab completion bash|zsh|fish|powershell`)
-// completes experiments and arm names, --format values and stored run ids.
+// completes experiments, selectors and arm names, --format, --sort and
+// --suite values, a run's chart names, stored run ids and running PIDs.
 // addCompletions wires it onto the built command tree, so command files
-// need not know about it.
+// need not know about it. Bash's script needs the bash-completion package
+// (its _init_completion, and __ltrim_colon_completions for names such as
+// ring:param).
 func addCompletions(root *cobra.Command) {
 	formats := map[string][]string{
 		"ctxlab": report.Formats, "run": report.Formats, "show": report.Formats,
@@ -27,6 +36,12 @@ func addCompletions(root *cobra.Command) {
 	argsOf := map[string]cobra.CompletionFunc{
 		"run": completeArms, "list": completeArms,
 		"show": completeRuns, "report": completeRuns, "export": completeRuns, "compare": completeRuns,
+		"watch": completePIDs,
+	}
+	// Flags that take one of a few words, wherever a command has them.
+	words := map[string][]string{
+		"sort":  watch.SortKeys,
+		"suite": {exp.SuiteQuick, exp.SuiteDefault, exp.SuiteFull},
 	}
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
@@ -43,9 +58,17 @@ func addCompletions(root *cobra.Command) {
 		if f, ok := argsOf[name]; ok && f != nil && c.ValidArgsFunction == nil {
 			c.ValidArgsFunction = f
 		}
-		for _, flag := range []string{"arm", "probes", "chart"} {
+		for _, flag := range []string{"arm", "probes"} {
 			if c.Flags().Lookup(flag) != nil {
 				c.RegisterFlagCompletionFunc(flag, completeArms)
+			}
+		}
+		if c.Flags().Lookup("chart") != nil {
+			c.RegisterFlagCompletionFunc("chart", completeCharts)
+		}
+		for flag, ws := range words {
+			if c.Flags().Lookup(flag) != nil {
+				c.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(ws, cobra.ShellCompDirectiveNoFileComp))
 			}
 		}
 		if c.Flags().Lookup("run") != nil {
@@ -73,11 +96,16 @@ func refuseUnknownShell(c *cobra.Command) {
 	}
 }
 
-// completeArms offers experiment names, and arm names once the word has a
-// '/' (a listing of every arm would run to hundreds).
+// completeArms offers experiment names and selectors, and arm names once
+// the word has a '/' (a listing of every arm would run to hundreds); after
+// a selector (python/), the experiments it selects arms of, then their
+// arms under it (python/pingpong/pythread/…).
 func completeArms(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	var out []string
-	name, _, hasSlash := strings.Cut(toComplete, "/")
+	name, rest, hasSlash := strings.Cut(toComplete, "/")
+	if hasSlash && slices.Contains(exp.Selectors(), name) {
+		return completeSelector(name, rest), cobra.ShellCompDirectiveNoFileComp
+	}
 	for _, s := range exp.All() {
 		if !hasSlash {
 			if strings.HasPrefix(s.Name, toComplete) {
@@ -104,6 +132,92 @@ func completeArms(cmd *cobra.Command, args []string, toComplete string) ([]strin
 			if strings.HasPrefix(sel, toComplete) {
 				out = append(out, sel+"\t"+exp.SelectorDoc(sel))
 			}
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeSelector offers, after "sel/", the experiments sel selects arms
+// of ("python/pingpong"), and once one is named, its arms that sel
+// selects ("python/pingpong/pythread/simplequeue/unpinned").
+func completeSelector(sel, rest string) []string {
+	host := sysinfo.Detect()
+	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs, Extra: map[string]string{}}
+	expName, _, named := strings.Cut(rest, "/")
+	pattern := sel
+	if named {
+		pattern = sel + "/" + expName
+	}
+	sels, err := exp.Select([]string{pattern}, p)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range sels {
+		if !named {
+			if strings.HasPrefix(s.Spec.Name, rest) {
+				out = append(out, sel+"/"+s.Spec.Name+"\t"+fmt.Sprintf("%d arms: %s", len(s.Arms), s.Spec.Summary))
+			}
+			continue
+		}
+		for _, a := range s.Arms {
+			if strings.HasPrefix(a.Name, rest) {
+				out = append(out, sel+"/"+a.Name)
+			}
+		}
+	}
+	return out
+}
+
+// completeCharts offers the names of the charts of the run report would
+// draw (its argument, else the last stored run): pingpong, ring:param,
+// pingpong:cdf-2 …; and, before a ':', arm patterns as completeArms does.
+func completeCharts(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	db, _ := cmd.Flags().GetString("db")
+	ref := "last"
+	if len(args) == 1 {
+		ref = args[0]
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var out []string
+	seen := map[string]bool{}
+	if run, err := loadRun(ctx, db, ref); err == nil {
+		for _, c := range report.Charts(run) {
+			if strings.HasPrefix(c.Name(), toComplete) {
+				seen[c.Name()] = true
+				out = append(out, c.Name()+"\t"+strings.ReplaceAll(c.Title, "\n", " "))
+			}
+		}
+	}
+	if !strings.Contains(toComplete, ":") {
+		arms, _ := completeArms(cmd, args, toComplete)
+		for _, a := range arms {
+			if word, _, _ := strings.Cut(a, "\t"); !seen[word] {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completePIDs offers the running processes' PIDs, each with its command
+// name, for watch's one argument (ctxlab itself left out).
+func completePIDs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	root, _ := cmd.Flags().GetString("proc-root")
+	procs, err := procstat.Root(root).Procs()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, p := range procs {
+		if id := strconv.Itoa(p.PID); p.PID != os.Getpid() && strings.HasPrefix(id, toComplete) {
+			out = append(out, id+"\t"+termsafe.String(p.Comm))
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp

@@ -60,7 +60,7 @@ running: what they do after that is not counted.`,
 				return err
 			}
 			if o.Interval < minInterval || o.Interval > maxInterval {
-				return usagef("--interval %v: must be between %v and %v", o.Interval, minInterval, maxInterval)
+				return outOfRange("--interval", o.Interval, durRange(minInterval, maxInterval))
 			}
 			if err := o.checkDB(cmd.Context()); err != nil {
 				return err
@@ -70,7 +70,7 @@ running: what they do after that is not counted.`,
 		},
 	}
 	c.Flags().SetInterspersed(false) // flags after CMD belong to CMD
-	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings (10ms to 1h)")
+	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings, "+durRange(minInterval, maxInterval))
 	addDisplayFlags(c, &o.WatchOptions)
 	return c
 }

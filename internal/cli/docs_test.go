@@ -31,7 +31,9 @@ import (
 //
 //   - A synopsis (a line with placeholders: PID, RUN, [EXPERIMENT], …, a|b),
 //     or inline code naming a bare command (`ctxlab watch`), must name a
-//     real command, and each --flag must be one of its flags.
+//     real command, and each --flag must be one of its flags. A synopsis
+//     is inline code (the README's table of them), never a line of a code
+//     block: a reader pastes those, and a placeholder fails.
 //   - `ctxlab` and `ctxlab run …` are parsed and validated as run would
 //     (exit-2 checks, and the selection must hold at least one arm). Those
 //     selecting at most execArms arms also run, with --benchtime 1ms --reps 1
@@ -40,8 +42,8 @@ import (
 //     --benchtime does not shorten (MiB working sets, thousands of workers,
 //     an interpreter start per arm): those are parsed and selected only;
 //     their own packages' tests run them small.
-//   - `watch` runs against a process the test starts: a PID in the example
-//     becomes that process's, --name matches it, and --interval 100ms
+//   - `watch` runs against a process the test starts: a PID (or $$) in the
+//     example becomes that process's, --name matches it, and --interval 100ms
 //     --count 2 bound it.
 //   - `diagnose -- CMD` runs with CMD replaced by `sleep 0.2` (the documented
 //     commands are stress loads or the reader's own server).
@@ -88,6 +90,9 @@ func TestDocumentedCommands(t *testing.T) {
 			args := ex.args
 			switch {
 			case ex.synopsis:
+				if ex.block {
+					t.Errorf("%s: ctxlab %s is a synopsis in a code block, where a reader pastes commands; put it in inline code", ex.where, strings.Join(args, " "))
+				}
 				checkSynopsis(t, args)
 				return
 			case len(args) == 0 || args[0] == "run" || strings.HasPrefix(args[0], "-"):
@@ -123,6 +128,7 @@ type docExample struct {
 	where    string   // file:line
 	args     []string // after "ctxlab"
 	synopsis bool
+	block    bool // a line of a code block, not inline code
 }
 
 var (
@@ -163,7 +169,7 @@ func docExamples(t *testing.T) []docExample {
 					continue
 				}
 				for _, cmd := range commands(words) {
-					ex := docExample{where: fmt.Sprintf("%s:%d", filepath.Base(f), i+1), args: cmd}
+					ex := docExample{where: fmt.Sprintf("%s:%d", filepath.Base(f), i+1), args: cmd, block: !inline}
 					// Inline `ctxlab watch` names a command; it is no example.
 					ex.synopsis = inline && len(cmd) <= 1
 					for _, w := range cmd {
@@ -345,7 +351,7 @@ func watchForm(args []string, pid int) []string {
 			i++
 		case w == "--interval" || w == "--count":
 			i++
-		case regexp.MustCompile(`^[0-9]+$`).MatchString(w) && i > 0 && !strings.HasPrefix(args[i-1], "--"):
+		case (w == "$$" || regexp.MustCompile(`^[0-9]+$`).MatchString(w)) && i > 0 && !strings.HasPrefix(args[i-1], "--"):
 			out = append(out, strconv.Itoa(pid))
 		default:
 			out = append(out, w)

@@ -37,7 +37,7 @@ last, or last~N (N runs before the latest).`,
 		},
 	}
 	addDBFlag(c.Flags(), &o.DB)
-	c.Flags().IntVar(&o.Limit, "limit", 20, "show at most this many runs, 0 (all) to 1073741824")
+	c.Flags().IntVar(&o.Limit, "limit", 20, "show at most this many runs, "+intRange(0, maxLimit)+" (0: all)")
 	c.Flags().StringVar(&o.Format, "format", "table", "output format: table, json, csv")
 	return c
 }
@@ -47,7 +47,7 @@ const maxLimit = 1 << 30
 
 func runHistory(cmd *cobra.Command, o *HistoryOptions, stdout io.Writer) error {
 	if o.Limit < 0 || o.Limit > maxLimit {
-		return usagef("--limit %d: must be between 0 (all) and %d", o.Limit, maxLimit)
+		return outOfRange("--limit", o.Limit, intRange(0, maxLimit)+" (0: all)")
 	}
 	if err := oneOf("--format", o.Format, []string{"table", "json", "csv"}); err != nil {
 		return err

@@ -16,8 +16,8 @@ func TestHogsValidation(t *testing.T) {
 		t.Skip("child process")
 	}
 	for _, c := range []struct{ arg, want string }{
-		{"--hogs=-1", "--hogs -1: must be between 0 and 1024"},
-		{"--hogs=5000", "--hogs 5000: must be between 0 and 1024"},
+		{"--hogs=-1", "--hogs -1: must be in 0..1024"},
+		{"--hogs=5000", "--hogs 5000: must be in 0..1024"},
 		{"--hogs=1,x", `is not a whole number`},
 	} {
 		var out, errb bytes.Buffer

@@ -164,8 +164,18 @@ Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
 		newServeCmd(stdout, stderr),
 	)
 	addCompletions(root)
-	strictFlags(root)
+	if !completing(args) {
+		strictFlags(root)
+	}
+	tidyDefaults(root)
 	return root
+}
+
+// completing says args ask cobra's hidden completion command for words.
+// It parses the line's flags twice, which strictFlags would refuse as a
+// flag given twice; and nothing is run, so there is nothing to guard.
+func completing(args []string) bool {
+	return len(args) > 0 && (args[0] == cobra.ShellCompRequestCmd || args[0] == cobra.ShellCompNoDescRequestCmd)
 }
 
 func version() string {

@@ -48,6 +48,10 @@ func TestReportChartPattern(t *testing.T) {
 		{"*/futex/*", 2, "one experiment"},
 		{"pingpong/zzz", 2, "no arm matches"},
 		{"pingpong:bogus", 2, "chart kind"},
+		// pingpong's 12 latency distributions are drawn in three parts.
+		{"pingpong:cdf-2", 0, "thread arms (2 of 3)"},
+		{"pingpong:cdf", 2, "pingpong:cdf-1, pingpong:cdf-2, pingpong:cdf-3"},
+		{"pingpong/thread/*:cdf", 0, "thread/futex/cross-cpu"},
 	} {
 		out := filepath.Join(dir, "c.svg")
 		os.Remove(out)

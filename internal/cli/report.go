@@ -39,7 +39,10 @@ RUN is a stored run (id, unique prefix, last, last~N; default last) or a
 run JSON file. --chart NAME writes a single chart instead: NAME is an
 experiment (its bar chart) or EXPERIMENT:param / EXPERIMENT:cdf, or an arm
 pattern (as in ctxlab run) with an optional :param or :cdf, which charts
-only the arms it selects, e.g. 'pingpong/thread/*' or 'ring/*/futex/*:param'.`,
+only the arms it selects, e.g. 'pingpong/thread/*' or 'ring/*/futex/*:param'.
+A line chart draws at most 8 lines, each in its own colour; one with more
+is drawn in parts, EXPERIMENT:cdf-1, EXPERIMENT:cdf-2 … (the shell
+completes the names a run has).`,
 		Example: `  ctxlab report -o report.html
   ctxlab report last~1 -o before.html
   ctxlab report --chart pingpong -o pingpong.svg
@@ -162,10 +165,24 @@ func pickChart(run *result.Run, name string) (*report.Chart, error) {
 	case len(exps) > 1:
 		return nil, usagef("--chart %q: selects arms of %s; a chart shows one experiment's arms", name, strings.Join(termsafe.Strings(exps), ", "))
 	}
+	var found []*report.Chart
 	for _, c := range report.ExperimentCharts(exps[0], arms) {
 		if c.Kind == kind {
-			return c, nil
+			found = append(found, c)
 		}
 	}
-	return nil, usagef("--chart %q: the %d arms it selects have no %s chart", name, len(arms), kind)
+	switch {
+	case len(found) == 0:
+		return nil, usagef("--chart %q: the %d arms it selects have no %s chart", name, len(arms), kind)
+	case len(found) > 1:
+		var parts []string
+		for _, c := range charts {
+			if c.Experiment == exps[0] && c.Kind == kind && c.Parts > 1 {
+				parts = append(parts, c.Name())
+			}
+		}
+		return nil, usagef("--chart %q: its lines are too many for one chart, which draws at most %d; name one part of the run's (%s) or select fewer arms",
+			name, report.MaxLines, strings.Join(parts, ", "))
+	}
+	return found[0], nil
 }

@@ -74,15 +74,16 @@ func addRunFlags(c *cobra.Command, o *RunOptions) {
 	f.BoolVar(&o.Quick, "quick", false, "the quick suite: fewer arms and repetitions (≤ 30 s on 2 cores)")
 	f.BoolVar(&o.Full, "full", false, "the full suite: every arm, full sizes, longer repetitions")
 	f.StringVar(&o.CPUs, "cpus", "", "CPUs the arms may use, e.g. 0 or 0,1 or 0-3 (default: all online)")
-	f.StringVar(&o.GOMAXPROCS, "gomaxprocs", "", "GOMAXPROCS values to run arms at, e.g. 1,2 (default: per experiment)")
-	f.IntVar(&o.Reps, "reps", 0, "repetitions per arm, 1..1000 (default 5; 3 with --quick)")
-	f.DurationVar(&o.BenchTime, "benchtime", 0, "target time of one repetition, 1ms..60s (default 200ms; 60ms with --quick)")
-	f.DurationVar(&o.Timeout, "timeout", 60*time.Second, "time limit per arm, 1s..1h")
+	f.StringVar(&o.GOMAXPROCS, "gomaxprocs", "", "GOMAXPROCS values to run arms at, e.g. 1,2, each "+intRange(1, maxGOMAXPROCS)+" (default: per experiment)")
+	f.IntVar(&o.Reps, "reps", 0, "repetitions per arm, "+intRange(1, maxReps)+" (default 5; 3 with --quick)")
+	f.DurationVar(&o.BenchTime, "benchtime", 0, "target time of one repetition, "+durRange(minBenchTime, maxBenchTime)+" (default 200ms; 60ms with --quick)")
+	f.DurationVar(&o.Timeout, "timeout", 60*time.Second, "time limit per arm, "+durRange(minTimeout, maxTimeout))
 	f.StringVar(&o.Format, "format", "table", "output format: "+strings.Join(report.Formats, ", "))
 	f.StringVarP(&o.Output, "output", "o", "", "write the result to this file instead of stdout")
-	f.StringVar(&o.Workers, "workers", "", "worker counts for ring/yield/…, e.g. 2,100,1000")
-	f.StringVar(&o.Hogs, "hogs", "", "CPU hog counts for interference, e.g. 0,1,2,6")
-	f.StringArrayVar(&o.Set, "set", nil, "experiment option key=value (see `ctxlab list EXPERIMENT`)")
+	f.StringVar(&o.Workers, "workers", "", "worker counts for ring/yield/…, e.g. 2,100,1000, each "+intRange(1, maxWorkers))
+	f.StringVar(&o.Hogs, "hogs", "", "CPU hog counts for interference, e.g. 0,1,2,6, each "+intRange(0, maxHogs))
+	// The backticked word is the flag's placeholder in the help: --set key=value.
+	f.StringArrayVar(&o.Set, "set", nil, "an experiment's option as `key=value`, once per key; ctxlab list EXPERIMENT shows its options")
 	f.BoolVar(&o.Detail, "detail", false, "after the verdict, print every experiment's table, checks and notes (table format)")
 	addPythonFlag(f, &o.Python)
 	f.BoolVar(&o.Counters, "counters", false, "open perf counters (instructions, cycles, cache and TLB misses, switches …) on every participating thread; unsupported ones say why")
@@ -92,7 +93,7 @@ func addRunFlags(c *cobra.Command, o *RunOptions) {
 
 func newRunCmd(o *RunOptions) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "run [EXPERIMENT|ARM-GLOB …]",
+		Use:   "run [EXPERIMENT | PATTERN …]",
 		Short: "run the default suite, or the named experiments and arms",
 		Long: `Run experiments and print a table (or --format json).
 
@@ -110,12 +111,16 @@ pingpong/*/futex/same-cpu). Without arguments every experiment runs.
 	return c
 }
 
-// Limits on numeric flags, named in the error messages.
+// Limits on numeric flags, named in their help and error messages.
 const (
 	maxReps       = 1000
 	maxGOMAXPROCS = 4096
 	maxHogs       = 1024
 	maxWorkers    = 1000000
+	minBenchTime  = time.Millisecond
+	maxBenchTime  = time.Minute
+	minTimeout    = time.Second
+	maxTimeout    = time.Hour
 )
 
 // plan is a validated request: everything checked before anything starts.
@@ -189,18 +194,18 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 	cfg := runner.ForSuite(suite)
 	if o.changed("reps") {
 		if o.Reps < 1 || o.Reps > maxReps {
-			return nil, usagef("--reps %d: must be between 1 and %d", o.Reps, maxReps)
+			return nil, outOfRange("--reps", o.Reps, intRange(1, maxReps))
 		}
 		cfg.Reps = o.Reps
 	}
 	if o.changed("benchtime") {
-		if o.BenchTime < time.Millisecond || o.BenchTime > time.Minute {
-			return nil, usagef("--benchtime %v: must be between 1ms and 60s", o.BenchTime)
+		if o.BenchTime < minBenchTime || o.BenchTime > maxBenchTime {
+			return nil, outOfRange("--benchtime", o.BenchTime, durRange(minBenchTime, maxBenchTime))
 		}
 		cfg.BenchTime = o.BenchTime
 	}
-	if o.Timeout < time.Second || o.Timeout > time.Hour {
-		return nil, usagef("--timeout %v: must be between 1s and 1h", o.Timeout)
+	if o.Timeout < minTimeout || o.Timeout > maxTimeout {
+		return nil, outOfRange("--timeout", o.Timeout, durRange(minTimeout, maxTimeout))
 	}
 	cfg.Timeout = o.Timeout
 	if !validFormat(o.Format) {
@@ -249,7 +254,7 @@ func intList(flag, s string, lo, hi int) ([]int, error) {
 			return nil, usagef("%s %q: %q is not a whole number; want a list like 1,2,4 with values %d..%d", flag, s, part, lo, hi)
 		}
 		if n < lo || n > hi {
-			return nil, usagef("%s %d: must be between %d and %d", flag, n, lo, hi)
+			return nil, outOfRange(flag, n, intRange(lo, hi))
 		}
 		out = append(out, n)
 	}

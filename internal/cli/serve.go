@@ -77,12 +77,12 @@ non-loopback --listen needs --allow-remote.`,
 	f.StringVar(&o.Listen, "listen", serve.DefaultListen, "address to serve metrics on, host:port")
 	f.BoolVar(&o.AllowRemote, "allow-remote", false, "allow a --listen address other than loopback")
 	f.DurationVar(&o.Interval, "interval", serve.DefaultInterval,
-		fmt.Sprintf("time between probe cycles, %v..%v", serve.MinInterval, serve.MaxInterval))
+		"time between probe cycles, "+durRange(serve.MinInterval, serve.MaxInterval))
 	f.StringSliceVar(&o.Probes, "probes", nil, "arm names or globs to probe, comma-separated (default: the set above)")
 	f.Float64Var(&o.BudgetPct, "cpu-budget", serve.DefaultBudget,
-		fmt.Sprintf("CPU the probes may use, percent of one core averaged, %g..%g", serve.MinBudgetPct, float64(serve.MaxBudgetPct)))
+		"CPU the probes may use, percent of one core averaged, "+budgetRange)
 	f.DurationVar(&o.ProbeTimeout, "probe-timeout", serve.DefaultTimeout,
-		fmt.Sprintf("time limit of one probe run, %v..%v", serve.MinTimeout, serve.MaxTimeout))
+		"time limit of one probe run, "+durRange(serve.MinTimeout, serve.MaxTimeout))
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "log every skipped probe too")
 	f.StringVar(&o.DB, "db", "", "save each probe cycle in this history database (default: not saved)")
 	o.DBRetention = defaultDBRetention
@@ -91,17 +91,20 @@ non-loopback --listen needs --allow-remote.`,
 	return c
 }
 
+// budgetRange is --cpu-budget's range, in percent of one core.
+var budgetRange = fmt.Sprintf("%g..%g", serve.MinBudgetPct, float64(serve.MaxBudgetPct))
+
 // validateServe checks every flag before anything starts; errors are usage errors.
 func validateServe(o *ServeOptions, host *sysinfo.Host) error {
 	if o.Interval < serve.MinInterval || o.Interval > serve.MaxInterval {
-		return usagef("--interval %v: must be between %v and %v", o.Interval, serve.MinInterval, serve.MaxInterval)
+		return outOfRange("--interval", o.Interval, durRange(serve.MinInterval, serve.MaxInterval))
 	}
 	if !(o.BudgetPct >= serve.MinBudgetPct && o.BudgetPct <= serve.MaxBudgetPct) { // NaN fails both
 
-		return usagef("--cpu-budget %g: must be between %g and %g (percent of one core)", o.BudgetPct, serve.MinBudgetPct, float64(serve.MaxBudgetPct))
+		return outOfRange("--cpu-budget", fmt.Sprintf("%g", o.BudgetPct), budgetRange+" (percent of one core)")
 	}
 	if o.ProbeTimeout < serve.MinTimeout || o.ProbeTimeout > serve.MaxTimeout {
-		return usagef("--probe-timeout %v: must be between %v and %v", o.ProbeTimeout, serve.MinTimeout, serve.MaxTimeout)
+		return outOfRange("--probe-timeout", o.ProbeTimeout, durRange(serve.MinTimeout, serve.MaxTimeout))
 	}
 	if err := checkListen(o.Listen, o.AllowRemote); err != nil {
 		return err
@@ -133,7 +136,7 @@ func checkListen(addr string, allowRemote bool) error {
 		return usagef("--listen %q: want host:port, e.g. %s: %v", addr, serve.DefaultListen, err)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return usagef("--listen %q: port %q must be a number between 1 and 65535", addr, port)
+		return usagef("--listen %q: port %q must be a number in 1..65535", addr, port)
 	}
 	if allowRemote || isLoopback(h) {
 		return nil

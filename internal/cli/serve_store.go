@@ -97,7 +97,7 @@ func checkDBRetention(o *ServeOptions) error {
 		return usagef("--db-retention %s: only with --db (without it no probe cycle is saved)", formatRetention(r))
 	}
 	if r != 0 && (r < minDBRetention || r > maxDBRetention) {
-		return usagef("--db-retention %s: must be between %s and %s, or 0 to keep every cycle",
+		return usagef("--db-retention %s: must be in %s..%s, or 0 to keep every cycle",
 			formatRetention(r), formatRetention(minDBRetention), formatRetention(maxDBRetention))
 	}
 	return nil

@@ -80,8 +80,8 @@ cachecost's per-switch curve when a stored run has it.`,
 	}
 	f := c.Flags()
 	f.StringVar(&o.Name, "name", "", "watch the processes whose command name matches this regular expression")
-	f.DurationVar(&o.Interval, "interval", time.Second, "time between readings (10ms to 1h)")
-	f.IntVar(&o.Count, "count", 0, "stop after this many intervals, 0..1073741824 (0: until Ctrl-C or the process exits)")
+	f.DurationVar(&o.Interval, "interval", time.Second, "time between readings, "+durRange(minInterval, maxInterval))
+	f.IntVar(&o.Count, "count", 0, "stop after this many intervals, "+intRange(0, maxCount)+" (0: until Ctrl-C or the process exits)")
 	addDisplayFlags(c, o)
 	f.StringVar(&o.ProcRoot, "proc-root", string(procstat.DefaultRoot), "proc filesystem to read (for tests)")
 	_ = f.MarkHidden("proc-root")
@@ -91,7 +91,7 @@ cachecost's per-switch curve when a stored run has it.`,
 // addDisplayFlags adds the flags watch and diagnose share.
 func addDisplayFlags(c *cobra.Command, o *WatchOptions) {
 	f := c.Flags()
-	f.IntVar(&o.Top, "top", 20, "show the N threads that matter most (0: all; at most 1048576)")
+	f.IntVar(&o.Top, "top", 20, "show the N threads that matter most, "+intRange(0, maxTop)+" (0: all)")
 	f.BoolVar(&o.ByName, "by-name", false, "fold threads with the same name into one row")
 	f.StringVar(&o.Sort, "sort", "switches", "order threads by: "+strings.Join(watch.SortKeys, ", "))
 	f.StringVar(&o.Format, "format", "auto", "auto (table on a terminal, else json), table or json")
@@ -101,7 +101,7 @@ func addDisplayFlags(c *cobra.Command, o *WatchOptions) {
 
 func (o *WatchOptions) validateDisplay() error {
 	if o.Top < 0 || o.Top > maxTop {
-		return usagef("--top %d: must be between 0 (all) and %d", o.Top, maxTop)
+		return outOfRange("--top", o.Top, intRange(0, maxTop)+" (0: all)")
 	}
 	if o.Sort != "switches" && o.Sort != "runq" {
 		return usagef("--sort %q: must be one of %s", o.Sort, strings.Join(watch.SortKeys, ", "))
@@ -119,10 +119,10 @@ func (o *WatchOptions) validate(args []string) error {
 		return err
 	}
 	if o.Interval < minInterval || o.Interval > maxInterval {
-		return usagef("--interval %v: must be between %v and %v", o.Interval, minInterval, maxInterval)
+		return outOfRange("--interval", o.Interval, durRange(minInterval, maxInterval))
 	}
 	if o.Count < 0 || o.Count > maxCount {
-		return usagef("--count %d: must be between 0 (until stopped) and %d", o.Count, maxCount)
+		return outOfRange("--count", o.Count, intRange(0, maxCount)+" (0: until stopped)")
 	}
 	switch {
 	case len(args) == 1 && o.Name != "":

@@ -138,7 +138,7 @@ func TestWatchBadInput(t *testing.T) {
 		{[]string{"watch", "999999999"}, 2, "PID 999999999: no such process"},
 		{[]string{"watch", "abc"}, 2, `PID "abc": must be a positive integer`},
 		{[]string{"watch"}, 2, "give the PID"},
-		{[]string{"watch", "1", "--interval", "1ms"}, 2, "--interval 1ms: must be between 10ms and 1h0m0s"},
+		{[]string{"watch", "1", "--interval", "1ms"}, 2, "--interval 1ms: must be in 10ms..1h"},
 		{[]string{"watch", "1", "--top", "-1"}, 2, "--top -1"},
 		{[]string{"watch", "1", "--sort", "cpu"}, 2, `--sort "cpu": must be one of switches, runq`},
 		{[]string{"watch", "--name", "("}, 2, "not a regular expression"},

@@ -15,8 +15,8 @@ func TestHopBadParametersExitTwo(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "hop", "--set", "hop.pool=0"}, "hop.pool=0: must be between 1 and 1000"},
-		{[]string{"run", "hop", "--set", "hop.callers=-1"}, "hop.callers=-1: must be between 1 and 10000"},
+		{[]string{"run", "hop", "--set", "hop.pool=0"}, "hop.pool=0: must be in 1..1000"},
+		{[]string{"run", "hop", "--set", "hop.callers=-1"}, "hop.callers=-1: must be in 1..10000"},
 		{[]string{"run", "concurrency", "--set", "concurrency.levels=0"}, "concurrency.levels=0"},
 		{[]string{"run", "callchain", "--set", "callchain.items=-100"}, "callchain.items=-100"},
 	} {

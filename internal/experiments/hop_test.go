@@ -233,16 +233,16 @@ func TestHopBadParameters(t *testing.T) {
 		arms  func(exp.Params) ([]exp.Arm, error)
 		want  []string // in the message
 	}{
-		{map[string]string{"hop.pool": "0"}, hopArms, []string{"hop.pool=0", "1 and 1000"}},
-		{map[string]string{"hop.pool": "1001"}, hopArms, []string{"hop.pool=1001", "1 and 1000"}},
-		{map[string]string{"hop.callers": "-3"}, hopArms, []string{"hop.callers=-3", "between 1"}},
+		{map[string]string{"hop.pool": "0"}, hopArms, []string{"hop.pool=0", "in 1..1000"}},
+		{map[string]string{"hop.pool": "1001"}, hopArms, []string{"hop.pool=1001", "in 1..1000"}},
+		{map[string]string{"hop.callers": "-3"}, hopArms, []string{"hop.callers=-3", "in 1.."}},
 		{map[string]string{"hop.pool": "two"}, hopArms, []string{"hop.pool=two", "not a whole number"}},
-		{map[string]string{"concurrency.levels": "1,0,50"}, concurrencyArms, []string{"concurrency.levels=1,0,50", "0 must be between 1 and 1000"}},
+		{map[string]string{"concurrency.levels": "1,0,50"}, concurrencyArms, []string{"concurrency.levels=1,0,50", "0 must be in 1..1000"}},
 		{map[string]string{"concurrency.levels": "0"}, concurrencyArms, []string{"concurrency.levels=0"}},
-		{map[string]string{"concurrency.pool": "0"}, concurrencyArms, []string{"concurrency.pool=0", "1 and 256"}},
-		{map[string]string{"callchain.items": "-5"}, callchainArms, []string{"callchain.items=-5", "between 1"}},
+		{map[string]string{"concurrency.pool": "0"}, concurrencyArms, []string{"concurrency.pool=0", "in 1..256"}},
+		{map[string]string{"callchain.items": "-5"}, callchainArms, []string{"callchain.items=-5", "in 1.."}},
 		{map[string]string{"callchain.batch": "0"}, callchainArms, []string{"callchain.batch=0"}},
-		{map[string]string{"callchain.items": "10", "callchain.batch": "11"}, callchainArms, []string{"callchain.batch=11", "between 1 and 10"}},
+		{map[string]string{"callchain.items": "10", "callchain.batch": "11"}, callchainArms, []string{"callchain.batch=11", "in 1..10"}},
 	}
 	for _, c := range cases {
 		_, err := c.arms(hopParams(exp.SuiteDefault, c.extra))

@@ -220,7 +220,7 @@ func hopOptInt(p exp.Params, key string, def, lo, hi int) (int, error) {
 		return 0, fmt.Errorf("--set %s=%s: %q is not a whole number; want %d..%d", key, s, s, lo, hi)
 	}
 	if n < lo || n > hi {
-		return 0, fmt.Errorf("--set %s=%d: must be between %d and %d", key, n, lo, hi)
+		return 0, fmt.Errorf("--set %s=%d: must be in %d..%d", key, n, lo, hi)
 	}
 	return n, nil
 }
@@ -244,7 +244,7 @@ func hopOptIntList(p exp.Params, key string, def []int, lo, hi int) ([]int, erro
 			return nil, fmt.Errorf("--set %s=%s: %q is not a whole number; want a list like 1,10,50 with values %d..%d", key, s, part, lo, hi)
 		}
 		if n < lo || n > hi {
-			return nil, fmt.Errorf("--set %s=%s: %d must be between %d and %d", key, s, n, lo, hi)
+			return nil, fmt.Errorf("--set %s=%s: %d must be in %d..%d", key, s, n, lo, hi)
 		}
 		out = append(out, n)
 	}

@@ -37,23 +37,32 @@ const (
 
 // Chart is one rendered-to-be chart of an experiment, with its one-line
 // reading of the figures and a legend drawn below the plot, never over it.
+// A line chart with more lines than it can tell apart (MaxLines) is drawn
+// as Parts charts, this one being number Part.
 type Chart struct {
 	Experiment string
 	Kind       string
 	Title      string
 	Reading    string
+	Part       int // 1…Parts; 0 for a chart drawn whole
+	Parts      int
 	plot       *plot.Plot
 	legend     []legendItem
 	w, h       vg.Length // the plot's size; the legend adds to h
 }
 
 // Name is how --chart selects it: "pingpong" for the bars, else
-// "pingpong:param", "pingpong:cdf".
+// "pingpong:param", "pingpong:cdf", and "pingpong:cdf-2" for the second
+// part of a split one.
 func (c *Chart) Name() string {
-	if c.Kind == ChartBars {
-		return c.Experiment
+	n := c.Experiment
+	if c.Kind != ChartBars {
+		n += ":" + c.Kind
 	}
-	return c.Experiment + ":" + c.Kind
+	if c.Parts > 1 {
+		n += fmt.Sprintf("-%d", c.Part)
+	}
+	return n
 }
 
 // Render writes the chart as "svg" (with its font embedded, so it renders
@@ -137,9 +146,30 @@ const (
 	legendInset = vg.Length(6)
 	legendGap   = vg.Length(14) // between columns
 	legendPad   = vg.Length(3)  // between rows
-	legendThumb = vg.Length(22)
-	legendSize  = vg.Length(8)
+	legendThumb = vg.Length(30) // long enough to show a line's dash pattern
 )
+
+// Text sizes, in points (an SVG's user units). At a chart's own width
+// (chartWidth, 672 CSS px) the smallest, the ticks, reads 12 px and the
+// legend 13 px; a page that shrinks a chart keeps it at least
+// MinChartWidthPx wide, where the ticks still read 10 px.
+const (
+	titleSize  = vg.Length(12)
+	labelSize  = vg.Length(10)
+	tickSize   = vg.Length(9)
+	legendSize = vg.Length(10)
+)
+
+// MinTextPx is the smallest text size, in CSS px, a chart may be shown at.
+const MinTextPx = 10
+
+// MinChartWidthPx is the narrowest a page may show a chart, in CSS px, for
+// its smallest text (tickSize) to read MinTextPx; narrower, it should
+// scroll instead.
+func MinChartWidthPx() int {
+	const pxPerPt = 96.0 / 72
+	return int(math.Ceil(float64(chartWidth) * pxPerPt * MinTextPx / (float64(tickSize) * pxPerPt)))
+}
 
 // legendLayout places the entries row by row in equal columns, as many as
 // the width allows: each entry's column and row.
@@ -217,13 +247,128 @@ func ExperimentCharts(exp string, arms []result.Arm) []*Chart {
 	if c := barsChart(exp, arms); c != nil {
 		out = append(out, c)
 	}
-	if c := paramChart(exp, arms); c != nil {
-		out = append(out, c)
-	}
-	if c := cdfChart(exp, arms); c != nil {
-		out = append(out, c)
-	}
+	out = append(out, paramCharts(exp, arms)...)
+	out = append(out, cdfCharts(exp, arms)...)
 	return out
+}
+
+// MaxLines is the most lines one line chart draws: each has a colour and a
+// dash pattern of its own (lineStyle). More are split into parts.
+const MaxLines = 8
+
+// lineColors are eight colours most readers tell apart on white
+// (Tableau's, with near-black for the eighth).
+var lineColors = []color.Color{
+	color.RGBA{0x1f, 0x77, 0xb4, 0xff}, // blue
+	color.RGBA{0xff, 0x7f, 0x0e, 0xff}, // orange
+	color.RGBA{0x2c, 0xa0, 0x2c, 0xff}, // green
+	color.RGBA{0xd6, 0x27, 0x28, 0xff}, // red
+	color.RGBA{0x94, 0x67, 0xbd, 0xff}, // purple
+	color.RGBA{0x8c, 0x56, 0x4b, 0xff}, // brown
+	color.RGBA{0xe3, 0x77, 0xc2, 0xff}, // pink
+	color.RGBA{0x33, 0x33, 0x33, 0xff}, // near-black
+}
+
+// lineStyle is the colour and dash pattern of line i of a chart: distinct
+// for every i below MaxLines, so no two lines of one chart look alike,
+// in colour or in grey.
+func lineStyle(i int) (color.Color, []vg.Length) {
+	return lineColors[i%len(lineColors)], plotutil.Dashes(i)
+}
+
+// splitLines partitions the lines of a chart, named by their arms' names
+// within the experiment, into parts of at most MaxLines, in order. Names
+// that share a leading part stay together where they fit (all thread arms
+// in one part, else thread/chan with thread/cond …), and small groups
+// share a part.
+func splitLines(names []string) [][]int {
+	idx := make([]int, len(names))
+	for i := range idx {
+		idx[i] = i
+	}
+	return splitAt(names, idx, 0)
+}
+
+func splitAt(names []string, idx []int, depth int) [][]int {
+	if len(idx) <= MaxLines {
+		return [][]int{idx}
+	}
+	var keys []string
+	groups := map[string][]int{}
+	deepest := 0
+	for _, i := range idx {
+		segs := strings.Split(names[i], "/")
+		deepest = max(deepest, len(segs))
+		k := strings.Join(segs[:min(depth+1, len(segs))], "/")
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	var out [][]int
+	if depth >= deepest { // alike to the end: cut in order
+		for len(idx) > 0 {
+			n := min(MaxLines, len(idx))
+			out, idx = append(out, idx[:n]), idx[n:]
+		}
+		return out
+	}
+	if len(keys) == 1 {
+		return splitAt(names, idx, depth+1)
+	}
+	var cur []int
+	flush := func() {
+		if len(cur) > 0 {
+			out, cur = append(out, cur), nil
+		}
+	}
+	for _, k := range keys {
+		g := groups[k]
+		if len(g) > MaxLines {
+			flush()
+			out = append(out, splitAt(names, g, depth+1)...)
+			continue
+		}
+		if len(cur)+len(g) > MaxLines {
+			flush()
+		}
+		cur = append(cur, g...)
+	}
+	flush()
+	return out
+}
+
+// partLabel says which arms a part holds: their common leading name
+// ("thread arms", "thread/futex arms"), else their first name parts.
+func partLabel(names []string) string {
+	common := strings.Split(names[0], "/")
+	var firsts []string
+	for _, n := range names {
+		segs := strings.Split(n, "/")
+		k := 0
+		for k < len(common) && k < len(segs) && common[k] == segs[k] {
+			k++
+		}
+		common = common[:k]
+		if !slices.Contains(firsts, segs[0]) {
+			firsts = append(firsts, segs[0])
+		}
+	}
+	switch {
+	case len(names) == 1:
+		return names[0]
+	case len(common) > 0:
+		return strings.Join(common, "/") + " arms"
+	}
+	return strings.Join(firsts, ", ") + " arms"
+}
+
+// partTitle adds to a split chart's title which part it is and what it holds.
+func partTitle(title string, part, parts int, names []string) string {
+	if parts <= 1 {
+		return title
+	}
+	return fmt.Sprintf("%s\n%s (%d of %d)", title, partLabel(names), part, parts)
 }
 
 func measured(a result.Arm) bool {
@@ -353,19 +498,33 @@ func (s spread) XError(i int) (float64, float64) { return s.lo[i], s.hi[i] }
 
 func newPlot(title string) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = wrap(title, textStyle(11), chartWidth-2*chartMargin-vg.Points(8))
-	p.Title.TextStyle.Font = font.From(chartFont, 11)
+	p.Title.Text = wrap(title, textStyle(titleSize), chartWidth-2*chartMargin-vg.Points(8))
+	p.Title.TextStyle.Font = font.From(chartFont, titleSize)
 	p.Title.Padding = vg.Points(8)
-	p.X.Label.TextStyle.Font = font.From(chartFont, 9)
-	p.Y.Label.TextStyle.Font = font.From(chartFont, 9)
-	p.X.Tick.Label.Font = font.From(chartFont, 8)
-	p.Y.Tick.Label.Font = font.From(chartFont, 8)
-	p.Legend.TextStyle.Font = font.From(chartFont, 8)
+	p.X.Label.TextStyle.Font = font.From(chartFont, labelSize)
+	p.Y.Label.TextStyle.Font = font.From(chartFont, labelSize)
+	p.X.Tick.Label.Font = font.From(chartFont, tickSize)
+	p.Y.Tick.Label.Font = font.From(chartFont, tickSize)
+	p.Legend.TextStyle.Font = font.From(chartFont, legendSize)
 	return p
 }
 
-// wrap breaks text at spaces into lines no wider than width.
+// setXLabel sets the x axis's label, wrapped to fit under the data area
+// (centred there, it may not reach past the chart's edges).
+func setXLabel(p *plot.Plot, label string) {
+	p.X.Label.Text = wrap(label, textStyle(labelSize), chartWidth*6/10)
+}
+
+// wrap breaks text at spaces into lines no wider than width, keeping
+// the line breaks it has.
 func wrap(s string, sty text.Style, width vg.Length) string {
+	if strings.Contains(s, "\n") {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			out = append(out, wrap(l, sty, width))
+		}
+		return strings.Join(out, "\n")
+	}
 	var lines []string
 	line := ""
 	for _, w := range strings.Fields(s) {
@@ -445,7 +604,7 @@ func barsChart(exp string, arms []result.Arm) *Chart {
 	}
 	div, unitName := axisUnit(unit, p.X.Min, p.X.Max)
 	p.X.Tick.Marker = axisTicker(log, div)
-	p.X.Label.Text = axisLabel(quantity(unit)+" per "+opLabel(op), unitName, log)
+	setXLabel(p, axisLabel(quantity(unit)+" per "+opLabel(op), unitName, log))
 	sp := spread{}
 	colors := barColors(sel)
 	for i, a := range sel {
@@ -703,8 +862,9 @@ func parseNum(s string) (float64, bool) {
 	return v * mult, true
 }
 
-// paramChart: median against a swept numeric parameter, one line per group.
-func paramChart(exp string, arms []result.Arm) *Chart {
+// paramCharts: median against a swept numeric parameter, one line per
+// group, in parts of at most MaxLines lines that share their axes.
+func paramCharts(exp string, arms []result.Arm) []*Chart {
 	key, groups := sweepParam(exp, arms)
 	if key == "" {
 		return nil
@@ -718,7 +878,7 @@ func paramChart(exp string, arms []result.Arm) *Chart {
 	sort.Strings(names)
 	unit := groups[names[0]][0].Unit
 	op := groups[names[0]][0].Op
-	p := newPlot(fmt.Sprintf("%s: %s per %s against %s", exp, quantity(unit), opLabel(op), key))
+	title := fmt.Sprintf("%s: %s per %s against %s", exp, quantity(unit), opLabel(op), key)
 	var xs, ys []float64
 	for _, g := range names {
 		for _, a := range groups[g] {
@@ -727,59 +887,72 @@ func paramChart(exp string, arms []result.Arm) *Chart {
 		}
 	}
 	logX, logY := wide(xs) && minPositive(xs), wide(ys)
-	if logX {
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = logTicks{}
-	}
-	xUnit := "count"
-	if sizeParam[key] {
-		lo := 0.0
-		if logX {
-			lo = slices.Min(xs)
-		}
-		div, name := axisUnit("bytes", lo, slices.Max(xs))
-		p.X.Tick.Marker, xUnit = axisTicker(logX, div), name
-	}
 	lo, hi := math.Inf(1), 0.0
 	for _, y := range ys {
 		lo, hi = math.Min(lo, y), math.Max(hi, y)
 	}
-	if logY {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Min, p.Y.Max = lo/1.3, hi*1.3
-	} else {
-		p.Y.Min, p.Y.Max = 0, hi*1.1
-	}
-	div, unitName := axisUnit(unit, p.Y.Min, p.Y.Max)
-	p.Y.Tick.Marker = axisTicker(logY, div)
-	p.X.Label.Text = paramAxisLabel(key, xUnit, logX)
-	p.Y.Label.Text = axisLabel(quantity(unit)+" per "+opLabel(op), unitName, logY)
-	var legend []legendItem
-	var readings []string
-	for i, g := range names {
-		as := append([]result.Arm(nil), groups[g]...)
-		sort.Slice(as, func(i, j int) bool { return paramValue(as[i], key) < paramValue(as[j], key) })
-		var pts plotter.XYs
-		for _, a := range as {
-			pts = append(pts, plotter.XY{X: paramValue(a, key), Y: a.Median})
+	parts := splitLines(names)
+	var out []*Chart
+	for pi, part := range parts {
+		var pnames []string
+		for _, i := range part {
+			pnames = append(pnames, names[i])
 		}
-		l, s, err := plotter.NewLinePoints(pts)
-		if err != nil {
-			continue
+		p := newPlot(partTitle(title, pi+1, len(parts), pnames))
+		if logX {
+			p.X.Scale = plot.LogScale{}
+			p.X.Tick.Marker = logTicks{}
 		}
-		l.LineStyle.Color = plotutil.Color(i)
-		l.LineStyle.Dashes = plotutil.Dashes(i)
-		s.Color = plotutil.Color(i)
-		s.Shape = plotutil.Shape(i)
-		p.Add(l, s)
-		legend = append(legend, legendItem{label: g, thumbs: []plot.Thumbnailer{l, s}})
-		first, last := as[0], as[len(as)-1]
-		readings = append(readings, fmt.Sprintf("%s %s → %s from %s=%s to %s=%s (%.2f×)", g,
-			result.FormatValue(first.Median, unit), result.FormatValue(last.Median, unit),
-			key, armParams(first)[key], key, armParams(last)[key], last.Median/first.Median))
+		p.X.Min, p.X.Max = slices.Min(xs), slices.Max(xs)
+		xUnit := "count"
+		if sizeParam[key] {
+			xlo := 0.0
+			if logX {
+				xlo = slices.Min(xs)
+			}
+			div, name := axisUnit("bytes", xlo, slices.Max(xs))
+			p.X.Tick.Marker, xUnit = axisTicker(logX, div), name
+		}
+		if logY {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Min, p.Y.Max = lo/1.3, hi*1.3
+		} else {
+			p.Y.Min, p.Y.Max = 0, hi*1.1
+		}
+		div, unitName := axisUnit(unit, p.Y.Min, p.Y.Max)
+		p.Y.Tick.Marker = axisTicker(logY, div)
+		setXLabel(p, paramAxisLabel(key, xUnit, logX))
+		p.Y.Label.Text = axisLabel(quantity(unit)+" per "+opLabel(op), unitName, logY)
+		var legend []legendItem
+		var readings []string
+		for i, g := range pnames {
+			as := append([]result.Arm(nil), groups[g]...)
+			sort.Slice(as, func(i, j int) bool { return paramValue(as[i], key) < paramValue(as[j], key) })
+			var pts plotter.XYs
+			for _, a := range as {
+				pts = append(pts, plotter.XY{X: paramValue(a, key), Y: a.Median})
+			}
+			l, s, err := plotter.NewLinePoints(pts)
+			if err != nil {
+				continue
+			}
+			l.LineStyle.Color, l.LineStyle.Dashes = lineStyle(i)
+			s.Color = l.LineStyle.Color
+			s.Shape = plotutil.Shape(i)
+			p.Add(l, s)
+			legend = append(legend, legendItem{label: g, thumbs: []plot.Thumbnailer{l, s}})
+			first, last := as[0], as[len(as)-1]
+			readings = append(readings, fmt.Sprintf("%s %s → %s from %s=%s to %s=%s (%.2f×)", g,
+				result.FormatValue(first.Median, unit), result.FormatValue(last.Median, unit),
+				key, armParams(first)[key], key, armParams(last)[key], last.Median/first.Median))
+		}
+		out = append(out, &Chart{Experiment: exp, Kind: ChartParam, Title: p.Title.Text, Part: pi + 1, Parts: len(parts),
+			Reading: strings.Join(readings, "; ") + ".", plot: p, legend: legend, w: chartWidth, h: 3.4 * vg.Inch})
 	}
-	return &Chart{Experiment: exp, Kind: ChartParam, Title: p.Title.Text,
-		Reading: strings.Join(readings, "; ") + ".", plot: p, legend: legend, w: chartWidth, h: 3.4 * vg.Inch}
+	if len(out) == 1 {
+		out[0].Part, out[0].Parts = 0, 0
+	}
+	return out
 }
 
 func minPositive(xs []float64) bool {
@@ -791,70 +964,91 @@ func minPositive(xs []float64) bool {
 	return true
 }
 
-// cdfChart: the cumulative share of sampled ops at or below each latency,
-// from the arms' histograms.
-func cdfChart(exp string, arms []result.Arm) *Chart {
+// cdfCharts: the cumulative share of sampled ops at or below each
+// latency, from the arms' histograms, in parts of at most MaxLines arms
+// that share their axes.
+func cdfCharts(exp string, arms []result.Arm) []*Chart {
 	var sel []result.Arm
+	var names []string
 	for _, a := range arms {
-		if len(a.Histogram) > 0 {
+		var total int64
+		for _, b := range a.Histogram {
+			total += b.Count
+		}
+		if total > 0 {
 			sel = append(sel, a)
+			names = append(names, short(exp, a.Name))
 		}
 	}
 	if len(sel) == 0 {
 		return nil
 	}
-	p := newPlot(fmt.Sprintf("%s: latency distribution per %s (share of sampled ops ≤ x)", exp, opLabel(sel[0].Op)))
-	p.X.Scale = plot.LogScale{}
+	title := fmt.Sprintf("%s: latency distribution per %s (share of sampled ops ≤ x)", exp, opLabel(sel[0].Op))
 	lo, hi := math.Inf(1), 0.0
 	for _, a := range sel {
 		lo = math.Min(lo, math.Max(a.Histogram[0].LowNs, 1))
 		hi = math.Max(hi, a.Histogram[len(a.Histogram)-1].HighNs)
 	}
 	div, unitName := axisUnit("ns/op", lo, hi)
-	p.X.Tick.Marker = axisTicker(true, div)
-	p.X.Label.Text = axisLabel("latency of one "+opLabel(sel[0].Op), unitName, true)
-	p.Y.Label.Text = "share of sampled ops (%)"
-	p.Y.Tick.Marker = percentTicks{}
-	p.Y.Min, p.Y.Max = 0, 1
-	var legend []legendItem
-	worst, worstRatio := result.Arm{}, 0.0
-	for i, a := range sel {
-		var total int64
-		for _, b := range a.Histogram {
-			total += b.Count
+	parts := splitLines(names)
+	var out []*Chart
+	for pi, part := range parts {
+		var pnames []string
+		for _, i := range part {
+			pnames = append(pnames, names[i])
 		}
-		if total == 0 {
-			continue
+		p := newPlot(partTitle(title, pi+1, len(parts), pnames))
+		p.X.Scale = plot.LogScale{}
+		p.X.Min, p.X.Max = lo, hi
+		p.X.Tick.Marker = axisTicker(true, div)
+		setXLabel(p, axisLabel("latency of one "+opLabel(sel[0].Op), unitName, true))
+		p.Y.Label.Text = "share of sampled ops (%)"
+		p.Y.Tick.Marker = percentTicks{}
+		p.Y.Min, p.Y.Max = 0, 1
+		var legend []legendItem
+		worst, worstRatio := result.Arm{}, 0.0
+		for li, i := range part {
+			a := sel[i]
+			var total int64
+			for _, b := range a.Histogram {
+				total += b.Count
+			}
+			var pts plotter.XYs
+			var cum int64
+			first := math.Max(a.Histogram[0].LowNs, 1)
+			pts = append(pts, plotter.XY{X: first, Y: 0})
+			for _, b := range a.Histogram {
+				cum += b.Count
+				pts = append(pts, plotter.XY{X: math.Max(b.HighNs, first*1.0001), Y: float64(cum) / float64(total)})
+			}
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				continue
+			}
+			l.LineStyle.Color, l.LineStyle.Dashes = lineStyle(li)
+			l.LineStyle.Width = vg.Points(1.5)
+			p.Add(l)
+			legend = append(legend, legendItem{label: names[i], thumbs: []plot.Thumbnailer{l}})
+			if pc := a.Percentiles; pc != nil && pc.P50 > 0 && pc.P99/pc.P50 > worstRatio {
+				worst, worstRatio = a, pc.P99/pc.P50
+			}
 		}
-		var pts plotter.XYs
-		var cum int64
-		first := math.Max(a.Histogram[0].LowNs, 1)
-		pts = append(pts, plotter.XY{X: first, Y: 0})
-		for _, b := range a.Histogram {
-			cum += b.Count
-			pts = append(pts, plotter.XY{X: math.Max(b.HighNs, first*1.0001), Y: float64(cum) / float64(total)})
+		reading := fmt.Sprintf("%d arms with sampled latencies.", len(part))
+		if worstRatio > 0 {
+			pc := worst.Percentiles
+			reading = fmt.Sprintf("the widest tail is %s: p50 %s, p99 %s (%.1f× p50), p99.9 %s.", short(exp, worst.Name),
+				result.FormatNs(pc.P50), result.FormatNs(pc.P99), worstRatio, result.FormatNs(pc.P999))
+			if len(parts) > 1 {
+				reading = "of these, " + reading
+			}
 		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			continue
-		}
-		l.LineStyle.Color = plotutil.Color(i)
-		l.LineStyle.Dashes = plotutil.Dashes(i)
-		l.LineStyle.Width = vg.Points(1.5)
-		p.Add(l)
-		legend = append(legend, legendItem{label: short(exp, a.Name), thumbs: []plot.Thumbnailer{l}})
-		if pc := a.Percentiles; pc != nil && pc.P50 > 0 && pc.P99/pc.P50 > worstRatio {
-			worst, worstRatio = a, pc.P99/pc.P50
-		}
+		out = append(out, &Chart{Experiment: exp, Kind: ChartCDF, Title: p.Title.Text, Reading: reading, Part: pi + 1, Parts: len(parts),
+			plot: p, legend: legend, w: chartWidth, h: 3.4 * vg.Inch})
 	}
-	reading := fmt.Sprintf("%d arms with sampled latencies.", len(sel))
-	if worstRatio > 0 {
-		pc := worst.Percentiles
-		reading = fmt.Sprintf("the widest tail is %s: p50 %s, p99 %s (%.1f× p50), p99.9 %s.", short(exp, worst.Name),
-			result.FormatNs(pc.P50), result.FormatNs(pc.P99), worstRatio, result.FormatNs(pc.P999))
+	if len(out) == 1 {
+		out[0].Part, out[0].Parts = 0, 0
 	}
-	return &Chart{Experiment: exp, Kind: ChartCDF, Title: p.Title.Text, Reading: reading,
-		plot: p, legend: legend, w: chartWidth, h: 3.4 * vg.Inch}
+	return out
 }
 
 // percentTicks labels a 0–1 axis in percent.

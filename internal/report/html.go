@@ -10,16 +10,18 @@ import (
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
-// HTML writes a self-contained report: the environment, then per
-// experiment its charts (inline SVG, their font embedded once, no scripts,
-// no network), each with a
-// one-line reading, the checks, the findings, the published reference
-// figures beside ours, and the table of arms. html/template escapes
+// HTML writes a self-contained report: the verdict (as ctxlab run prints
+// it), the environment, then per experiment its charts (inline SVG, their
+// font embedded once, no scripts, no network), each with a one-line
+// reading, the checks, the findings, the published reference figures
+// beside ours, and the table of arms. The page uses a wide window's width
+// and, on a phone, scrolls wide tables, the verdict and charts sideways
+// rather than shrinking their text below MinTextPx. html/template escapes
 // markup but passes control characters, so every string goes through
 // termsafe first, as in every other format.
 func HTML(w io.Writer, run *result.Run) error {
 	run = termsafe.Strings(run)
-	data := htmlRun{Run: run}
+	data := htmlRun{Run: run, Verdict: strings.Join(VerdictLines(run, true), "\n")}
 	exps := experimentIndex(run)
 	for _, name := range experimentOrder(run) {
 		arms := armsOf(run, name)
@@ -48,8 +50,9 @@ func HTML(w io.Writer, run *result.Run) error {
 }
 
 type htmlRun struct {
-	Run  *result.Run
-	Exps []htmlExp
+	Run     *result.Run
+	Verdict string
+	Exps    []htmlExp
 }
 
 type htmlExp struct {
@@ -94,6 +97,7 @@ func htmlArmRow(exp string, a result.Arm) []string {
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"ns":       result.FormatNs,
 	"fontface": func() template.CSS { return template.CSS(ChartFontFace()) },
+	"chartmin": func() template.CSS { return template.CSS(fmt.Sprintf("%dpx", MinChartWidthPx())) },
 	"mark":     checkMark,
 	"cpus":     func(cs []int) string { return fmt.Sprint(cs) },
 	"bytes":    func(b int64) string { return result.FormatValue(float64(b), "B/op") },
@@ -124,12 +128,20 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 <title>ctxlab report {{.Run.ID}}</title>
 <style>
 {{fontface}}
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 60em; padding: 0 1em; color: #222; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 1320px; padding: 0 16px; color: #222; }
 h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.92em; }
 td, th { padding: 0.15em 0.6em; border-bottom: 1px solid #eee; text-align: left; vertical-align: top; }
+th, td.n, td.arm { white-space: nowrap; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
-figure { margin: 1em 0; } figure svg { max-width: 100%; height: auto; }
+td.wide { min-width: 16em; } table.env td { overflow-wrap: anywhere; }
+pre.verdict { font: 12.5px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; margin: 0.5em 0; padding: 0.6em 0.8em; background: #f6f8fa; border: 1px solid #ddd; white-space: pre-wrap; }
+@media (max-width: 900px) { pre.verdict { white-space: pre; width: max-content; } }
+figure.chart { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 0.4em 1.5em; margin: 1.2em 0; }
+figure.chart .plot { flex: 0 1 672px; min-width: 0; }
+figure.chart svg { display: block; width: 100%; min-width: {{chartmin}}; height: auto; }
+figure.chart figcaption { flex: 1 1 18em; max-width: 40em; }
 figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 .holds { color: #1a7f37; } .fails { color: #cf222e; } .skipped { color: #888; }
 .warn { color: #9a6700; } .muted { color: #666; font-size: 0.9em; }
@@ -138,9 +150,13 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 <body>
 <h1>ctxlab report</h1>
 <p class="muted">run {{.Run.ID}} · {{date .Run}} · suite {{.Run.Suite}} · ctxlab {{.Run.Version}} · {{.Run.GoVersion}}</p>
+<section id="verdict">
+<h2>Verdict</h2>
+<div class="scroll"><pre class="verdict">{{.Verdict}}</pre></div>
+</section>
 <section id="environment">
 <h2>Environment</h2>
-{{with .Run.Env}}<table>
+{{with .Run.Env}}<div class="scroll"><table class="env">
 <tr><th>host</th><td>{{.Hostname}}</td></tr>
 <tr><th>CPU</th><td>{{.CPUModel}}: {{.LogicalCPUs}} logical CPUs, {{.Cores}} cores, {{.ThreadsPerCore}} threads per core, online {{cpus .OnlineCPUs}}{{if .Hypervisor}} · virtual machine{{end}}</td></tr>
 <tr><th>caches</th><td>{{range .Caches}}L{{.Level}} {{.Type}} {{bytes .SizeB}} · {{else}}not reported by this kernel (no /sys/devices/system/cpu/cpu0/cache){{end}}</td></tr>
@@ -148,7 +164,7 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 <tr><th>Go</th><td>{{.GoVersion}} · GOMAXPROCS {{.GOMAXPROCS}}{{if eq .CgoEnabled "1"}} · cgo build{{else if eq .CgoEnabled "0"}} · CGO_ENABLED=0 build{{end}}</td></tr>
 <tr><th>load</th><td>load1 {{printf "%.2f" .Load1}} · steal since boot {{printf "%.2f" .StealPct}}%</td></tr>
 <tr><th>perf counters</th><td>{{supported .Counters}} (paranoid {{.PerfParanoid}})</td></tr>
-</table>{{end}}
+</table></div>{{end}}
 <p class="muted">one timestamp read costs {{printf "%.0f" .Run.ClockCostNs}} ns{{if gt .Run.SyscallNs 0.0}} · one system call {{ns .Run.SyscallNs}}, and Go's runtime-aware path adds {{ns .Run.SyscallPathNs}} to each call made through it (a Go program's blocking calls; ring's futex and pipe thread rings and cachecost's futex pair on every wait; pingpong's and interference's thread and process arms wait in system-call sections and pay it once per section, never inside a timed op){{end}}{{if .Run.Interrupted}} · <span class="warn">the run was interrupted: the report holds the arms that finished</span>{{end}}</p>
 {{range .Run.Warnings}}<p class="warn">⚠ {{.}}</p>
 {{end}}</section>
@@ -156,7 +172,7 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 <h2>{{.Name}}</h2>
 <p>{{if .Summary}}{{.Summary}} · {{end}}op: {{.Op}}</p>
 {{range .Charts}}<figure class="chart" data-chart="{{.Kind}}" data-name="{{.Name}}">
-{{.SVG}}
+<div class="plot scroll">{{.SVG}}</div>
 <figcaption class="reading">{{.Reading}}</figcaption>
 </figure>
 {{end}}{{if .Checks}}<h3>Checks</h3>
@@ -166,14 +182,14 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 <ul class="findings">{{range .Findings}}<li>{{.}}</li>
 {{end}}</ul>
 {{end}}{{if .Refs}}<h3>Published reference figures (SPEC §8)</h3>
-<table class="refs"><tr><th>our arm</th><th>ours</th><th>published</th></tr>
-{{range .Refs}}<tr><td>{{if .Arm}}{{.Arm}}{{else}}(the experiment){{end}}</td><td class="n">{{.Ours}}</td><td>{{.Ref.Text}}</td></tr>
-{{end}}</table>
+<div class="scroll"><table class="refs"><tr><th>our arm</th><th>ours</th><th>published</th></tr>
+{{range .Refs}}<tr><td class="arm">{{if .Arm}}{{.Arm}}{{else}}(the experiment){{end}}</td><td class="n">{{.Ours}}</td><td class="wide">{{.Ref.Text}}</td></tr>
+{{end}}</table></div>
 <p class="muted">Published figures come from other machines and runtimes (mostly CPython); they set the scale, they are not targets.</p>
 {{end}}<h3>Arms</h3>
-<table class="arms"><tr><th>arm</th><th>median</th><th>min–max</th><th>p99</th><th>switches/op</th><th>migr/op</th><th>status</th></tr>
-{{range .Arms}}<tr>{{range $i, $c := .}}{{if and (gt $i 0) (lt $i 6)}}<td class="n">{{$c}}</td>{{else}}<td>{{$c}}</td>{{end}}{{end}}</tr>
-{{end}}</table>
+<div class="scroll"><table class="arms"><tr><th>arm</th><th>median</th><th>min–max</th><th>p99</th><th>switches/op</th><th>migr/op</th><th>status</th></tr>
+{{range .Arms}}<tr>{{range $i, $c := .}}{{if eq $i 0}}<td class="arm">{{$c}}</td>{{else if lt $i 6}}<td class="n">{{$c}}</td>{{else}}<td class="wide">{{$c}}</td>{{end}}{{end}}</tr>
+{{end}}</table></div>
 {{range .Notes}}<p class="muted">· {{.}}</p>
 {{end}}</section>
 {{end}}<p class="muted">made by ctxlab · charts drawn with gonum/plot · no scripts, no network</p>

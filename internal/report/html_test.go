@@ -3,10 +3,14 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
+	"html"
+	"image/color"
 	"io"
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -268,6 +272,150 @@ func TestChartLegendsUnitsAndFont(t *testing.T) {
 	}
 	if !strings.Contains(inline, "sans-serif") {
 		t.Error("the chart font stack does not end in a generic family")
+	}
+}
+
+// sixteenCDFArms are sixteen pingpong-like arms with histograms: six
+// goroutine, seven thread and three process arms.
+func sixteenCDFArms() []result.Arm {
+	var arms []result.Arm
+	add := func(sub, mech, pl string) {
+		arms = append(arms, result.Arm{Name: "pingpong/" + sub + "/" + mech + "/" + pl, Experiment: "pingpong", Substrate: sub,
+			Mechanism: mech, Placement: pl, Status: result.StatusOK, Median: 1000, Min: 900, Max: 1100, Unit: "ns/op", Op: "round trip",
+			Histogram:   []result.Bucket{{LowNs: 256, HighNs: 512, Count: 90}, {LowNs: 512, HighNs: 1024, Count: 10}},
+			Percentiles: &result.Percentiles{Samples: 100, P50: 400, P99: 900, P999: 1000}})
+	}
+	for _, m := range []string{"chan", "chan-buffered", "cond"} {
+		add("goroutine", m, "gomaxprocs=1")
+		add("goroutine", m, "gomaxprocs=all")
+	}
+	for _, m := range []string{"chan", "futex", "pipe"} {
+		add("thread", m, "unpinned")
+		add("thread", m, "same-cpu")
+	}
+	add("thread", "eventfd", "unpinned")
+	for _, m := range []string{"pipe", "unixsock", "shmfutex"} {
+		add("process", m, "unpinned")
+	}
+	return arms
+}
+
+// A latency distribution of more lines than one chart can tell apart is
+// drawn in parts: every arm in exactly one part, at most MaxLines lines in
+// each, no two lines of a part alike in colour (nor in dash pattern), and
+// each part named and titled as a part.
+func TestCDFPartsNeverReuseColours(t *testing.T) {
+	arms := sixteenCDFArms()
+	var parts []*Chart
+	for _, c := range ExperimentCharts("pingpong", arms) {
+		if c.Kind == ChartCDF {
+			parts = append(parts, c)
+		}
+	}
+	if len(parts) < 2 {
+		t.Fatalf("16 lines drawn in %d chart(s)", len(parts))
+	}
+	seen := map[string]int{}
+	for i, c := range parts {
+		if want := fmt.Sprintf("pingpong:cdf-%d", i+1); c.Name() != want || c.Part != i+1 || c.Parts != len(parts) {
+			t.Errorf("part %d is named %s (%d of %d), want %s", i+1, c.Name(), c.Part, c.Parts, want)
+		}
+		if !strings.Contains(c.Title, fmt.Sprintf("(%d of %d)", i+1, len(parts))) {
+			t.Errorf("%s: title %q does not say which part it is", c.Name(), c.Title)
+		}
+		if len(c.legend) > MaxLines {
+			t.Errorf("%s draws %d lines, more than %d", c.Name(), len(c.legend), MaxLines)
+		}
+		colours, dashes := map[color.Color]string{}, map[string]string{}
+		for _, it := range c.legend {
+			seen[it.label]++
+			l, ok := it.thumbs[0].(*plotter.Line)
+			if !ok {
+				t.Fatalf("%s: legend thumbnail %T is not a line", c.Name(), it.thumbs[0])
+			}
+			if prev, dup := colours[l.LineStyle.Color]; dup {
+				t.Errorf("%s: %s and %s share a colour", c.Name(), prev, it.label)
+			}
+			colours[l.LineStyle.Color] = it.label
+			d := fmt.Sprint(l.LineStyle.Dashes)
+			if prev, dup := dashes[d]; dup {
+				t.Errorf("%s: %s and %s share a dash pattern", c.Name(), prev, it.label)
+			}
+			dashes[d] = it.label
+		}
+	}
+	for _, a := range arms {
+		if n := seen[short("pingpong", a.Name)]; n != 1 {
+			t.Errorf("%s is drawn in %d parts", a.Name, n)
+		}
+	}
+}
+
+// splitLines keeps arms that share a leading name together and packs
+// small groups into one part.
+func TestSplitLines(t *testing.T) {
+	names := func(prefix string, n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf("%s/%d", prefix, i))
+		}
+		return out
+	}
+	cases := []struct {
+		in   []string
+		want string // parts' sizes
+	}{
+		{names("a", 8), "[8]"},
+		{append(names("goroutine", 3), append(names("thread", 6), names("process", 3)...)...), "[3 6 3]"},
+		{append(names("a", 2), append(names("b", 2), names("c", 5)...)...), "[4 5]"},
+		{append(names("thread/chan", 3), append(names("thread/cond", 3), append(names("thread/futex", 3), names("thread/pipe", 3)...)...)...), "[6 6]"},
+		{names("x", 17), "[8 8 1]"},
+	}
+	for _, c := range cases {
+		var sizes []int
+		for _, p := range splitLines(c.in) {
+			sizes = append(sizes, len(p))
+		}
+		if got := fmt.Sprint(sizes); got != c.want {
+			t.Errorf("splitLines(%v) sizes %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// The report opens with the verdict ctxlab run prints, HTML-escaped, above
+// the environment.
+func TestHTMLVerdictFirst(t *testing.T) {
+	run := browserFixture(t)
+	run.Env.Hostname = `<b>host</b>&"`
+	var b bytes.Buffer
+	if err := HTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	v, e := strings.Index(page, `<section id="verdict">`), strings.Index(page, `<section id="environment">`)
+	if v < 0 || e < 0 || v > e {
+		t.Fatalf("verdict section at %d, environment at %d: the verdict must come first", v, e)
+	}
+	if strings.Contains(page, "<b>host</b>") {
+		t.Error("the host name went into the page unescaped")
+	}
+	verdict := html.UnescapeString(page[v:e])
+	for _, l := range VerdictLines(run, true) {
+		if l = strings.TrimSpace(l); l != "" && !strings.Contains(verdict, l) {
+			t.Errorf("the report's verdict lacks %q", l)
+		}
+	}
+}
+
+// At the narrowest width a page may show a chart, its legend still reads
+// 11 px and its smallest text MinTextPx.
+func TestChartTextSizes(t *testing.T) {
+	scale := float64(MinChartWidthPx()) / float64(chartWidth) // CSS px per point
+	if px := float64(tickSize) * scale; px < MinTextPx-0.01 {
+		t.Errorf("ticks read %.1f px at %d px", px, MinChartWidthPx())
+	}
+	if px := float64(legendSize) * scale; px < 11 {
+		t.Errorf("the legend reads %.1f px at %d px", px, MinChartWidthPx())
 	}
 }
 
