@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -205,8 +204,8 @@ func short(unit string) valueFormat {
 // A's and B's medians and ranges, the ratio B/A with its interval, the
 // delta ("~" when no difference is shown) and what decided it — the
 // geomeans, and a legend of the rule for the columns shown. An arm name
-// too long for the room sits on a line of its own above its figures; no
-// figure is cut.
+// too long for the room sits on a line of its own above its figures
+// (textcol.Fit); no figure is cut.
 func Table(w io.Writer, c *Comparison, width int) error {
 	out := func(s string) {
 		for _, l := range textcol.Wrap(s, width) {
@@ -325,32 +324,14 @@ func Table(w io.Writer, c *Comparison, width int) error {
 			break
 		}
 	}
-	room := longest
-	if width > 0 {
-		room = max(min(longest, width-figures), 0)
-	}
 	rows := [][]string{append([]string{"arm"}, headsOf(cols)...)}
-	above := [][]string{nil} // per table row, the lines printed before it
 	for _, l := range lines {
-		var pre []string
 		if l.heading != "" {
-			pre = append(pre, l.heading)
+			rows = append(rows, []string{l.heading})
 		}
-		name := l.name
-		if len([]rune(name)) > room {
-			pre, name = append(pre, name), ""
-		}
-		rows = append(rows, append([]string{name}, l.cells(cols)...))
-		above = append(above, pre)
+		rows = append(rows, append([]string{l.name}, l.cells(cols)...))
 	}
-	var buf bytes.Buffer
-	textcol.Write(&buf, rows, "", func(col, n int) bool { return col > 0 && cols[col-1].right })
-	for i, l := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
-		for _, p := range above[i] {
-			out(p)
-		}
-		fmt.Fprintln(w, l)
-	}
+	textcol.Fit(w, rows, width, func(col, n int) bool { return col > 0 && cols[col-1].right })
 	tail(w, c, "", out)
 	for _, l := range legend(cols) {
 		out(l)
