@@ -271,3 +271,11 @@ func pct(f float64) string {
 func Percent(f float64) string { return pct(f) }
 
 func fmtRate(r float64) string { return result.FormatCount(math.Round(r)) }
+
+// Hogged says the arm runs CPU hogs beside its workers, as its experiment
+// declares (exp.Spec.Hogged): its time per op holds the hogs' turns, so it
+// is no CPU cost of a handoff and prices nothing.
+func Hogged(a result.Arm) bool {
+	s, ok := exp.Lookup(a.Experiment)
+	return ok && s.Hogged != nil && s.Hogged(a)
+}
