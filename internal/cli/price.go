@@ -19,6 +19,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/store"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // historyDepth is how many stored runs (newest first) are searched for one
@@ -153,9 +154,12 @@ func writePrice(ctx context.Context, o *WatchOptions, w io.Writer, asJSON bool, 
 			price.Price
 		}{"price", p})
 	}
+	width := termWidth(w) // on a terminal, wrapped at spaces, never cut mid-word
 	for _, l := range p.Lines {
-		if _, err := fmt.Fprintln(w, l); err != nil {
-			return err
+		for _, part := range textcol.Wrap(l, width) {
+			if _, err := fmt.Fprintln(w, part); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
