@@ -130,7 +130,7 @@ func Lead(c *Comparison) []string {
 		chance := ApartChance(top[0], top[1])
 		out = append(out, fmt.Sprintf("few repetitions: %d of %d arms have fewer than the %d a side that a 95%% confidence interval needs (%s), "+
 			"so they are decided by their ranges: a difference only where A's and B's min–max ranges do not overlap, "+
-			"which happens by chance 1 time in %.0f at %d vs %d when nothing changed; --reps %d or more gives benchstat's confidence intervals and U test",
+			"which would happen by chance 1 time in %.0f at %d vs %d if nothing changed between the runs, the machine's state included; --reps %d or more gives benchstat's confidence intervals and U test",
 			few, len(c.Rows), CIReps(), at, 1/chance, top[0], top[1], CIReps()))
 	}
 	if tooFew > 0 {
