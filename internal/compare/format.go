@@ -146,7 +146,7 @@ func Lead(c *Comparison) []string {
 		}
 	}
 	if na+nb > 0 {
-		out = append(out, fmt.Sprintf("noisy: A in %d of %d arms, B in %d (load, steal or spread while the arm ran; ctxlab show RUN --detail says why): a difference on a noisy row may be the machine's, not the code's",
+		out = append(out, fmt.Sprintf("noisy: A in %d of %d arms, B in %d (load, steal or spread while the arm ran; ctxlab show RUN says why): a difference on a noisy row may be the machine's, not the code's",
 			na, len(c.Rows), nb))
 	}
 	return out
