@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,9 +38,13 @@ spends its on-CPU time per op × rate of a core. On-CPU time counts every
 participant (both sides of a handoff, child processes too), not the wall
 time: a blocking handoff across CPUs takes long but mostly waits. The figures
 come from the latest stored run (or --run, a stored run or a run JSON file);
-each row says where its CPU time comes from (the runner's per-op CPU time,
-else perf task-clock from --counters). The summary names, per experiment and
-substrate, the arm it priced — the one with the least CPU per op — and why.
+the first line says where its CPU time comes from (the runner's per-op CPU
+time, else perf task-clock from --counters). The summary names, per
+experiment, op and substrate, the arm it priced — the one with the least CPU
+per op — and why. Arms that run CPU hogs beside their workers (interference's
+hogs=N, busy=N) are left out, and so are arms without CPU time per op and
+figures that are not a time per op; each group is named with its reason. On
+a terminal the table fits its width.
 
 A run without CPU time per op (older runs) is priced by wall time, and the
 output says so.`,
@@ -65,7 +70,7 @@ output says so.`,
 			if err != nil {
 				return err
 			}
-			return writeBudget(stdout, run, rate, o.Arm)
+			return writeBudget(stdout, run, rate, o.Arm, termWidth(stdout))
 		},
 	}
 	f := c.Flags()
@@ -132,27 +137,101 @@ type budgetRow struct {
 	source string
 }
 
-// writeBudget prices run's arms. Names and the host may come from an
-// imported file: --arm matches them as they are, and they are printed
-// escaped (termsafe), in the table and in the message for an --arm that
-// matches nothing.
-func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error {
-	esc := termsafe.String
+// shortOp is an op's noun without its parenthetical note ("1 ms timer
+// sleep (percentiles: …)" → "1 ms timer sleep"): a label, never a unit.
+func shortOp(op string) string {
+	if i := strings.Index(op, " ("); i > 0 {
+		op = op[:i]
+	}
+	if op == "" {
+		return "op"
+	}
+	return op
+}
+
+// inExperiment is the arm's name without its experiment's, for rows
+// listed under the experiment.
+func inExperiment(a result.Arm) string {
+	if rest, ok := strings.CutPrefix(a.Name, a.Experiment+"/"); ok {
+		return rest
+	}
+	return a.Name
+}
+
+// perExperiment names arms compactly: per experiment, how many, and the
+// first two of them (what(arm), or the name within the experiment), then "…".
+func perExperiment(arms []result.Arm, what func(result.Arm) string) string {
+	var exps []string
+	by := map[string][]string{}
+	for _, a := range arms {
+		if _, ok := by[a.Experiment]; !ok {
+			exps = append(exps, a.Experiment)
+		}
+		d := inExperiment(a)
+		if what != nil {
+			d = what(a)
+		}
+		if !slices.Contains(by[a.Experiment], d) {
+			by[a.Experiment] = append(by[a.Experiment], d)
+		}
+	}
+	var parts []string
+	for _, e := range exps {
+		n := 0
+		for _, a := range arms {
+			if a.Experiment == e {
+				n++
+			}
+		}
+		ds := by[e]
+		if len(ds) > 2 {
+			ds = append(ds[:2:2], "…")
+		}
+		parts = append(parts, fmt.Sprintf("%s (%d: %s)", e, n, strings.Join(ds, ", ")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeBudget prices the matching arms at rate, fitted to width columns
+// (≤ 0: not a terminal). Arms that are no CPU cost of a handoff are left
+// out and named, each group with its reason: arms that run CPU hogs
+// beside their workers (their time per op holds the hogs' turns), arms
+// without CPU time per op, and figures that are not a time per op.
+func writeBudget(w io.Writer, run *result.Run, rate float64, glob string, width int) error {
+	out := func(s string) {
+		for _, l := range textcol.Wrap(s, width) {
+			fmt.Fprintln(w, l)
+		}
+	}
+	// Names and the host may come from an imported file: --arm matches
+	// them as they are, and everything is printed escaped (termsafe).
+	raw := run.Arms
+	run = termsafe.Strings(run)
 	var rows []budgetRow
-	var wall []result.Arm
-	for _, a := range run.Arms {
-		if !armMatches(glob, a) || a.Status != result.StatusOK || a.Median <= 0 || (a.Unit != "" && a.Unit != "ns/op") {
+	var wall, hogged, notTime []result.Arm
+	for i, a := range run.Arms {
+		if !armMatches(glob, raw[i]) || a.Status != result.StatusOK || a.Median <= 0 {
 			continue
 		}
-		if c, src, ok := price.CPUPerOp(a); ok {
-			rows = append(rows, budgetRow{a, c, src})
-		} else {
-			wall = append(wall, a)
+		switch {
+		case a.Unit != "" && a.Unit != "ns/op":
+			notTime = append(notTime, a)
+		case price.Hogged(a):
+			hogged = append(hogged, a)
+		default:
+			if c, src, ok := price.CPUPerOp(a); ok {
+				rows = append(rows, budgetRow{a, c, src})
+			} else {
+				wall = append(wall, a)
+			}
 		}
 	}
 	byWall := false
 	if len(rows) == 0 {
 		if len(wall) == 0 {
+			if len(hogged)+len(notTime) > 0 {
+				return usagef("--arm %q: no matching arm of run %s can be priced: %s", glob, run.ID, strings.Join(unpriced(nil, hogged, notTime), "; "))
+			}
 			var names []string
 			seen := map[string]bool{}
 			for _, a := range run.Arms {
@@ -161,7 +240,7 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 					names = append(names, a.Experiment)
 				}
 			}
-			return usagef("--arm %q: no measured ns/op arm in run %s matches; its experiments are %s", glob, run.ID, strings.Join(termsafe.Strings(names), ", "))
+			return usagef("--arm %q: no measured ns/op arm in run %s matches; its experiments are %s", glob, run.ID, strings.Join(names, ", "))
 		}
 		byWall = true
 		for _, a := range wall {
@@ -169,61 +248,104 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string) error 
 		}
 		wall = nil
 	}
-	fmt.Fprintf(w, "at %s ops/s, from run %s (%s, %s):\n", fmtRate(rate), run.ID, esc(run.Env.Hostname), run.Time.UTC().Format("2006-01-02 15:04"))
-	if byWall {
-		fmt.Fprintln(w, "this run recorded no CPU time per op (run it again, or with --counters): priced by WALL time, which overstates a blocking handoff's CPU")
+	sources := map[string]bool{}
+	for _, r := range rows {
+		sources[r.source] = true
 	}
-	table := [][]string{{"arm", "CPU/op", "wall/op", "share of one core", "CPU time from"}}
+	head := fmt.Sprintf("at %s ops/s, from run %s (%s, %s): share of one core = CPU per op × rate", fmtRate(rate), run.ID, run.Env.Hostname, run.Time.UTC().Format("2006-01-02 15:04"))
+	if len(sources) == 1 {
+		head += "; CPU per op: " + rows[0].source
+	}
+	out(head)
+	if byWall {
+		out("this run recorded no CPU time per op (run it again, or with --counters): priced by WALL time, which overstates a blocking handoff's CPU")
+	}
+	table := [][]string{{"arm", "CPU/op", "wall/op", "share"}}
+	if len(sources) > 1 {
+		table[0] = append(table[0], "CPU time from")
+	}
 	type cheapest struct {
 		row  budgetRow
 		frac float64
 	}
-	best := map[string]map[string]cheapest{} // experiment → substrate
-	var exps []string
-	ops := map[string]string{}
+	type group struct{ exp, op string }
+	best := map[group]map[string]cheapest{} // → substrate
+	var groups []group
+	// On a terminal, arms sit under their experiment's name without it;
+	// elsewhere each row has the whole arm name, for grep.
+	grouped := width > 0
+	exp, overCore := "", false
 	for _, r := range rows {
 		a := r.arm
 		frac := r.perOp * rate / 1e9
-		note := ""
-		if frac > 1 {
-			note = " (more than a core: one worker cannot sustain this rate)"
+		overCore = overCore || frac > 1
+		name := a.Name
+		if grouped {
+			if a.Experiment != exp {
+				exp = a.Experiment
+				table = append(table, []string{exp})
+			}
+			name = "  " + inExperiment(a)
 		}
-		table = append(table, []string{esc(a.Name), result.FormatNs(r.perOp), result.FormatNs(a.Median), pct(frac) + note, r.source})
-		if best[a.Experiment] == nil {
-			best[a.Experiment] = map[string]cheapest{}
-			exps = append(exps, a.Experiment)
-			ops[a.Experiment] = a.Op
+		cells := []string{name, result.FormatNs(r.perOp), result.FormatNs(a.Median), pct(frac)}
+		if len(sources) > 1 {
+			cells = append(cells, r.source)
+		}
+		table = append(table, cells)
+		g := group{a.Experiment, shortOp(a.Op)}
+		if best[g] == nil {
+			best[g] = map[string]cheapest{}
+			groups = append(groups, g)
 		}
 		sub := a.Substrate
 		if sub == "" {
 			sub = "?"
 		}
-		if c, ok := best[a.Experiment][sub]; !ok || frac < c.frac {
-			best[a.Experiment][sub] = cheapest{r, frac}
+		if c, ok := best[g][sub]; !ok || frac < c.frac {
+			best[g][sub] = cheapest{r, frac}
 		}
 	}
-	textcol.Write(w, table, "", nil)
+	textcol.Fit(w, table, width, func(col, n int) bool { return col > 0 && col < 4 })
+	if overCore {
+		out("a share above 100% is more than one core: one worker cannot sustain that rate")
+	}
 	fmt.Fprintln(w)
-	for _, e := range exps {
+	for _, g := range groups {
 		var subs []string
-		for s := range best[e] {
+		for s := range best[g] {
 			subs = append(subs, s)
 		}
-		sort.Slice(subs, func(i, j int) bool { return best[e][subs[i]].frac < best[e][subs[j]].frac })
+		sort.Slice(subs, func(i, j int) bool { return best[g][subs[i]].frac < best[g][subs[j]].frac })
 		var parts []string
 		for _, s := range subs {
-			c := best[e][s]
-			parts = append(parts, fmt.Sprintf("%s %s (%s)", esc(s), pct(c.frac), esc(strings.TrimPrefix(c.row.arm.Name, e+"/"))))
+			c := best[g][s]
+			name := inExperiment(c.row.arm)
+			if rest, ok := strings.CutPrefix(name, s+"/"); ok {
+				name = rest
+			}
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", s, pct(c.frac), name))
 		}
-		op := ops[e]
-		if op == "" {
-			op = "op"
-		}
-		fmt.Fprintf(w, "%s, %s %ss/s: %s of a core\n", esc(e), fmtRate(rate), esc(op), strings.Join(parts, ", "))
+		out(fmt.Sprintf("%s, per %s: %s of a core", g.exp, g.op, strings.Join(parts, ", ")))
 	}
-	fmt.Fprintln(w, "priced: per substrate, the arm with the least CPU per op (the cheapest way this machine offers); share = CPU per op × rate")
-	if len(wall) > 0 {
-		fmt.Fprintf(w, "not priced: %d matching arms recorded no CPU time per op\n", len(wall))
+	out("priced: per experiment, op and substrate, the arm with the least CPU per op (the cheapest way this machine offers)")
+	for _, l := range unpriced(wall, hogged, notTime) {
+		out("not priced: " + l)
 	}
 	return nil
+}
+
+// unpriced says which arms were left out and why, compactly.
+func unpriced(noCPU, hogged, notTime []result.Arm) []string {
+	var out []string
+	if len(hogged) > 0 {
+		out = append(out, fmt.Sprintf("%d arm(s) run CPU hogs beside their workers, so their time per op holds the hogs' turns, not a handoff's CPU: %s",
+			len(hogged), perExperiment(hogged, nil)))
+	}
+	if len(noCPU) > 0 {
+		out = append(out, fmt.Sprintf("%d arm(s) recorded no CPU time per op: %s", len(noCPU), perExperiment(noCPU, nil)))
+	}
+	if len(notTime) > 0 {
+		out = append(out, fmt.Sprintf("%d arm(s) are not a time per op: %s", len(notTime), perExperiment(notTime, func(a result.Arm) string { return a.Unit })))
+	}
+	return out
 }

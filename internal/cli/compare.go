@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"io"
 	"strings"
 
@@ -20,17 +21,25 @@ func newCompareCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &CompareOptions{}
 	c := &cobra.Command{
 		Use:   "compare [A [B]]",
-		Short: "compare two runs arm by arm: ratio, confidence interval, significance",
-		Long: `Set run B against run A, arm by arm, with benchstat's statistics over the
-per-repetition figures: each median with its 95% confidence interval, the
-ratio B/A with an interval, and a Mann-Whitney U test; the delta is "~" when
-the difference is not significant (p ≥ 0.05). A geomean row summarises the
-common arms; arms measured on one side only are listed.
+		Short: "compare two runs arm by arm: ratio, interval, whether they differ",
+		Long: `Set run B against run A, arm by arm, over the per-repetition figures: each
+median and its range (min–max), the ratio B/A with an interval, and a
+delta that is "~" where no difference is shown. Arms with 6 or more
+repetitions on both sides are decided by benchstat's statistics: the
+medians' 95% confidence intervals and a Mann-Whitney U test (p < 0.05).
+With fewer — the quick suite runs 3 — no confidence interval exists and
+the U test cannot reach p < 0.05, so those arms are decided by their
+ranges: a difference only where A's and B's ranges do not overlap, which
+at 3 vs 3 happens by chance 1 time in 10 when nothing changed. The output
+says so once, above the table, and names the side that was noisy on each
+row. A geomean row summarises the common arms; arms measured on one side
+only are listed. Two runs with no arm in common are refused (exit 2).
 
 A and B are stored runs (id, unique prefix, last, last~N) or run JSON files,
 from any host. Without arguments: the two latest stored runs (last~1, last).
-With one: that run against the latest. With 3 repetitions (--quick) no
-difference can be significant; use --reps 6 or more to detect one.`,
+With one: that run against the latest. On a terminal the table fits its
+width: narrower terminals leave out the ranges and the test columns (the
+markdown format has them all).`,
 		Example: `  ctxlab run --quick && ctxlab run --quick && ctxlab compare
   ctxlab compare 20261130T1204 last --format markdown
   ctxlab compare laptop.json server.json`,
@@ -60,10 +69,13 @@ difference can be significant; use --reps 6 or more to detect one.`,
 				return err
 			}
 			c, err := compare.Compare(a, b)
+			if errors.Is(err, compare.ErrNothingInCommon) {
+				return &UsageError{err}
+			}
 			if err != nil {
 				return err
 			}
-			return out.write(func(w io.Writer) error { return compare.Write(w, c, o.Format) })
+			return out.write(func(w io.Writer) error { return compare.Write(w, c, o.Format, termWidth(w)) })
 		},
 	}
 	addDBFlag(c.Flags(), &o.DB)

@@ -330,7 +330,8 @@ loop:
 	}
 	// The price, from rusage: it counts every switch of the command and its
 	// waited-for children, which sampling partly misses.
-	seen := price.Seen{Seconds: ru.WallS, Vol: uint64(ru.Voluntary), Invol: uint64(ru.Involuntary), RSSBytes: ru.MaxRSSKiB * 1024}
+	seen := price.Seen{Seconds: ru.WallS, Vol: uint64(ru.Voluntary), Invol: uint64(ru.Involuntary), RSSBytes: ru.MaxRSSKiB * 1024,
+		CPUNs: uint64(max(ru.UserUs+ru.SysUs, 0)) * 1000, HasCPU: ru.UserUs+ru.SysUs > 0}
 	o.noCalibrate = interrupted
 	if err := writePrice(ctx, &o.WatchOptions, o.Stderr, newDisplay(&o.WatchOptions, o.Stderr, "").json, seen, place); err != nil {
 		return err

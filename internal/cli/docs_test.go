@@ -27,7 +27,9 @@ import (
 // docs/*.md show, so a documented command cannot fail unnoticed. A command
 // is taken from fenced or indented code blocks and from inline code that
 // starts with "ctxlab "; `#` comments, `> file` redirections and the parts
-// of `&&` and `|` chains that are not ctxlab are dropped. The rules:
+// of `&&` and `|` chains that are not ctxlab are dropped. A fenced block
+// marked ```text is a screen capture, what ctxlab printed: it holds no
+// commands. The rules:
 //
 //   - A synopsis (a line with placeholders: PID, RUN, [EXPERIMENT], …, a|b),
 //     or inline code naming a bare command (`ctxlab watch`), must name a
@@ -146,10 +148,14 @@ func docExamples(t *testing.T) []docExample {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fenced := false
+		fenced, capture := false, false
 		for i, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if fence, ok := strings.CutPrefix(strings.TrimSpace(line), "```"); ok {
 				fenced = !fenced
+				capture = fenced && fence == "text" // a screen capture: output, not commands
+				continue
+			}
+			if capture {
 				continue
 			}
 			var cands []string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,8 +17,10 @@ import (
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
+	"github.com/ctxlab/ctxlab/internal/store"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // historyDepth is how many stored runs (newest first) are searched for one
@@ -34,10 +37,11 @@ func placementOf(pid int) string {
 	return price.Unpinned
 }
 
-// costRun finds the cost per switch: from the newest stored run that can
-// give one (--db or the default history), else from a 2-second calibration
-// run now. It also returns the newest stored run with cachecost's
-// per-switch arms, for the indirect cost (nil when none).
+// costRun finds the cost per switch: from this host's stored runs (--db
+// or the default history), the newest quiet one that can give one
+// (price.FromHistory), else from a 2-second calibration run now. It also
+// returns the newest stored run with cachecost's per-switch arms, for the
+// indirect cost (nil when none).
 func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost, *result.Run, error) {
 	db, stderr := o.DB, o.Stderr
 	var cost price.Cost
@@ -45,22 +49,37 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 	var indirect *result.Run
 	if s, err := openStore(ctx, db, false); err == nil {
 		defer s.Close()
+		host, _ := os.Hostname()
 		entries, _ := s.List(ctx, historyDepth)
-		for _, e := range entries {
-			run, err := s.Get(ctx, e.ID)
+		runs := map[int]*result.Run{} // read once, for both searches
+		get := func(i int) *result.Run {
+			if run, ok := runs[i]; ok {
+				return run
+			}
+			run, err := s.Get(ctx, entries[i].ID)
 			if err != nil {
-				continue
+				run = nil // unreadable: skipped
 			}
-			if !found {
-				cost, found = price.DirectCost(run, placement)
-			}
-			if indirect == nil {
-				if _, ok := price.IndirectAt(run, 1); ok {
-					indirect = run
+			runs[i] = run
+			return run
+		}
+		here := func(e store.Entry) bool { return host == "" || e.Host == "" || e.Host == host } // else another machine's (imported) run
+		cost, found = price.FromHistory(func(yield func(*result.Run) bool) {
+			for i, e := range entries {
+				if here(e) && !yield(get(i)) {
+					return
 				}
 			}
-			if found && indirect != nil {
-				break
+		}, placement, host)
+		for i, e := range entries {
+			if !here(e) {
+				continue
+			}
+			if run := get(i); run != nil {
+				if _, ok := price.IndirectAt(run, 1); ok {
+					indirect = run
+					break
+				}
 			}
 		}
 	} else {
@@ -73,16 +92,16 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 		return cost, indirect, nil
 	}
 	if o.noCalibrate {
-		return cost, indirect, errors.New("no stored run has a thread round trip to price a switch, and an interrupted watch does not calibrate")
+		return cost, indirect, errors.New("no stored run of this host has a thread round trip to price a switch, and an interrupted watch does not calibrate")
 	}
 	// What a 2-second calibration measures: the first round trip the
 	// experiments declare for one CPU (a raw futex handoff of two threads),
 	// where wall time is CPU time.
 	calibrationArm, ok := price.CalibrationArm()
 	if !ok {
-		return cost, indirect, errors.New("no stored run has a thread round trip to price a switch, and no experiment declares one to calibrate with")
+		return cost, indirect, errors.New("no stored run of this host has a thread round trip to price a switch, and no experiment declares one to calibrate with")
 	}
-	fmt.Fprintln(stderr, "ctxlab: no stored run has a thread round trip to price a switch; calibrating for about 2 s ("+calibrationArm+")")
+	fmt.Fprintln(stderr, "ctxlab: no stored run of this host has a thread round trip to price a switch; calibrating for about 2 s ("+calibrationArm+")")
 	run, err := calibrate(ctx, calibrationArm)
 	if err != nil {
 		return cost, indirect, err
@@ -136,9 +155,12 @@ func writePrice(ctx context.Context, o *WatchOptions, w io.Writer, asJSON bool, 
 			price.Price
 		}{"price", p})
 	}
+	width := termWidth(w) // on a terminal, wrapped at spaces, never cut mid-word
 	for _, l := range p.Lines {
-		if _, err := fmt.Fprintln(w, l); err != nil {
-			return err
+		for _, part := range textcol.Wrap(l, width) {
+			if _, err := fmt.Fprintln(w, part); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
+	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
 // storeCostRun stores a run whose thread round trip on one CPU prices a
@@ -25,8 +27,9 @@ func storeCostRun(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	host, _ := os.Hostname() // only this host's runs price its switches
 	run := &result.Run{Schema: result.SchemaVersion, ID: "20261201T000000-cost", Time: time.Now().UTC(), Suite: "custom",
-		Env: result.Env{Hostname: "testhost"},
+		Env: result.Env{Hostname: host},
 		Arms: []result.Arm{{Name: "pingpong/thread/futex/same-cpu", Experiment: "pingpong", Substrate: "thread", Mechanism: "futex",
 			Op: "round trip", Unit: "ns/op", Placement: "same-cpu", Status: result.StatusOK, Ops: 1000, RepMeans: []float64{6000, 6000, 6000},
 			Median: 6000, Min: 6000, Max: 6000, Switches: &result.Switches{Voluntary: 1.5, Involuntary: 0.5}}}}
@@ -86,5 +89,22 @@ func TestWatchPricesAKnownSwitchRate(t *testing.T) {
 	lines := fmt.Sprint(pr["lines"])
 	if !strings.Contains(lines, "voluntary → batch the handoffs") || !strings.Contains(lines, "indirect (cold caches)") {
 		t.Errorf("price lines: %s", lines)
+	}
+}
+
+// A whole watch's price sees the CPU time its threads used (schedstat)
+// and its children's switches apart; without schedstat on every thread it
+// has no CPU time to bound the price with.
+func TestSeenOfAWatch(t *testing.T) {
+	sum := watch.Profile{Seconds: 2,
+		Total:    watch.Thread{Threads: 2, Vol: 10, Invol: 4, CPUNs: 5e8, HasSchedstat: true},
+		Children: watch.Children{Procs: 2, Total: watch.Thread{Vol: 300, Invol: 100}, Busiest: 4321}}
+	s := seenOf(sum, 1<<20)
+	if !s.HasCPU || s.CPUNs != 5e8 || s.Vol != 10 || s.Invol != 4 || s.ChildProcs != 2 || s.ChildVol+s.ChildInvol != 400 || s.BusiestChild != 4321 || s.RSSBytes != 1<<20 {
+		t.Errorf("seen = %+v", s)
+	}
+	sum.Total.HasSchedstat = false
+	if seenOf(sum, 0).HasCPU {
+		t.Error("CPU time taken from threads without schedstat")
 	}
 }

@@ -85,7 +85,7 @@ func TestStoreCommands(t *testing.T) {
 		t.Fatal("chart is not png")
 	}
 	code, out, _ = ctxlab(t, "budget", "--rate", "10000/s")
-	if code != 0 || !strings.Contains(out, "pingpong, 10 000 round trips/s: goroutine 0.31% (goroutine/chan), thread 7.4% (thread/futex)") || !strings.Contains(out, "priced by WALL time") {
+	if code != 0 || !strings.Contains(out, "pingpong, per round trip: goroutine 0.31% (chan), thread 7.4% (futex) of a core") || !strings.Contains(out, "priced by WALL time") {
 		t.Fatalf("budget: %d %q", code, out)
 	}
 

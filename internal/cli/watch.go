@@ -60,10 +60,14 @@ the figures suggest. On a terminal the table refreshes in place; otherwise
 (or with --format json) it streams one JSON line per thread per interval.
 Ctrl-C, --count or the process's exit ends it with a summary of the whole
 watch, and the price of what it saw: switches per second × this host's
-measured cost per switch (from the newest stored run with a thread round
-trip, or a 2-second calibration when there is none) as a share of a core,
-and the indirect cost at the process's resident set size as a range from
-cachecost's per-switch curve when a stored run has it.`,
+measured cost per switch (from the newest of this host's stored runs with
+a quiet thread round trip, a noisy one only when none is quiet, or a
+2-second calibration when there is none) as a share of a core — never more
+than the CPU the process used: a stored cost that would exceed it is
+bounded by it, and the output says so — and the indirect cost at the
+process's resident set size as a range from cachecost's per-switch curve
+when a stored run has it. The switches of the watched processes' children
+are counted apart, and named when the switching is in them.`,
 		Example: `  ctxlab watch 1234
   ctxlab watch --name '^postgres$' --interval 2s --top 10
   ctxlab watch 1234 --by-name --sort runq --format json > profile.jsonl`,
@@ -255,6 +259,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		}
 		return err
 	}
+	w.Children = true // a parent that hardly switches points at children that do
 	d := newDisplay(o, o.Stdout, "ctxlab watch "+what)
 	rss, place := rssOf(root, pids), placementOf(pids[0])
 	w.Begin()
@@ -293,6 +298,15 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		w.Summary.Start.Format("15:04:05"), w.Summary.End.Format("15:04:05"))); err != nil {
 		return err
 	}
-	t := w.Summary.Total
-	return writePrice(ctx, o, o.Stdout, d.json, price.Seen{Seconds: w.Summary.Seconds, Vol: t.Vol, Invol: t.Invol, RSSBytes: rss}, place)
+	return writePrice(ctx, o, o.Stdout, d.json, seenOf(w.Summary, rss), place)
+}
+
+// seenOf is what a whole watch saw, for the price: the watched processes'
+// switches and CPU time (schedstat, when every thread had it) and their
+// children's switches, apart.
+func seenOf(sum watch.Profile, rss int64) price.Seen {
+	t, c := sum.Total, sum.Children
+	return price.Seen{Seconds: sum.Seconds, Vol: t.Vol, Invol: t.Invol, RSSBytes: rss,
+		CPUNs: t.CPUNs, HasCPU: t.HasSchedstat && t.Threads > 0,
+		ChildProcs: c.Procs, ChildVol: c.Total.Vol, ChildInvol: c.Total.Invol, BusiestChild: c.Busiest}
 }

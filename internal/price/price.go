@@ -9,6 +9,7 @@ package price
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"strings"
 
@@ -47,6 +48,10 @@ type Cost struct {
 	Arm         string // the arm it comes from
 	RunID       string
 	How         string // how the figure was derived from the arm
+	// Placement is the arm's placement (OneCPU, Unpinned); Noisy says the
+	// run marked the arm noisy.
+	Placement string
+	Noisy     bool
 }
 
 // Placements a watched process can have, for choosing the arm to price with.
@@ -55,34 +60,101 @@ const (
 	Unpinned = "unpinned"
 )
 
-// DirectCost is the cost per switch from run's thread round trips, for the
-// watched process's placement: CPU time per round trip ÷ switches per round
-// trip where the run recorded CPU time; otherwise, only for arms on one CPU
-// (where wall time is CPU time), the round trip ÷ its switches. The arms
-// are those the experiments declare for the placement (exp.Spec.SwitchCost),
-// in their order of preference, then those for one CPU. ok is false when
-// no arm of run can give the figure.
-func DirectCost(run *result.Run, placement string) (Cost, bool) {
-	places := []string{placement}
+// places are the placements whose arms may price a process of placement,
+// in order of preference: its own, then one CPU.
+func places(placement string) []string {
 	if placement != OneCPU {
-		places = append(places, OneCPU)
+		return []string{placement, OneCPU}
 	}
-	for _, pl := range places {
-		for _, s := range exp.All() {
-			for _, name := range s.SwitchCost[pl] {
-				a := run.Find(name)
-				if a == nil || a.Status != result.StatusOK || a.Median <= 0 || a.Switches == nil || a.Switches.Total() < 0.5 {
-					continue
+	return []string{OneCPU}
+}
+
+// costOf is the cost per switch arm a gives, if it gives one: CPU time
+// per round trip ÷ switches per round trip where the run recorded CPU
+// time; otherwise, only on one CPU (where wall time is CPU time), the
+// round trip ÷ its switches.
+func costOf(run *result.Run, a *result.Arm) (Cost, bool) {
+	if a == nil || a.Status != result.StatusOK || a.Median <= 0 || a.Switches == nil || a.Switches.Total() < 0.5 {
+		return Cost{}, false
+	}
+	sw := a.Switches.Total()
+	c := Cost{Arm: a.Name, RunID: run.ID, Placement: a.Placement, Noisy: a.Noise.Noisy}
+	if cpu, src, ok := CPUPerOp(*a); ok {
+		c.PerSwitchNs, c.How = cpu/sw, fmt.Sprintf("%s per round trip %s ÷ %.2f switches", src, result.FormatNs(cpu), sw)
+		return c, true
+	}
+	if a.Placement == OneCPU {
+		c.PerSwitchNs, c.How = a.Median/sw, fmt.Sprintf("round trip on one CPU %s (wall = CPU there) ÷ %.2f switches", result.FormatNs(a.Median), sw)
+		return c, true
+	}
+	return Cost{}, false
+}
+
+// costsAt are the costs per switch run's arms give at one placement, in
+// the experiments' order of preference (exp.Spec.SwitchCost).
+func costsAt(run *result.Run, placement string) []Cost {
+	var out []Cost
+	for _, s := range exp.All() {
+		for _, name := range s.SwitchCost[placement] {
+			if c, ok := costOf(run, run.Find(name)); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// DirectCost is the cost per switch from run's thread round trips, for the
+// watched process's placement: the first arm, in the placements' order
+// (its own, then one CPU) and the experiments' order of preference
+// (exp.Spec.SwitchCost), that gives one (costOf). ok is false when no arm
+// of run can give the figure.
+func DirectCost(run *result.Run, placement string) (Cost, bool) {
+	for _, pl := range places(placement) {
+		if cs := costsAt(run, pl); len(cs) > 0 {
+			return cs[0], true
+		}
+	}
+	return Cost{}, false
+}
+
+// FromHistory is the one cost per switch to price with, from runs (newest
+// first) measured on host: a quiet arm whenever any run has one — a noisy
+// figure is taken only when no run has a quiet one — then the process's own
+// placement before one CPU, then the newest run, then the experiments'
+// order of preference. Runs of other hosts (imported ones) are skipped:
+// their costs are another machine's. It reads runs only as far as it must.
+func FromHistory(runs iter.Seq[*result.Run], placement, host string) (Cost, bool) {
+	pls := places(placement)
+	// best[noisy][placement index]: the first candidate seen, newest first.
+	var best [2][]*Cost
+	for i := range best {
+		best[i] = make([]*Cost, len(pls))
+	}
+	for run := range runs {
+		if run == nil || (host != "" && run.Env.Hostname != "" && run.Env.Hostname != host) {
+			continue
+		}
+		for pi, pl := range pls {
+			for _, c := range costsAt(run, pl) {
+				k := 0
+				if c.Noisy {
+					k = 1
 				}
-				sw := a.Switches.Total()
-				if c, src, ok := CPUPerOp(*a); ok {
-					return Cost{PerSwitchNs: c / sw, Arm: a.Name, RunID: run.ID,
-						How: fmt.Sprintf("%s per round trip %s ÷ %.2f switches", src, result.FormatNs(c), sw)}, true
+				if best[k][pi] == nil {
+					c := c
+					best[k][pi] = &c
 				}
-				if a.Placement == OneCPU {
-					return Cost{PerSwitchNs: a.Median / sw, Arm: a.Name, RunID: run.ID,
-						How: fmt.Sprintf("round trip on one CPU %s (wall = CPU there) ÷ %.2f switches", result.FormatNs(a.Median), sw)}, true
-				}
+			}
+		}
+		if best[0][0] != nil { // a quiet figure at the process's own placement: nothing older beats it
+			break
+		}
+	}
+	for _, byPlace := range best {
+		for _, c := range byPlace {
+			if c != nil {
+				return *c, true
 			}
 		}
 	}
@@ -174,6 +246,17 @@ type Seen struct {
 	Seconds    float64
 	Vol, Invol uint64
 	RSSBytes   int64 // 0 when unknown
+	// CPUNs is the CPU time the process used over Seconds (all its
+	// threads, and for diagnose the children it waited for); HasCPU says it
+	// was measured. Direct switching cannot cost more than that.
+	CPUNs  uint64
+	HasCPU bool
+	// Children are the watched processes' child processes, whose switches
+	// are not counted above: how many, their switches, and the PID of the
+	// one that switched most.
+	ChildProcs           int
+	ChildVol, ChildInvol uint64
+	BusiestChild         int
 }
 
 // Rate is switches per second.
@@ -184,9 +267,18 @@ func (s Seen) Rate() float64 {
 	return float64(s.Vol+s.Invol) / s.Seconds
 }
 
+// CPUShare is the CPU time the process used, as a share of one core.
+func (s Seen) CPUShare() float64 {
+	if s.Seconds <= 0 {
+		return 0
+	}
+	return float64(s.CPUNs) / 1e9 / s.Seconds
+}
+
 // Price is what the switches seen cost: the share of one core that goes to
 // direct switching, and the indirect range when the run has a
-// per-switch curve.
+// per-switch curve. Neither exceeds the CPU the process used, when that
+// was measured: a stored cost that would is bounded, and said to be.
 type Price struct {
 	Rate      float64 `json:"switches_per_s"`
 	PerSwitch float64 `json:"cost_per_switch_ns"`
@@ -194,32 +286,95 @@ type Price struct {
 	Arm       string  `json:"cost_arm"`
 	RunID     string  `json:"cost_run"`
 	How       string  `json:"cost_how"`
+	CostNoisy bool    `json:"cost_noisy,omitempty"`
+	// CPUShare is the CPU the process used, as a share of a core, when
+	// measured. Bounded says the stored cost × the rate would exceed it,
+	// so PerSwitch and Share are bounded by it; StoredPerSwitch is the
+	// stored figure either way.
+	CPUShare        *float64 `json:"cpu_core_share,omitempty"`
+	Bounded         bool     `json:"bounded_by_cpu,omitempty"`
+	StoredPerSwitch float64  `json:"stored_cost_per_switch_ns"`
 	// IndirectLo/Hi are the indirect share of a core, when known.
 	IndirectLo *float64 `json:"indirect_core_share_lo,omitempty"`
 	IndirectHi *float64 `json:"indirect_core_share_hi,omitempty"`
-	Lines      []string `json:"lines"`
+	// ChildRate is the switches per second of the child processes, which
+	// are not priced here.
+	ChildRate float64  `json:"child_switches_per_s,omitempty"`
+	Lines     []string `json:"lines"`
 }
 
 // Of prices what was seen with cost, and the indirect cost from run: a run
 // with cachecost's per-switch arms, or nil when there is none.
 func Of(s Seen, cost Cost, run *result.Run) Price {
 	rate := s.Rate()
-	p := Price{Rate: rate, PerSwitch: cost.PerSwitchNs, Share: rate * cost.PerSwitchNs / 1e9, Arm: cost.Arm, RunID: cost.RunID, How: cost.How}
-	p.Lines = append(p.Lines, fmt.Sprintf("price: %s switches/s × %s per switch ≈ %s of a core goes to direct switching; %s",
-		fmtRate(rate), result.FormatNs(cost.PerSwitchNs), pct(p.Share), advice(s)))
-	p.Lines = append(p.Lines, fmt.Sprintf("  cost per switch measured here: %s in run %s (%s)", cost.Arm, cost.RunID, cost.How))
-	if s.RSSBytes <= 0 {
-		p.Lines = append(p.Lines, "  indirect (cold caches): not priced, the process's resident set is unknown")
-		return p
+	p := Price{Rate: rate, PerSwitch: cost.PerSwitchNs, Share: rate * cost.PerSwitchNs / 1e9, Arm: cost.Arm, RunID: cost.RunID, How: cost.How,
+		CostNoisy: cost.Noisy, StoredPerSwitch: cost.PerSwitchNs}
+	room := 1.0 // what direct and indirect switching may take together: a core, or the CPU measured
+	if s.HasCPU && s.Seconds > 0 {
+		cpu := s.CPUShare()
+		p.CPUShare, room = &cpu, cpu
+		if p.Share > cpu && s.Vol+s.Invol > 0 {
+			p.Bounded = true
+			p.PerSwitch, p.Share = float64(s.CPUNs)/float64(s.Vol+s.Invol), cpu
+		}
 	}
+	if p.Bounded {
+		p.Lines = append(p.Lines, fmt.Sprintf("price: %s switches/s × at most %s per switch ≤ %s of a core goes to direct switching (all the CPU this process used); %s",
+			fmtRate(rate), result.FormatNs(p.PerSwitch), pct(p.Share), advice(s)))
+		p.Lines = append(p.Lines, fmt.Sprintf("  the stored %s per switch × %s/s would be %s of a core, more than the %s this process used: the stored figure does not fit this process; at most %s per switch here (its CPU time ÷ its switches)",
+			result.FormatNs(cost.PerSwitchNs), fmtRate(rate), pct(rate*cost.PerSwitchNs/1e9), pct(*p.CPUShare), result.FormatNs(p.PerSwitch)))
+	} else {
+		p.Lines = append(p.Lines, fmt.Sprintf("price: %s switches/s × %s per switch ≈ %s of a core goes to direct switching; %s",
+			fmtRate(rate), result.FormatNs(cost.PerSwitchNs), pct(p.Share), advice(s)))
+	}
+	from := fmt.Sprintf("  cost per switch measured here: %s in run %s (%s)", cost.Arm, cost.RunID, cost.How)
+	if cost.Noisy {
+		from += "; that arm was noisy, and no stored run has a quiet one (ctxlab run pingpong on a quiet machine)"
+	}
+	switch {
+	case p.CPUShare == nil:
+		from += "; this process's CPU time is unavailable, so the price is not checked against it"
+	case !p.Bounded:
+		from += fmt.Sprintf("; this process used %s of a core in all", pct(*p.CPUShare))
+	}
+	p.Lines = append(p.Lines, from)
+	if !p.Bounded { // bounded, the direct share is only an upper end: the indirect may take all the CPU too
+		room -= p.Share
+	}
+	p.Lines = append(p.Lines, indirectLine(&p, s, run, rate, room))
+	if s.ChildProcs > 0 && s.Seconds > 0 {
+		p.ChildRate = float64(s.ChildVol+s.ChildInvol) / s.Seconds
+		if p.ChildRate > 0 {
+			l := fmt.Sprintf("  its %d child process(es) switched %s/s more, not priced here: ", s.ChildProcs, fmtRate(p.ChildRate))
+			if s.BusiestChild > 0 {
+				l += fmt.Sprintf("ctxlab watch %d (the busiest) prices them", s.BusiestChild)
+			} else {
+				l += "ctxlab watch CHILD-PID prices them"
+			}
+			p.Lines = append(p.Lines, l+", ctxlab diagnose -- CMD the whole tree")
+		}
+	}
+	return p
+}
+
+// indirectLine prices the indirect cost (cold caches) at the process's
+// resident set within room, the share of a core the process used beyond
+// its direct switching (or a core when its CPU is unknown).
+func indirectLine(p *Price, s Seen, run *result.Run, rate, room float64) string {
+	if s.RSSBytes <= 0 {
+		return "  indirect (cold caches): not priced, the process's resident set is unknown"
+	}
+	rss := result.FormatBytes(float64(s.RSSBytes))
 	if run == nil {
-		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — no run has %s's per-switch arms (ctxlab run %[2]s)", result.FormatBytes(float64(s.RSSBytes)), curveSource()))
-		return p
+		return fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — no run has %s's per-switch arms (ctxlab run %[2]s)", rss, curveSource())
 	}
 	in, ok := IndirectAt(run, s.RSSBytes)
 	if !ok {
-		p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — run %s has no %s per-switch arms (ctxlab run %[3]s)", result.FormatBytes(float64(s.RSSBytes)), run.ID, curveSource()))
-		return p
+		return fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — run %s has no %s per-switch arms (ctxlab run %[3]s)", rss, run.ID, curveSource())
+	}
+	if in.HiNs <= 0 {
+		// Both ends clamped to 0: every point read at or below noise.
+		return fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — %s's per-switch points in run %s (W=%s to W=%s) read no cost above noise", rss, curveSource(), run.ID, in.From, in.To)
 	}
 	lo, hi := rate*in.LoNs/1e9, rate*in.HiNs/1e9
 	p.IndirectLo, p.IndirectHi = &lo, &hi
@@ -227,16 +382,27 @@ func Of(s Seen, cost Cost, run *result.Run) Price {
 	if in.Beyond {
 		upper += ", the largest measured: more for the full RSS"
 	}
+	room = math.Max(room, 0)
+	limit := "a whole core"
+	if p.CPUShare != nil {
+		limit = "the CPU this process used"
+	}
+	if lo > room {
+		// Even a switch that touches little would take more than is left:
+		// the curve does not fit this process.
+		p.IndirectLo, p.IndirectHi = nil, nil
+		return fmt.Sprintf("  indirect (cold caches) at RSS %s: not priced — even a switch that touches little (W=%s, %s) would take %s of a core, more than the %s left of %s: the stored curve does not fit this process",
+			rss, in.From, result.FormatNs(in.LoNs), pct(lo), pct(room), limit)
+	}
 	share := pct(lo) + "–" + pct(hi) + " of a core more"
-	if hi > 1 {
-		// Over a whole core: the process cannot touch all of its RSS
-		// between switches at this rate, so that end is no figure.
-		share = fmt.Sprintf("%s of a core more, or more (the upper end would exceed a whole core: the process cannot touch all of its RSS between switches at this rate)", pct(lo))
+	if hi > room {
+		// The process cannot touch all of its RSS between switches at
+		// this rate, so that end is no figure.
+		share = fmt.Sprintf("%s of a core more, or more (the upper end would exceed %s: the process cannot touch all of its RSS between switches at this rate)", pct(lo), limit)
 		p.IndirectHi = nil
 	}
-	p.Lines = append(p.Lines, fmt.Sprintf("  indirect (cold caches) at RSS %s: %s per switch if a switch touches little (W=%s) to %s) ≈ %s",
-		result.FormatBytes(float64(s.RSSBytes)), result.FormatNs(in.LoNs), in.From, upper, share))
-	return p
+	return fmt.Sprintf("  indirect (cold caches) at RSS %s: %s per switch if a switch touches little (W=%s) to %s) ≈ %s",
+		rss, result.FormatNs(in.LoNs), in.From, upper, share)
 }
 
 // advice reads the switch mix: voluntary switches are handoffs the code
@@ -271,3 +437,11 @@ func pct(f float64) string {
 func Percent(f float64) string { return pct(f) }
 
 func fmtRate(r float64) string { return result.FormatCount(math.Round(r)) }
+
+// Hogged says the arm runs CPU hogs beside its workers, as its experiment
+// declares (exp.Spec.Hogged): its time per op holds the hogs' turns, so it
+// is no CPU cost of a handoff and prices nothing.
+func Hogged(a result.Arm) bool {
+	s, ok := exp.Lookup(a.Experiment)
+	return ok && s.Hogged != nil && s.Hogged(a)
+}

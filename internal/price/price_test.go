@@ -139,3 +139,130 @@ func TestIndirectCurveCPUAndPreemption(t *testing.T) {
 		t.Errorf("CPU-time curve %+v, want 500 and %v", c, 1e6/302)
 	}
 }
+
+// The case: 202k switches/s at a stored 12.6 µs per switch would
+// be 255% of a core, but the process used 47%: the price is bounded by
+// the CPU it used, and says the stored figure does not fit.
+func TestOfBoundedByTheCPUUsed(t *testing.T) {
+	s := price.Seen{Seconds: 1, Vol: 121200, Invol: 80800, CPUNs: 471e6, HasCPU: true}
+	p := price.Of(s, price.Cost{PerSwitchNs: 12600, Arm: "pingpong/thread/futex/unpinned", RunID: "r", How: "x"}, nil)
+	if !p.Bounded || math.Abs(p.Share-0.471) > 1e-9 || math.Abs(p.PerSwitch-471e6/202000) > 1e-6 || p.StoredPerSwitch != 12600 {
+		t.Fatalf("bounded price = %+v", p)
+	}
+	text := strings.Join(p.Lines, "\n")
+	for _, want := range []string{"202k switches/s × at most 2.33 µs per switch ≤ 47% of a core",
+		"the stored 12.6 µs per switch × 202k/s would be 255% of a core, more than the 47% this process used: the stored figure does not fit this process; at most 2.33 µs per switch here"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("price lacks %q:\n%s", want, text)
+		}
+	}
+	// A stored cost that fits stays, and the CPU used is said beside it.
+	s.CPUNs = 900e6
+	p = price.Of(s, price.Cost{PerSwitchNs: 1200, Arm: "a", RunID: "r", How: "x"}, nil)
+	if p.Bounded || p.PerSwitch != 1200 || math.Abs(p.Share-0.2424) > 1e-9 || !strings.Contains(strings.Join(p.Lines, "\n"), "this process used 90% of a core in all") {
+		t.Errorf("a fitting cost: %+v", p)
+	}
+	// Unknown CPU: not bounded, and said.
+	s.HasCPU = false
+	p = price.Of(s, price.Cost{PerSwitchNs: 12600}, nil)
+	if p.Bounded || !strings.Contains(strings.Join(p.Lines, "\n"), "CPU time is unavailable") {
+		t.Errorf("unknown CPU: %+v", p)
+	}
+}
+
+// A per-switch curve that reads no cost above noise is no range of zeros.
+func TestIndirectOfNothingIsNotAZeroRange(t *testing.T) {
+	run := curveRun()
+	run.Arms[1].Median, run.Arms[3].Median = 10000, 40000 // (10-8-6)/2 < 0, (40-48-6)/2 < 0
+	p := price.Of(price.Seen{Seconds: 1, Vol: 1000, RSSBytes: 4 << 20}, price.Cost{PerSwitchNs: 1000}, run)
+	text := strings.Join(p.Lines, "\n")
+	if strings.Contains(text, "0 ns per switch") || strings.Contains(text, "0%–0%") || p.IndirectLo != nil || p.IndirectHi != nil {
+		t.Errorf("a zero indirect range was priced:\n%s", text)
+	}
+	if !strings.Contains(text, "read no cost above noise") {
+		t.Errorf("the indirect line does not say why it is not priced:\n%s", text)
+	}
+}
+
+// The indirect range fits in what the process's CPU leaves of direct
+// switching: a low end beyond it is no figure for this process.
+func TestIndirectWithinTheCPUUsed(t *testing.T) {
+	// 50k switches/s: direct 3 µs = 15%, indirect 1–3 µs = 5%–15%.
+	s := price.Seen{Seconds: 2, Vol: 100000, RSSBytes: 4 << 20, CPUNs: 2 * 18e7, HasCPU: true} // 18% of a core
+	p := price.Of(s, price.Cost{PerSwitchNs: 3000}, curveRun())
+	text := strings.Join(p.Lines, "\n")
+	if p.IndirectLo != nil || !strings.Contains(text, "more than the 3.0% left of the CPU this process used") {
+		t.Errorf("an indirect low end beyond the CPU left was priced:\n%s", text)
+	}
+	s.CPUNs = 2 * 25e7 // 25%: 10% left, the low end fits, the high end does not
+	p = price.Of(s, price.Cost{PerSwitchNs: 3000}, curveRun())
+	if text := strings.Join(p.Lines, "\n"); p.IndirectLo == nil || p.IndirectHi != nil || !strings.Contains(text, "5.0% of a core more, or more (the upper end would exceed the CPU this process used") {
+		t.Errorf("indirect within 10%% left:\n%s", text)
+	}
+}
+
+// Children that switch are pointed at, with the busiest's PID.
+func TestOfPointsAtChildren(t *testing.T) {
+	p := price.Of(price.Seen{Seconds: 2, Vol: 4, ChildProcs: 2, ChildVol: 300000, ChildInvol: 100000, BusiestChild: 4321}, price.Cost{PerSwitchNs: 1000}, nil)
+	if p.ChildRate != 200000 || !strings.Contains(strings.Join(p.Lines, "\n"), "its 2 child process(es) switched 200k/s more, not priced here: ctxlab watch 4321") {
+		t.Errorf("children: %+v", p)
+	}
+}
+
+// One cost per switch from the history: a quiet arm whenever one exists,
+// the process's placement before one CPU, the newest run first, and
+// only this host's runs.
+func TestFromHistory(t *testing.T) {
+	mk := func(id, host string, arms ...result.Arm) *result.Run {
+		return &result.Run{ID: id, Env: result.Env{Hostname: host}, Arms: arms}
+	}
+	noisy := func(a result.Arm) result.Arm { a.Noise.Noisy = true; return a }
+	same := func(median float64) result.Arm { return arm("pingpong/thread/futex/same-cpu", "same-cpu", median, 2) }
+	unp := func(cpu float64) result.Arm {
+		a := arm("pingpong/thread/futex/unpinned", "unpinned", 3*cpu, 2)
+		a.CPUNsPerOp = f(cpu)
+		return a
+	}
+	pick := func(placement string, runs ...*result.Run) (price.Cost, int) {
+		read := 0
+		c, ok := price.FromHistory(func(yield func(*result.Run) bool) {
+			for _, r := range runs {
+				read++
+				if !yield(r) {
+					return
+				}
+			}
+		}, placement, "here")
+		if !ok {
+			t.Fatalf("no cost from %d runs", len(runs))
+		}
+		return c, read
+	}
+	// The newest run's figure is noisy, an older one's quiet: the quiet one.
+	c, _ := pick(price.OneCPU, mk("new", "here", noisy(same(25200))), mk("old", "here", same(5320)))
+	if c.RunID != "old" || c.Noisy || c.PerSwitchNs != 2660 {
+		t.Errorf("quiet over newest: %+v", c)
+	}
+	// Only noisy figures: the newest, marked noisy, and the price says so.
+	c, _ = pick(price.OneCPU, mk("new", "here", noisy(same(25200))), mk("old", "here", noisy(same(9000))))
+	if c.RunID != "new" || !c.Noisy {
+		t.Errorf("noisy only: %+v", c)
+	}
+	if text := strings.Join(price.Of(price.Seen{Seconds: 1, Vol: 10}, c, nil).Lines, "\n"); !strings.Contains(text, "that arm was noisy, and no stored run has a quiet one") {
+		t.Errorf("a noisy cost not said:\n%s", text)
+	}
+	// Another host's run is skipped, however new and quiet.
+	c, _ = pick(price.OneCPU, mk("laptop", "elsewhere", same(1000)), mk("mine", "here", same(4000)))
+	if c.RunID != "mine" {
+		t.Errorf("another host's cost: %+v", c)
+	}
+	// Unpinned: an older quiet unpinned figure beats a newer quiet one-CPU
+	// one; a quiet unpinned one in the newest run ends the search.
+	c, _ = pick(price.Unpinned, mk("new", "here", same(4000)), mk("old", "here", unp(6000)))
+	if c.RunID != "old" || c.Arm != "pingpong/thread/futex/unpinned" || c.PerSwitchNs != 3000 {
+		t.Errorf("placement first: %+v", c)
+	}
+	if _, read := pick(price.Unpinned, mk("new", "here", unp(6000)), mk("old", "here", unp(1000)), mk("older", "here", unp(1000))); read != 1 {
+		t.Errorf("read %d runs after a quiet figure at the process's placement, want 1", read)
+	}
+}

@@ -74,15 +74,46 @@ func ParseSize(s string) (int64, error) {
 // FormatNs renders a duration in ns with a scaled unit and three
 // significant digits: 850 ns, 4.21 µs, 12.3 ms.
 func FormatNs(ns float64) string {
+	div, name := nsScale(ns)
+	return fmt.Sprintf("%.3g %s", ns/div, name)
+}
+
+// nsScale is the unit FormatNs writes ns in, and its size in ns.
+func nsScale(ns float64) (float64, string) {
 	switch {
 	case ns >= 1e9:
-		return fmt.Sprintf("%.3g s", ns/1e9)
+		return 1e9, "s"
 	case ns >= 1e6:
-		return fmt.Sprintf("%.3g ms", ns/1e6)
+		return 1e6, "ms"
 	case ns >= 1e3:
-		return fmt.Sprintf("%.3g µs", ns/1e3)
+		return 1e3, "µs"
 	}
-	return fmt.Sprintf("%.3g ns", ns)
+	return 1, "ns"
+}
+
+// FormatRange renders lo–hi without a unit, in the unit FormatValue
+// writes ref in, so a range reads beside its median: "7.1–7.62" beside
+// "7.38 µs". Each end has three significant digits (whole numbers from 100).
+func FormatRange(lo, hi, ref float64, unit string) string {
+	div := 1.0
+	switch {
+	case unit == "" || strings.HasPrefix(unit, "ns/"):
+		div, _ = nsScale(ref)
+	case unit == "B/op" || unit == "bytes":
+		for _, u := range ByteUnits {
+			if math.Abs(ref) >= u.Size {
+				div = u.Size
+				break
+			}
+		}
+	}
+	f := func(v float64) string {
+		if v /= div; math.Abs(v) >= 100 {
+			return fmt.Sprintf("%.0f", v)
+		}
+		return fmt.Sprintf("%.3g", v)
+	}
+	return f(lo) + "–" + f(hi)
 }
 
 // FormatValue renders v in the arm's unit, scaling ns-based units.

@@ -36,3 +36,22 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+// A range is written in its median's unit, so it reads beside it.
+func TestFormatRange(t *testing.T) {
+	for _, c := range []struct {
+		lo, hi, ref float64
+		unit, want  string
+	}{
+		{7100, 7620, 7380, "ns/op", "7.1–7.62"},
+		{980, 1500, 1010, "ns/op", "0.98–1.5"},
+		{900, 1500, 990, "ns/op", "900–1500"},
+		{722, 1190, 998, "ns/element", "722–1190"},
+		{1.77 * KiB, 1.89 * KiB, 1.83 * KiB, "B/op", "1.77–1.89"},
+		{3, 4, 3.5, "x/op", "3–4"},
+	} {
+		if got := FormatRange(c.lo, c.hi, c.ref, c.unit); got != c.want {
+			t.Errorf("FormatRange(%v, %v, %v, %q) = %q, want %q", c.lo, c.hi, c.ref, c.unit, got, c.want)
+		}
+	}
+}

@@ -87,3 +87,56 @@ func Wrap(line string, width int) []string {
 func breakable(r []rune, i int) bool {
 	return r[i] == ' ' && i > 0 && (r[i-1] < '0' || r[i-1] > '9')
 }
+
+// Fit is Write for a terminal width columns wide: the first column (the
+// names) gets the room the others leave, and a name longer than that sits
+// on a line of its own above the rest of its row, so no line is wider
+// than width unless the other columns alone are. A row of one cell is a
+// heading: printed on its own line, it does not widen the first column.
+// width ≤ 0 lines the rows up as Write does, headings included.
+func Fit(w io.Writer, rows [][]string, width int, right func(col, ncols int) bool) {
+	others := map[int]int{}
+	for _, r := range rows {
+		if len(r) < 2 {
+			continue
+		}
+		for i, c := range r[1:] {
+			others[i] = max(others[i], len([]rune(c)))
+		}
+	}
+	room := -1 // no limit
+	if width > 0 {
+		room = width
+		for _, wd := range others {
+			room -= wd + 2
+		}
+		room = max(room, 0)
+	}
+	var table [][]string
+	above := map[int][]string{} // lines printed before table row i
+	var pending []string
+	for _, r := range rows {
+		if len(r) < 2 {
+			pending = append(pending, strings.Join(r, ""))
+			continue
+		}
+		if room >= 0 && len([]rune(r[0])) > room {
+			pending = append(pending, r[0])
+			r = append([]string{""}, r[1:]...)
+		}
+		above[len(table)] = pending
+		pending = nil
+		table = append(table, r)
+	}
+	var b strings.Builder
+	Write(&b, table, "", right)
+	for i, l := range strings.SplitAfter(b.String(), "\n") {
+		for _, p := range above[i] {
+			fmt.Fprintln(w, p)
+		}
+		io.WriteString(w, l)
+	}
+	for _, p := range pending {
+		fmt.Fprintln(w, p)
+	}
+}

@@ -47,3 +47,25 @@ func TestWrap(t *testing.T) {
 		}
 	}
 }
+
+// Fit gives names the room the other columns leave; a longer name, and a
+// heading, sit on lines of their own, and no line is wider than width.
+func TestFit(t *testing.T) {
+	rows := [][]string{{"arm", "median"}, {"pingpong"}, {"  thread/futex", "4.2 µs"}, {"  a-much-longer-arm-name", "303 ns"}}
+	var b bytes.Buffer
+	Fit(&b, rows, 22, Middle)
+	want := "arm             median\npingpong\n  thread/futex  4.2 µs\n  a-much-longer-arm-name\n                303 ns\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	for _, l := range strings.Split(b.String(), "\n") {
+		if len([]rune(l)) > 22 && !strings.Contains(l, "much-longer") {
+			t.Errorf("%q is wider than 22", l)
+		}
+	}
+	b.Reset()
+	Fit(&b, rows, 0, Middle) // not a terminal: every name in its row
+	if !strings.Contains(b.String(), "  a-much-longer-arm-name  303 ns\n") || !strings.Contains(b.String(), "\npingpong\n") {
+		t.Errorf("width 0:\n%s", b.String())
+	}
+}

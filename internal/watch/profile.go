@@ -70,8 +70,31 @@ type Profile struct {
 	Procs      int // processes seen
 	Threads    []Thread
 	Total      Thread
-	Cgroup     Cgroup
-	Notes      []string
+	// Children are the watched processes' descendants, counted apart
+	// from Threads and Total (Watcher.Children).
+	Children Children
+	Cgroup   Cgroup
+	Notes    []string
+}
+
+// Children sums the switches of the watched processes' descendants: a
+// parent that hardly switches while its children do points at them.
+type Children struct {
+	Procs int    // most child processes seen at once
+	Total Thread // their counts, all threads together
+	// Busiest is the child PID with the most switches, 0 when none.
+	Busiest int
+	perPID  map[int]uint64
+}
+
+// busiest picks the child with the most switches (the lowest PID of a tie).
+func (c *Children) busiest() {
+	c.Busiest = 0
+	for pid, n := range c.perPID {
+		if b := c.perPID[c.Busiest]; c.Busiest == 0 || n > b || (n == b && pid < c.Busiest) {
+			c.Busiest = pid
+		}
+	}
 }
 
 // Rate is x per second of the profile.
@@ -117,6 +140,23 @@ func (sum *Profile) Accumulate(iv Profile) {
 	}
 	sum.total()
 	sum.Procs = max(sum.Procs, iv.Procs)
+	if iv.Children.Procs > 0 || iv.Children.Total.Threads > 0 {
+		c := &sum.Children
+		c.Procs = max(c.Procs, iv.Children.Procs)
+		if c.Total.Name == "" {
+			c.Total.Name = "children"
+		}
+		n := c.Total.Threads
+		c.Total.add(iv.Children.Total)
+		c.Total.Threads = max(n, iv.Children.Total.Threads) // threads at once, not summed over intervals
+		if c.perPID == nil {
+			c.perPID = map[int]uint64{}
+		}
+		for pid, sw := range iv.Children.perPID {
+			c.perPID[pid] += sw
+		}
+		c.busiest()
+	}
 	if iv.Cgroup.Available {
 		c := sum.Cgroup
 		sum.Cgroup = iv.Cgroup

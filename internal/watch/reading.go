@@ -39,6 +39,7 @@ const (
 	KindInvoluntary    = "involuntary"
 	KindThrottled      = "throttled"
 	KindMigrating      = "migrating"
+	KindChildren       = "children"
 )
 
 // Reading is one sentence about a profile: what the figures suggest, with
@@ -59,6 +60,7 @@ func Read(p Profile, maxThreads int) []Reading {
 			"throttled in %d CFS periods for %s in total (cgroup v%d quota %s): a CPU quota capped it — the cgroup's limit, not the code",
 			p.Cgroup.ThrottledPeriods, result.FormatNs(float64(p.Cgroup.ThrottledUs)*1e3), p.Cgroup.Version, quotaText(p.Cgroup.Quota))})
 	}
+	out = append(out, readChildren(p, len(out) > 0 && out[0].Kind == KindQuiet)...)
 	kinds := map[string]bool{}
 	for _, r := range out {
 		kinds[r.Kind] = true
@@ -83,6 +85,28 @@ func Read(p Profile, maxThreads int) []Reading {
 		}
 	}
 	return out
+}
+
+// readChildren points at the watched processes' children when they
+// switch more than the quiet rate: the switching is in them, and the
+// process's own figures would not show it. quiet says the process's own
+// reading was "too few to matter".
+func readChildren(p Profile, quiet bool) []Reading {
+	c := p.Children
+	sw := c.Total.Switches()
+	rate := p.Rate(sw)
+	if c.Procs == 0 || sw == 0 || rate < QuietPerSec*float64(max(c.Total.Threads, 1)) {
+		return nil
+	}
+	text := fmt.Sprintf("its %d child process(es) switch %s/s (%.0f%% voluntary; the process's own threads %s/s): the switching is in the children",
+		c.Procs, fmtRate(rate), 100*float64(c.Total.Vol)/float64(sw), fmtRate(p.Rate(p.Total.Switches())))
+	if quiet {
+		text = "but " + text
+	}
+	if c.Busiest > 0 {
+		text += fmt.Sprintf(" — ctxlab watch %d (the busiest) reads them, ctxlab diagnose -- CMD the whole tree", c.Busiest)
+	}
+	return []Reading{{"children", KindChildren, text}}
 }
 
 func quotaText(q string) string {

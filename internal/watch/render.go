@@ -15,7 +15,7 @@ import (
 // interval (Phase "interval") or of the whole watch (Phase "summary").
 // Figures that are unavailable on this kernel are null.
 type Record struct {
-	Kind    string  `json:"kind"` // thread or process
+	Kind    string  `json:"kind"` // thread, process, or children (the watched processes' descendants, apart from the process)
 	Phase   string  `json:"phase"`
 	Time    string  `json:"time"` // end of the interval, RFC 3339
 	Seconds float64 `json:"interval_s"`
@@ -101,6 +101,13 @@ func Records(p Profile, phase string, readings []Reading) []any {
 	tot := rowRecord("process", phase, &p, p.Total)
 	tot.Name = ""
 	out = append(out, tot)
+	if c := p.Children; c.Procs > 0 {
+		// The descendants, counted apart from the process total: PID is
+		// the busiest child's, Threads how many threads they had at most.
+		ch := rowRecord("children", phase, &p, c.Total)
+		ch.Name, ch.PID = "", c.Busiest
+		out = append(out, ch)
+	}
 	if p.Cgroup.Available {
 		out = append(out, CgroupRecord{Kind: "cgroup", Phase: phase, Time: tot.Time, Seconds: tot.Seconds,
 			Version: p.Cgroup.Version, Dir: p.Cgroup.Dir, Quota: p.Cgroup.Quota,
@@ -168,6 +175,9 @@ func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden
 		fmt.Fprintf(&b, "%8s %8s  (%d more rows; --top shows more)\n", "", "", hidden)
 	}
 	row("", "", "total", p.Total)
+	if c := p.Children; c.Procs > 0 {
+		row("", "", fmt.Sprintf("children (%d)", c.Procs), c.Total)
+	}
 	if p.Cgroup.Available {
 		fmt.Fprintf(&b, "cgroup v%d %s: quota %s, throttled %d periods, %s\n", p.Cgroup.Version, p.Cgroup.Dir,
 			quotaText(p.Cgroup.Quota), p.Cgroup.ThrottledPeriods, result.FormatNs(float64(p.Cgroup.ThrottledUs)*1e3))

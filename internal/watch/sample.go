@@ -20,6 +20,10 @@ type snapshot struct {
 	tasks  map[key]procstat.Task
 	procs  int
 	cgroup CgroupCounters
+	// kids are the threads of the watched processes' descendants, when
+	// Watcher.Children counts them apart; kidProcs how many processes.
+	kids     map[key]procstat.Task
+	kidProcs int
 }
 
 // Watcher samples a set of processes and turns successive samples into
@@ -31,6 +35,11 @@ type Watcher struct {
 	// Descendants also samples every descendant of the main process
 	// (diagnose), found anew at each step.
 	Descendants bool
+	// Children counts the switches of the watched processes' descendants
+	// apart from the profile's threads (Profile.Children), found anew at
+	// each step: a parent that hardly switches can point at children that
+	// do. Unused with Descendants, which samples them as threads.
+	Children bool
 	// Cgroup is the main process's CPU cgroup; nil when none was found.
 	Cgroup *CgroupDir
 
@@ -157,6 +166,28 @@ func (w *Watcher) read() (snapshot, bool) {
 			s.tasks[key{pid, t.TID}] = t
 		}
 	}
+	if w.Children && !w.Descendants {
+		s.kids = map[key]procstat.Task{}
+		if all, err := w.Root.Procs(); err == nil {
+			seen := map[int]bool{}
+			for _, pid := range pids {
+				for _, d := range procstat.Descendants(all, pid) {
+					if seen[d] || containsInt(w.pids, d) {
+						continue
+					}
+					seen[d] = true
+					ts, err := w.Root.ReadTasks(d)
+					if err != nil {
+						continue
+					}
+					s.kidProcs++
+					for _, t := range ts {
+						s.kids[key{d, t.TID}] = t
+					}
+				}
+			}
+		}
+	}
 	if w.Cgroup != nil {
 		s.cgroup = w.Cgroup.Read()
 	}
@@ -190,30 +221,14 @@ func (w *Watcher) Step() (Profile, error) {
 // cur exited and shows as such with no counts.
 func Delta(prev, cur snapshot, cpus int) Profile {
 	p := Profile{Start: prev.at, End: cur.at, Seconds: cur.at.Sub(prev.at).Seconds(), CPUs: cpus, Procs: cur.procs}
-	for k, c := range cur.tasks {
-		t := Thread{PID: k.PID, TID: k.TID, Name: c.Comm, Threads: 1, HasSched: c.HasSched, HasSchedstat: c.HasSchedstat}
-		b, seen := prev.tasks[k]
-		if !seen || c.Voluntary < b.Voluntary || c.Involuntary < b.Involuntary || c.RunNs < b.RunNs {
-			b, t.Started = procstat.Task{}, true
+	p.Threads = deltaThreads(prev.tasks, cur.tasks)
+	if cur.kids != nil {
+		p.Children = Children{Procs: cur.kidProcs, Total: Thread{Name: "children"}, perPID: map[int]uint64{}}
+		for _, t := range deltaThreads(prev.kids, cur.kids) {
+			p.Children.Total.add(t)
+			p.Children.perPID[t.PID] += t.Switches()
 		}
-		t.Vol, t.Invol = c.Voluntary-b.Voluntary, c.Involuntary-b.Involuntary
-		if c.HasSched && (b.HasSched || t.Started) && c.Migrations >= b.Migrations {
-			t.Migrations = c.Migrations - b.Migrations
-		} else {
-			t.HasSched = false
-		}
-		if c.HasSchedstat && (b.HasSchedstat || t.Started) && c.RunqNs >= b.RunqNs {
-			t.CPUNs, t.RunqNs = c.RunNs-b.RunNs, c.RunqNs-b.RunqNs
-		} else {
-			t.HasSchedstat = false
-		}
-		p.Threads = append(p.Threads, t)
-	}
-	for k, b := range prev.tasks {
-		if _, ok := cur.tasks[k]; !ok {
-			p.Threads = append(p.Threads, Thread{PID: k.PID, TID: k.TID, Name: b.Comm, Threads: 1,
-				HasSched: b.HasSched, HasSchedstat: b.HasSchedstat, Exited: true})
-		}
+		p.Children.busiest()
 	}
 	p.total()
 	p.Sort("switches")
@@ -231,6 +246,37 @@ func Delta(prev, cur snapshot, cpus int) Profile {
 		}
 	}
 	return p
+}
+
+// deltaThreads is each thread's counts between two readings (see Delta).
+func deltaThreads(prevTasks, curTasks map[key]procstat.Task) []Thread {
+	var out []Thread
+	for k, c := range curTasks {
+		t := Thread{PID: k.PID, TID: k.TID, Name: c.Comm, Threads: 1, HasSched: c.HasSched, HasSchedstat: c.HasSchedstat}
+		b, seen := prevTasks[k]
+		if !seen || c.Voluntary < b.Voluntary || c.Involuntary < b.Involuntary || c.RunNs < b.RunNs {
+			b, t.Started = procstat.Task{}, true
+		}
+		t.Vol, t.Invol = c.Voluntary-b.Voluntary, c.Involuntary-b.Involuntary
+		if c.HasSched && (b.HasSched || t.Started) && c.Migrations >= b.Migrations {
+			t.Migrations = c.Migrations - b.Migrations
+		} else {
+			t.HasSched = false
+		}
+		if c.HasSchedstat && (b.HasSchedstat || t.Started) && c.RunqNs >= b.RunqNs {
+			t.CPUNs, t.RunqNs = c.RunNs-b.RunNs, c.RunqNs-b.RunqNs
+		} else {
+			t.HasSchedstat = false
+		}
+		out = append(out, t)
+	}
+	for k, b := range prevTasks {
+		if _, ok := curTasks[k]; !ok {
+			out = append(out, Thread{PID: k.PID, TID: k.TID, Name: b.Comm, Threads: 1,
+				HasSched: b.HasSched, HasSchedstat: b.HasSchedstat, Exited: true})
+		}
+	}
+	return out
 }
 
 func appendOnce(ss []string, s string) []string {

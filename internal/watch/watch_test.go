@@ -353,3 +353,60 @@ func TestWatcherPeers(t *testing.T) {
 		t.Errorf("summary keeps threads of exited processes: %+v", w.Summary.Threads)
 	}
 }
+
+// A parent that hardly switches points at its children that do: their
+// switches are counted apart from the process's, and the reading names
+// the busiest child to watch.
+func TestWatcherCountsChildren(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS("../procstat/testdata/proc")); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWatcher(procstat.Root(dir), []int{100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Children = true
+	w.Begin()
+	st := filepath.Join(dir, "200", "task", "200", "status")
+	b, _ := os.ReadFile(st)
+	b = bytes.Replace(b, []byte("voluntary_ctxt_switches:\t5\n"), []byte("voluntary_ctxt_switches:\t5005\n"), 1)
+	if err := os.WriteFile(st, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := w.Step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200 is 100's child; 301, its grandchild, has no task directory.
+	if c := p.Children; c.Procs != 1 || c.Total.Vol != 5000 || c.Busiest != 200 {
+		t.Errorf("children = %+v, want 1 process, 5000 voluntary switches, busiest 200", c)
+	}
+	if p.Total.Switches() != 0 || p.Procs != 1 {
+		t.Errorf("the child's switches leaked into the process's own: %+v", p.Total)
+	}
+	p.Seconds = 1
+	rs := Read(p, 3)
+	if len(rs) < 2 || rs[0].Kind != KindQuiet || rs[1].Kind != KindChildren ||
+		!strings.Contains(rs[1].Text, "but its 1 child process(es) switch 5000/s") || !strings.Contains(rs[1].Text, "ctxlab watch 200") {
+		t.Errorf("readings %+v: want the quiet process, then its children named", rs)
+	}
+	if w.Summary.Children.Total.Vol != 5000 || w.Summary.Children.Busiest != 200 {
+		t.Errorf("summary children = %+v", w.Summary.Children)
+	}
+	var kinds []string
+	for _, r := range Records(p, "summary", nil) {
+		if rec, ok := r.(Record); ok {
+			kinds = append(kinds, rec.Kind)
+		}
+	}
+	if strings.Join(kinds, ",") != "thread,thread,process,children" {
+		t.Errorf("record kinds %v", kinds)
+	}
+	// Without Children the descendants are not read at all.
+	w2, _ := NewWatcher(procstat.Root(dir), []int{100})
+	w2.Begin()
+	if p, _ := w2.Step(); p.Children.Procs != 0 {
+		t.Errorf("children counted without Children: %+v", p.Children)
+	}
+}
