@@ -113,7 +113,7 @@ func TestHTMLReport(t *testing.T) {
 	if _, ok := has["pingpong:param"]; ok {
 		t.Error("pingpong has no swept parameter, yet got a param chart")
 	}
-	if r := has["pingpong:bars"].reading; !strings.Contains(r, "23.9×") || !strings.Contains(r, "thread/futex") {
+	if r := has["pingpong:bars"].reading; !strings.Contains(r, "24× longer than") || !strings.Contains(r, "thread/futex") {
 		t.Errorf("pingpong reading: %q", r)
 	}
 	if r := has["ring:param"].reading; !strings.Contains(r, "n=2") || !strings.Contains(r, "n=100") {
