@@ -161,7 +161,7 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 {{end}}{{if .Findings}}<h3>Findings</h3>
 <ul class="findings">{{range .Findings}}<li>{{.}}</li>
 {{end}}</ul>
-{{end}}{{if .Refs}}<h3>Published reference figures (SPEC §8)</h3>
+{{end}}{{if .Refs}}<h3>Published reference figures (README: Published figures)</h3>
 <table class="refs"><tr><th>our arm</th><th>ours</th><th>published</th></tr>
 {{range .Refs}}<tr><td>{{if .Arm}}{{.Arm}}{{else}}(the experiment){{end}}</td><td class="n">{{.Ours}}</td><td>{{.Ref.Text}}</td></tr>
 {{end}}</table>
