@@ -27,7 +27,9 @@ import (
 // docs/*.md show, so a documented command cannot fail unnoticed. A command
 // is taken from fenced or indented code blocks and from inline code that
 // starts with "ctxlab "; `#` comments, `> file` redirections and the parts
-// of `&&` and `|` chains that are not ctxlab are dropped. The rules:
+// of `&&` and `|` chains that are not ctxlab are dropped. A ```text block
+// is a terminal's output quoted as captured, prompt included: it holds no
+// example. The rules:
 //
 //   - A synopsis (a line with placeholders: PID, RUN, [EXPERIMENT], …, a|b),
 //     or inline code naming a bare command (`ctxlab watch`), must name a
@@ -140,10 +142,14 @@ func docExamples(t *testing.T) []docExample {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fenced := false
+		fenced, captured := false, false
 		for i, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if fence := strings.TrimSpace(line); strings.HasPrefix(fence, "```") {
 				fenced = !fenced
+				captured = fenced && fence == "```text"
+				continue
+			}
+			if captured { // a terminal's output, quoted as captured (docs/screens.md): no example
 				continue
 			}
 			var cands []string
