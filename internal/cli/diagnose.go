@@ -333,7 +333,12 @@ loop:
 	seen := price.Seen{Seconds: ru.WallS, Vol: uint64(ru.Voluntary), Invol: uint64(ru.Involuntary), RSSBytes: ru.MaxRSSKiB * 1024,
 		CPUNs: uint64(max(ru.UserUs+ru.SysUs, 0)) * 1000, HasCPU: ru.UserUs+ru.SysUs > 0}
 	o.noCalibrate = interrupted
-	if err := writePrice(ctx, &o.WatchOptions, o.Stderr, newDisplay(&o.WatchOptions, o.Stderr, "").json, seen, place); err != nil {
+	d := newDisplay(&o.WatchOptions, o.Stderr, "")
+	out := d.prose()
+	if err := writePrice(ctx, &o.WatchOptions, out, d.json, seen, place); err != nil {
+		return err
+	}
+	if err := out.Flush(); err != nil {
 		return err
 	}
 	if interrupted && status == 0 {
@@ -452,7 +457,8 @@ func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord,
 	if err := d.summary(sum, title); err != nil {
 		return err
 	}
-	w := o.Stderr
+	w := d.prose()
+	defer w.Flush()
 	fmt.Fprintln(w, "counters for the whole run (perf_event_open, inherited by every thread and child):")
 	for _, r := range recs {
 		switch {

@@ -80,6 +80,14 @@ func TestEnvNamesBuildAndSyscallPath(t *testing.T) {
 			t.Errorf("env table has no %q:\n%s", w, table.String())
 		}
 	}
+	// The syscall line says what the figures are, briefly and plainly
+	// (the arms that pay the path and how are in the README), where it was
+	// a 300-character account of "system-call sections".
+	for _, l := range strings.Split(table.String(), "\n") {
+		if strings.Contains(l, "getppid") && (len([]rune(l)) > 120 || strings.Contains(l, "section")) {
+			t.Errorf("env's syscall line is not short and plain (%d columns): %q", len([]rune(l)), l)
+		}
+	}
 	var js bytes.Buffer
 	if err := writeEnv(&js, "json", h, envProbes{SyscallNs: 1100, SyscallPathNs: 62}); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/child"
 	_ "github.com/ctxlab/ctxlab/internal/experiments" // registers every experiment
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // Version is set at build time with -ldflags "-X …/cli.Version=v1.2.3".
@@ -65,6 +66,11 @@ func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	var ue *UsageError
 	var xs *exitStatusError
 	var se *saveError
+	// On a terminal an error wraps at spaces, as the verdict does, rather
+	// than being cut mid-word by the terminal.
+	errw := textcol.NewLineWrapper(stderr, termWidth(stderr))
+	defer errw.Flush()
+	stderr = errw
 	switch {
 	case errors.As(err, &xs): // diagnose: the command's own status
 		return xs.code

@@ -33,7 +33,7 @@ environment, then per experiment a bar chart of each arm's cost with its
 spread, a chart against the swept parameter (workers, tasks, sizes) where
 the arms have one, a latency distribution where arms carry a histogram,
 each with a one-line reading, the checks and findings, and the published
-reference figures (SPEC §8) beside ours where an arm matches one.
+reference figures (README: Published figures) beside ours where an arm matches one.
 
 RUN is a stored run (id, unique prefix, last, last~N; default last) or a
 run JSON file. --chart NAME writes a single chart instead: NAME is an

@@ -25,7 +25,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
-	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -287,7 +286,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	pl.cfg.ClockCost = measure.ClockCost()
 	syscallNs, syscallPathNs := measure.SyscallPath()
 	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		pl.cfg.Progress = o.Stderr
+		pl.cfg.Progress, pl.cfg.ProgressWidth = o.Stderr, termWidth(o.Stderr)
 	}
 	run := &result.Run{
 		Schema: result.SchemaVersion, ID: newRunID(), Time: time.Now().UTC(),
@@ -318,8 +317,8 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 }
 
 // termWidth is w's width in columns when w is a terminal, else 0: the
-// verdict's long lines are wrapped at spaces there rather than cut
-// mid-word by the terminal.
+// verdict is laid out for it, and long lines are wrapped at spaces there
+// rather than cut mid-word by the terminal.
 func termWidth(w io.Writer) int {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
@@ -333,27 +332,19 @@ func termWidth(w io.Writer) int {
 }
 
 // writeRun prints a finished run: in the table format the verdict alone
-// (one screen), the tables too with --detail; other formats in full.
-// stored says whether the history holds it, for the verdict's pointers.
+// (a suite's one screen, or a selection's compact tables) laid out for
+// the terminal's width (report.VerdictWidth off a terminal), the tables
+// too with --detail; other formats in full. stored says whether the
+// history holds it, for the verdict's pointers.
 func writeRun(w io.Writer, run *result.Run, format string, detail, stored bool) error {
 	if (format == "table" || format == "") && !detail {
 		width := termWidth(w)
-		for _, l := range report.VerdictLines(run, stored) {
+		for _, l := range report.VerdictLines(run, stored, width) {
 			for _, part := range textcol.Wrap(l, width) {
 				if _, err := fmt.Fprintln(w, part); err != nil {
 					return err
 				}
 			}
-		}
-		// What the table format printed above its tables (a CPU quota, a
-		// governor that scales, a VM) still belongs under the verdict.
-		for _, warn := range run.Warnings {
-			for _, part := range textcol.Wrap(termsafe.String("warning: "+warn), width) {
-				fmt.Fprintln(w, part)
-			}
-		}
-		if run.Interrupted {
-			fmt.Fprintln(w, "interrupted: the verdict covers the arms that finished")
 		}
 		return nil
 	}
@@ -411,13 +402,13 @@ func probeCounters() []result.CounterInfo {
 func envWarnings(h *sysinfo.Host) []string {
 	var w []string
 	if h.Hypervisor {
-		w = append(w, "running in a VM: cross-CPU wake-ups include waking an idle vCPU, and steal time can skew figures")
+		w = append(w, "a VM: cross-CPU handoffs wait for a vCPU to wake; steal skews figures")
 	}
 	if h.Governor != "" && h.Governor != "performance" {
 		w = append(w, fmt.Sprintf("CPU frequency governor is %q, not \"performance\": clock speed may vary between arms", h.Governor))
 	}
 	if h.CgoEnabled == "1" {
-		w = append(w, "ctxlab was built with cgo: its threads are started by glibc, and thread handoffs read higher than in a CGO_ENABLED=0 build (README: How honest is the harness?)")
+		w = append(w, "built with cgo: glibc starts its threads, thread handoffs read higher (README: How honest is the harness?)")
 	}
 	switch {
 	case strings.HasPrefix(h.CPUQuota, "unknown"):

@@ -17,6 +17,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
@@ -172,15 +173,25 @@ type display struct {
 	w     io.Writer
 	json  bool
 	tty   bool
+	width int // the terminal's columns, which prose is wrapped at; 0: none
 	title string
 	n     int
 }
 
 func newDisplay(o *WatchOptions, w io.Writer, title string) *display {
 	tty := isTerminal(w)
-	return &display{o: o, w: w, title: title, tty: tty,
+	d := &display{o: o, w: w, title: title, tty: tty,
 		json: o.Format == "json" || (o.Format == "auto" && !tty)}
+	if !d.json {
+		d.width = termWidth(w)
+	}
+	return d
 }
+
+// prose is where the display's sentences go (the price, diagnose's
+// counters and notes): wrapped at the terminal's width, no word cut.
+// Flush it when done.
+func (d *display) prose() *textcol.LineWrapper { return textcol.NewLineWrapper(d.w, d.width) }
 
 // shape folds, sorts and trims a profile for display; readings are taken
 // before trimming so hidden threads still count.
@@ -205,7 +216,7 @@ func (d *display) interval(p watch.Profile) error {
 	} else if d.n > 1 {
 		fmt.Fprintln(d.w)
 	}
-	return watch.WriteTable(d.w, fmt.Sprintf("%s, interval %d at %s", d.title, d.n, p.End.Format("15:04:05")), q, readings, hidden)
+	return watch.WriteTableWidth(d.w, fmt.Sprintf("%s, interval %d at %s", d.title, d.n, p.End.Format("15:04:05")), q, readings, hidden, d.width)
 }
 
 func (d *display) summary(p watch.Profile, title string) error {
@@ -214,7 +225,7 @@ func (d *display) summary(p watch.Profile, title string) error {
 		return watch.WriteJSON(d.w, q, "summary", readings)
 	}
 	fmt.Fprintln(d.w)
-	return watch.WriteTable(d.w, title, q, readings, hidden)
+	return watch.WriteTableWidth(d.w, title, q, readings, hidden, d.width)
 }
 
 // targets resolves the PID or --name into the PIDs to watch.
@@ -298,7 +309,11 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		w.Summary.Start.Format("15:04:05"), w.Summary.End.Format("15:04:05"))); err != nil {
 		return err
 	}
-	return writePrice(ctx, o, o.Stdout, d.json, seenOf(w.Summary, rss), place)
+	out := d.prose()
+	if err := writePrice(ctx, o, out, d.json, seenOf(w.Summary, rss), place); err != nil {
+		return err
+	}
+	return out.Flush()
 }
 
 // seenOf is what a whole watch saw, for the price: the watched processes'

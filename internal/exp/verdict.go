@@ -1,6 +1,8 @@
 package exp
 
 import (
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -11,7 +13,7 @@ import (
 // screen, and the arms price reads a switch's cost from. report, price and
 // serve read these declarations; none of them names an experiment.
 
-// Reference is a published figure (SPEC §8) that the report shows beside
+// Reference is a published figure (README: Published figures) that the report shows beside
 // an arm of the experiment declaring it when the arm matches: a substrate
 // in Substrates (if set), "substrate/mechanism/name" containing one of
 // Match (if set), and the parameter Param equal to Value (if set). With
@@ -118,12 +120,15 @@ const VerdictRate = 10000
 
 // VerdictSection is what one experiment writes in one block of the
 // verdict. A block shows the first Heading its experiments give, then
-// every experiment's Lines and then every experiment's Foot (the
-// published figures), each in experiment order.
+// every experiment's Lines, Notes and Foot, each in experiment order.
+// The screen has room for about 40 lines: Lines (the figures) are always
+// shown; Notes (readings of them) and Foot (the published figures, quoted
+// from other machines) give way, Foot first, when the screen is full.
 type VerdictSection struct {
 	Block   Block
 	Heading string
 	Lines   []string
+	Notes   []string
 	Foot    []string
 }
 
@@ -186,15 +191,18 @@ func (v *VerdictRun) Where(experiment string, keep func(a result.Arm) bool) []re
 	return out
 }
 
-// Figure is an arm's median with its min–max spread: "6.69 µs (6.68–6.78)";
-// the range names its unit only where it differs from the median's.
+// Figure is an arm's median with its min–max spread, both ends in the
+// median's own unit so the range reads at a glance: "6.69 µs (6.68–6.78)",
+// "1.93 µs (0.923–2.67)", "552 ns (460–1700)".
 func Figure(a result.Arm) string {
-	m := result.FormatValue(a.Median, a.Unit)
-	sp := Span(a.Min, a.Max, a.Unit)
-	if i := strings.LastIndexByte(m, ' '); i > 0 && strings.HasSuffix(sp, m[i:]) && strings.Count(sp, m[i:]) == 1 {
-		sp = strings.TrimSuffix(sp, m[i:])
-	}
-	return m + " (" + sp + ")"
+	return result.FormatValue(a.Median, a.Unit) + " (" + Spread(a) + ")"
+}
+
+// Spread is an arm's min–max in the unit its median is shown in, without
+// the unit: "6.68–6.78" beside "6.69 µs".
+func Spread(a result.Arm) string {
+	div := scaleOf(a.Median, a.Unit)
+	return plainNumber(a.Min/div) + "–" + plainNumber(a.Max/div)
 }
 
 // Span is "lo–hi" with the unit once when both ends share it.
@@ -205,6 +213,91 @@ func Span(lo, hi float64, unit string) string {
 		l = l[:li]
 	}
 	return l + "–" + h
+}
+
+// Change is a duration before → after, its unit said once when both
+// share it: "32.5 → 32.3 µs", "134 µs → 19.7 ms".
+func Change(fromNs, toNs float64) string {
+	f, t := result.FormatNs(fromNs), result.FormatNs(toNs)
+	fi, ti := strings.LastIndexByte(f, ' '), strings.LastIndexByte(t, ' ')
+	if fi > 0 && ti > 0 && f[fi:] == t[ti:] {
+		f = f[:fi]
+	}
+	return f + " → " + t
+}
+
+// scaleOf is what result.FormatValue divides v by to show it in unit:
+// 1e3 for a figure it shows in µs, result.KiB for one in KiB, 1 for a
+// unit it does not scale.
+func scaleOf(v float64, unit string) float64 {
+	switch {
+	case unit == "" || strings.HasPrefix(unit, "ns/"):
+		for _, s := range []float64{1e9, 1e6, 1e3} {
+			if v >= s {
+				return s
+			}
+		}
+	case unit == "B/op" || unit == "bytes":
+		for _, u := range result.ByteUnits {
+			if math.Abs(v) >= u.Size {
+				return u.Size
+			}
+		}
+	}
+	return 1
+}
+
+// plainNumber writes x with three significant digits and never an
+// exponent: 0.923, 6.68, 460, 1700.
+func plainNumber(x float64) string {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	decimals := 2 - int(math.Floor(math.Log10(math.Abs(x))))
+	if decimals < 0 { // 1699 → 1700: three significant digits
+		p := math.Pow(10, float64(-decimals))
+		x, decimals = math.Round(x/p)*p, 0
+	}
+	if decimals > 6 {
+		decimals = 6
+	}
+	s := strconv.FormatFloat(x, 'f', decimals, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// SameWithin is how far apart (as a ratio, larger ÷ smaller) two figures
+// may be and still read "about the same": the repetitions of one arm on a
+// quiet machine spread about this much.
+const SameWithin = 1.1
+
+// Compare words x against ref, the one rule every reading follows:
+// "about the same" when they are within SameWithin of each other, else
+// "N× more" or "N× less" in the words given ("slower"/"faster",
+// "higher"/"lower"), N the larger over the smaller, so a multiple below
+// SameWithin never reads as lower or higher.
+func Compare(x, ref float64, more, less string) string {
+	if x <= 0 || ref <= 0 || math.IsInf(x, 0) || math.IsInf(ref, 0) {
+		return "not comparable"
+	}
+	r, word := x/ref, more
+	if r < 1 {
+		r, word = ref/x, less
+	}
+	if r < SameWithin {
+		return "about the same"
+	}
+	return Multiple(r) + " " + word
+}
+
+// Multiple writes a ratio as a multiple: "1.4×", "19×", "410×".
+func Multiple(r float64) string {
+	if r < 9.95 {
+		return strconv.FormatFloat(r, 'f', 1, 64) + "×"
+	}
+	return strconv.FormatFloat(r, 'f', 0, 64) + "×"
 }
 
 // ShortName is an arm's name without its experiment.

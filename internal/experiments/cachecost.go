@@ -897,17 +897,18 @@ func cachecostCurve(arms []result.Arm) []exp.CostPoint {
 	return out
 }
 
-// cachecostVerdict: the per-switch curve, and wall and on-CPU time per
-// element with few and many threads at the largest working set swept.
+// cachecostVerdict: the per-switch curve, and wall time per element
+// with few and many threads at the largest working set swept (a line of
+// figures), their on-CPU time in a note: what the indirect cost is.
 func cachecostVerdict(v *exp.VerdictRun) []exp.VerdictSection {
-	var out []string
+	var lines, notes []string
 	// per-switch curve: (RT(W) − solo(W) − RT(0)) / switches at each W.
 	var parts []string
 	for _, p := range cachecostCurve(v.Run.Arms) {
 		parts = append(parts, p.Label+" "+result.FormatNs(p.Ns))
 	}
 	if len(parts) > 0 {
-		out = append(out, "  per switch, on top of the direct cost, by working set touched: "+strings.Join(parts, " · "))
+		lines = append(lines, "  per switch, on top of the direct cost, by working set touched: "+strings.Join(parts, " · "))
 	}
 	sweep := v.Where("cachecost", func(a result.Arm) bool { return a.Params["mode"] == "sweep" && a.Params["compare"] != "" })
 	groups := map[string][]result.Arm{}
@@ -924,15 +925,22 @@ func cachecostVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	if g := groups[key]; len(g) >= 2 {
 		sort.Slice(g, func(i, j int) bool { return threads(g[i]) < threads(g[j]) })
 		few, many := g[0], g[len(g)-1]
-		out = append(out, fmt.Sprintf("  W=%s per thread, %s vs %s threads on %d CPUs: wall per element %s → %s (%+.0f%%)",
-			few.Params["W"], many.Params["T"], few.Params["T"], v.Run.Env.LogicalCPUs, exp.Figure(few), exp.Figure(many), 100*(many.Median/few.Median-1)))
+		lines = append(lines, fmt.Sprintf("  %s each, %s → %s threads: wall %s (%s) → %s (%s)", result.FormatBytes(float64(keyW)),
+			few.Params["T"], many.Params["T"], result.FormatNs(few.Median), exp.Spread(few), result.FormatNs(many.Median), exp.Spread(many)))
 		if fc, mc := few.Metrics["oncpu-ns/element"], many.Metrics["oncpu-ns/element"]; fc > 0 && mc > 0 {
-			out = append(out, fmt.Sprintf("    on CPU per element %s → %s (%+.0f%%): the indirect cost; the rest of the wall time is waiting for a CPU",
-				result.FormatValue(fc, "ns/element"), result.FormatValue(mc, "ns/element"), 100*(mc/fc-1)))
+			cmp := exp.Compare(mc, fc, "more", "less")
+			line := fmt.Sprintf("    on CPU %s → %s, %s", result.FormatNs(fc), result.FormatNs(mc), cmp)
+			if mc > fc*exp.SameWithin {
+				line += ": the indirect cost (cold caches); the rest of the wall time is waiting for a CPU"
+			} else {
+				line += ": no indirect cost shows at this size"
+			}
+			notes = append(notes, line)
 		}
-	} else if len(out) == 0 {
-		out = append(out, "  not measured (run cachecost)")
+	} else if len(lines) == 0 {
+		lines = append(lines, "  not measured (run cachecost)")
 	}
-	return []exp.VerdictSection{{Block: exp.BlockIndirect, Heading: "the indirect cost: cold caches after other workers ran", Lines: out,
-		Foot: []string{"    published: 4 MB sets, 128 vs 8 threads on 8 cores: cycles +118% for ≈ equal instructions, IPC 2.40 → 1.10, LLC misses ×3.3, task-clock +29%; direct switch ≈ 1 µs"}}}
+	return []exp.VerdictSection{{Block: exp.BlockIndirect, Heading: "the indirect cost: cold caches after other workers ran, time per element visited",
+		Lines: lines, Notes: notes,
+		Foot: []string{"  published: 4 MB sets, 128 vs 8 threads on 8 cores: cycles +118% for ≈ equal instructions, IPC 2.40 → 1.10, LLC misses ×3.3, task-clock +29%; direct switch ≈ 1 µs"}}}
 }

@@ -35,7 +35,7 @@ lookups to N workers locked to their own OS threads, each with its own
 connection (the shape of a thread-backed async wrapper's executor).
 concurrency.levels sets C (default 1,10,50), concurrency.pool sets N
 (default: CPUs + 4, at most 32, as Python's ThreadPoolExecutor).
-CPython, the seeds' compare(op_async, op_sync, n, C): the same lookup on a
+CPython, as the published compare(op_async, op_sync, n, C): the same lookup on a
 database file (each thread its own connection), and a dict lookup, as
 asyncio.gather under asyncio.Semaphore(C) with each call through
 asyncio.to_thread (pytask/OP/to_thread/c=C) or loop.run_in_executor

@@ -556,7 +556,7 @@ type pyRefs struct {
 }
 
 // pyReferenceSource says where the figures come from.
-const pyReferenceSource = "CPython 3.14 on 24-core Linux unless noted (SPEC §8)"
+const pyReferenceSource = "CPython 3.14 on 24-core Linux unless noted (README: Published figures)"
 
 // findings puts the published figure beside each CPython arm that
 // measured, and says where a free-threaded arm could not run.

@@ -26,9 +26,9 @@ func init() {
 		Verdict:    hopVerdict,
 		Summary:    "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
 		Op:         "call",
-		Doc: `One op is one call of a fast local operation: the seed's indexed SQLite
+		Doc: `One op is one call of a fast local operation: an indexed SQLite
 lookup (select v from t where k = ?, 1 000 rows, a fresh query per call) in a
-database file in a temp dir (-file, the seed's) or in :memory: (-memory),
+database file in a temp dir (-file) or in :memory: (-memory),
 through modernc.org/sqlite (pure Go) or mattn/go-sqlite3 (cgo; built only
 with -tags mattn), or a Go map lookup as the pure-compute control.
 -prepared ops (direct only) run one statement prepared per connection
@@ -41,12 +41,12 @@ thread-backed async database wrappers); pool-cC-nN (C concurrent callers
 share N worker goroutines; the figure is wall time per call, p50 is one
 caller's latency). At GOMAXPROCS=1 and all CPUs. hop.callers and hop.pool
 set C and N. cgo-call is one bare call of a trivial C function.
-CPython (pytask): the seed's sqlite3 lookup (a fresh conn.execute(...)
+CPython (pytask): the same sqlite3 lookup (a fresh conn.execute(...)
 .fetchone() per call, same table) from an asyncio task, direct, through one
 run_in_executor hop (executor), through two hops (two-hop: execute, then
 fetch, the shape of aiosqlite), and through aiosqlite where the interpreter
 imports it (Debian: python3-aiosqlite for /usr/bin/python3); on a database
-file (the seed's) and in :memory: (/db=memory).
+file and in :memory: (/db=memory).
 ` + cpythonDoc,
 		Arms:   withCPython(hopArms, hopPyPlan),
 		Derive: nativeDerive(hopDerive),
@@ -311,7 +311,7 @@ func hopChecks(arms []result.Arm) []result.Check {
 				Name:  "one hop costs more than the operation itself (thread − direct > direct)",
 				Holds: added > d.Median,
 				Detail: fmt.Sprintf("%s at GOMAXPROCS=%d: the hop to a locked thread adds %s to a %s call",
-					k.op, k.gmp, result.FormatNs(added), result.FormatNs(d.Median)),
+					hopOpWords(k.op), k.gmp, result.FormatNs(added), result.FormatNs(d.Median)),
 				Arms: []string{d.Name, t.Name},
 			})
 			if t2, ok := idx[hopKey{k.op, "thread-2hop", k.gmp}]; ok && added > 0 {
@@ -320,7 +320,7 @@ func hopChecks(arms []result.Arm) []result.Check {
 					Name:  fmt.Sprintf("two hops ≈ twice one hop ((2 hops − direct) / (1 hop − direct) in %.1f..%.1f)", hopTwoLow, hopTwoHigh),
 					Holds: r >= hopTwoLow && r <= hopTwoHigh,
 					Detail: fmt.Sprintf("%s at GOMAXPROCS=%d: two hops add %s, one adds %s (%.2f×)",
-						k.op, k.gmp, result.FormatNs(t2.Median-d.Median), result.FormatNs(added), r),
+						hopOpWords(k.op), k.gmp, result.FormatNs(t2.Median-d.Median), result.FormatNs(added), r),
 					Arms: []string{d.Name, t.Name, t2.Name},
 				})
 			}
@@ -400,7 +400,7 @@ func hopFindings(arms []result.Arm) []string {
 			parts = append(parts, fmt.Sprintf("%s %s (%.1f×)", label, result.FormatNs(a.Median), a.Median/d.Median))
 		}
 		if len(parts) > 1 {
-			out = append(out, fmt.Sprintf("%s at GOMAXPROCS=%d: %s", k.op, k.gmp, strings.Join(parts, " · ")))
+			out = append(out, fmt.Sprintf("%s at GOMAXPROCS=%d: %s", hopOpWords(k.op), k.gmp, strings.Join(parts, " · ")))
 		}
 	}
 	// Which effect made the goroutine hop cost what it did.
@@ -627,7 +627,7 @@ func hopStoreFindings(arms []result.Arm) []string {
 	if len(parts) == 0 {
 		return nil
 	}
-	return []string{"the seed's lookup on a file vs in :memory:, direct: " + strings.Join(parts, " · ") +
+	return []string{"the SQLite lookup on a file vs in :memory:, direct: " + strings.Join(parts, " · ") +
 		"; on a file every read transaction takes and drops POSIX locks, looks for a hot journal and checks the file header: system calls that :memory: skips"}
 }
 
@@ -651,13 +651,15 @@ var hopRefs = []exp.Reference{
 }
 
 // hopVerdict: what a thread hop adds to the operation, at up to two
-// GOMAXPROCS, beside a goroutine hop and two thread hops.
+// GOMAXPROCS (a line of what it adds, a line of the figures it comes
+// from, a note of the goroutine hop and two thread hops), and what an
+// executor hop adds to CPython's sqlite3 lookup.
 func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
-	var out []string
+	var lines, notes []string
 	// The Go arms: the operation with a thread arm, at its GOMAXPROCS.
 	threads := v.Where("hop", func(a result.Arm) bool { return a.Params["way"] == "thread" })
 	if len(threads) == 0 {
-		out = append(out, "  Go: not measured (run hop)")
+		lines = append(lines, "  Go: not measured (run hop)")
 	}
 	for i, t := range threads {
 		if i == 2 {
@@ -676,17 +678,20 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 		if !ok {
 			continue
 		}
-		parts := []string{"direct " + exp.Figure(d)}
-		for _, w := range []struct{ way, label string }{{"goroutine", "goroutine hop"}, {"thread", "thread hop"}, {"thread-2hop", "two thread hops"}} {
+		lines = append(lines, fmt.Sprintf("  %s, GOMAXPROCS=%d: a thread hop adds %s", hopOpWords(t.Params["op"]), t.GOMAXPROCS, result.FormatNs(t.Median-d.Median)),
+			"    direct "+exp.Figure(d)+" · thread hop "+exp.Figure(t))
+		var more []string
+		for _, w := range []struct{ way, label string }{{"goroutine", "a goroutine hop"}, {"thread-2hop", "two thread hops"}} {
 			if a, ok := same(w.way); ok {
-				parts = append(parts, fmt.Sprintf("%s %s (%.1f×)", w.label, exp.Figure(a), a.Median/d.Median))
+				more = append(more, w.label+" "+exp.Figure(a))
 			}
 		}
-		out = append(out, fmt.Sprintf("  %s, GOMAXPROCS=%d: a thread hop adds %s", t.Params["op"], t.GOMAXPROCS, result.FormatNs(t.Median-d.Median)),
-			"    "+strings.Join(parts, " · "))
+		if len(more) > 0 {
+			notes = append(notes, fmt.Sprintf("  %s, GOMAXPROCS=%d: %s", hopOpWords(t.Params["op"]), t.GOMAXPROCS, strings.Join(more, " · ")))
+		}
 	}
 	// The CPython arms: an sqlite3 lookup from asyncio, direct and through
-	// executor hops, on the seed's file, or in :memory: when only those
+	// executor hops, on a database file, or in :memory: when only those
 	// measured (a run stored before the file arms has only those); a line
 	// per interpreter, found by name without --python all's "/py=…".
 	by := map[string]result.Arm{}
@@ -701,24 +706,54 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 			if !ok1 || !ok2 {
 				continue
 			}
-			on := map[string]string{"file": "on a file", "memory": "in :memory:"}[db]
+			on := map[string]string{"file": "database file", "memory": "in-memory database"}[db]
 			if py != "" {
 				on += ", " + py
 			}
-			line := fmt.Sprintf("  CPython sqlite3 (%s): direct %s · executor hop %s (%.1f×)", on, exp.Figure(d), exp.Figure(e), e.Median/d.Median)
+			lines = append(lines, fmt.Sprintf("  CPython sqlite3, %s: an executor hop adds %s", on, result.FormatNs(e.Median-d.Median)),
+				"    direct "+exp.Figure(d)+" · executor hop "+exp.Figure(e))
+			var more []string
 			if t, ok := pick("two-hop", db); ok {
-				line += fmt.Sprintf(" · two hops %s (%.1f×)", exp.Figure(t), t.Median/d.Median)
+				more = append(more, "two hops "+exp.Figure(t))
 			}
 			if a, ok := pick("aiosqlite", db); ok {
-				line += fmt.Sprintf(" · aiosqlite %s (%.1f×)", exp.Figure(a), a.Median/d.Median)
+				more = append(more, "aiosqlite "+exp.Figure(a))
 			}
 			if m, ok := pick("direct", "memory"); ok && db == "file" {
-				line += fmt.Sprintf(" · direct in :memory: %s", exp.Figure(m))
+				more = append(more, "direct in :memory: "+exp.Figure(m))
 			}
-			out = append(out, line)
+			if len(more) > 0 {
+				notes = append(notes, "  CPython sqlite3: "+strings.Join(more, " · "))
+			}
 			break
 		}
 	}
-	return []exp.VerdictSection{{Block: exp.BlockHop, Heading: "a thread hop over a microsecond operation", Lines: out,
-		Foot: []string{"    published (CPython 3.14 sqlite3): 8.4 µs direct · run_in_executor 30.4 µs (3.6×) · aiosqlite 58.8 µs (7.0×)"}}}
+	return []exp.VerdictSection{{Block: exp.BlockHop, Heading: "a thread hop over a microsecond operation", Lines: lines, Notes: notes,
+		Foot: []string{"  published (CPython 3.14 sqlite3): direct 8.4 µs · run_in_executor 30.4 µs · aiosqlite 58.8 µs"}}}
+}
+
+// hopOpWords says what a hop operation is in words a user can look up:
+// "pure-Go SQLite, in-memory database" for modernc-memory.
+func hopOpWords(op string) string {
+	base, prepared := strings.CutSuffix(op, "-prepared")
+	drv, store, _ := strings.Cut(base, "-")
+	words := map[string]string{"modernc": "pure-Go SQLite", "mattn": "cgo SQLite (mattn)"}[drv]
+	switch {
+	case op == "map":
+		return "a Go map lookup"
+	case op == "cgo-call":
+		return "a bare cgo call"
+	case words == "":
+		return op
+	}
+	switch store {
+	case "memory":
+		words += ", in-memory database"
+	case "file":
+		words += ", database file"
+	}
+	if prepared {
+		words += ", prepared statement"
+	}
+	return words
 }

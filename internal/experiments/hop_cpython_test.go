@@ -107,7 +107,7 @@ func TestHopStoreFindings(t *testing.T) {
 	spec, _ := exp.Lookup("hop")
 	all := strings.Join(spec.Findings(arms), "\n")
 	for _, w := range []string{
-		"the seed's lookup on a file vs in :memory:, direct: Go modernc (GOMAXPROCS=2) 20 µs vs 5 µs (4.0×) · CPython sqlite3 7.25 µs vs 2.15 µs (3.4×)",
+		"the SQLite lookup on a file vs in :memory:, direct: Go modernc (GOMAXPROCS=2) 20 µs vs 5 µs (4.0×) · CPython sqlite3 7.25 µs vs 2.15 µs (3.4×)",
 		"hop/pytask/direct: here 7.25 µs; published 8.4 µs",
 		"hop/pytask/direct/db=memory: here 2.15 µs; published 8.4 µs (on a file)",
 	} {
@@ -236,13 +236,16 @@ func TestHopVerdictPythonAll(t *testing.T) {
 		return result.Arm{Name: name, Experiment: "hop", Substrate: "pytask", Status: result.StatusOK,
 			Median: med, Min: med, Max: med, Params: map[string]string{"how": how, "db": db}}
 	}
+	var notes []string
 	lines := func(arms ...result.Arm) []string {
 		var out []string
-		for _, l := range hopVerdict(exp.NewVerdictRun(&result.Run{Arms: arms}))[0].Lines {
+		sec := hopVerdict(exp.NewVerdictRun(&result.Run{Arms: arms}))[0]
+		for _, l := range sec.Lines {
 			if strings.Contains(l, "CPython") {
 				out = append(out, l)
 			}
 		}
+		notes = sec.Notes
 		return out
 	}
 	all := lines(
@@ -254,16 +257,16 @@ func TestHopVerdictPythonAll(t *testing.T) {
 	if len(all) != 2 {
 		t.Fatalf("--python all: CPython lines %q, want one per interpreter", all)
 	}
-	for i, want := range []string{"(on a file, py=3.11.7): direct 8 µs", "(in :memory:, py=3.13.1t): direct 5 µs"} {
+	for i, want := range []string{"CPython sqlite3, database file, py=3.11.7: an executor hop adds 22 µs", "CPython sqlite3, in-memory database, py=3.13.1t: an executor hop adds 35 µs"} {
 		if !strings.Contains(all[i], want) {
 			t.Errorf("line %d %q lacks %q", i, all[i], want)
 		}
 	}
-	if !strings.Contains(all[0], "direct in :memory: 4 µs") {
-		t.Errorf("file line %q lacks the same interpreter's :memory: lookup", all[0])
+	if !strings.Contains(strings.Join(notes, "\n"), "direct in :memory: 4 µs (4–4)") {
+		t.Errorf("notes %q lack the same interpreter's :memory: lookup", notes)
 	}
 	one := lines(arm("hop/pytask/direct", 8000), arm("hop/pytask/executor", 30000))
-	if len(one) != 1 || !strings.Contains(one[0], "CPython sqlite3 (on a file): direct 8 µs") {
+	if len(one) != 1 || !strings.Contains(one[0], "CPython sqlite3, database file: an executor hop adds 22 µs") {
 		t.Errorf("one interpreter: CPython lines %q", one)
 	}
 }

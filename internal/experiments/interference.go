@@ -62,7 +62,7 @@ CPython: a thread (pythread) or asyncio (pytask) round trip while B busy
 pure-Python threads run (busy=B from --hogs, default 0,1), at the default GIL
 switch interval and at 0.5 ms (si=), unpinned and with the two threads on
 two CPUs (cross-cpu). Arm names: pythread/simplequeue/busy=B/si=S[/cross-cpu].
-The seeds' remedy beside each unpinned busy arm: the same pure-Python spin in
+The remedy beside each unpinned busy arm: the same pure-Python spin in
 B forked child processes instead of threads (…/busy=B/si=S/in=process).
 ` + cpythonDoc,
 		Arms:     withCPython(interferenceArms, interferencePyPlan),
@@ -1076,15 +1076,20 @@ func interferencePyFindings(arms []result.Arm) []string {
 			}
 			line := fmt.Sprintf("one busy thread%s, %s: thread round trip p50 %s, p99 %s at switch interval %s", sfx, where,
 				result.FormatNs(t1.Percentiles.P50), result.FormatNs(t1.Percentiles.P99), t1.Params["switch_interval"])
+			faster := ""
 			if okA && t0.Percentiles != nil {
 				line += fmt.Sprintf(" (none: p50 %s, p99 %s)", result.FormatNs(t0.Percentiles.P50), result.FormatNs(t0.Percentiles.P99))
+				faster = busyFaster(t0, t1)
 			}
 			if okC && t2.Percentiles != nil {
 				line += fmt.Sprintf("; at %s: p50 %s, p99 %s", t2.Params["switch_interval"], result.FormatNs(t2.Percentiles.P50), result.FormatNs(t2.Percentiles.P99))
 			}
-			if t1.Percentiles.P50 >= busyMedianNs {
+			switch {
+			case t1.Percentiles.P50 >= busyMedianNs:
 				line += ": the woken thread waits for the busy one to be forced off the GIL"
-			} else {
+			case faster != "":
+				line += ": " + faster
+			default:
 				line += ": the woken thread mostly took the GIL before the busy thread did; only the tail waits a switch interval"
 			}
 			out = append(out, line)
@@ -1123,13 +1128,15 @@ var interferenceRefs = []exp.Reference{
 }
 
 // interferenceVerdict: for each shape with and without one busy
-// goroutine beside it at the same GOMAXPROCS, the sampled p50 and p99,
-// and what the other hogs (a process, more Ps) did to the p99 instead.
+// goroutine beside it at the same GOMAXPROCS, the sampled p50 and p99 (the
+// shapes that share a GOMAXPROCS and a hog under one line that names
+// them), and in notes what the other hogs (a process, more Ps) did to the
+// p99 instead.
 func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
-	out := []string{}
+	var lines, notes []string
 	param := func(a result.Arm, k string) string { return a.Params[k] }
 	base := v.Where("interference", func(a result.Arm) bool { return param(a, "hogs") == "0" && a.Percentiles != nil })
-	n := 0
+	under := "" // the GOMAXPROCS and hog the lines below it share
 	for _, b := range base {
 		hogs := v.Where("interference", func(a result.Arm) bool {
 			return param(a, "shape") == param(b, "shape") && param(a, "hogs") == "1" && a.Percentiles != nil
@@ -1146,57 +1153,102 @@ func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 			continue
 		}
 		h := same[0]
-		pb, ph := b.Percentiles, h.Percentiles
-		op := b.Op
-		if i := strings.Index(op, " ("); i > 0 {
-			op = op[:i]
+		if u := fmt.Sprintf("  Go, GOMAXPROCS=%d, beside %s:", b.GOMAXPROCS, hogWords(param(h, "hog"))); u != under {
+			under = u
+			lines = append(lines, u)
 		}
-		out = append(out, fmt.Sprintf("  %s, GOMAXPROCS=%d, 1 %s hog: p50 %s → %s, p99 %s → %s",
-			op, b.GOMAXPROCS, param(h, "hog"), result.FormatNs(pb.P50), result.FormatNs(ph.P50), result.FormatNs(pb.P99), result.FormatNs(ph.P99)))
+		pb, ph := b.Percentiles, h.Percentiles
+		lines = append(lines, fmt.Sprintf("    %s: p50 %s, p99 %s", shortOp(b.Op), exp.Change(pb.P50, ph.P50), exp.Change(pb.P99, ph.P99)))
 		var fx []string
 		for _, f := range fixes {
-			how := param(f, "hog") + " hog"
+			how := hogWords(param(f, "hog")) + " instead"
 			if f.GOMAXPROCS != b.GOMAXPROCS {
-				how += fmt.Sprintf(" at GOMAXPROCS=%d", f.GOMAXPROCS)
+				how = fmt.Sprintf("GOMAXPROCS=%d", f.GOMAXPROCS)
+				if param(f, "hog") != param(h, "hog") {
+					how += " and " + hogWords(param(f, "hog"))
+				}
 			}
 			fx = append(fx, fmt.Sprintf("%s: p99 %s", how, result.FormatNs(f.Percentiles.P99)))
 		}
 		if len(fx) > 0 {
-			out = append(out, "    instead: "+strings.Join(fx, "; "))
+			notes = append(notes, fmt.Sprintf("  %s, the fixes: %s", shortOp(b.Op), strings.Join(fx, "; ")))
 		}
-		n++
 	}
-	if n == 0 {
-		out = append(out, "  Go: not measured (run interference)")
+	if len(lines) == 0 {
+		lines = append(lines, "  Go: not measured (run interference)")
 	}
-	out = append(out, interferencePyVerdict(v))
-	return []exp.VerdictSection{{Block: exp.BlockTail, Heading: "one busy worker, the tail (sampled p50 and p99, no busy worker → one)", Lines: out}}
+	py, pyNotes := interferencePyVerdict(v)
+	lines = append(lines, py)
+	return []exp.VerdictSection{{Block: exp.BlockTail, Heading: "one busy worker, the tail: sampled p50 and p99, without → with it",
+		Lines: lines, Notes: append(notes, pyNotes...),
+		Foot: []string{"  published (CPython 3.14, one busy thread): p50 5.9 µs → 5 096 µs, p99 16.6 µs → 15 235 µs"}}}
 }
 
-// interferencePyVerdict: a CPython thread round trip beside one busy thread.
-func interferencePyVerdict(v *exp.VerdictRun) string {
-	const busyPublished = "p50 5.9 µs → 5 096 µs, p99 16.6 µs → 15 235 µs"
+// shortOp is what one op is without its parenthesis: "1 ms timer sleep".
+func shortOp(op string) string {
+	if i := strings.Index(op, " ("); i > 0 {
+		return op[:i]
+	}
+	return op
+}
+
+// hogWords says what a hog ("goroutine-spin", "process-spin",
+// "goroutine-gosched") is in words: "a spinning goroutine".
+func hogWords(hog string) string {
+	place, kind, _ := strings.Cut(hog, "-")
+	switch kind {
+	case hogSpin:
+		return "a spinning " + place
+	case hogStream:
+		return "a " + place + " streaming through memory"
+	case hogGosched:
+		return "a spinning " + place + " that calls Gosched"
+	}
+	return "a " + hog + " hog"
+}
+
+// interferencePyVerdict: a CPython thread round trip beside one busy
+// thread (a line of figures), and a note when the busy thread made the
+// round trip faster, which is no GIL cost and must not read as one.
+func interferencePyVerdict(v *exp.VerdictRun) (string, []string) {
 	busy := v.Where("interference", func(a result.Arm) bool {
 		return a.Substrate == "pythread" && a.Params["busy"] == "1" && a.Params["busy_in"] != "process" && a.Percentiles != nil
 	})
 	if len(busy) == 0 {
-		return "  CPython: not measured (python3 missing or its arms not selected); published " + busyPublished
+		return "  CPython: not measured (python3 missing or its arms not selected)", nil
 	}
 	a := busy[0]
 	si := a.Params["switch_interval"]
 	if si == "" {
 		si = "—"
 	}
-	line := fmt.Sprintf("  CPython thread round trip, 1 busy thread, switch interval %s: p50 %s, p99 %s", si, result.FormatNs(a.Percentiles.P50), result.FormatNs(a.Percentiles.P99))
+	line := fmt.Sprintf("  CPython threads, a busy thread, switch interval %s: p50 %s, p99 %s", si, result.FormatNs(a.Percentiles.P50), result.FormatNs(a.Percentiles.P99))
+	var notes []string
 	if b, ok := v.Pick(strings.Replace(a.Name, "busy=1", "busy=0", 1)); ok && b.Percentiles != nil {
-		line = fmt.Sprintf("  CPython thread round trip, 1 busy thread, switch interval %s: p50 %s → %s, p99 %s → %s", si,
-			result.FormatNs(b.Percentiles.P50), result.FormatNs(a.Percentiles.P50), result.FormatNs(b.Percentiles.P99), result.FormatNs(a.Percentiles.P99))
+		line = fmt.Sprintf("  CPython threads, a busy thread, switch interval %s: p50 %s, p99 %s", si,
+			exp.Change(b.Percentiles.P50, a.Percentiles.P50), exp.Change(b.Percentiles.P99, a.Percentiles.P99))
+		if n := busyFaster(b, a); n != "" {
+			notes = append(notes, "  CPython: "+n)
+		}
 	}
 	key, py := pyKey(a.Name)
 	if r, ok := v.Pick(withPy(key+"/in=process", py)); ok && r.Percentiles != nil {
-		line += fmt.Sprintf("; the busy loop in a process: p50 %s, p99 %s", result.FormatNs(r.Percentiles.P50), result.FormatNs(r.Percentiles.P99))
+		notes = append(notes, fmt.Sprintf("  CPython, the busy loop in a process instead: p50 %s, p99 %s", result.FormatNs(r.Percentiles.P50), result.FormatNs(r.Percentiles.P99)))
 	}
-	return line + "; published " + busyPublished
+	return line, notes
+}
+
+// busyFaster says so when a round trip beside a busy thread (busy) is
+// faster than without it (quiet): the busy thread keeps the CPU awake, so
+// no idle CPU has to wake for the handoff; it is not a GIL cost. Empty
+// when it is not faster beyond the noise (exp.SameWithin).
+func busyFaster(quiet, busy result.Arm) string {
+	q, b := quiet.Percentiles.P50, busy.Percentiles.P50
+	if b <= 0 || q < b*exp.SameWithin {
+		return ""
+	}
+	return fmt.Sprintf("%s with a busy thread (p50 %s → %s): the busy thread keeps the CPU awake (no idle wake-up); not a GIL cost",
+		exp.Compare(b, q, "slower", "faster"), result.FormatNs(q), result.FormatNs(b))
 }
 
 // interferenceHogged: an arm with CPU hogs beside its workers — Go or

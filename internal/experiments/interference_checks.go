@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -56,8 +57,8 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 			out = append(out, result.Check{
 				Name:  fmt.Sprintf("fix for %s: %s lowers p99 at least %d×", shape, fix.what, fixP99Factor),
 				Holds: f.Percentiles.P99*fixP99Factor <= bad.Percentiles.P99,
-				Detail: fmt.Sprintf("p99 %s with the fix vs %s (%s lower)", result.FormatNs(f.Percentiles.P99),
-					result.FormatNs(bad.Percentiles.P99), ratio(bad.Percentiles.P99, f.Percentiles.P99)),
+				Detail: fmt.Sprintf("p99 %s with the fix vs %s (%s)", result.FormatNs(f.Percentiles.P99),
+					result.FormatNs(bad.Percentiles.P99), exp.Compare(f.Percentiles.P99, bad.Percentiles.P99, "higher", "lower")),
 				Arms: []string{fix.name, badName},
 			})
 		}
@@ -110,13 +111,6 @@ func periodText(periods float64, what string) string {
 		return what + " is not attributed to Go's preemption"
 	}
 	return fmt.Sprintf("%s attributed to Go's preemption (%.0f sysmon period(s))", what, periods)
-}
-
-func ratio(a, b float64) string {
-	if b <= 0 {
-		return "∞×"
-	}
-	return fmt.Sprintf("%.0f×", a/b)
 }
 
 // interferenceFindings: each bad case with its remedies beside it, in numbers.

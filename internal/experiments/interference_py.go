@@ -52,7 +52,7 @@ func busyProcessChecks(arms []result.Arm) []result.Check {
 			ft = " (free-threaded build: the busy thread itself makes no difference here either)"
 		}
 		out = append(out, result.Check{
-			Name:  fmt.Sprintf("the seeds' remedy: the busy loop in a child process brings the round-trip p99 back within %.0f× of no busy worker", busyProcessFactor),
+			Name:  fmt.Sprintf("the remedy: the busy loop in a child process brings the round-trip p99 back within %.0f× of no busy worker", busyProcessFactor),
 			Holds: a.Percentiles.P99 <= busyProcessFactor*b.Percentiles.P99,
 			Detail: fmt.Sprintf("%s: p50 %s, p99 %s = %.2f× the p99 with no busy worker (%s: p50 %s, p99 %s)%s%s", a.Name,
 				result.FormatNs(a.Percentiles.P50), result.FormatNs(a.Percentiles.P99), a.Percentiles.P99/b.Percentiles.P99,

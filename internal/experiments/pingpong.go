@@ -566,15 +566,16 @@ var pingpongRefs = []exp.Reference{
 }
 
 // The verdict's handoff table: the Go, OS and CPython kinds of worker, each
-// on one CPU and across CPUs (or unpinned), most telling arm first.
+// on one CPU and across CPUs (or unpinned), most telling arm first. Labels
+// are short: the table must fit 80 columns.
 var pingpongHeadline = []exp.Headline{
-	{Label: "goroutines, Go channel", One: []string{"pingpong/goroutine/chan/gomaxprocs=1"}, Across: []string{"pingpong/goroutine/chan/gomaxprocs=all"}},
+	{Label: "goroutines, channel", One: []string{"pingpong/goroutine/chan/gomaxprocs=1"}, Across: []string{"pingpong/goroutine/chan/gomaxprocs=all"}},
 	{Label: "OS threads, futex", One: []string{"pingpong/thread/futex/same-cpu"}, Across: []string{"pingpong/thread/futex/cross-cpu", "pingpong/thread/futex/unpinned"}},
 	{Label: "processes, pipe", One: []string{"pingpong/process/pipe/same-cpu"}, Across: []string{"pingpong/process/pipe/cross-cpu", "pingpong/process/pipe/unpinned"},
-		Published: "p50 3.2 µs (CPython 3.13, 8 cores)", PublishedP50: true},
-	{Label: "CPython threads, SimpleQueue", One: []string{"pingpong/pythread/simplequeue/same-cpu"},
-		Across: []string{"pingpong/pythread/simplequeue/cross-cpu", "pingpong/pythread/simplequeue/unpinned"}, Published: "7.2 µs (7.15–7.63), 2.0 switches"},
-	{Label: "asyncio tasks, asyncio.Queue", One: []string{"pingpong/pytask/asyncio-queue/same-cpu"},
+		Published: "p50 3.2 µs", PublishedP50: true},
+	{Label: "CPython threads, queue", One: []string{"pingpong/pythread/simplequeue/same-cpu"},
+		Across: []string{"pingpong/pythread/simplequeue/cross-cpu", "pingpong/pythread/simplequeue/unpinned"}, Published: "7.2 µs, 2.0 switches"},
+	{Label: "asyncio tasks, queue", One: []string{"pingpong/pytask/asyncio-queue/same-cpu"},
 		Across: []string{"pingpong/pytask/asyncio-queue/cross-cpu", "pingpong/pytask/asyncio-queue/unpinned"}, Published: "4.3 µs (4.25–4.49)"},
 }
 
@@ -589,61 +590,82 @@ var pingpongSwitchCost = map[string][]string{
 // pingpongVerdict says under the handoff table what the gaps are made of,
 // and what handoffs at the verdict's rate cost in CPU.
 func pingpongVerdict(v *exp.VerdictRun) []exp.VerdictSection {
+	gap, notes := pingpongGap(v)
 	return []exp.VerdictSection{
-		{Block: exp.BlockHandoff, Lines: pingpongGap(v)},
-		{Block: exp.BlockBudget, Heading: fmt.Sprintf("what %s handoffs per second cost in CPU (on-CPU time per op, all participants; ctxlab budget --rate N/s)", fmtThousands(exp.VerdictRate)),
+		{Block: exp.BlockHandoff, Lines: gap, Notes: notes},
+		{Block: exp.BlockBudget, Heading: fmt.Sprintf("what %s round trips a second cost in CPU, as a share of one core", fmtThousands(exp.VerdictRate)),
 			Lines: pingpongBudget(v)},
 	}
 }
 
-// pingpongGap says what the thread/goroutine and cross/same-CPU gaps are
-// made of, from the switch counts and (where recorded) CPU time.
-func pingpongGap(v *exp.VerdictRun) []string {
-	var out []string
+// pingpongGap says what the thread/goroutine gap is made of (a line of
+// figures), and in notes what the across/one CPU and process/thread gaps
+// are, from the switch counts and (where recorded) CPU time.
+func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 	g, okG := v.Pick("pingpong/goroutine/chan/gomaxprocs=1")
 	// Same CPU only: unpinned or across CPUs the round trip also waits for
 	// another CPU to wake, which is not a cost per switch.
 	t, okT := v.Pick("pingpong/thread/futex/same-cpu")
 	if okG && okT && t.Switches != nil {
-		s := t.Switches
-		line := fmt.Sprintf("  gap: a thread round trip is %.0f× a goroutine's: %.2f OS switches (%.2f voluntary + %.2f involuntary)", t.Median/g.Median, s.Total(), s.Voluntary, s.Involuntary)
+		gs := 0.0
 		if g.Switches != nil {
-			line += fmt.Sprintf(" vs %.2f", g.Switches.Total())
+			gs = g.Switches.Total()
 		}
-		if s.Total() >= 0.5 {
-			line += fmt.Sprintf(", ≈ %s per switch", result.FormatNs((t.Median-g.Median)/s.Total()))
+		line := fmt.Sprintf("  threads vs goroutines: %s, %.2f vs %.2f OS switches",
+			exp.Compare(t.Median, g.Median, "slower", "faster"), t.Switches.Total(), gs)
+		if t.Switches.Total() >= 0.5 && t.Median > g.Median*exp.SameWithin {
+			line += fmt.Sprintf(", ≈ %s each", result.FormatNs((t.Median-g.Median)/t.Switches.Total()))
 		}
-		out = append(out, line)
+		lines = append(lines, line)
 	} else {
-		out = append(out, "  gap: not measured (needs pingpong/goroutine/chan/gomaxprocs=1 and pingpong/thread/futex/same-cpu)")
+		lines = append(lines, "  gap: not measured (needs pingpong/goroutine/chan/gomaxprocs=1 and pingpong/thread/futex/same-cpu)")
 	}
 	one, ok1 := v.Pick("pingpong/thread/futex/same-cpu")
 	x, ok2 := v.Pick("pingpong/thread/futex/cross-cpu")
 	if ok1 && ok2 {
-		line := fmt.Sprintf("  across CPUs a thread round trip costs %.1f× one CPU", x.Median/one.Median)
-		if c, src, ok := price.CPUPerOp(x); ok {
-			line += fmt.Sprintf("; on CPU %s of %s (%s): the rest is waiting for the other CPU to wake", result.FormatNs(c), result.FormatNs(x.Median), src)
-		} else {
+		cmp := exp.Compare(x.Median, one.Median, "slower", "faster")
+		line := "  across CPUs a thread round trip is " + cmp + " than on one CPU"
+		if cmp == "about the same" {
+			line = "  across CPUs a thread round trip costs about the same as on one CPU"
+		}
+		if c, _, ok := price.CPUPerOp(x); ok && x.Median > one.Median && c < x.Median/exp.SameWithin {
+			line += fmt.Sprintf("; %s of its %s on CPU, the rest waits for the other CPU to wake", result.FormatNs(c), result.FormatNs(x.Median))
+		} else if x.Median > one.Median*exp.SameWithin {
 			line += ": each handoff wakes the other CPU from idle"
 		}
-		if v.Run.Env.Hypervisor {
+		if v.Run.Env.Hypervisor && x.Median > one.Median*exp.SameWithin {
 			line += " (a VM: an idle vCPU)"
 		}
-		out = append(out, line)
+		notes = append(notes, line)
 	}
 	tp, okTP := v.Pick("pingpong/thread/pipe/same-cpu")
 	pp, okPP := v.Pick("pingpong/process/pipe/same-cpu")
 	if okTP && okPP && tp.Switches != nil && pp.Switches != nil && tp.Switches.Total() > 0 {
-		ps, ts := pp.Switches.Total(), tp.Switches.Total()
-		line := fmt.Sprintf("  processes vs threads over a pipe on one CPU: %.1f× with %.2f vs %.2f switches", pp.Median/tp.Median, ps, ts)
-		if math.Abs(ps/ts-1) < 0.1 {
-			line += ": the extra is per switch (address space, the child's own runtime)"
-		} else {
-			line += fmt.Sprintf(": the process arm makes %+.2f switches per round trip", ps-ts)
-		}
-		out = append(out, line)
+		notes = append(notes, processVsThread(pp, tp))
 	}
-	return out
+	return lines, notes
+}
+
+// processVsThread reads a process pipe round trip against a thread one on
+// one CPU: it speaks of an extra cost per switch only when the process is
+// slower by more than the noise and makes about the same switches.
+func processVsThread(pp, tp result.Arm) string {
+	ps, ts := pp.Switches.Total(), tp.Switches.Total()
+	cmp := exp.Compare(pp.Median, tp.Median, "slower", "faster")
+	line := fmt.Sprintf("  processes vs threads over a pipe on one CPU: %s, %s vs %s, %.2f vs %.2f switches",
+		cmp, exp.Figure(pp), exp.Figure(tp), ps, ts)
+	sameSwitches := math.Abs(ps/ts-1) < 0.1
+	switch {
+	case pp.Median < tp.Median*exp.SameWithin:
+		if cmp == "about the same" && sameSwitches {
+			line += ": a process switch costs no more than a thread switch here"
+		}
+	case sameSwitches:
+		line += ": the extra is per switch (address space, the child's own runtime)"
+	default:
+		line += fmt.Sprintf(": the process arm makes %+.2f switches per round trip", ps-ts)
+	}
+	return line
 }
 
 // pingpongBudget prices exp.VerdictRate handoffs per second in CPU with
@@ -652,13 +674,16 @@ func pingpongBudget(v *exp.VerdictRun) []string {
 	var parts []string
 	sources := map[string]bool{}
 	var srcs []string
-	for _, names := range [][]string{
-		{"pingpong/goroutine/chan/gomaxprocs=1"},
-		{"pingpong/thread/futex/same-cpu", "pingpong/thread/futex/unpinned"},
-		{"pingpong/thread/futex/cross-cpu"},
-		{"pingpong/process/pipe/same-cpu", "pingpong/process/pipe/unpinned"},
+	for _, k := range []struct {
+		label string
+		names []string
+	}{
+		{"goroutines", []string{"pingpong/goroutine/chan/gomaxprocs=1"}},
+		{"threads, one CPU", []string{"pingpong/thread/futex/same-cpu", "pingpong/thread/futex/unpinned"}},
+		{"threads across CPUs", []string{"pingpong/thread/futex/cross-cpu"}},
+		{"processes", []string{"pingpong/process/pipe/same-cpu", "pingpong/process/pipe/unpinned"}},
 	} {
-		a, ok := v.Pick(names...)
+		a, ok := v.Pick(k.names...)
 		if !ok {
 			continue
 		}
@@ -666,7 +691,15 @@ func pingpongBudget(v *exp.VerdictRun) []string {
 		if !ok {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s of a core (%s/op)", exp.ShortName(a), price.Percent(c*exp.VerdictRate/1e9), result.FormatNs(c)))
+		label := k.label
+		if k.label == "threads, one CPU" && a.Placement != "same-cpu" {
+			label = "threads, unpinned"
+		}
+		each := ""
+		if len(parts) == 0 {
+			each = " on CPU each"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s%s)", label, price.Percent(c*exp.VerdictRate/1e9), result.FormatNs(c), each))
 		if !sources[src] {
 			sources[src] = true
 			srcs = append(srcs, src)
@@ -675,7 +708,11 @@ func pingpongBudget(v *exp.VerdictRun) []string {
 	if len(parts) == 0 {
 		return []string{"  not measured: this run recorded no CPU time per op for the pingpong arms"}
 	}
-	return []string{"  " + strings.Join(parts, " · ") + " — from " + strings.Join(srcs, ", ")}
+	line := "  " + strings.Join(parts, " · ")
+	if len(srcs) > 1 || srcs[0] != "CPU time of all participants" {
+		line += " — from " + strings.Join(srcs, ", ")
+	}
+	return []string{line}
 }
 
 // fmtThousands writes n with a space between thousands: "10 000".

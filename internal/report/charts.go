@@ -749,15 +749,30 @@ func (bp barPalette) legend() []legendItem {
 	return out
 }
 
-// barsReading compares the slowest and the fastest arm.
-func barsReading(exp string, arms []result.Arm) string {
+// barsReading compares the slowest and the fastest arm, each figure with
+// its spread. It picks them from the quiet arms when at least two are
+// quiet: a noisy arm's median may be far from its typical op, and the
+// headline must not rest on it. The multiple is worded by exp.Compare.
+func barsReading(experiment string, arms []result.Arm) string {
 	if len(arms) == 1 {
 		a := arms[0]
-		return fmt.Sprintf("%s: %s per %s here (min %s, max %s).", short(exp, a.Name),
-			result.FormatValue(a.Median, a.Unit), opLabel(a.Op), result.FormatValue(a.Min, a.Unit), result.FormatValue(a.Max, a.Unit))
+		return fmt.Sprintf("%s: %s per %s here.", short(experiment, a.Name), exp.Figure(a), opLabel(a.Op))
 	}
-	lo, hi := arms[0], arms[0]
+	var quiet []result.Arm
 	for _, a := range arms {
+		if !a.Noise.Noisy {
+			quiet = append(quiet, a)
+		}
+	}
+	pool, note := arms, ""
+	switch {
+	case len(quiet) >= 2 && len(quiet) < len(arms):
+		pool, note = quiet, fmt.Sprintf(" From the quiet arms: %s left out.", plural(len(arms)-len(quiet), "noisy arm"))
+	case len(quiet) < len(arms):
+		note = fmt.Sprintf(" %d of the %d arms are noisy: read the spreads.", len(arms)-len(quiet), len(arms))
+	}
+	lo, hi := pool[0], pool[0]
+	for _, a := range pool {
 		if a.Median < lo.Median {
 			lo = a
 		}
@@ -765,9 +780,12 @@ func barsReading(exp string, arms []result.Arm) string {
 			hi = a
 		}
 	}
-	return fmt.Sprintf("a %s %s costs %.1f× a %s %s here (%s vs %s).", short(exp, hi.Name), opLabel(hi.Op),
-		hi.Median/lo.Median, short(exp, lo.Name), opLabel(lo.Op),
-		result.FormatValue(hi.Median, hi.Unit), result.FormatValue(lo.Median, lo.Unit))
+	how := exp.Compare(hi.Median, lo.Median, "longer than", "shorter than")
+	if how == "about the same" {
+		how = "about as long as"
+	}
+	return fmt.Sprintf("a %s %s takes %s a %s %s here: %s vs %s.%s", short(experiment, hi.Name), opLabel(hi.Op),
+		how, short(experiment, lo.Name), opLabel(lo.Op), exp.Figure(hi), exp.Figure(lo), note)
 }
 
 // paramKeys that are sizes or counts worth plotting against; any other

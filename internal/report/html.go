@@ -21,7 +21,7 @@ import (
 // termsafe first, as in every other format.
 func HTML(w io.Writer, run *result.Run) error {
 	run = termsafe.Strings(run)
-	data := htmlRun{Run: run, Verdict: strings.Join(VerdictLines(run, true), "\n")}
+	data := htmlRun{Run: run, Verdict: strings.Join(VerdictLines(run, true, 0), "\n")}
 	exps := experimentIndex(run)
 	for _, name := range experimentOrder(run) {
 		arms := armsOf(run, name)
@@ -181,7 +181,7 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 {{end}}{{if .Findings}}<h3>Findings</h3>
 <ul class="findings">{{range .Findings}}<li>{{.}}</li>
 {{end}}</ul>
-{{end}}{{if .Refs}}<h3>Published reference figures (SPEC §8)</h3>
+{{end}}{{if .Refs}}<h3>Published reference figures (README: Published figures)</h3>
 <div class="scroll"><table class="refs"><tr><th>our arm</th><th>ours</th><th>published</th></tr>
 {{range .Refs}}<tr><td class="arm">{{if .Arm}}{{.Arm}}{{else}}(the experiment){{end}}</td><td class="n">{{.Ours}}</td><td class="wide">{{.Ref.Text}}</td></tr>
 {{end}}</table></div>

@@ -117,7 +117,7 @@ func TestHTMLReport(t *testing.T) {
 	if _, ok := has["pingpong:param"]; ok {
 		t.Error("pingpong has no swept parameter, yet got a param chart")
 	}
-	if r := has["pingpong:bars"].reading; !strings.Contains(r, "23.9×") || !strings.Contains(r, "thread/futex") {
+	if r := has["pingpong:bars"].reading; !strings.Contains(r, "24× longer than") || !strings.Contains(r, "thread/futex") {
 		t.Errorf("pingpong reading: %q", r)
 	}
 	if r := has["ring:param"].reading; !strings.Contains(r, "n=2") || !strings.Contains(r, "n=100") {
@@ -400,7 +400,7 @@ func TestHTMLVerdictFirst(t *testing.T) {
 		t.Error("the host name went into the page unescaped")
 	}
 	verdict := html.UnescapeString(page[v:e])
-	for _, l := range VerdictLines(run, true) {
+	for _, l := range VerdictLines(run, true, 0) {
 		if l = strings.TrimSpace(l); l != "" && !strings.Contains(verdict, l) {
 			t.Errorf("the report's verdict lacks %q", l)
 		}

@@ -50,6 +50,13 @@ const barWidth = 20
 // sampled p50 before the table explains the difference.
 const tailRatio = 1.5
 
+// The words the table puts after an arm's bar where its p50 needs them,
+// each explained once under the table (no symbol a reader must look up).
+const (
+	slowTailMark   = "slow tail"   // the median stands above tailRatio × p50
+	clockBoundMark = "clock-bound" // p50 below 10× the clock's cost
+)
+
 // Table prints one block per experiment: aligned columns with scaled
 // units, each arm's multiple of the experiment's fastest arm (per op kind)
 // and a bar, then the checks, findings and notes.
@@ -92,10 +99,7 @@ func Table(w io.Writer, run *result.Run) error {
 	if run.Interrupted {
 		fmt.Fprintln(w, "\ninterrupted: the table holds the arms that finished")
 	}
-	for _, wn := range run.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", wn)
-	}
-	return nil
+	return nil // the run's warnings close the verdict, which comes first
 }
 
 func virt(e result.Env) string {
@@ -167,13 +171,14 @@ func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 		}
 		row := []string{name, result.FormatValue(a.Median, a.Unit),
 			result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit), "", "", "", "", "", ""}
+		var marks []string // words, explained once under the table
 		if p := a.Percentiles; p != nil {
 			row[3], row[4] = result.FormatNs(p.P50), result.FormatNs(p.P99)
 			if p.NearClock {
-				row[3] += "°"
+				marks = append(marks, clockBoundMark)
 			}
 			if p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio && (a.Unit == "" || a.Unit == "ns/op") {
-				row[3] += "*"
+				marks = append(marks, slowTailMark)
 				tail = true
 			}
 		}
@@ -189,6 +194,9 @@ func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 		}
 		if a.Status != result.StatusOK {
 			row[8] += " " + a.Status
+		}
+		for _, m := range marks {
+			row[8] += " " + m
 		}
 		if a.Noise.Noisy {
 			row[8] += " noisy"
@@ -216,11 +224,11 @@ func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 		fmt.Fprintf(w, "  · %s\n", n)
 	}
 	if tail {
-		fmt.Fprintf(w, "  * median more than %.1f× the sampled p50: the median is of means per op (total time ÷ ops), which carry the slow tail (p99); p50 is the typical op\n", tailRatio)
+		fmt.Fprintf(w, "  %s: median more than %.1f× the sampled p50: the median is of means per op (total time ÷ ops), which carry the slow tail (p99); p50 is the typical op\n", slowTailMark, tailRatio)
 	}
 	for _, a := range arms {
 		if a.Percentiles != nil && a.Percentiles.NearClock {
-			fmt.Fprintln(w, "  ° p50 is below 10× the clock's cost: per-op percentiles are dominated by the timestamps")
+			fmt.Fprintf(w, "  %s: p50 is below 10× the clock's cost: per-op percentiles are dominated by the timestamps\n", clockBoundMark)
 			break
 		}
 	}

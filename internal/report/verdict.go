@@ -12,22 +12,27 @@ import (
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
-// VerdictMaxLines bounds the verdict: one terminal screen.
-const VerdictMaxLines = 40
+// VerdictMaxLines bounds the suites' verdict: a 40-line terminal screen
+// less the command that ran it and the line that says where the run was
+// stored.
+const VerdictMaxLines = 38
+
+// VerdictWidth is the width the verdict is laid out for when the output
+// is not a terminal (a file, a pipe, `ctxlab show`).
+const VerdictWidth = 80
 
 // VerdictRate is the handoff rate the verdict prices in CPU.
 const VerdictRate = exp.VerdictRate
 
-// Verdict writes the answer first: one screen that says, for this machine,
-// what a handoff costs between each kind of worker and what the gap is made
-// of, what one busy worker does to the tail, what a thread hop adds to a
-// microsecond operation, the indirect cost of a cold cache, what handoffs
-// cost in CPU, and which checks did not hold. Each figure comes with its
-// spread and, where SPEC §8 has one, the published figure. It reads only
-// the result model, so a stored run gives the same verdict; an answer
-// whose arms were not measured says so.
+// PublishedSource says where the published figures come from, in words a
+// user can look up.
+const PublishedSource = "README: Published figures"
+
+// Verdict writes the answer first, laid out for VerdictWidth columns (see
+// VerdictLines). It reads only the result model, so a stored run gives
+// the same verdict.
 func Verdict(w io.Writer, run *result.Run) error {
-	for _, l := range VerdictLines(run, true) {
+	for _, l := range VerdictLines(run, true, VerdictWidth) {
 		if _, err := fmt.Fprintln(w, l); err != nil {
 			return err
 		}
@@ -35,71 +40,193 @@ func Verdict(w io.Writer, run *result.Run) error {
 	return nil
 }
 
-// VerdictLines is the verdict as lines (at most VerdictMaxLines). Its
-// figures come from what the experiments declare (exp.Spec.Headline and
-// exp.Spec.Verdict), laid out here in blocks. stored says whether the
-// run is in the history, where `ctxlab show ID` and `report` find it. The
-// host and CPU model are the machine's own text and a stored run's may be
-// imported: escaped.
-func VerdictLines(run *result.Run, stored bool) []string {
-	return verdictLines(termsafe.Strings(run), exp.All(), stored)
+// VerdictLines is the verdict as lines for a terminal width columns wide
+// (≤ 0: VerdictWidth); no line is wider, except a single word or figure
+// wider than the whole line. A suite (quick, default, full) gets one screen
+// of at most VerdictMaxLines lines that answers the same questions every
+// time, from what the experiments declare (exp.Spec.Headline and
+// exp.Spec.Verdict): what a handoff costs between each kind of worker and
+// what the gap is made of, what one busy worker does to the tail, what a
+// thread hop adds to a microsecond operation, the indirect cost of a cold
+// cache, what handoffs cost in CPU, and which checks did not hold; an
+// answer whose arms were not measured says so. Any other selection (a
+// "custom" run: `ctxlab run ring`) gets the figures of what it ran
+// instead: a compact table per experiment with its checks (selectionLines).
+// stored says whether the run is in the history, where `ctxlab show ID`
+// and `report` find it. The run's warnings close it. Text from outside
+// (the host, the CPU model, an imported run's names) is escaped.
+func VerdictLines(run *result.Run, stored bool, width int) []string {
+	run = termsafe.Strings(run)
+	if width <= 0 {
+		width = VerdictWidth
+	}
+	if run.Suite == "custom" {
+		return selectionLines(run, stored, width)
+	}
+	return screenLines(run, exp.All(), stored, width)
 }
 
-func verdictLines(run *result.Run, specs []*exp.Spec, stored bool) []string {
-	v := exp.NewVerdictRun(run)
-	head := []string{
-		fmt.Sprintf("ctxlab verdict · %s · %s, %d CPUs%s · Linux %s · run %s (%s)",
-			orDash(run.Env.Hostname), orDash(run.Env.CPUModel), run.Env.LogicalCPUs, virt(run.Env), orDash(run.Env.Kernel), run.ID, run.Suite),
-		"figures: median of the repetitions' means per op (min–max); † not pinned (goroutines: GOMAXPROCS = all); published: SPEC §8, elsewhere",
+// A line of the suite's screen gives way, when the screen is full, in the
+// order of its kind (giveWay): the published figures first, then the
+// checks that did not hold after the first few, the blank lines between
+// blocks, the readings, and the first checks; figures never.
+type lineKind int
+
+const (
+	keepLine lineKind = iota
+	noteLine
+	spacerLine
+	publishedLine
+	checkLine      // a check that did not hold, after the first few
+	firstCheckLine // one of the first few
+)
+
+// giveWay is the order in which kinds of lines leave a full screen.
+var giveWay = []lineKind{publishedLine, checkLine, spacerLine, noteLine, firstCheckLine}
+
+// firstChecks is how many checks that did not hold stay on the screen
+// after the readings have given way.
+const firstChecks = 2
+
+// screenLine is one logical line of the screen, already wrapped to the
+// width; checks is how many failed checks a check line stands for.
+type screenLine struct {
+	rows   []string
+	kind   lineKind
+	checks int
+}
+
+// screen collects the lines of the suite's verdict at one width.
+type screen struct {
+	width int
+	lines []screenLine
+	more  string // where the checks left out are found
+}
+
+func (s *screen) add(kind lineKind, text ...string) {
+	for _, t := range text {
+		s.lines = append(s.lines, screenLine{rows: textcol.Wrap(t, s.width), kind: kind})
 	}
-	sections := blocks(v, specs)
-	checks, counts := verdictChecks(run)
-	noise := verdictNoise(run)
-	foot := []string{"per-experiment tables: ctxlab run --detail, ctxlab show " + run.ID + ", ctxlab report -o report.html"}
-	if !stored {
-		foot = []string{"per-experiment tables: ctxlab run --detail; this run is not in the history, so show and report cannot find it (--format json -o FILE keeps it)"}
-	}
-	// Fit one screen: the checks list gives way first, the figures never.
-	count := len(head) + len(noise) + len(foot)
-	for _, s := range sections {
-		count += len(s) + 1
-	}
-	count++ // blank line before the checks
-	if room := VerdictMaxLines - count; len(checks) > room {
-		if room < 2 {
-			room = 2
+}
+
+// fit drops lines in giveWay order, the last first, until the screen
+// holds at most max rows; the dropped check lines are counted on one line
+// of their own.
+func (s *screen) fit(max int) []string {
+	drop := make([]bool, len(s.lines))
+	out := s.assemble(drop)
+	for _, kind := range giveWay {
+		for i := len(s.lines) - 1; i >= 0 && len(out) > max; i-- {
+			if s.lines[i].kind == kind && !drop[i] {
+				drop[i] = true
+				out = s.assemble(drop)
+			}
 		}
-		more := 0 // checks, as the head counts them, not lines
-		for _, k := range counts[room-1:] {
-			more += k
-		}
-		checks = checks[:room-1]
-		if more > 0 {
-			checks = append(checks, fmt.Sprintf("  … %d more in the per-experiment tables (--detail)", more))
-		}
 	}
-	out := head
-	for _, s := range append(sections, checks) {
-		out = append(out, "")
-		out = append(out, s...)
-	}
-	out = append(out, noise...)
-	out = append(out, foot...)
-	if len(out) > VerdictMaxLines {
-		out = out[:VerdictMaxLines]
+	if len(out) > max {
+		out = out[:max]
 	}
 	return out
 }
 
+// assemble is the screen without the dropped lines, with "… N more"
+// after the last check line kept (or in place of them all).
+func (s *screen) assemble(drop []bool) []string {
+	more, last := 0, -1
+	for i, l := range s.lines {
+		if l.kind == checkLine || l.kind == firstCheckLine {
+			last = i
+			if drop[i] {
+				more += l.checks
+			}
+		}
+	}
+	var out []string
+	for i, l := range s.lines {
+		if !drop[i] {
+			out = append(out, l.rows...)
+		}
+		if i == last && more > 0 {
+			out = append(out, textcol.Wrap(fmt.Sprintf("  … %d more: %s", more, s.more), s.width)...)
+		}
+	}
+	return out
+}
+
+// screenLines is a suite's verdict: the same questions every time.
+func screenLines(run *result.Run, specs []*exp.Spec, stored bool, width int) []string {
+	v := exp.NewVerdictRun(run)
+	s := &screen{width: width, more: "ctxlab run --detail"}
+	if stored {
+		s.more = "ctxlab show " + run.ID
+	}
+	s.add(keepLine, header(run, suiteName(run.Suite), width)...)
+	s.add(keepLine, "figures: median of the repetitions' means per op, (min–max) in its unit")
+	for _, blk := range blocks(v, specs, width) {
+		s.add(spacerLine, "")
+		s.lines = append(s.lines, blk.lines...)
+	}
+	s.add(spacerLine, "")
+	head, bad, counts := verdictChecks(run)
+	s.add(keepLine, head)
+	for i, b := range bad {
+		kind := checkLine
+		if i < firstChecks {
+			kind = firstCheckLine
+		}
+		s.lines = append(s.lines, screenLine{rows: textcol.WrapLines(b, width, 2), kind: kind, checks: counts[i]})
+	}
+	s.lines = append(s.lines, screenLine{rows: textcol.WrapLines(verdictNoise(run.Arms, "noise"), width, 2)})
+	s.add(keepLine, closing(run, stored)...)
+	return s.fit(VerdictMaxLines)
+}
+
+// suiteName is how the screen's first line names the suite.
+func suiteName(suite string) string {
+	if suite == "" {
+		return "a run"
+	}
+	return suite + " suite"
+}
+
+// header is the run and the machine: one line when it fits, else two.
+func header(run *result.Run, what string, width int) []string {
+	first := "ctxlab · " + what
+	second := fmt.Sprintf("%s · %s, %d CPUs%s · Linux %s", orDash(run.Env.Hostname), orDash(run.Env.CPUModel),
+		run.Env.LogicalCPUs, virt(run.Env), orDash(run.Env.Kernel))
+	if one := first + " · " + second; textcol.Width(one) <= width {
+		return []string{one}
+	}
+	return []string{first, second}
+}
+
+// closing is where the details are, the run's warnings, and whether it
+// was interrupted.
+func closing(run *result.Run, stored bool) []string {
+	out := []string{"detail: ctxlab show " + run.ID + " · ctxlab report -o report.html"}
+	if !stored {
+		out = []string{"detail: ctxlab run --detail; this run is not in the history, so show and report cannot find it (--format json -o FILE keeps it)"}
+	}
+	for _, w := range run.Warnings {
+		out = append(out, "warning: "+w)
+	}
+	if run.Interrupted {
+		out = append(out, "interrupted: the verdict covers the arms that finished")
+	}
+	return out
+}
+
+// block is one answer of the screen, its lines already wrapped.
+type block struct{ lines []screenLine }
+
 // blocks lays out what the experiments declare: the handoff table from
 // their Headline rows, then each block's first heading, every
-// experiment's lines and every experiment's foot lines, in experiment
-// order. A block nothing writes to is left out.
-func blocks(v *exp.VerdictRun, specs []*exp.Spec) [][]string {
+// experiment's lines, notes and foot lines, in experiment order. A block
+// nothing writes to is left out.
+func blocks(v *exp.VerdictRun, specs []*exp.Spec, width int) []block {
 	var rows []exp.Headline
 	heading := make([]string, exp.NumBlocks)
-	lines := make([][]string, exp.NumBlocks)
-	feet := make([][]string, exp.NumBlocks)
+	secs := make([][]exp.VerdictSection, exp.NumBlocks)
 	for _, s := range specs {
 		rows = append(rows, s.Headline...)
 		if s.Verdict == nil {
@@ -112,21 +239,33 @@ func blocks(v *exp.VerdictRun, specs []*exp.Spec) [][]string {
 			if heading[sec.Block] == "" {
 				heading[sec.Block] = sec.Heading
 			}
-			lines[sec.Block] = append(lines[sec.Block], sec.Lines...)
-			feet[sec.Block] = append(feet[sec.Block], sec.Foot...)
+			secs[sec.Block] = append(secs[sec.Block], sec)
 		}
 	}
-	var out [][]string
+	var out []block
 	for b := exp.Block(0); b < exp.NumBlocks; b++ {
-		var blk []string
+		s := &screen{width: width}
+		var notes, foot []string
 		if b == exp.BlockHandoff && len(rows) > 0 {
-			blk = handoffTable(v, rows)
+			table, tails, published := handoffTable(v, rows, width)
+			s.add(keepLine, table...)
+			notes, foot = tails, published
 		} else if heading[b] != "" {
-			blk = []string{heading[b]}
+			s.add(keepLine, heading[b])
 		}
-		blk = append(append(blk, lines[b]...), feet[b]...)
-		if len(blk) > 0 {
-			out = append(out, blk)
+		for _, sec := range secs[b] {
+			s.add(keepLine, sec.Lines...)
+		}
+		for _, sec := range secs[b] {
+			s.add(noteLine, sec.Notes...)
+		}
+		s.add(noteLine, notes...) // the table's own notes go first
+		for _, sec := range secs[b] {
+			foot = append(foot, sec.Foot...)
+		}
+		s.add(publishedLine, foot...)
+		if len(s.lines) > 0 {
+			out = append(out, block{s.lines})
 		}
 	}
 	return out
@@ -135,37 +274,73 @@ func blocks(v *exp.VerdictRun, specs []*exp.Spec) [][]string {
 // pinned says whether the arm's workers were placed by ctxlab.
 func pinned(a result.Arm) bool { return a.Placement == "same-cpu" || a.Placement == "cross-cpu" }
 
+// acrossCPUs says whether an arm's workers could be on two CPUs at once:
+// pinned apart, or unpinned with more than one CPU (and, for goroutines,
+// more than one P). An unpinned arm of a run confined to one CPU (--cpus 0)
+// is one more one-CPU figure, not an across-CPUs one.
+func acrossCPUs(a result.Arm, env result.Env) bool {
+	if a.Placement == "cross-cpu" {
+		return true
+	}
+	if a.Placement == "same-cpu" || a.GOMAXPROCS == 1 {
+		return false
+	}
+	cpus := len(a.CPUs)
+	if cpus == 0 {
+		cpus = len(env.OnlineCPUs)
+	}
+	return cpus > 1
+}
+
 // handoffTable is the experiments' Headline rows as a table: each kind of
-// worker on one CPU and across CPUs, with the published figure; a * marks
-// a mean that carries a slow tail, explained once under the table.
-func handoffTable(v *exp.VerdictRun, rows []exp.Headline) []string {
-	table := [][]string{{"handoff, one round trip", "one CPU", "across CPUs", "published"}}
-	tailNote := ""
+// worker on one CPU and across CPUs, each figure with its spread, and how
+// the across-CPUs workers were placed (a run confined to one CPU has no
+// such column, and says why); the published figures as a column when the
+// width has room for it, else as lines under the table. notes say which
+// medians carry a slow tail, in words.
+func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, notes, published []string) {
+	head := []string{"handoff, one round trip", "one CPU", "across CPUs", "", "published (see README)"}
+	cells := [][]string{head}
+	var tails, pubs []string
+	anyAcross, confined := false, false
 	for _, r := range rows {
-		row := []string{"  " + r.Label, "not measured", "not measured", orDash(r.Published)}
-		cell := func(a result.Arm) string {
+		row := []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}
+		figure := func(a result.Arm, where string) string {
 			s := exp.Figure(a)
 			if _, py, ok := strings.Cut(a.Name, "/py="); ok {
 				s += " (py=" + py + ")" // --python all: say whose figure it is
 			}
-			if !pinned(a) && !strings.Contains(a.Name, "gomaxprocs=1") {
-				s += " †"
-			}
 			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio {
-				s += " *"
-				if tailNote == "" { // explained once, on the first such arm
-					tailNote = tailWhy(a)
-				}
+				kind, _, _ := strings.Cut(r.Label, ",")
+				tails = append(tails, fmt.Sprintf("%s %s %s", kind, where, result.FormatNs(p.P50)))
 			}
 			return s
 		}
 		one, ok1 := v.Pick(r.One...)
 		if ok1 {
-			row[1] = cell(one)
+			row[1] = figure(one, "one CPU")
 		}
-		across, ok2 := v.Pick(r.Across...)
+		var across result.Arm
+		ok2 := false
+		for _, name := range r.Across {
+			a, ok := v.Pick(name)
+			if !ok {
+				continue
+			}
+			if !acrossCPUs(a, v.Run.Env) {
+				confined = true
+				continue
+			}
+			across, ok2 = a, true
+			break
+		}
 		if ok2 {
-			row[2] = cell(across)
+			anyAcross = true
+			row[2] = figure(across, "across CPUs")
+			row[3] = "unpinned"
+			if pinned(across) {
+				row[3] = "pinned"
+			}
 		}
 		if r.PublishedP50 && (ok1 || ok2) {
 			a := one
@@ -173,18 +348,54 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline) []string {
 				a = across
 			}
 			if a.Percentiles != nil && a.Percentiles.Samples > 0 {
-				row[3] += "; here p50 " + result.FormatNs(a.Percentiles.P50)
+				row[4] += " (here " + result.FormatNs(a.Percentiles.P50) + ")"
 			}
 		}
-		table = append(table, row)
+		if r.Published != "" {
+			pubs = append(pubs, r.Label+" "+row[4])
+		}
+		cells = append(cells, row)
 	}
+	if !anyAcross {
+		for i := range cells {
+			cells[i] = append(cells[i][:2], cells[i][4])
+		}
+	}
+	table = writeCells(cells)
+	if tableWidth(table) > width && len(pubs) > 0 { // the published figures go under the table
+		for i := range cells {
+			cells[i] = cells[i][:len(cells[i])-1]
+		}
+		table = writeCells(cells)
+		if len(pubs) > 0 {
+			published = []string{"  published, on other machines (" + PublishedSource + "): " + strings.Join(pubs, " · ")}
+		}
+	}
+	if !anyAcross && confined {
+		table = append(table, "  across CPUs: not measured, the run was confined to one CPU (--cpus)")
+	}
+	if len(tails) > 0 {
+		notes = append(notes, "  slow tail: these medians (means per op) stand well above the typical op, p50: "+strings.Join(tails, " · "))
+	}
+	return table, notes, published
+}
+
+// writeCells lines cells up in columns (textcol.Write) as lines.
+func writeCells(cells [][]string) []string {
 	var b strings.Builder
-	textcol.Write(&b, table, "", nil)
-	out := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-	if tailNote != "" {
-		out = append(out, "  * "+tailNote)
+	textcol.Write(&b, cells, "", nil)
+	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+}
+
+// tableWidth is the widest of lines.
+func tableWidth(lines []string) int {
+	w := 0
+	for _, l := range lines {
+		if n := textcol.Width(l); n > w {
+			w = n
+		}
 	}
-	return out
+	return w
 }
 
 func orDash(s string) string {
@@ -194,20 +405,11 @@ func orDash(s string) string {
 	return s
 }
 
-// tailWhy explains a batch mean well above the sampled p50.
-func tailWhy(a result.Arm) string {
-	p := a.Percentiles
-	return fmt.Sprintf("%s: the median is a mean per op and carries the slow tail (p99 %s, max %s); the sampled p50 is %s",
-		exp.ShortName(a), result.FormatNs(p.P99), result.FormatNs(p.Max), result.FormatNs(p.P50))
-}
-
 // verdictChecks lists the checks that did not hold, each name once per
 // experiment, under a head that counts them; counts[i] is how many failed
-// checks line i stands for (0 for the head), so the head, the lines and a
-// truncated list's "… N more" agree.
-func verdictChecks(run *result.Run) (lines []string, counts []int) {
-	var bad []string
-	var badN []int
+// checks bad[i] stands for, so the head, the lines and a shortened list's
+// "… N more" agree.
+func verdictChecks(run *result.Run) (head string, bad []string, counts []int) {
 	total, failed := 0, 0
 	for _, e := range run.Experiments {
 		details := map[string][]string{} // a check evaluated on several arms is said once
@@ -229,53 +431,38 @@ func verdictChecks(run *result.Run) (lines []string, counts []int) {
 		for _, n := range names {
 			times := ""
 			if k := len(details[n]); k > 1 {
-				times = fmt.Sprintf(" (%d×)", k)
+				times = fmt.Sprintf(" (on %d arms)", k)
 			}
-			bad = append(bad, clip(fmt.Sprintf("  ✗ %s: %s%s — %s", e.Name, n, times, strings.Join(details[n], " | ")), 180))
-			badN = append(badN, len(details[n]))
+			bad = append(bad, fmt.Sprintf("  %s: %s%s — %s", e.Name, n, times, strings.Join(details[n], " | ")))
+			counts = append(counts, len(details[n]))
 		}
 	}
 	if total == 0 {
-		return []string{"checks: none evaluated"}, []int{0}
+		return "checks: none evaluated", nil, nil
 	}
-	head := fmt.Sprintf("checks that did not hold on this machine: %d of %d", failed, total)
-	if len(bad) != failed {
-		// The count is of checks; a line is a check's name, said once.
-		lines := "lines"
-		if len(bad) == 1 {
-			lines = "line"
-		}
-		head += fmt.Sprintf(", in %d %s: (k×) is one check that failed k times", len(bad), lines)
-	}
-	return append([]string{head}, bad...), append([]int{0}, badN...)
+	// The count is of checks; a line is a check's name, said once, with
+	// the number of arms it failed on.
+	head = fmt.Sprintf("checks that did not hold on this machine: %d of %d", failed, total)
+	return head, bad, counts
 }
 
-// clip shortens s to n runes.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
-// noise says once how many arms are noisy and why: each kind of reason
-// once, with one arm's wording and how many arms gave it.
-func verdictNoise(run *result.Run) []string {
-	kinds, order, noisy := noiseReasons(run.Arms)
+// verdictNoise says once how many of arms are noisy and why: each kind of
+// reason once, with one arm's wording and how many arms gave it.
+func verdictNoise(arms []result.Arm, label string) string {
+	kinds, order, noisy := noiseReasons(arms)
 	if noisy == 0 {
-		return []string{"noise: no arm is noisy"}
+		return label + ": no arm is noisy"
 	}
 	var parts []string
 	for _, k := range order {
 		rk := kinds[k]
 		if rk.varied {
-			parts = append(parts, fmt.Sprintf("%s (%d arms, figures vary)", rk.example, rk.arms))
+			parts = append(parts, fmt.Sprintf("%s (%s, figures vary)", rk.example, plural(rk.arms, "arm")))
 		} else {
-			parts = append(parts, fmt.Sprintf("%s (%d arms)", rk.example, rk.arms))
+			parts = append(parts, fmt.Sprintf("%s (%s)", rk.example, plural(rk.arms, "arm")))
 		}
 	}
-	return []string{clip(fmt.Sprintf("noise: %d of %d arms noisy — %s", noisy, len(run.Arms), strings.Join(parts, "; ")), 240)}
+	return fmt.Sprintf("%s: %d of %d arms noisy — %s", label, noisy, len(arms), strings.Join(parts, "; "))
 }
 
 type reasonKind struct {

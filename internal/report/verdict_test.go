@@ -3,10 +3,14 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // Two real quick runs on the busy 2-vCPU development VM: one stored before
@@ -21,14 +25,60 @@ func TestVerdictGolden(t *testing.T) {
 	}
 }
 
-// The verdict is one screen, says every line once, and answers every
-// question with a figure or with "not measured".
-func TestVerdictShape(t *testing.T) {
-	for _, run := range []*result.Run{loadQuick(t), loadRunFile(t, "quick2.json"), loadRun(t), {Schema: 1, ID: "empty"}} {
-		lines := VerdictLines(run, true)
-		if len(lines) > VerdictMaxLines {
-			t.Errorf("%s: %d lines, want ≤ %d", run.ID, len(lines), VerdictMaxLines)
+// screenAt is the verdict as a terminal width columns wide shows it.
+func screenAt(run *result.Run, width int) []string {
+	var out []string
+	for _, l := range VerdictLines(run, true, width) {
+		out = append(out, textcol.Wrap(l, width)...)
+	}
+	return out
+}
+
+// suiteRuns are the suite runs the screen is tested on: the two real
+// quick runs (quick2's verdict was 75 lines at 80 columns, 59 at 120), a
+// small one and an empty one.
+func suiteRuns(t *testing.T) []*result.Run {
+	return []*result.Run{loadQuick(t), loadRunFile(t, "quick2.json"), loadRun(t), {Schema: 1, ID: "empty", Suite: "quick"}}
+}
+
+// The quick suite's verdict is one screen at 80 columns and at 120: at
+// most VerdictMaxLines lines, none wider than the terminal.
+func TestVerdictFitsTheScreen(t *testing.T) {
+	for _, run := range suiteRuns(t) {
+		for _, width := range []int{80, 120} {
+			lines := screenAt(run, width)
+			if len(lines) > VerdictMaxLines {
+				t.Errorf("%s at %d columns: %d lines, want ≤ %d:\n%s", run.ID, width, len(lines), VerdictMaxLines, strings.Join(lines, "\n"))
+			}
+			for _, l := range lines {
+				if n := utf8.RuneCountInString(l); n > width {
+					t.Errorf("%s at %d columns: a line of %d: %q", run.ID, width, n, l)
+				}
+			}
 		}
+	}
+}
+
+// A wrapped or shortened line never cuts a word or a figure: where the
+// verdict leaves something out it says " …" after a whole word.
+func TestVerdictCutsNoWord(t *testing.T) {
+	cut := regexp.MustCompile(`[^\s]…`)
+	for _, run := range suiteRuns(t) {
+		for _, width := range []int{80, 120} {
+			for _, l := range screenAt(run, width) {
+				if cut.MatchString(l) {
+					t.Errorf("%s at %d columns: a word cut: %q", run.ID, width, l)
+				}
+			}
+		}
+	}
+}
+
+// The verdict says every line once, prints no figure in scientific
+// notation, and answers every question with a figure or "not measured".
+func TestVerdictShape(t *testing.T) {
+	for _, run := range suiteRuns(t) {
+		lines := VerdictLines(run, true, 80)
 		seen := map[string]bool{}
 		for _, l := range lines {
 			if l != "" && seen[l] {
@@ -40,15 +90,229 @@ func TestVerdictShape(t *testing.T) {
 			}
 		}
 		text := strings.Join(lines, "\n")
-		for _, q := range []string{"handoff, one round trip", "one busy worker", "a thread hop", "the indirect cost", "handoffs per second cost in CPU", "checks"} {
+		for _, q := range []string{"handoff, one round trip", "one busy worker", "a thread hop", "the indirect cost", "round trips a second cost in CPU", "checks"} {
 			if !strings.Contains(text, q) {
 				t.Errorf("%s: no answer to %q", run.ID, q)
 			}
 		}
 	}
-	empty := strings.Join(VerdictLines(&result.Run{Schema: 1, ID: "empty"}, true), "\n")
+	empty := strings.Join(VerdictLines(&result.Run{Schema: 1, ID: "empty", Suite: "quick"}, true, 80), "\n")
 	if strings.Count(empty, "not measured") < 6 {
 		t.Errorf("an empty run should say 'not measured' for each answer:\n%s", empty)
+	}
+}
+
+// No word a user cannot look up: no reference to a SPEC or a seed the
+// repository does not have, no driver's code name, and no symbol
+// explained only in a footer (†, *, °).
+func TestVerdictPlainWords(t *testing.T) {
+	runs := append(suiteRuns(t), ringSelection(t))
+	for _, run := range runs {
+		for _, width := range []int{80, 120} {
+			text := strings.Join(VerdictLines(run, true, width), "\n")
+			for _, bad := range []string{"SPEC", "§", "seed", "modernc-memory", "†", "°", " *", "(k×)"} {
+				if strings.Contains(text, bad) {
+					t.Errorf("%s at %d columns says %q:\n%s", run.ID, width, bad, text)
+				}
+			}
+		}
+	}
+	if text := strings.Join(VerdictLines(loadRunFile(t, "quick2.json"), true, 80), "\n"); !strings.Contains(text, "pure-Go SQLite, in-memory database") {
+		t.Errorf("the hop line does not say what modernc-memory is:\n%s", text)
+	}
+}
+
+// ringSelection is `ctxlab run ring` cut from a real quick run: its ring
+// arms and checks, and a custom suite.
+func ringSelection(t *testing.T) *result.Run {
+	run := loadRunFile(t, "quick2.json")
+	sel := *run
+	sel.ID, sel.Suite, sel.Arms, sel.Experiments = "ring-selection", "custom", nil, nil
+	for _, a := range run.Arms {
+		if a.Experiment == "ring" {
+			sel.Arms = append(sel.Arms, a)
+		}
+	}
+	for _, e := range run.Experiments {
+		if e.Name == "ring" {
+			sel.Experiments = append(sel.Experiments, e)
+		}
+	}
+	return &sel
+}
+
+// A selection that is not a suite leads with its own figures: each arm of
+// the experiment that ran with its median, spread, repetitions and switches,
+// what an op is, and the experiment's checks; nothing of the experiments
+// that did not run ("not measured", the handoff table), within 80 columns.
+func TestVerdictOfASelection(t *testing.T) {
+	run := ringSelection(t)
+	lines := VerdictLines(run, true, 80)
+	text := strings.Join(lines, "\n")
+	for _, a := range run.Arms {
+		name := strings.TrimPrefix(a.Name, "ring/")
+		row := ""
+		for _, l := range lines {
+			if strings.HasPrefix(strings.TrimSpace(l), name+" ") {
+				row = l
+			}
+		}
+		if row == "" {
+			t.Errorf("no row for %s:\n%s", name, text)
+			continue
+		}
+		sw := fmt.Sprintf("%.2f", a.Switches.Total())
+		for _, want := range []string{result.FormatNs(a.Median), exp.Spread(a), " 3 ", sw} {
+			if !strings.Contains(row, want) {
+				t.Errorf("%s: row %q lacks %q", name, row, want)
+			}
+		}
+	}
+	for _, want := range []string{"per hop", "per round trip", "checks: 2 of 2 hold", "holds: ", "n: repetitions", "switches: OS context switches per op"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the selection's verdict lacks %q:\n%s", want, text)
+		}
+	}
+	for _, bad := range []string{"not measured", "handoff, one round trip", "one busy worker", "a thread hop"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("the selection's verdict says %q, about what it did not run:\n%s", bad, text)
+		}
+	}
+	if n := strings.Count(text, "noise:"); n != 1 {
+		t.Errorf("noise said %d times in one table, want once:\n%s", n, text)
+	}
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+}
+
+// An experiment with dozens of arms and long names (interference's) shows
+// every arm on one line of its own within 80 columns: a name too long
+// loses its middle, not its ends; two names that would then look alike
+// are wrapped instead.
+func TestVerdictOfManyArms(t *testing.T) {
+	names := []string{
+		"timer/none/hogs=0/gomaxprocs=1", "timer/goroutine-spin/hogs=3/gomaxprocs=1", "timer/process-spin/hogs=3/gomaxprocs=1",
+		"timer/goroutine-spin/hogs=3/gomaxprocs=2", "timer/goroutine-gosched/hogs=3/gomaxprocs=1", "netpoll/none/hogs=0/gomaxprocs=1",
+		"netpoll/goroutine-spin/hogs=3/gomaxprocs=1", "netpoll/process-spin/hogs=3/gomaxprocs=1", "chanpair/goroutine-gosched/hogs=3/gomaxprocs=1",
+		"starve/goroutine-spin/hogs=3/gomaxprocs=1/asyncpreemptoff", "starve/goroutine-gosched/hogs=3/gomaxprocs=1/asyncpreemptoff",
+		"pythread/simplequeue/busy=3/si=default/cross-cpu", "pythread/simplequeue/busy=3/si=0.5ms/in=process",
+		"pytask/asyncio-queue/busy=3/si=default/in=process", "pytask/asyncio-queue/busy=0/si=default",
+	}
+	run := &result.Run{Schema: 1, ID: "many", Suite: "custom", Experiments: []result.Experiment{{Name: "interference", Op: "wake-up"}}}
+	for i, n := range names {
+		m := float64(i+1) * 1000
+		run.Arms = append(run.Arms, result.Arm{Name: "interference/" + n, Experiment: "interference", Op: "1 ms timer sleep (percentiles: wake delay beyond the 1 ms)",
+			Unit: "ns/op", Status: result.StatusOK, RepMeans: []float64{m, m, m}, Median: m, Min: m, Max: m,
+			Switches: &result.Switches{Voluntary: 1}, Percentiles: &result.Percentiles{Samples: 100, P50: m, P99: 2 * m}})
+	}
+	lines := VerdictLines(run, true, 80)
+	text := strings.Join(lines, "\n")
+	table := 0
+	for _, l := range lines {
+		if n := utf8.RuneCountInString(l); n > 80 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+		if strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "  noise") && !strings.HasPrefix(l, "  per ") {
+			table++
+		}
+	}
+	for i := range names {
+		if n := strings.Count(text, fmt.Sprintf(" %d µs ", i+1)); n != 1 {
+			t.Errorf("arm %d's median appears %d times, want once:\n%s", i, n, text)
+		}
+	}
+	// Each arm a line; the two starve arms alone may take two each.
+	if table > len(names)+2 {
+		t.Errorf("%d table lines for %d arms:\n%s", table, len(names), text)
+	}
+	if !strings.Contains(text, "…") {
+		t.Errorf("no long name was shortened:\n%s", text)
+	}
+}
+
+// A run confined to one CPU (--cpus 0) measured nothing across CPUs: its
+// unpinned arms ran on that one CPU, so the handoff table has no "across
+// CPUs" figure, and says why.
+func TestVerdictOneCPUHasNoAcrossColumn(t *testing.T) {
+	arm := func(name, place string, gmp int, ns float64) result.Arm {
+		return result.Arm{Name: name, Experiment: "pingpong", Status: result.StatusOK, Unit: "ns/op", Placement: place, GOMAXPROCS: gmp,
+			CPUs: []int{0}, Median: ns, Min: ns, Max: ns, RepMeans: []float64{ns}}
+	}
+	run := &result.Run{Schema: 1, ID: "cpus0", Suite: "quick", Env: result.Env{LogicalCPUs: 2, OnlineCPUs: []int{0, 1}}, Arms: []result.Arm{
+		arm("pingpong/goroutine/chan/gomaxprocs=1", "unpinned", 1, 300),
+		arm("pingpong/goroutine/chan/gomaxprocs=all", "unpinned", 1, 310),
+		arm("pingpong/thread/futex/same-cpu", "same-cpu", 1, 5100),
+		arm("pingpong/thread/futex/unpinned", "unpinned", 1, 4670),
+	}}
+	text := strings.Join(VerdictLines(run, true, 120), "\n")
+	if strings.Contains(text, "4.67 µs") || strings.Contains(text, "310 ns") {
+		t.Errorf("a one-CPU arm shows as an across-CPUs figure:\n%s", text)
+	}
+	if !strings.Contains(text, "across CPUs: not measured, the run was confined to one CPU") {
+		t.Errorf("the verdict does not say why there is no across-CPUs figure:\n%s", text)
+	}
+	// With two CPUs the same unpinned arm is an across-CPUs figure, said to
+	// be unpinned.
+	run.Arms[3].CPUs, run.Arms[3].GOMAXPROCS = []int{0, 1}, 2
+	if text := strings.Join(VerdictLines(run, true, 120), "\n"); !regexp.MustCompile(`4\.67 µs \(4\.67–4\.67\)\s+unpinned`).MatchString(text) {
+		t.Errorf("an unpinned arm on two CPUs is not shown as unpinned:\n%s", text)
+	}
+}
+
+// processes vs threads: an extra cost per switch is spoken of only when
+// the process round trip is slower beyond the noise, never at 0.9× or 1.03×.
+func TestVerdictProcessesVsThreadsWording(t *testing.T) {
+	for _, tc := range []struct {
+		process float64
+		want    string
+		extra   bool
+	}{
+		{18000, "1.1× faster", false},
+		{20600, "about the same", false},
+		{34000, "1.7× slower", true},
+	} {
+		sw := &result.Switches{Voluntary: 1, Involuntary: 1}
+		arm := func(name string, ns float64) result.Arm {
+			return result.Arm{Name: name, Experiment: "pingpong", Status: result.StatusOK, Unit: "ns/op", Placement: "same-cpu",
+				Median: ns, Min: ns, Max: ns, Switches: sw}
+		}
+		run := &result.Run{Schema: 1, ID: "pvt", Suite: "quick", Arms: []result.Arm{
+			arm("pingpong/thread/pipe/same-cpu", 20000), arm("pingpong/process/pipe/same-cpu", tc.process)}}
+		text := strings.Join(VerdictLines(run, true, 200), "\n")
+		line := ""
+		for _, l := range strings.Split(text, "\n") {
+			if strings.Contains(l, "processes vs threads") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, tc.want) || strings.Contains(line, "extra") != tc.extra {
+			t.Errorf("process %v ns vs thread 20 µs: %q; want %q, extra %v", tc.process, line, tc.want, tc.extra)
+		}
+	}
+}
+
+// A busy thread that makes the CPython round trip faster (67.2 → 16.3 µs)
+// is said to, with why; a slower one is not.
+func TestVerdictBusyThreadFaster(t *testing.T) {
+	arm := func(busy string, p50 float64) result.Arm {
+		return result.Arm{Name: "interference/pythread/simplequeue/busy=" + busy + "/si=default", Experiment: "interference",
+			Substrate: "pythread", Status: result.StatusOK, Unit: "ns/op", Median: p50, Min: p50, Max: p50,
+			Params:      map[string]string{"busy": busy, "switch_interval": "5ms"},
+			Percentiles: &result.Percentiles{Samples: 100, P50: p50, P99: 3 * p50}}
+	}
+	for _, tc := range []struct {
+		quiet, busy float64
+		faster      bool
+	}{{67200, 16300, true}, {5900, 5096000, false}, {5900, 5800, false}} {
+		run := &result.Run{Schema: 1, ID: "busy", Suite: "quick", Arms: []result.Arm{arm("0", tc.quiet), arm("1", tc.busy)}}
+		text := strings.Join(VerdictLines(run, true, 200), "\n")
+		says := strings.Contains(text, "faster with a busy thread") && strings.Contains(text, "keeps the CPU awake (no idle wake-up); not a GIL cost")
+		if says != tc.faster {
+			t.Errorf("p50 %v → %v: says faster %v, want %v:\n%s", tc.quiet, tc.busy, says, tc.faster, text)
+		}
 	}
 }
 
@@ -56,19 +320,20 @@ func TestVerdictShape(t *testing.T) {
 // wall time: a cross-CPU round trip mostly waits.
 func TestVerdictBudgetFromCPUTime(t *testing.T) {
 	cpu := 20000.0
-	run := &result.Run{Schema: 1, ID: "r", Arms: []result.Arm{{
+	run := &result.Run{Schema: 1, ID: "r", Suite: "quick", Arms: []result.Arm{{
 		Name: "pingpong/thread/futex/cross-cpu", Experiment: "pingpong", Status: result.StatusOK,
 		Unit: "ns/op", Median: 200000, Min: 190000, Max: 210000, Placement: "cross-cpu", CPUNsPerOp: &cpu,
 	}}}
-	text := strings.Join(VerdictLines(run, true), "\n")
-	if !strings.Contains(text, "thread/futex/cross-cpu 20% of a core (20 µs/op)") {
+	text := strings.Join(VerdictLines(run, true, 120), "\n")
+	if !strings.Contains(text, "threads across CPUs 20% (20 µs on CPU each)") {
 		t.Errorf("budget line not from CPU time:\n%s", text)
 	}
 }
 
 // The count of checks that did not hold agrees with the lines listed: a
-// check that failed on several arms is one line with its count, and a
-// list cut to fit the screen says how many checks, not lines, are left.
+// check that failed on several arms is one line that says on how many,
+// and a list cut to fit the screen says how many checks, not lines, are
+// left.
 func TestVerdictCheckCountMatchesLines(t *testing.T) {
 	chk := func(name string, holds bool, detail string) result.Check {
 		return result.Check{Name: name, Holds: holds, Detail: detail}
@@ -81,23 +346,23 @@ func TestVerdictCheckCountMatchesLines(t *testing.T) {
 		{[]result.Check{chk("a", false, "x"), chk("b", false, "y"), chk("c", true, "")},
 			"checks that did not hold on this machine: 2 of 3", 2},
 		{[]result.Check{chk("same", false, "arm 1"), chk("same", false, "arm 2"), chk("other", true, ""), chk("third", false, "z")},
-			"checks that did not hold on this machine: 3 of 4, in 2 lines: (k×) is one check that failed k times", 2},
+			"checks that did not hold on this machine: 3 of 4", 2},
 		{[]result.Check{chk("same", false, "arm 1"), chk("same", false, "arm 2")},
-			"checks that did not hold on this machine: 2 of 2, in 1 line: ", 1},
+			"checks that did not hold on this machine: 2 of 2", 1},
 	} {
 		run := &result.Run{Schema: 1, ID: "r", Experiments: []result.Experiment{{Name: "e", Checks: tc.checks}}}
-		got, _ := verdictChecks(run)
-		if !strings.HasPrefix(got[0], tc.head) {
-			t.Errorf("head %q, want %q", got[0], tc.head)
+		head, bad, _ := verdictChecks(run)
+		if head != tc.head {
+			t.Errorf("head %q, want %q", head, tc.head)
 		}
-		if len(got)-1 != tc.lines {
-			t.Errorf("%d lines listed, want %d: %q", len(got)-1, tc.lines, got)
+		if len(bad) != tc.lines {
+			t.Errorf("%d lines listed, want %d: %q", len(bad), tc.lines, bad)
 		}
-		checkCountAgrees(t, got)
+		checkCountAgrees(t, append([]string{head}, bad...))
 	}
-	// Real runs, whose lists are grouped and cut to fit the screen.
+	// Real runs, whose lists are grouped, wrapped and cut to fit the screen.
 	for _, name := range []string{"quick", "quick2"} {
-		lines := VerdictLines(loadRunFile(t, name+".json"), true)
+		lines := VerdictLines(loadRunFile(t, name+".json"), true, 80)
 		for i, l := range lines {
 			if strings.HasPrefix(l, "checks that did not hold") {
 				end := i + 1
@@ -111,19 +376,24 @@ func TestVerdictCheckCountMatchesLines(t *testing.T) {
 }
 
 // checkCountAgrees: the head's count of failed checks is the sum over the
-// lines under it (a "(k×)" line is k checks, "… N more" is N).
+// lines under it (a line "(on k arms)" is k checks, "… N more" is N; a
+// line indented further continues the one above).
 func checkCountAgrees(t *testing.T, lines []string) {
 	t.Helper()
 	var failed int
 	fmt.Sscanf(strings.TrimPrefix(lines[0], "checks that did not hold on this machine: "), "%d", &failed)
 	sum := 0
-	for _, l := range lines[1:] {
+	on := regexp.MustCompile(`\(on (\d+) arms\) — `)
+	text := strings.Join(lines[1:], "\n")
+	for _, l := range strings.Split(strings.ReplaceAll(text, "\n   ", " "), "\n") {
+		if l == "" {
+			continue
+		}
 		k := 1
 		if rest, ok := strings.CutPrefix(l, "  … "); ok {
 			fmt.Sscan(rest, &k)
-		} else if i := strings.Index(l, "×) — "); i > 0 {
-			j := strings.LastIndex(l[:i], "(")
-			fmt.Sscan(l[j+1:i], &k)
+		} else if m := on.FindStringSubmatch(l); m != nil {
+			fmt.Sscan(m[1], &k)
 		}
 		sum += k
 	}
@@ -133,8 +403,8 @@ func checkCountAgrees(t *testing.T, lines []string) {
 }
 
 // The detail tables of a real busy quick run say each noise reason once,
-// explain a median far above its sampled p50, and print no figure in
-// scientific notation.
+// explain a median far above its sampled p50 in words, and print no
+// figure in scientific notation.
 func TestTableSaysThingsOnce(t *testing.T) {
 	var b bytes.Buffer
 	if err := Table(&b, loadQuick(t)); err != nil {
@@ -144,12 +414,15 @@ func TestTableSaysThingsOnce(t *testing.T) {
 	if n := strings.Count(out, "load average 3.7 on 2 CPUs when the run started"); n != 1 {
 		t.Errorf("the run-wide load note appears %d times, want once", n)
 	}
-	if !strings.Contains(out, "* median more than 1.5× the sampled p50") {
+	if !strings.Contains(out, "slow tail: median more than 1.5× the sampled p50") {
 		t.Error("no explanation of a median far above its sampled p50")
 	}
 	for _, l := range strings.Split(out, "\n") {
 		if strings.Contains(l, "e-0") || strings.Contains(l, "e+0") {
 			t.Errorf("not a human scale: %q", l)
+		}
+		if strings.ContainsAny(l, "*°†") {
+			t.Errorf("a symbol explained only in a footer: %q", l)
 		}
 	}
 }
@@ -157,11 +430,11 @@ func TestTableSaysThingsOnce(t *testing.T) {
 // Under --python all a CPython arm's name carries its interpreter; the
 // handoff table finds it by the plain name and says whose figure it shows.
 func TestVerdictNamesTheInterpreter(t *testing.T) {
-	run := &result.Run{Schema: 1, ID: "r", Arms: []result.Arm{{
+	run := &result.Run{Schema: 1, ID: "r", Suite: "quick", Arms: []result.Arm{{
 		Name: "pingpong/pythread/simplequeue/same-cpu/py=3.11", Experiment: "pingpong", Status: result.StatusOK,
 		Unit: "ns/op", Median: 21000, Min: 20000, Max: 22000, Placement: "same-cpu",
 	}}}
-	text := strings.Join(VerdictLines(run, true), "\n")
+	text := strings.Join(VerdictLines(run, true, 120), "\n")
 	if !strings.Contains(text, "21 µs (20–22) (py=3.11)") {
 		t.Errorf("the CPython row does not show the py=3.11 arm by name:\n%s", text)
 	}
@@ -170,13 +443,15 @@ func TestVerdictNamesTheInterpreter(t *testing.T) {
 // TestVerdictUnstoredRun: a run the history does not hold (--no-store, an
 // interrupted run) must not point at `ctxlab show ID`, which would fail.
 func TestVerdictUnstoredRun(t *testing.T) {
-	run := &result.Run{Schema: 1, ID: "20261202T000000-abcdef"}
-	stored := strings.Join(VerdictLines(run, true), "\n")
-	unstored := strings.Join(VerdictLines(run, false), "\n")
-	if !strings.Contains(stored, "ctxlab show "+run.ID) {
-		t.Errorf("a stored run's verdict does not point at ctxlab show %s", run.ID)
-	}
-	if strings.Contains(unstored, "ctxlab show") || !strings.Contains(unstored, "not in the history") {
-		t.Errorf("an unstored run's verdict:\n%s", unstored)
+	for _, suite := range []string{"quick", "custom"} {
+		run := &result.Run{Schema: 1, ID: "20261202T000000-abcdef", Suite: suite}
+		stored := strings.Join(VerdictLines(run, true, 80), "\n")
+		unstored := strings.Join(VerdictLines(run, false, 80), "\n")
+		if !strings.Contains(stored, "ctxlab show "+run.ID) {
+			t.Errorf("%s: a stored run's verdict does not point at ctxlab show %s", suite, run.ID)
+		}
+		if strings.Contains(unstored, "ctxlab show") || !strings.Contains(unstored, "not in the history") {
+			t.Errorf("%s: an unstored run's verdict:\n%s", suite, unstored)
+		}
 	}
 }

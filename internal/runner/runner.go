@@ -24,11 +24,11 @@ import (
 
 // Config is how hard to measure.
 type Config struct {
-	Reps       int           // repetitions per arm (SPEC §2 rule 2)
+	Reps       int           // repetitions per arm
 	BenchTime  time.Duration // target duration of one repetition
 	WarmUp     time.Duration // warm-up before timing (rule 1)
 	WarmUpOps  int           // …or this many ops, whichever comes first
-	Timeout    time.Duration // per-arm limit (SPEC §3)
+	Timeout    time.Duration // per-arm limit
 	MaxSamples int           // per-op latency samples kept per arm
 	ClockCost  float64       // ns per timestamp, from measure.ClockCost
 	Host       *sysinfo.Host
@@ -44,7 +44,10 @@ type Config struct {
 	Observe func(Observation)
 	// Progress, if not nil, gets a status line (arm i of n, elapsed,
 	// estimate) rewritten in place as each arm starts: a terminal only.
-	Progress io.Writer
+	// ProgressWidth is that terminal's width in columns, which the line is
+	// cut to (≤ 0: not known).
+	Progress      io.Writer
+	ProgressWidth int
 }
 
 // ForSuite returns the default Config for a suite.
@@ -72,7 +75,7 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 	}
 	i := 0
 	interrupted := false
-	pr := newProgress(cfg.Progress, total)
+	pr := newProgress(cfg.Progress, cfg.ProgressWidth, total)
 	defer pr.done()
 	for _, s := range sel {
 		var mine []result.Arm

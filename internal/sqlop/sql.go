@@ -20,7 +20,7 @@ type sqlDriver struct {
 // <driver>-memory-prepared (one statement prepared per handle, run per call).
 func registerSQL(d sqlDriver, unsupported string) {
 	for _, prepared := range []bool{false, true} {
-		suffix, how := "", "a fresh query per lookup (QueryRowContext, as the seed's execute(...).fetchone())"
+		suffix, how := "", "a fresh query per lookup (QueryRowContext, as CPython's conn.execute(...).fetchone())"
 		if prepared {
 			suffix, how = "-prepared", "one statement prepared per connection and run per lookup"
 		}

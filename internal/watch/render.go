@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // Record is one JSON line about a thread or the process total, of one
@@ -133,8 +134,21 @@ func WriteJSON(w io.Writer, p Profile, phase string, readings []Reading) error {
 // WriteTable writes a profile as a table with its readings under it.
 // hidden is the number of rows --top left out.
 func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden int) error {
+	return WriteTableWidth(w, title, p, readings, hidden, 0)
+}
+
+// WriteTableWidth is WriteTable for a terminal width columns wide: its
+// prose (the title, the cgroup, notes and readings) is wrapped at spaces
+// there, no word cut; the table's rows stay whole, their columns aligned.
+// width ≤ 0 wraps nothing.
+func WriteTableWidth(w io.Writer, title string, p Profile, readings []Reading, hidden, width int) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s — %.2f s, %d process(es), %d thread(s), %d CPUs\n", title, p.Seconds, p.Procs, p.Total.Threads, p.CPUs)
+	prose := func(format string, args ...any) {
+		for _, l := range textcol.Wrap(fmt.Sprintf(format, args...), width) {
+			b.WriteString(l + "\n")
+		}
+	}
+	prose("%s — %.2f s, %d process(es), %d thread(s), %d CPUs", title, p.Seconds, p.Procs, p.Total.Threads, p.CPUs)
 	fmt.Fprintf(&b, "%8s %8s  %-18s %9s %9s %8s %6s %10s %10s\n", "PID", "TID", "NAME", "VOL/s", "INVOL/s", "MIGR/s", "CPU%", "RUNQ/s", "RUNQ/SW")
 	row := func(pid, tid, name string, t Thread) {
 		r := rowRecord("", "", &p, t)
@@ -179,22 +193,22 @@ func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden
 		row("", "", fmt.Sprintf("children (%d)", c.Procs), c.Total)
 	}
 	if p.Cgroup.Available {
-		fmt.Fprintf(&b, "cgroup v%d %s: quota %s, throttled %d periods, %s\n", p.Cgroup.Version, p.Cgroup.Dir,
+		prose("cgroup v%d %s: quota %s, throttled %d periods, %s", p.Cgroup.Version, p.Cgroup.Dir,
 			quotaText(p.Cgroup.Quota), p.Cgroup.ThrottledPeriods, result.FormatNs(float64(p.Cgroup.ThrottledUs)*1e3))
 	} else {
-		fmt.Fprintln(&b, "cgroup: unavailable (no CPU cgroup with cpu.stat found for this process)")
+		prose("cgroup: unavailable (no CPU cgroup with cpu.stat found for this process)")
 	}
 	for _, t := range p.Threads {
 		if t.Started || t.Exited {
-			fmt.Fprintln(&b, "(+ started during the interval, - exited: its counts after the previous reading are lost with it)")
+			prose("(+ started during the interval, - exited: its counts after the previous reading are lost with it)")
 			break
 		}
 	}
 	for _, n := range p.Notes {
-		fmt.Fprintf(&b, "note: %s\n", termsafe.String(n))
+		prose("note: %s", termsafe.String(n))
 	}
 	for _, r := range readings {
-		fmt.Fprintf(&b, "reading (%s): %s\n", termsafe.String(r.Subject), termsafe.String(r.Text))
+		prose("reading (%s): %s", termsafe.String(r.Subject), termsafe.String(r.Text))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
