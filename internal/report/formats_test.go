@@ -154,7 +154,7 @@ func TestHeaderNamesBuildAndSyscallPath(t *testing.T) {
 	want := map[string][]string{
 		"table":    {"(cgo)", "syscall 1.1 µs, +62 ns through Go's runtime"},
 		"markdown": {"(cgo)", "syscall 1.1 µs, +62 ns through Go's runtime"},
-		"html":     {"cgo build", "one system call 1.1 µs, and Go's runtime-aware path adds 62 ns"},
+		"html":     {"cgo build", "one system call 1.1 µs; Go's runtime-aware path adds 62 ns"},
 	}
 	for f, ws := range want {
 		var b bytes.Buffer

@@ -165,7 +165,7 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 <tr><th>load</th><td>load1 {{printf "%.2f" .Load1}} · steal since boot {{printf "%.2f" .StealPct}}%</td></tr>
 <tr><th>perf counters</th><td>{{supported .Counters}} (paranoid {{.PerfParanoid}})</td></tr>
 </table></div>{{end}}
-<p class="muted">one timestamp read costs {{printf "%.0f" .Run.ClockCostNs}} ns{{if gt .Run.SyscallNs 0.0}} · one system call {{ns .Run.SyscallNs}}, and Go's runtime-aware path adds {{ns .Run.SyscallPathNs}} to each call made through it (a Go program's blocking calls; ring's futex and pipe thread rings and cachecost's futex pair on every wait; pingpong's and interference's thread and process arms wait in system-call sections and pay it once per section, never inside a timed op){{end}}{{if .Run.Interrupted}} · <span class="warn">the run was interrupted: the report holds the arms that finished</span>{{end}}</p>
+<p class="muted">one timestamp read costs {{printf "%.0f" .Run.ClockCostNs}} ns{{if gt .Run.SyscallNs 0.0}} · one system call {{ns .Run.SyscallNs}}; Go's runtime-aware path adds {{ns .Run.SyscallPathNs}} to each call made through it (README: How honest is the harness?){{end}}{{if .Run.Interrupted}} · <span class="warn">the run was interrupted: the report holds the arms that finished</span>{{end}}</p>
 {{range .Run.Warnings}}<p class="warn">⚠ {{.}}</p>
 {{end}}</section>
 {{range .Exps}}<section class="experiment" id="exp-{{.Name}}" data-experiment="{{.Name}}">
