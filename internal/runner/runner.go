@@ -521,7 +521,7 @@ func sizingReasons(opsPerRep int, walls []int64, benchTime time.Duration) []stri
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	med := time.Duration(s[len(s)/2])
 	if med < benchTime/4 || med > 4*benchTime {
-		out = append(out, fmt.Sprintf("repetitions lasted %v, not the %v they were sized for", med.Round(time.Microsecond), benchTime))
+		out = append(out, fmt.Sprintf("repetitions lasted %s, not the %s they were sized for", result.FormatNs(float64(med)), result.FormatNs(float64(benchTime))))
 	}
 	return out
 }
