@@ -10,6 +10,11 @@ import (
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 )
 
+// htmlVerdictWidth is the verdict's width in the report: wider than a
+// terminal's 80, so arm names keep their middles; its box scrolls on a
+// phone.
+const htmlVerdictWidth = 110
+
 // HTML writes a self-contained report: the verdict (as ctxlab run prints
 // it), the environment, then per experiment its charts (inline SVG, their
 // font embedded once, no scripts, no network), each with a one-line
@@ -21,7 +26,7 @@ import (
 // termsafe first, as in every other format.
 func HTML(w io.Writer, run *result.Run) error {
 	run = termsafe.Strings(run)
-	data := htmlRun{Run: run, Verdict: strings.Join(VerdictLines(run, true, 0), "\n")}
+	data := htmlRun{Run: run, Verdict: strings.Join(VerdictLines(run, true, htmlVerdictWidth), "\n")}
 	exps := experimentIndex(run)
 	for _, name := range experimentOrder(run) {
 		arms := armsOf(run, name)

@@ -400,7 +400,7 @@ func TestHTMLVerdictFirst(t *testing.T) {
 		t.Error("the host name went into the page unescaped")
 	}
 	verdict := html.UnescapeString(page[v:e])
-	for _, l := range VerdictLines(run, true, 0) {
+	for _, l := range VerdictLines(run, true, htmlVerdictWidth) {
 		if l = strings.TrimSpace(l); l != "" && !strings.Contains(verdict, l) {
 			t.Errorf("the report's verdict lacks %q", l)
 		}
