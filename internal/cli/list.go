@@ -26,7 +26,7 @@ func newListCmd(stdout io.Writer) *cobra.Command {
 		Use:   "list [EXPERIMENT | PATTERN …]",
 		Short: "list experiments, their arms, and what each measures",
 		Long: `Without arguments, one line per experiment: how many arms it has, how many
-of them the quick suite runs, and what it measures; --arms lists every arm
+the quick suite runs, and what it measures; --arms lists every arm
 as well. With an experiment's name, what it measures, its options
 (--set key=value), its metrics and its arms. With arm patterns, the arms
 they select, as ` + "`ctxlab run`" + ` would run them: a pattern is an experiment, an arm, a
@@ -77,7 +77,7 @@ func list(w io.Writer, args []string, o *ListOptions) error {
 // where to look next below.
 func listCompact(w io.Writer, specs []*exp.Spec, p exp.Params) {
 	fmt.Fprintf(w, "arms: how many arms the %s suite runs (--suite quick|default|full)\n", p.Suite)
-	fmt.Fprintln(w, "q: how many of them the quick suite runs (`ctxlab` alone, or `ctxlab run --quick`)")
+	fmt.Fprintln(w, "q: how many arms the quick suite runs (`ctxlab` alone, or `ctxlab run --quick`)")
 	fmt.Fprintln(w)
 	rows := [][]string{{"experiment", "arms", "q", "what it measures"}}
 	for _, s := range specs {
@@ -86,13 +86,22 @@ func listCompact(w io.Writer, specs []*exp.Spec, p exp.Params) {
 			rows = append(rows, []string{s.Name, "—", "—", s.Summary + " (arms unavailable: " + err.Error() + ")"})
 			continue
 		}
-		quick, unavailable := 0, 0
+		unavailable := 0
 		for _, a := range arms {
-			if a.Quick {
-				quick++
-			}
 			if a.Unsupported != "" {
 				unavailable++
+			}
+		}
+		// The quick suite may run arms of its own sizes (cachecost does),
+		// so q is counted in the quick suite's arms, not among these.
+		qp := p
+		qp.Suite = exp.SuiteQuick
+		quick := 0
+		if qarms, err := s.Arms(qp); err == nil {
+			for _, a := range qarms {
+				if a.Quick {
+					quick++
+				}
 			}
 		}
 		summary := s.Summary
