@@ -25,7 +25,7 @@ func init() {
 		Order:   80,
 		Summary: "a microsecond SQLite lookup at concurrency 1, 10, 50: goroutines under a semaphore vs a pool of locked threads; CPython tasks under a Semaphore hopping to threads vs ThreadPoolExecutor.map",
 		Op:      "lookup",
-		Doc: `One op is one indexed SQLite lookup (as in hop); the figure is wall time
+		Doc: `One op is one SQLite primary-key lookup (as in hop); the figure is wall time
 per lookup with C lookups in flight, and the metric elapsed-ms/10000-lookups is the
 total for 10 000. sem/c=C: one goroutine per lookup, at most C at a time —
 the semaphore is a channel of C connections, which a goroutine takes before

@@ -26,9 +26,9 @@ func init() {
 		Verdict:    hopVerdict,
 		Summary:    "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
 		Op:         "call",
-		Doc: `One op is one call of a fast local operation: an indexed SQLite
-lookup (select v from t where k = ?, 1 000 rows, a fresh query per call) in a
-database file in a temp dir (-file) or in :memory: (-memory),
+		Doc: `One op is one call of a fast local operation: a SQLite lookup by
+primary key (select v from t where id = ?, 1 000 rows, a fresh query per
+call) in a database file in a temp dir (-file) or in :memory: (-memory),
 through modernc.org/sqlite (pure Go) or mattn/go-sqlite3 (cgo; built only
 with -tags mattn), or a Go map lookup as the pure-compute control.
 -prepared ops (direct only) run one statement prepared per connection

@@ -643,28 +643,35 @@ class TaskYield(AsyncBench):
 
 
 # hop: the seed's sqlite3 lookup (a fresh conn.execute(SQL, (k,)).fetchone()
-# per lookup on a 1 000-row table, by an indexed column) directly and through
-# worker threads. The database is a file by default, as the seed's
-# sqlite3.connect(path): made in a temp dir outside timing and removed at
-# teardown, or at once when the set-up fails. db=memory runs the same lookup
-# in ":memory:". The temp dir is named like ctxlab's own (ctxlab-sqlop-<pid>-),
-# so one left by a killed driver is removed by the next run (sqlop.RemoveStale).
+# per lookup on a 1 000-row table, by its integer primary key: one B-tree
+# search) directly and through worker threads. The database is a file by
+# default, as the seed's sqlite3.connect(path): made in a temp dir outside
+# timing and removed at teardown, or at once when the set-up fails. db=memory
+# runs the same lookup in ":memory:". The temp dir is named like ctxlab's own
+# (ctxlab-sqlop-<pid>-), so one left by a killed driver is removed by the next
+# run (sqlop.RemoveStale). scripts/sqlite-seed-loop.py times the same lookup
+# in a plain perf_counter loop, to check this one against.
 
-SQL = "SELECT v FROM t WHERE k = ?"
+SQL = "select v from t where id = ?"
 HOP_DBS = ("file", "memory")
 HOP_WAYS = ("direct", "executor", "two-hop", "aiosqlite")
-CREATE = ("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, v TEXT)", "CREATE INDEX t_k ON t (k)")
-INSERT = "INSERT INTO t (k, v) VALUES (?, ?)"
+CREATE = "create table t (id integer primary key, v text)"
+INSERT = "insert into t (id, v) values (?, ?)"
+ROWS = 1000
 
 
 def hop_rows():
-    return [(i, "value %d" % i) for i in range(1000)]
+    return [(i, "value %d" % i) for i in range(1, ROWS + 1)]
+
+
+def hop_keys():
+    """The ids 1..ROWS, cycled in C."""
+    return itertools.cycle(range(1, ROWS + 1))
 
 
 def make_db(conn):
-    conn.execute(CREATE[0])
+    conn.execute(CREATE)
     conn.executemany(INSERT, hop_rows())
-    conn.execute(CREATE[1])
     conn.commit()
 
 
@@ -700,7 +707,7 @@ class Hop(AsyncBench):
                 raise Unsupported(
                     "aiosqlite is not importable by this interpreter (Debian: apt-get install python3-aiosqlite; or pip install aiosqlite)"
                 )
-        self.keys = itertools.cycle(range(1000))
+        self.keys = hop_keys()
         path = ":memory:"
         if self.db_kind == "file":
             import tempfile
@@ -715,9 +722,8 @@ class Hop(AsyncBench):
         if self.how == "aiosqlite":
             self.db = await aiosqlite.connect(path)
             if self.db_kind == "memory":  # a :memory: database lives in its one connection
-                await self.db.execute(CREATE[0])
+                await self.db.execute(CREATE)
                 await self.db.executemany(INSERT, hop_rows())
-                await self.db.execute(CREATE[1])
                 await self.db.commit()
             return
         self.conn = sqlite3.connect(path, check_same_thread=False)
@@ -1012,7 +1018,7 @@ CONC_CHUNK = 10000
 
 
 class LookupOp:
-    """The fast op: an indexed sqlite3 lookup on a database file (a
+    """The fast op: the seed's sqlite3 primary-key lookup on a database file (a
     connection per thread, as each pool thread of the seeds had), or a dict
     lookup (the pure-compute control)."""
 
@@ -1021,7 +1027,7 @@ class LookupOp:
         self.dir = None
         self.conns = []
         if op == "dict":
-            d = {i: "value %d" % i for i in range(1000)}
+            d = {i: "value %d" % i for i in range(1, ROWS + 1)}
             self.lookup = lambda k: d[k]
             return
         if op != "sqlite-file":
@@ -1083,7 +1089,7 @@ class ConcSem(AsyncBench):
         if self.how not in ("to_thread", "executor"):
             raise ValueError("unknown how %r (want to_thread or executor)" % self.how)
         self.op = LookupOp(self.p.get("op", "sqlite-file"))
-        self.keys = itertools.cycle(range(1000))
+        self.keys = hop_keys()
 
     async def arun(self, n, every, samples):
         sem, lookup = asyncio.Semaphore(self.c), self.op.lookup
@@ -1124,7 +1130,7 @@ class ConcPool(Bench):
 
         self.c = int(self.p["c"])
         self.op = LookupOp(self.p.get("op", "sqlite-file"))
-        self.keys = itertools.cycle(range(1000))
+        self.keys = hop_keys()
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=self.c)
 
     def run(self, n, every, samples):
