@@ -56,11 +56,14 @@ type pyArm struct {
 	op        string
 	bench     string
 	params    map[string]string
-	quick     bool
-	full      bool // only in the full suite
-	place     string
-	minOps    int
-	unsup     string
+	// driverOnly are params the driver gets but the stored arm does not
+	// (the user's file path, query text and arguments).
+	driverOnly map[string]string
+	quick      bool
+	full       bool // only in the full suite
+	place      string
+	minOps     int
+	unsup      string
 	// tempDB: the driver makes a ctxlab-sqlop-<pid>- directory for the
 	// arm's database file, so opening the arm sweeps stale ones first.
 	tempDB bool
@@ -364,6 +367,14 @@ func pyArmOn(p exp.Params, pa pyArm, suffix string, get func(context.Context) (*
 		params[k] = v
 	}
 	req := pydriver.Request{Bench: pa.bench, Params: pa.params, MinOps: pa.minOps}
+	if pa.driverOnly != nil {
+		req.Params = map[string]string{}
+		for _, m := range []map[string]string{pa.params, pa.driverOnly} {
+			for k, v := range m {
+				req.Params[k] = v
+			}
+		}
+	}
 	unsup := pa.unsup
 	for _, pl := range exp.Placements(p) {
 		if pl.Name != pa.place {

@@ -653,7 +653,7 @@ class TaskYield(AsyncBench):
 # in a plain perf_counter loop, to check this one against.
 
 SQL = "select v from t where id = ?"
-HOP_DBS = ("file", "memory")
+HOP_DBS = ("file", "memory", "user")
 HOP_WAYS = ("direct", "executor", "two-hop", "aiosqlite")
 CREATE = "create table t (id integer primary key, v text)"
 INSERT = "insert into t (id, v) values (?, ?)"
@@ -667,6 +667,20 @@ def hop_rows():
 def hop_keys():
     """The ids 1..ROWS, cycled in C."""
     return itertools.cycle(range(1, ROWS + 1))
+
+
+def user_db(p):
+    """db=user: the user's file, opened read-only and immutable (SQLite
+    neither writes nor locks it), their query (p["query"]) and its
+    arguments (p["args"], a JSON list, one per call in turn), as ctxlab
+    checked them before the run."""
+    import urllib.parse
+
+    uri = "file:%s?mode=ro&immutable=1" % urllib.parse.quote(p["path"])
+    args = json.loads(p["args"])
+    if not args:
+        raise ValueError("hop: db=user needs args (a query with one ?)")
+    return uri, p["query"], itertools.cycle(args)
 
 
 def make_db(conn):
@@ -708,7 +722,11 @@ class Hop(AsyncBench):
                     "aiosqlite is not importable by this interpreter (Debian: apt-get install python3-aiosqlite; or pip install aiosqlite)"
                 )
         self.keys = hop_keys()
+        self.sql, self.fetch, uri = SQL, "fetchone", False
         path = ":memory:"
+        if self.db_kind == "user":  # the user's rows: all of them, every call
+            path, self.sql, self.keys = user_db(self.p)
+            self.fetch, uri = "fetchall", True
         if self.db_kind == "file":
             import tempfile
 
@@ -720,17 +738,20 @@ class Hop(AsyncBench):
             finally:
                 built.close()
         if self.how == "aiosqlite":
-            self.db = await aiosqlite.connect(path)
+            self.db = await aiosqlite.connect(path, uri=uri)
             if self.db_kind == "memory":  # a :memory: database lives in its one connection
                 await self.db.execute(CREATE)
                 await self.db.executemany(INSERT, hop_rows())
                 await self.db.commit()
             return
-        self.conn = sqlite3.connect(path, check_same_thread=False)
+        self.conn = sqlite3.connect(path, check_same_thread=False, uri=uri)
         if self.db_kind == "memory":
             make_db(self.conn)
-        execute = self.conn.execute
-        self.lookup = lambda k: execute(SQL, (k,)).fetchone()
+        execute, sql = self.conn.execute, self.sql
+        if self.fetch == "fetchall":
+            self.lookup = lambda k: execute(sql, (k,)).fetchall()
+        else:
+            self.lookup = lambda k: execute(sql, (k,)).fetchone()
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
         self.ex.submit(int).result()  # start the worker thread outside timing
 
@@ -740,6 +761,8 @@ class Hop(AsyncBench):
 
     async def arun(self, n, every, samples):
         run = {"direct": self.run_direct, "executor": self.run_executor, "two-hop": self.run_two_hop}
+        if self.db_kind == "user":
+            run["direct"] = self.run_direct_user
         return await run.get(self.how, self.run_aiosqlite)(n, every, samples)
 
     async def run_direct(self, n, every, samples):
@@ -755,6 +778,21 @@ class Hop(AsyncBench):
                 execute(SQL, (k,)).fetchone()
         for k in islice(keys, rest):
             execute(SQL, (k,)).fetchone()
+        return pc() - t0, n
+
+    async def run_direct_user(self, n, every, samples):
+        execute, sql, keys, islice = self.conn.execute, self.sql, self.keys, itertools.islice
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            k = next(keys)
+            s = pc()
+            execute(sql, (k,)).fetchall()
+            samples.append(pc() - s)
+            for k in islice(keys, every - 1):
+                execute(sql, (k,)).fetchall()
+        for k in islice(keys, rest):
+            execute(sql, (k,)).fetchall()
         return pc() - t0, n
 
     async def run_executor(self, n, every, samples):
@@ -774,40 +812,40 @@ class Hop(AsyncBench):
         return pc() - t0, n
 
     async def run_two_hop(self, n, every, samples):
-        hop, ex, execute = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute
+        hop, ex, execute, sql, fetch = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute, self.sql, self.fetch
         keys, islice = self.keys, itertools.islice
         chunks, rest = divmod(n, every)
         t0 = pc()
         for _ in range(chunks):
             k = next(keys)
             s = pc()
-            cur = await hop(ex, execute, SQL, (k,))
-            await hop(ex, cur.fetchone)
+            cur = await hop(ex, execute, sql, (k,))
+            await hop(ex, getattr(cur, fetch))
             samples.append(pc() - s)
             for k in islice(keys, every - 1):
-                cur = await hop(ex, execute, SQL, (k,))
-                await hop(ex, cur.fetchone)
+                cur = await hop(ex, execute, sql, (k,))
+                await hop(ex, getattr(cur, fetch))
         for k in islice(keys, rest):
-            cur = await hop(ex, execute, SQL, (k,))
-            await hop(ex, cur.fetchone)
+            cur = await hop(ex, execute, sql, (k,))
+            await hop(ex, getattr(cur, fetch))
         return pc() - t0, n
 
     async def run_aiosqlite(self, n, every, samples):
-        execute, keys, islice = self.db.execute, self.keys, itertools.islice
+        execute, sql, fetch, keys, islice = self.db.execute, self.sql, self.fetch, self.keys, itertools.islice
         chunks, rest = divmod(n, every)
         t0 = pc()
         for _ in range(chunks):
             k = next(keys)
             s = pc()
-            async with execute(SQL, (k,)) as cur:
-                await cur.fetchone()
+            async with execute(sql, (k,)) as cur:
+                await getattr(cur, fetch)()
             samples.append(pc() - s)
             for k in islice(keys, every - 1):
-                async with execute(SQL, (k,)) as cur:
-                    await cur.fetchone()
+                async with execute(sql, (k,)) as cur:
+                    await getattr(cur, fetch)()
         for k in islice(keys, rest):
-            async with execute(SQL, (k,)) as cur:
-                await cur.fetchone()
+            async with execute(sql, (k,)) as cur:
+                await getattr(cur, fetch)()
         return pc() - t0, n
 
     async def ateardown(self):
@@ -1022,10 +1060,14 @@ class LookupOp:
     connection per thread, as each pool thread of the seeds had), or a dict
     lookup (the pure-compute control)."""
 
-    def __init__(self, op):
+    def __init__(self, op, p=None):
         self.op = op
         self.dir = None
         self.conns = []
+        self.keys = hop_keys()
+        if op == "user":
+            self.user(p)
+            return
         if op == "dict":
             d = {i: "value %d" % i for i in range(1, ROWS + 1)}
             self.lookup = lambda k: d[k]
@@ -1066,6 +1108,28 @@ class LookupOp:
 
         self.lookup = lookup
 
+    def user(self, p):
+        """op=user: the user's query on their read-only file (user_db), a
+        connection per thread, every row read."""
+        import sqlite3
+
+        uri, sql, self.keys = user_db(p)
+        local = threading.local()
+        lock = threading.Lock()
+        conns = self.conns
+
+        def lookup(k):
+            try:
+                execute = local.execute
+            except AttributeError:
+                c = sqlite3.connect(uri, uri=True, check_same_thread=False)
+                with lock:
+                    conns.append(c)
+                execute = local.execute = c.execute
+            return execute(sql, (k,)).fetchall()
+
+        self.lookup = lookup
+
     def close(self):
         for c in self.conns:
             c.close()
@@ -1088,8 +1152,8 @@ class ConcSem(AsyncBench):
         self.how = self.p.get("how", "to_thread")
         if self.how not in ("to_thread", "executor"):
             raise ValueError("unknown how %r (want to_thread or executor)" % self.how)
-        self.op = LookupOp(self.p.get("op", "sqlite-file"))
-        self.keys = hop_keys()
+        self.op = LookupOp(self.p.get("op", "sqlite-file"), self.p)
+        self.keys = self.op.keys
 
     async def arun(self, n, every, samples):
         sem, lookup = asyncio.Semaphore(self.c), self.op.lookup
@@ -1129,8 +1193,8 @@ class ConcPool(Bench):
         import concurrent.futures
 
         self.c = int(self.p["c"])
-        self.op = LookupOp(self.p.get("op", "sqlite-file"))
-        self.keys = hop_keys()
+        self.op = LookupOp(self.p.get("op", "sqlite-file"), self.p)
+        self.keys = self.op.keys
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=self.c)
 
     def run(self, n, every, samples):

@@ -60,8 +60,11 @@ type Cursor interface {
 // or rebuilt in every :memory: handle) or the map. Open hands out handles;
 // Close removes the temp dir, so nothing is left behind after a run.
 type Source struct {
-	Op  string // one of Ops()
+	Op  string // one of Ops(), or "user" (NewUserSource)
 	Dir string // the temp dir holding the database file ("" if none)
+
+	// unchecked: the values are the user's, not Want(id) (NewUserSource).
+	unchecked bool
 
 	open  func() (Handle, error)
 	clean func() error
@@ -126,6 +129,16 @@ func NewSource(op string) (*Source, error) {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return s, nil
+}
+
+// Check says whether v is the right answer for id: Want(id) for the
+// built-in operations; any value for the user's, whose rows ctxlab does
+// not know.
+func (s *Source) Check(id, v int64) error {
+	if s.unchecked || v == Want(id) {
+		return nil
+	}
+	return fmt.Errorf("id %d: got %d, want %d", id, v, Want(id))
 }
 
 // Open returns a new handle (a new connection for SQLite).

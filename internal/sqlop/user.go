@@ -245,6 +245,9 @@ func (u *UserOp) writes(n int) (bool, error) {
 	return false, rows.Err()
 }
 
+// Base is the database file's name without its directory.
+func (u *UserOp) Base() string { return filepath.Base(u.Path) }
+
 // Op is the operation text a row shows: the query shortened and the
 // database's name and size.
 func (u *UserOp) Op() string {
@@ -275,7 +278,7 @@ func Shorten(s string, n int) string {
 // NewUserSource is a Source of the user's operation through the pure-Go
 // driver (the op "user"); Close removes nothing, the file is the user's.
 func NewUserSource(u *UserOp) *Source {
-	return &Source{Op: "user", open: func() (Handle, error) { return openUser(u) }}
+	return &Source{Op: "user", unchecked: true, open: func() (Handle, error) { return openUser(u) }}
 }
 
 // userHandle runs the user's query with the next argument on each call and
