@@ -9,7 +9,8 @@ Without -db it builds the seed's table in a temp file (1 000 rows, keyed by
 the integer primary key) and times a fresh conn.execute(...).fetchone() per
 lookup, ids 1..1000 in turn. With -db it opens FILE read-only (an immutable
 URI, as ctxlab does) and runs -query with each key of -keys (a range a..b or
-a file of values, one per line). It prints the median over -reps of the
+a file of values, one per line); -all reads every row (fetchall), as ctxlab
+does for a user's query. It prints the median over -reps of the
 mean ns per lookup, nothing else. scripts/sqlite-seed-compare.sh runs it
 beside ctxlab.
 """
@@ -38,6 +39,7 @@ def main():
     ap.add_argument("-db")
     ap.add_argument("-query", default="select v from t where id = ?")
     ap.add_argument("-keys", default="1..1000")
+    ap.add_argument("-all", action="store_true", help="fetchall() instead of fetchone(), as ctxlab reads a user's query")
     a = ap.parse_args()
     tmp = None
     if a.db:
@@ -56,12 +58,16 @@ def main():
         q, n = a.query, a.n
         ks = [keys[i % len(keys)] for i in range(n)]
         for k in ks[:1000]:  # warm-up
-            conn.execute(q, (k,)).fetchone()
+            conn.execute(q, (k,)).fetchall()
         means = []
         for _ in range(a.reps):
             t0 = time.perf_counter()
-            for k in ks:
-                conn.execute(q, (k,)).fetchone()
+            if a.all:
+                for k in ks:
+                    conn.execute(q, (k,)).fetchall()
+            else:
+                for k in ks:
+                    conn.execute(q, (k,)).fetchone()
             means.append((time.perf_counter() - t0) / n * 1e9)
         print("%.1f" % statistics.median(means))
     finally:
