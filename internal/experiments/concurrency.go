@@ -73,7 +73,7 @@ func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, err := userOp(p)
+	user, _, err := userOps(p)
 	if err != nil {
 		return nil, err
 	}

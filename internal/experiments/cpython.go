@@ -59,11 +59,15 @@ type pyArm struct {
 	// driverOnly are params the driver gets but the stored arm does not
 	// (the user's file path, query text and arguments).
 	driverOnly map[string]string
-	quick      bool
-	full       bool // only in the full suite
-	place      string
-	minOps     int
-	unsup      string
+	// check, when set, is asked of the interpreter before any arm opens
+	// (the user's module imports): its error is a usage error, and so is
+	// finding no interpreter.
+	check  func(ctx context.Context, in *pydriver.Interpreter) error
+	quick  bool
+	full   bool // only in the full suite
+	place  string
+	minOps int
+	unsup  string
 	// tempDB: the driver makes a ctxlab-sqlop-<pid>- directory for the
 	// arm's database file, so opening the arm sweeps stale ones first.
 	tempDB bool
@@ -274,11 +278,22 @@ func cpythonArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 		}
 		a := pyArmOn(p, pa, "", get)
 		if a.Unsupported == "" {
+			check := pa.check
 			a.Resolve = func(ctx context.Context) error {
-				if _, err := get(ctx); err != nil && !errors.Is(err, exp.ErrSkipped) {
+				in, err := get(ctx)
+				if err != nil && (check == nil || !errors.Is(err, exp.ErrSkipped)) {
+					if errors.Is(err, exp.ErrSkipped) {
+						return nil // a missing python3 skips the arms, with a note
+					}
 					return err
 				}
-				return nil // a missing python3 skips the arms, with a note
+				if check != nil {
+					if err != nil {
+						return fmt.Errorf("%s needs a CPython: %w", pa.key, err)
+					}
+					return check(ctx, in)
+				}
+				return nil
 			}
 		}
 		arms = append(arms, a)

@@ -95,7 +95,7 @@ func hopArms(p exp.Params) ([]exp.Arm, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, err := userOp(p)
+	user, _, err := userOps(p)
 	if err != nil {
 		return nil, err
 	}
@@ -546,6 +546,10 @@ func hopPyPlan(p exp.Params) []pyArm {
 	// The user's query first (hopArms has refused a bad one already).
 	if user, err := userOp(p); err == nil && user != nil {
 		out = append(out, userPyArms(user, "hop", hopPyWays, func(how string) string { return "hop/pytask/user/" + how })...)
+	}
+	if call, err := userPyCall(p); err == nil && call != nil {
+		out = append(out, pyCallArms(call, "pycall", []string{"direct", "to_thread", "executor", "two-hop"},
+			func(how string) string { return "hop/pytask/py-call/" + how })...)
 	}
 	for _, how := range hopPyWays {
 		for _, db := range hopPyDBs {

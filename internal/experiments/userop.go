@@ -1,11 +1,20 @@
 package experiments
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/pydriver"
 	"github.com/ctxlab/ctxlab/internal/sqlop"
 )
 
@@ -23,6 +32,8 @@ func init() {
 	}
 	exp.RegisterArmOption("db", "hop, concurrency: your SQLite database file, opened read-only (never written); with query and args", applies)
 	exp.RegisterArmOption("query", "hop, concurrency: your read-only query (SELECT or WITH) with one ? per call, run on db", applies)
+	exp.RegisterArmOption("py-call", "hop, concurrency: your Python function module:function, called with no arguments or with each of args", applies)
+	exp.RegisterArmOption("py-path", "hop, concurrency: a directory put first on sys.path for py-call", applies)
 	exp.RegisterArmOption("args", "hop, concurrency: the query's arguments, range:A..B or file:PATH (one value per line), one per call in turn", applies)
 }
 
@@ -32,10 +43,23 @@ func userOp(p exp.Params) (*sqlop.UserOp, error) {
 	db, dbOK := p.Extra["db"]
 	q, qOK := p.Extra["query"]
 	a, aOK := p.Extra["args"]
-	if !dbOK && !qOK && !aOK {
-		return nil, nil
+	if !dbOK && !qOK {
+		if _, call := p.Extra["py-call"]; call || !aOK {
+			return nil, nil // args alone are py-call's
+		}
 	}
 	return sqlop.CheckUser(db, q, a)
+}
+
+// userOps reads both of the user's operations, the query and the
+// function: an error in either refuses the run.
+func userOps(p exp.Params) (*sqlop.UserOp, *pyCall, error) {
+	u, err := userOp(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := userPyCall(p)
+	return u, c, err
 }
 
 // userParams marks an arm's params as the user's query: query=user, the
@@ -65,6 +89,103 @@ func userPyArms(u *sqlop.UserOp, bench string, hows []string, name func(string) 
 			pa.unsup = "the CPython arms bind one argument per call: give the query a ? and --set args"
 		}
 		out = append(out, pa)
+	}
+	return out
+}
+
+// pyCall is the user's own Python function (--set py-call=module:function,
+// --set py-path=DIR), called with the args source's values (or none).
+type pyCall struct {
+	fn, path string
+	args     []any
+	once     sync.Once
+	err      error
+}
+
+var (
+	pyModuleRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+	pyNameRe   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// userPyCall reads py-call, py-path and args; nil when py-call is not
+// given. What needs Python (the import) is checked later, by check.
+func userPyCall(p exp.Params) (*pyCall, error) {
+	fn, ok := p.Extra["py-call"]
+	dir, dirOK := p.Extra["py-path"]
+	if !ok {
+		if dirOK {
+			return nil, fmt.Errorf("--set py-path=%s needs --set py-call=module:function", dir)
+		}
+		return nil, nil
+	}
+	mod, name, found := strings.Cut(fn, ":")
+	if !found || !pyModuleRe.MatchString(mod) || !pyNameRe.MatchString(name) {
+		return nil, fmt.Errorf("--set py-call=%s: want module:function (e.g. mylib.pricing:quote)", fn)
+	}
+	c := &pyCall{fn: fn}
+	if dirOK {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("--set py-path=%s: %v", dir, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("--set py-path=%s: not a directory", dir)
+		}
+		c.path = abs
+	}
+	if a, ok := p.Extra["args"]; ok {
+		args, err := sqlop.ParseArgs(a)
+		if err != nil {
+			return nil, fmt.Errorf("--set args=%s: %v", a, err)
+		}
+		c.args = args
+	}
+	return c, nil
+}
+
+// pyCallCheck imports the module on the run's interpreter and finds the
+// function callable; a failure names the last line of the traceback.
+const pyCallCheck = `import importlib, sys
+mod, _, name = sys.argv[1].partition(":")
+if sys.argv[2]:
+    sys.path.insert(0, sys.argv[2])
+f = getattr(importlib.import_module(mod), name)
+if not callable(f):
+    raise TypeError("%s is %s, not a function" % (sys.argv[1], type(f).__name__))
+`
+
+func (c *pyCall) check(ctx context.Context, in *pydriver.Interpreter) error {
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, in.Path, "-c", pyCallCheck, c.fn, c.path).CombinedOutput()
+		if err != nil {
+			last := strings.TrimSpace(string(out))
+			if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+				last = last[i+1:]
+			}
+			if last == "" {
+				last = err.Error()
+			}
+			c.err = fmt.Errorf("--set py-call=%s: %s (with %s)", c.fn, last, in.Path)
+		}
+	})
+	return c.err
+}
+
+// pyCallArms are the CPython arms of the user's function for bench, one
+// per way (how), named by name(how).
+func pyCallArms(c *pyCall, bench string, hows []string, name func(string) string) []pyArm {
+	args, _ := json.Marshal(c.args)
+	if c.args == nil {
+		args = []byte("[]")
+	}
+	var out []pyArm
+	for _, how := range hows {
+		params := map[string]string{"how": how, "op": "py-call", "py-call": c.fn, "args": strconv.Itoa(len(c.args))}
+		out = append(out, pyArm{key: name(how), sub: "pytask", mech: how, op: "your function " + c.fn + "()",
+			bench: bench, params: params, place: "unpinned", quick: true, check: c.check,
+			driverOnly: map[string]string{"func": c.fn, "path": c.path, "args": string(args)}})
 	}
 	return out
 }

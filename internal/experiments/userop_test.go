@@ -165,3 +165,80 @@ func TestUserQueryCPython(t *testing.T) {
 		t.Errorf("the user's database changed: %d → %d bytes, mtime %v → %v", len(before), len(after), st0.ModTime(), st1.ModTime())
 	}
 }
+
+// The user's Python function runs every way (direct, to_thread,
+// run_in_executor, two-hop; to_thread under a semaphore and
+// ThreadPoolExecutor.map at each C); an exception fails the arm with the
+// traceback's last line; a module that does not import is refused when
+// the interpreter is resolved, before any arm opens.
+func TestUserPyCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs CPython arms")
+	}
+	const py = "/usr/bin/python3"
+	if _, err := pydriver.Resolve(py); err != nil {
+		t.Skipf("no usable %s: %v", py, err)
+	}
+	defer pydriver.CloseAll()
+	dir := t.TempDir()
+	src := "def quote(k):\n    return k * 3\n\ndef boom(k):\n    if k == 7:\n        raise ValueError('no price for item %d' % k)\n    return k\n\ndef hello():\n    return 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "pricing.py"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 1, 20*time.Millisecond, 10*time.Millisecond
+	arms := func(name string, extra map[string]string) []exp.Arm {
+		spec, _ := exp.Lookup(name)
+		p := pyParams(exp.SuiteDefault)
+		p.Python, p.Extra = py, extra
+		as, err := spec.Arms(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []exp.Arm
+		for _, a := range as {
+			if strings.Contains(a.Name, "/py-call/") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		extra map[string]string
+		want  int
+	}{
+		{"hop", map[string]string{"py-call": "pricing:quote", "py-path": dir, "args": "range:1..100"}, 4},
+		{"concurrency", map[string]string{"py-call": "pricing:quote", "py-path": dir, "args": "range:1..100"}, 6},
+		{"hop", map[string]string{"py-call": "pricing:hello", "py-path": dir}, 4},
+	} {
+		spec, _ := exp.Lookup(c.name)
+		as := arms(c.name, c.extra)
+		if len(as) != c.want {
+			t.Errorf("%s %v: %d py-call arms, want %d", c.name, c.extra, len(as), c.want)
+		}
+		for _, a := range as {
+			if err := a.Resolve(context.Background()); err != nil {
+				t.Fatalf("%s: resolve: %v", a.Name, err)
+			}
+			r := runner.Arm(context.Background(), cfg, spec, a)
+			if r.Status != result.StatusOK || r.Params["py-call"] != c.extra["py-call"] || !strings.Contains(r.Op, c.extra["py-call"]) {
+				t.Errorf("%s: %s (%s), params %v, op %q", a.Name, r.Status, r.Reason, r.Params, r.Op)
+			}
+		}
+	}
+	spec, _ := exp.Lookup("hop")
+	for _, a := range arms("hop", map[string]string{"py-call": "pricing:boom", "py-path": dir, "args": "range:1..100"}) {
+		r := runner.Arm(context.Background(), cfg, spec, a)
+		if r.Status != result.StatusFailed || !strings.Contains(r.Reason, "ValueError: no price for item 7") {
+			t.Errorf("%s over a function that raises: %s (%s); want failed with the traceback's last line", a.Name, r.Status, r.Reason)
+		}
+	}
+	for fn, want := range map[string]string{"nosuch_mod_xyz:f": "ModuleNotFoundError", "pricing:nope": "AttributeError", "pricing:__name__": "not a function"} {
+		as := arms("hop", map[string]string{"py-call": fn, "py-path": dir})
+		if err := as[0].Resolve(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("py-call=%s: resolve %v; want an error naming %s", fn, err, want)
+		}
+	}
+}

@@ -1048,6 +1048,96 @@ class BusyProcess:
         os.waitpid(self.pid, 0)
 
 
+# py-call: the user's own synchronous function (p["func"], module:function,
+# imported with p["path"] first on sys.path), called with the next of the
+# args (p["args"], JSON; [] calls it with none) directly, through
+# asyncio.to_thread, through run_in_executor on one worker thread, and
+# through two hops (the call, then the result handed back through the
+# worker once more: the two-hop wrapper's shape). An exception fails the
+# arm with its last traceback line ("ValueError: …").
+
+PYCALL_WAYS = ("direct", "to_thread", "executor", "two-hop")
+
+
+def user_func(p):
+    import importlib
+
+    mod, _, name = p["func"].partition(":")
+    if p.get("path"):
+        sys.path.insert(0, p["path"])
+    f = getattr(importlib.import_module(mod), name)
+    if not callable(f):
+        raise TypeError("%s is not callable" % p["func"])
+    args = json.loads(p.get("args") or "[]")
+    if args:
+        return f, itertools.cycle(args)
+    return (lambda _k: f()), itertools.repeat(None)
+
+
+def passback(v):
+    return v
+
+
+class PyCall(AsyncBench):
+    async def asetup(self):
+        import concurrent.futures
+
+        self.how = self.p.get("how")
+        if self.how not in PYCALL_WAYS:
+            raise ValueError("pycall: how=%r; want one of: %s" % (self.how, ", ".join(PYCALL_WAYS)))
+        self.f, self.keys = user_func(self.p)
+        self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
+        self.ex.submit(int).result()
+
+    async def arun(self, n, every, samples):
+        f, keys, islice = self.f, self.keys, itertools.islice
+        loop = asyncio.get_running_loop()
+        ex = self.ex
+        chunks, rest = divmod(n, every)
+        if self.how == "direct":  # the plain call, no coroutine around it
+            t0 = pc()
+            for _ in range(chunks):
+                k = next(keys)
+                s = pc()
+                f(k)
+                samples.append(pc() - s)
+                for k in islice(keys, every - 1):
+                    f(k)
+            for k in islice(keys, rest):
+                f(k)
+            return pc() - t0, n
+        if self.how == "to_thread":
+            to_thread = asyncio.to_thread
+
+            async def one(k):
+                return await to_thread(f, k)
+        elif self.how == "executor":
+            hop = loop.run_in_executor
+
+            async def one(k):
+                return await hop(ex, f, k)
+        else:
+            hop = loop.run_in_executor
+
+            async def one(k):
+                return await hop(ex, passback, await hop(ex, f, k))
+        t0 = pc()
+        for _ in range(chunks):
+            k = next(keys)
+            s = pc()
+            await one(k)
+            samples.append(pc() - s)
+            for k in islice(keys, every - 1):
+                await one(k)
+        for k in islice(keys, rest):
+            await one(k)
+        return pc() - t0, n
+
+    async def ateardown(self):
+        self.ex.shutdown(wait=True)
+        await asyncio.get_running_loop().shutdown_default_executor()
+
+
 # Concurrency: the seeds' compare(op_async, op_sync, n, concurrency). One op
 # is one lookup; a batch is gathers (or maps) of at most CONC_CHUNK lookups,
 # the seeds' 10 000, so a long repetition does not hold a million tasks.
@@ -1067,6 +1157,9 @@ class LookupOp:
         self.keys = hop_keys()
         if op == "user":
             self.user(p)
+            return
+        if op == "py-call":
+            self.lookup, self.keys = user_func(p)
             return
         if op == "dict":
             d = {i: "value %d" % i for i in range(1, ROWS + 1)}
@@ -1468,6 +1561,7 @@ BENCHES = {
     "ring.task": TaskRing,
     "yield.task": TaskYield,
     "hop": Hop,
+    "pycall": PyCall,
     "callchain.plain": ChainPlain,
     "callchain.coroutine": ChainCoro,
     "callchain.task": ChainTask,

@@ -75,7 +75,7 @@ func CheckUser(path, query, args string) (*UserOp, error) {
 	}
 	u := &UserOp{Path: abs, Size: st.Size(), Query: query}
 	if args != "" {
-		if u.Args, err = parseArgs(args); err != nil {
+		if u.Args, err = ParseArgs(args); err != nil {
 			return bad("args=%s: %v", args, err)
 		}
 	}
@@ -136,8 +136,8 @@ func stripLeadingComments(s string) string {
 	}
 }
 
-// parseArgs reads "range:A..B" or "file:PATH".
-func parseArgs(spec string) ([]any, error) {
+// ParseArgs reads "range:A..B" or "file:PATH".
+func ParseArgs(spec string) ([]any, error) {
 	kind, rest, _ := strings.Cut(spec, ":")
 	switch kind {
 	case "range":
