@@ -52,7 +52,8 @@ file and in :memory: (/db=memory).
 		Derive: nativeDerive(hopDerive),
 		Checks: cpythonChecks(hopChecks, hopPyChecks),
 		Findings: func(arms []result.Arm) []string {
-			return append(cpythonFindings(hopFindings, hopPyFindings)(arms), hopStoreFindings(arms)...)
+			out := append(userReadings(arms), cpythonFindings(hopFindings, hopPyFindings)(arms)...)
+			return append(out, hopStoreFindings(arms)...)
 		},
 		Metrics: append(append([]exp.Metric(nil), hopMetrics...), cpythonMetrics...),
 	})
@@ -694,8 +695,10 @@ var hopRefs = []exp.Reference{
 // executor hop adds to CPython's sqlite3 lookup.
 func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	var lines, notes []string
+	// The user's own operation leads, when one was measured.
+	lines = append(lines, userVerdictLines(v)...)
 	// The Go arms: the operation with a thread arm, at its GOMAXPROCS.
-	threads := v.Where("hop", func(a result.Arm) bool { return a.Params["way"] == "thread" })
+	threads := v.Where("hop", func(a result.Arm) bool { return a.Params["way"] == "thread" && a.Params["op"] != userOpName })
 	if len(threads) == 0 {
 		lines = append(lines, "  Go: not measured (run hop)")
 	}
@@ -781,6 +784,8 @@ func hopOpWords(op string) string {
 		return "a Go map lookup"
 	case op == "cgo-call":
 		return "a bare cgo call"
+	case op == userOpName:
+		return "your query"
 	case words == "":
 		return op
 	}

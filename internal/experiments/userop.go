@@ -15,6 +15,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/pydriver"
+	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sqlop"
 )
 
@@ -186,6 +187,76 @@ func pyCallArms(c *pyCall, bench string, hows []string, name func(string) string
 		out = append(out, pyArm{key: name(how), sub: "pytask", mech: how, op: "your function " + c.fn + "()",
 			bench: bench, params: params, place: "unpinned", quick: true, check: c.check,
 			driverOnly: map[string]string{"func": c.fn, "path": c.path, "args": string(args)}})
+	}
+	return out
+}
+
+// userVerdictLines lead hop's verdict with the user's own operation
+// (userReadings, indented as the verdict's lines are).
+func userVerdictLines(v *exp.VerdictRun) []string {
+	var out []string
+	for _, l := range userReadings(v.Where("hop", func(result.Arm) bool { return true })) {
+		out = append(out, "  "+l)
+	}
+	return out
+}
+
+// userReadings say, for the user's own operation among hop's measured
+// arms, its direct figure and its slowest wrapper's, and which of the two
+// is the workload ("your query: direct 12 µs; through aiosqlite 240 µs
+// (20×): the hops are the workload"). They lead hop's readings.
+func userReadings(arms []result.Arm) []string {
+	var out []string
+	pick := func(test func(result.Arm) bool) (result.Arm, bool) {
+		for _, a := range arms {
+			if a.Status == result.StatusOK && a.Median > 0 && test(a) {
+				return a, true
+			}
+		}
+		return result.Arm{}, false
+	}
+	line := func(what string, d, w result.Arm, through string) {
+		r := w.Median / d.Median
+		reading := "the hops are the workload"
+		if w.Median-d.Median < d.Median {
+			reading = "your operation is the workload; the hops add " + result.FormatNs(w.Median-d.Median)
+		}
+		out = append(out, fmt.Sprintf("%s: direct %s; through %s %s (%.0f×): %s", what, result.FormatNs(d.Median), through, result.FormatNs(w.Median), r, reading))
+	}
+	// CPython: the query (aiosqlite, else the two-hop wrapper, else one
+	// executor hop) and the function (to_thread, else run_in_executor,
+	// else the two-hop wrapper).
+	for _, c := range []struct {
+		what, prefix string
+		ways         []struct{ how, label string }
+	}{
+		{"your query (CPython)", "hop/pytask/user/", []struct{ how, label string }{{"aiosqlite", "aiosqlite"}, {"two-hop", "a two-hop wrapper"}, {"executor", "run_in_executor"}}},
+		{"your function (CPython)", "hop/pytask/py-call/", []struct{ how, label string }{{"to_thread", "asyncio.to_thread"}, {"executor", "run_in_executor"}, {"two-hop", "a two-hop wrapper"}}},
+	} {
+		d, ok := pick(func(a result.Arm) bool { return a.Name == c.prefix+"direct" })
+		if !ok {
+			continue
+		}
+		for _, w := range c.ways {
+			if a, ok := pick(func(a result.Arm) bool { return a.Name == c.prefix+w.how }); ok {
+				line(c.what, d, a, w.label)
+				break
+			}
+		}
+	}
+	// Go: the query through a hop to a locked thread, at the last GOMAXPROCS measured.
+	var t result.Arm
+	for _, a := range arms {
+		if a.Status == result.StatusOK && a.Params["op"] == userOpName && a.Params["way"] == "thread" && !isCPython(a) {
+			t = a
+		}
+	}
+	if t.Name != "" {
+		if d, ok := pick(func(a result.Arm) bool {
+			return a.Params["op"] == userOpName && a.Params["way"] == "direct" && a.GOMAXPROCS == t.GOMAXPROCS && !isCPython(a)
+		}); ok {
+			line(fmt.Sprintf("your query (Go, GOMAXPROCS=%d)", t.GOMAXPROCS), d, t, "a thread hop")
+		}
 	}
 	return out
 }

@@ -242,3 +242,39 @@ func TestUserPyCall(t *testing.T) {
 		}
 	}
 }
+
+// hop's readings lead with the user's operation: direct against its
+// slowest wrapper, and which is the workload.
+func TestUserReadingsLead(t *testing.T) {
+	arm := func(name, op, way string, ns float64) result.Arm {
+		sub := "caller"
+		if strings.Contains(name, "pytask") {
+			sub = "pytask"
+		}
+		return result.Arm{Name: name, Experiment: "hop", Substrate: sub, Status: result.StatusOK, Median: ns, GOMAXPROCS: 2,
+			Params: map[string]string{"op": op, "way": way}}
+	}
+	arms := []result.Arm{
+		arm("hop/modernc-file/direct/gomaxprocs=all", "modernc-file", "direct", 5000),
+		arm("hop/pytask/user/direct", "", "", 12000),
+		arm("hop/pytask/user/executor", "", "", 100000),
+		arm("hop/pytask/user/aiosqlite", "", "", 240000),
+		arm("hop/pytask/py-call/direct", "", "", 900000),
+		arm("hop/pytask/py-call/to_thread", "", "", 1000000),
+		arm("hop/user/direct/gomaxprocs=all", "user", "direct", 5000),
+		arm("hop/user/thread/gomaxprocs=all", "user", "thread", 60000),
+	}
+	spec, _ := exp.Lookup("hop")
+	got := spec.Findings(arms)
+	want := []string{
+		"your query (CPython): direct 12 µs; through aiosqlite 240 µs (20×): the hops are the workload",
+		"your function (CPython): direct 900 µs; through asyncio.to_thread 1 ms (1×): your operation is the workload; the hops add 100 µs",
+		"your query (Go, GOMAXPROCS=2): direct 5 µs; through a thread hop 60 µs (12×): the hops are the workload",
+	}
+	if len(got) < len(want) || strings.Join(got[:len(want)], "\n") != strings.Join(want, "\n") {
+		t.Errorf("hop's readings start:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := spec.Findings(arms[:1]); len(got) > 0 && strings.HasPrefix(got[0], "your") {
+		t.Errorf("a run without the user's operation reads %q", got[0])
+	}
+}
