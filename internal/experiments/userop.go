@@ -73,7 +73,8 @@ func userParams(params map[string]string, u *sqlop.UserOp) {
 }
 
 // userPyArms are the CPython arms of the user's query for bench: one per
-// way (how), named by name(how). The driver gets the file's path, the query
+// way (how), named by name(how). The driver gets the file's URI (Go's, the one
+// Go opens), the query
 // and the arguments (as JSON); the stored params say only query=user, the
 // file's name and size. A query without parameters has no CPython arms
 // that run: the driver binds one argument per call.
@@ -84,7 +85,7 @@ func userPyArms(u *sqlop.UserOp, bench string, hows []string, name func(string) 
 		params := map[string]string{"how": how, "db": "user"}
 		userParams(params, u)
 		pa := pyArm{key: name(how), sub: "pytask", mech: how, op: u.Op(), bench: bench, params: params,
-			driverOnly: map[string]string{"path": u.Path, "query": u.Query, "args": string(args)},
+			driverOnly: map[string]string{"uri": u.DSN(), "query": u.Query, "args": string(args)},
 			place:      "unpinned", quick: true}
 		if u.Args == nil {
 			pa.unsup = "the CPython arms bind one argument per call: give the query a ? and --set args"

@@ -150,8 +150,8 @@ func TestUserQueryCPython(t *testing.T) {
 				t.Logf("%s: %s", a.Name, r.Reason)
 				continue
 			}
-			if r.Status != result.StatusOK || r.Params["query"] != "user" || r.Params["path"] != "" {
-				t.Errorf("%s: %s (%s), params %v; want ok, query=user and no path stored", a.Name, r.Status, r.Reason, r.Params)
+			if r.Status != result.StatusOK || r.Params["query"] != "user" || r.Params["uri"] != "" {
+				t.Errorf("%s: %s (%s), params %v; want ok, query=user and no URI stored", a.Name, r.Status, r.Reason, r.Params)
 			}
 			ran++
 		}
@@ -273,6 +273,11 @@ func TestUserReadingsLead(t *testing.T) {
 	}
 	if len(got) < len(want) || strings.Join(got[:len(want)], "\n") != strings.Join(want, "\n") {
 		t.Errorf("hop's readings start:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The verdict's hop section leads with the same lines.
+	sec := hopVerdict(exp.NewVerdictRun(&result.Run{Arms: arms}))[0]
+	if len(sec.Lines) < 3 || sec.Lines[0] != "  "+want[0] || sec.Lines[2] != "  "+want[2] {
+		t.Errorf("hop's verdict lines:\n%s\nwant them led by:\n%s", strings.Join(sec.Lines, "\n"), strings.Join(want, "\n"))
 	}
 	if got := spec.Findings(arms[:1]); len(got) > 0 && strings.HasPrefix(got[0], "your") {
 		t.Errorf("a run without the user's operation reads %q", got[0])

@@ -670,13 +670,14 @@ def hop_keys():
 
 
 def user_db(p):
-    """db=user: the user's file, opened read-only and immutable (SQLite
-    neither writes nor locks it), their query (p["query"]) and its
-    arguments (p["args"], a JSON list, one per call in turn), as ctxlab
-    checked them before the run."""
-    import urllib.parse
-
-    uri = "file:%s?mode=ro&immutable=1" % urllib.parse.quote(p["path"])
+    """db=user: the user's file, by the read-only, immutable URI ctxlab
+    opens it with (p["uri"], file:PATH?mode=ro&immutable=1: SQLite neither
+    writes nor locks it), their query (p["query"]) and its arguments
+    (p["args"], a JSON list, one per call in turn), as ctxlab checked them
+    before the run."""
+    uri = p["uri"]
+    if not (uri.startswith("file:") and uri.endswith("?mode=ro&immutable=1")):
+        raise ValueError("hop: db=user: uri=%r is not a read-only, immutable file: URI" % uri)
     args = json.loads(p["args"])
     if not args:
         raise ValueError("hop: db=user needs args (a query with one ?)")

@@ -86,6 +86,13 @@ func TestUserSourceReadsOnly(t *testing.T) {
 			t.Fatalf("Lookup = %d rows, %v; want %d", n, err, want)
 		}
 	}
+	// The connection itself refuses a write: the file is opened read-only.
+	if _, err := h.(*userHandle).conn.ExecContext(bg, "create table x (i integer)"); err == nil || !strings.Contains(err.Error(), "readonly") {
+		t.Errorf("a write through the user's connection: %v; want a read-only refusal", err)
+	}
+	if !strings.HasSuffix(u.DSN(), "?mode=ro&immutable=1") {
+		t.Errorf("DSN %q; want a read-only, immutable URI", u.DSN())
+	}
 	c, err := h.Exec(0)
 	if err != nil {
 		t.Fatal(err)
