@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -75,6 +76,9 @@ func TestDocumentedCommands(t *testing.T) {
 		t.Fatalf("seeding the history: %v\n%s", err, out)
 	}
 
+	userFixtures(t, dir)
+	t.Chdir(dir) // the examples' relative paths (shop.db, ./src), parsed here too
+
 	victim := exec.Command("sleep", "60")
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
@@ -116,6 +120,33 @@ func TestDocumentedCommands(t *testing.T) {
 				t.Errorf("%s: ctxlab %s: %v\n%s", ex.where, strings.Join(args, " "), err, tail(out, 1500))
 			}
 		})
+	}
+}
+
+// userFixtures makes the user's files the README's examples name: shop.db
+// (an orders table of 5 000 rows), src/pricing.py (quote) and ids.txt.
+func userFixtures(t *testing.T, dir string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", filepath.Join(dir, "shop.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		"create table orders (order_id integer primary key, customer text, total real)",
+		"with recursive n(i) as (select 1 union all select i + 1 from n where i < 5000) insert into orders select i, 'c' || (i % 17), i * 1.5 from n",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"src/pricing.py": "def quote(k):\n    return k * 3\n", "ids.txt": "1\n2\n3\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

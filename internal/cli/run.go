@@ -267,6 +267,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	if err != nil {
 		return err
 	}
+	undoStore := newStoreUndo(o)
 	if err := checkStore(ctx, o); err != nil {
 		return err
 	}
@@ -278,6 +279,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	// Only a valid request with a CPython arm starts Python (to ask the
 	// interpreter what it is), and SIGINT stops it.
 	if err := exp.Resolve(ctx, pl.sel); err != nil {
+		undoStore() // refused: a history made just now for this run goes too
 		if ctx.Err() != nil {
 			return err
 		}

@@ -34,6 +34,37 @@ func checkStore(ctx context.Context, o *RunOptions) error {
 	return s.Close()
 }
 
+// newStoreUndo notes whether the history (and its directory) exist before
+// checkStore, and returns what removes them again if checkStore made them:
+// a run refused after that check (the CPython interpreter or the user's
+// module, asked only then) leaves nothing behind.
+func newStoreUndo(o *RunOptions) func() {
+	if o.NoStore {
+		return func() {}
+	}
+	path := o.DB
+	if path == "" {
+		p, err := store.DefaultPath()
+		if err != nil {
+			return func() {}
+		}
+		path = p
+	}
+	_, errFile := os.Stat(path)
+	_, errDir := os.Stat(filepath.Dir(path))
+	return func() {
+		if !errors.Is(errFile, os.ErrNotExist) {
+			return
+		}
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			os.Remove(path + suffix)
+		}
+		if errors.Is(errDir, os.ErrNotExist) {
+			os.Remove(filepath.Dir(path)) // only if empty
+		}
+	}
+}
+
 // saveRun stores every finished run unless --no-store. An interrupted run
 // is not stored: it would be a partial run in the history. A run that
 // cannot be stored is not lost: its JSON goes to a file (named in the

@@ -25,7 +25,7 @@ func init() {
 		Order:   80,
 		Summary: "a microsecond SQLite lookup at concurrency 1, 10, 50: goroutines under a semaphore vs a pool of locked threads; CPython tasks under a Semaphore hopping to threads vs ThreadPoolExecutor.map",
 		Op:      "lookup",
-		Doc: `One op is one indexed SQLite lookup (as in hop); the figure is wall time
+		Doc: `One op is one SQLite primary-key lookup (as in hop); the figure is wall time
 per lookup with C lookups in flight, and the metric elapsed-ms/10000-lookups is the
 total for 10 000. sem/c=C: one goroutine per lookup, at most C at a time —
 the semaphore is a channel of C connections, which a goroutine takes before
@@ -73,7 +73,14 @@ func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
 	if err != nil {
 		return nil, err
 	}
+	user, _, err := userOps(p)
+	if err != nil {
+		return nil, err
+	}
 	ops := []string{"modernc-file"}
+	if user != nil {
+		ops = []string{userOpName, "modernc-file"} // the user's query first
+	}
 	if p.Suite == exp.SuiteFull {
 		ops = append(ops, "modernc-memory", "mattn-file")
 	}
@@ -101,18 +108,24 @@ func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
 					if way == "threadpool" {
 						params["pool"] = strconv.Itoa(pool)
 					}
-					arms = append(arms, exp.Arm{
+					a := exp.Arm{
 						Name: name, Substrate: sub, Mechanism: "chan", Params: params,
 						GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process,
-						Quick:       quickConcurrency[fmt.Sprintf("%s/%s/c=%d", op, way, c)],
-						Unsupported: sqlop.Unsupported(op),
+						Quick: quickConcurrency[fmt.Sprintf("%s/%s/c=%d", op, way, c)],
 						Open: func(ctx context.Context) (exp.Bench, error) {
 							if way == "sem" {
-								return openConcSem(ctx, op, c)
+								return openConcSem(ctx, op, user, c)
 							}
-							return openHop(ctx, hopConfig{op: op, way: "threadpool", callers: c, pool: pool})
+							return openHop(ctx, hopConfig{op: op, way: "threadpool", callers: c, pool: pool, user: user})
 						},
-					})
+					}
+					if op == userOpName {
+						a.Quick, a.Op = true, user.Op()
+						userParams(params, user)
+					} else {
+						a.Unsupported = sqlop.Unsupported(op)
+					}
+					arms = append(arms, a)
 				}
 			}
 		}
@@ -133,12 +146,9 @@ type concSem struct {
 	err     error
 }
 
-func openConcSem(ctx context.Context, op string, c int) (_ *concSem, err error) {
-	src, err := sqlop.NewSource(op)
+func openConcSem(ctx context.Context, op string, user *sqlop.UserOp, c int) (_ *concSem, err error) {
+	src, err := hopSource(op, user)
 	if err != nil {
-		if errors.Is(err, sqlop.ErrUnsupported) {
-			err = fmt.Errorf("%w: %v", exp.ErrUnsupported, err)
-		}
 		return nil, err
 	}
 	s := &concSem{src: src, conns: make(chan sqlop.Handle, c)}
@@ -184,8 +194,8 @@ func (s *concSem) Run(b *measure.B) error {
 			defer wg.Done()
 			id := sqlop.Key(i)
 			v, err := h.Lookup(id)
-			if err == nil && v != sqlop.Want(id) {
-				err = fmt.Errorf("id %d: got %d, want %d", id, v, sqlop.Want(id))
+			if err == nil {
+				err = s.src.Check(id, v)
 			}
 			if err != nil {
 				s.fail(err)

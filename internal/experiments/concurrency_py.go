@@ -27,6 +27,39 @@ func concurrencyPyPlan(p exp.Params) []pyArm {
 		return nil // concurrencyArms has refused the run already
 	}
 	var out []pyArm
+	// The user's query first (concurrencyArms has refused a bad one already).
+	if user, err := userOp(p); err == nil && user != nil {
+		for _, w := range concPyWays {
+			for _, c := range levels {
+				for _, pa := range userPyArms(user, w.bench, []string{w.how}, func(string) string {
+					return fmt.Sprintf("concurrency/%s/user/%s/c=%d", w.sub, w.way, c)
+				}) {
+					pa.sub, pa.mech, pa.full = w.sub, w.way, w.way == "run_in_executor"
+					pa.params["op"], pa.params["way"], pa.params["c"] = "user", w.way, strconv.Itoa(c)
+					if w.how == "" {
+						delete(pa.params, "how")
+					}
+					out = append(out, pa)
+				}
+			}
+		}
+	}
+	if call, err := userPyCall(p); err == nil && call != nil {
+		for _, w := range concPyWays {
+			for _, c := range levels {
+				for _, pa := range pyCallArms(call, w.bench, []string{w.how}, func(string) string {
+					return fmt.Sprintf("concurrency/%s/py-call/%s/c=%d", w.sub, w.way, c)
+				}) {
+					pa.sub, pa.mech, pa.full = w.sub, w.way, w.way == "run_in_executor"
+					pa.params["way"], pa.params["c"] = w.way, strconv.Itoa(c)
+					if w.how == "" {
+						delete(pa.params, "how")
+					}
+					out = append(out, pa)
+				}
+			}
+		}
+	}
 	for _, op := range []string{"sqlite-file", "dict"} {
 		for _, w := range concPyWays {
 			for _, c := range levels {

@@ -56,11 +56,18 @@ type pyArm struct {
 	op        string
 	bench     string
 	params    map[string]string
-	quick     bool
-	full      bool // only in the full suite
-	place     string
-	minOps    int
-	unsup     string
+	// driverOnly are params the driver gets but the stored arm does not
+	// (the user's file path, query text and arguments).
+	driverOnly map[string]string
+	// check, when set, is asked of the interpreter before any arm opens
+	// (the user's module imports): its error is a usage error, and so is
+	// finding no interpreter.
+	check  func(ctx context.Context, in *pydriver.Interpreter) error
+	quick  bool
+	full   bool // only in the full suite
+	place  string
+	minOps int
+	unsup  string
 	// tempDB: the driver makes a ctxlab-sqlop-<pid>- directory for the
 	// arm's database file, so opening the arm sweeps stale ones first.
 	tempDB bool
@@ -271,11 +278,22 @@ func cpythonArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 		}
 		a := pyArmOn(p, pa, "", get)
 		if a.Unsupported == "" {
+			check := pa.check
 			a.Resolve = func(ctx context.Context) error {
-				if _, err := get(ctx); err != nil && !errors.Is(err, exp.ErrSkipped) {
+				in, err := get(ctx)
+				if err != nil && (check == nil || !errors.Is(err, exp.ErrSkipped)) {
+					if errors.Is(err, exp.ErrSkipped) {
+						return nil // a missing python3 skips the arms, with a note
+					}
 					return err
 				}
-				return nil // a missing python3 skips the arms, with a note
+				if check != nil {
+					if err != nil {
+						return fmt.Errorf("%s needs a CPython: %w", pa.key, err)
+					}
+					return check(ctx, in)
+				}
+				return nil
 			}
 		}
 		arms = append(arms, a)
@@ -364,6 +382,14 @@ func pyArmOn(p exp.Params, pa pyArm, suffix string, get func(context.Context) (*
 		params[k] = v
 	}
 	req := pydriver.Request{Bench: pa.bench, Params: pa.params, MinOps: pa.minOps}
+	if pa.driverOnly != nil {
+		req.Params = map[string]string{}
+		for _, m := range []map[string]string{pa.params, pa.driverOnly} {
+			for k, v := range m {
+				req.Params[k] = v
+			}
+		}
+	}
 	unsup := pa.unsup
 	for _, pl := range exp.Placements(p) {
 		if pl.Name != pa.place {

@@ -26,9 +26,9 @@ func init() {
 		Verdict:    hopVerdict,
 		Summary:    "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
 		Op:         "call",
-		Doc: `One op is one call of a fast local operation: an indexed SQLite
-lookup (select v from t where k = ?, 1 000 rows, a fresh query per call) in a
-database file in a temp dir (-file) or in :memory: (-memory),
+		Doc: `One op is one call of a fast local operation: a SQLite lookup by
+primary key (select v from t where id = ?, 1 000 rows, a fresh query per
+call) in a database file in a temp dir (-file) or in :memory: (-memory),
 through modernc.org/sqlite (pure Go) or mattn/go-sqlite3 (cgo; built only
 with -tags mattn), or a Go map lookup as the pure-compute control.
 -prepared ops (direct only) run one statement prepared per connection
@@ -52,7 +52,8 @@ file and in :memory: (/db=memory).
 		Derive: nativeDerive(hopDerive),
 		Checks: cpythonChecks(hopChecks, hopPyChecks),
 		Findings: func(arms []result.Arm) []string {
-			return append(cpythonFindings(hopFindings, hopPyFindings)(arms), hopStoreFindings(arms)...)
+			out := append(userReadings(arms), cpythonFindings(hopFindings, hopPyFindings)(arms)...)
+			return append(out, hopStoreFindings(arms)...)
 		},
 		Metrics: append(append([]exp.Metric(nil), hopMetrics...), cpythonMetrics...),
 	})
@@ -95,6 +96,10 @@ func hopArms(p exp.Params) ([]exp.Arm, error) {
 	if err != nil {
 		return nil, err
 	}
+	user, _, err := userOps(p)
+	if err != nil {
+		return nil, err
+	}
 	gmps, gmpNames := hopGomaxprocs(p)
 	unp := exp.Unpinned(p)
 	var arms []exp.Arm
@@ -117,13 +122,29 @@ func hopArms(p exp.Params) ([]exp.Arm, error) {
 			params["callers"], params["pool"] = strconv.Itoa(callers), strconv.Itoa(pool)
 		}
 		cfg := hopConfig{op: op, way: way, callers: callers, pool: pool}
-		arms = append(arms, exp.Arm{
+		a := exp.Arm{
 			Name: fmt.Sprintf("hop/%s/%s/gomaxprocs=%s", op, wayName, gname), Substrate: sub, Mechanism: mechanism,
 			Params: params, GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process,
-			Quick:       quickHop[op+"/"+way+"/"+gname],
-			Unsupported: sqlop.Unsupported(op),
-			Open:        func(ctx context.Context) (exp.Bench, error) { return openHop(ctx, cfg) },
-		})
+			Quick: quickHop[op+"/"+way+"/"+gname],
+			Open:  func(ctx context.Context) (exp.Bench, error) { return openHop(ctx, cfg) },
+		}
+		if op == userOpName {
+			cfg.user, a.Quick, a.Op = user, true, user.Op()
+			userParams(params, user)
+		} else {
+			a.Unsupported = sqlop.Unsupported(op)
+		}
+		arms = append(arms, a)
+	}
+	// The user's query first, every way but the pool, beside the built-in rows.
+	if user != nil {
+		for _, way := range []string{"direct", "goroutine", "thread", "thread-2hop"} {
+			for i, g := range gmps {
+				if gmpNames[i] != "1" || p.Suite == exp.SuiteFull || p.GOMAXPROCS != nil {
+					add(userOpName, way, g, gmpNames[i])
+				}
+			}
+		}
 	}
 	for _, op := range hopOps {
 		for _, way := range hopWays {
@@ -157,6 +178,19 @@ func hopArms(p exp.Params) ([]exp.Arm, error) {
 type hopConfig struct {
 	op, way       string
 	callers, pool int
+	user          *sqlop.UserOp // op "user": the user's query
+}
+
+// hopSource is the operation an arm opens: the user's, or a built-in one.
+func hopSource(op string, u *sqlop.UserOp) (*sqlop.Source, error) {
+	if op == userOpName {
+		return sqlop.NewUserSource(u), nil
+	}
+	src, err := sqlop.NewSource(op)
+	if err != nil && errors.Is(err, sqlop.ErrUnsupported) {
+		err = fmt.Errorf("%w: %v", exp.ErrUnsupported, err)
+	}
+	return src, err
 }
 
 // hopBench is an opened hop arm. Close may come from another goroutine
@@ -175,11 +209,8 @@ type hopBench struct {
 }
 
 func openHop(ctx context.Context, cfg hopConfig) (_ *hopBench, err error) {
-	src, err := sqlop.NewSource(cfg.op)
+	src, err := hopSource(cfg.op, cfg.user)
 	if err != nil {
-		if errors.Is(err, sqlop.ErrUnsupported) {
-			err = fmt.Errorf("%w: %v", exp.ErrUnsupported, err)
-		}
 		return nil, err
 	}
 	h := &hopBench{cfg: cfg, src: src}
@@ -197,14 +228,14 @@ func openHop(ctx context.Context, cfg hopConfig) (_ *hopBench, err error) {
 		if err != nil {
 			return nil, err
 		}
-		h.callers = []*hopCaller{newHopCaller(h.workers.reqs, 0, &h.closed)}
+		h.callers = []*hopCaller{newHopCaller(src, h.workers.reqs, 0, &h.closed)}
 	case "pool", "threadpool":
 		h.workers, err = startHopWorkers(ctx, src, cfg.pool, cfg.way == "threadpool")
 		if err != nil {
 			return nil, err
 		}
 		for k := 0; k < cfg.callers; k++ {
-			h.callers = append(h.callers, newHopCaller(h.workers.reqs, k*97, &h.closed))
+			h.callers = append(h.callers, newHopCaller(src, h.workers.reqs, k*97, &h.closed))
 		}
 	default:
 		return nil, fmt.Errorf("unknown way %q", cfg.way)
@@ -220,7 +251,7 @@ func (h *hopBench) Run(b *measure.B) error {
 	}
 	switch h.cfg.way {
 	case "direct":
-		return directLoop(h.direct, b.N, b.S, &h.closed)
+		return directLoop(h.src, h.direct, b.N, b.S, &h.closed)
 	case "goroutine", "thread":
 		return h.callers[0].loop(b.N, 1, b.S)
 	case "thread-2hop":
@@ -511,8 +542,16 @@ func hopPyName(how, db string) string {
 // hopPyPlan is an sqlite3 lookup from asyncio, direct and through hops to
 // executor threads (SPEC §5.9), on a file and in :memory:, each way's two
 // arms side by side.
-func hopPyPlan(exp.Params) []pyArm {
+func hopPyPlan(p exp.Params) []pyArm {
 	var out []pyArm
+	// The user's query first (hopArms has refused a bad one already).
+	if user, err := userOp(p); err == nil && user != nil {
+		out = append(out, userPyArms(user, "hop", hopPyWays, func(how string) string { return "hop/pytask/user/" + how })...)
+	}
+	if call, err := userPyCall(p); err == nil && call != nil {
+		out = append(out, pyCallArms(call, "pycall", []string{"direct", "to_thread", "executor", "two-hop"},
+			func(how string) string { return "hop/pytask/py-call/" + how })...)
+	}
 	for _, how := range hopPyWays {
 		for _, db := range hopPyDBs {
 			out = append(out, pyArm{key: hopPyName(how, db), sub: "pytask", mech: how, op: "query", bench: "hop",
@@ -656,8 +695,10 @@ var hopRefs = []exp.Reference{
 // executor hop adds to CPython's sqlite3 lookup.
 func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	var lines, notes []string
+	// The user's own operation leads, when one was measured.
+	lines = append(lines, userVerdictLines(v)...)
 	// The Go arms: the operation with a thread arm, at its GOMAXPROCS.
-	threads := v.Where("hop", func(a result.Arm) bool { return a.Params["way"] == "thread" })
+	threads := v.Where("hop", func(a result.Arm) bool { return a.Params["way"] == "thread" && a.Params["op"] != userOpName })
 	if len(threads) == 0 {
 		lines = append(lines, "  Go: not measured (run hop)")
 	}
@@ -743,6 +784,8 @@ func hopOpWords(op string) string {
 		return "a Go map lookup"
 	case op == "cgo-call":
 		return "a bare cgo call"
+	case op == userOpName:
+		return "your query"
 	case words == "":
 		return op
 	}

@@ -143,13 +143,14 @@ func (wrongHandle) Close() error                        { return nil }
 
 func TestHopWrongRowFailsTheRun(t *testing.T) {
 	var closed atomic.Bool
-	if err := directLoop(wrongHandle{}, 5, nil, &closed); err == nil || !strings.Contains(err.Error(), "want") {
+	src := &sqlop.Source{Op: "map"}
+	if err := directLoop(src, wrongHandle{}, 5, nil, &closed); err == nil || !strings.Contains(err.Error(), "want") {
 		t.Errorf("direct loop over a wrong handle: %v, want an error naming the wanted value", err)
 	}
 	reqs := make(chan hopReq)
 	done := make(chan struct{})
 	go func() { serveHop(wrongHandle{}, reqs); close(done) }()
-	c := newHopCaller(reqs, 0, &closed)
+	c := newHopCaller(src, reqs, 0, &closed)
 	if err := c.loop(5, 1, nil); err == nil {
 		t.Error("one hop to a wrong worker: no error")
 	}
@@ -218,7 +219,7 @@ func TestHopOpenErrorRemovesTempDir(t *testing.T) {
 	if _, err := openHop(ctx, hopConfig{op: "modernc-file", way: "pool", callers: 2, pool: 3}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled open: %v, want context.Canceled", err)
 	}
-	if _, err := openConcSem(ctx, "modernc-file", 3); !errors.Is(err, context.Canceled) {
+	if _, err := openConcSem(ctx, "modernc-file", nil, 3); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled sem open: %v, want context.Canceled", err)
 	}
 	waitGoroutines(t, before)

@@ -125,13 +125,14 @@ func (w *hopWorkers) stop() error {
 // pools, its key offset so concurrent callers read different rows.
 type hopCaller struct {
 	reqs   chan<- hopReq
+	src    *sqlop.Source // checks each answer
 	reply  chan hopResp
 	offset int
 	closed *atomic.Bool
 }
 
-func newHopCaller(reqs chan<- hopReq, offset int, closed *atomic.Bool) *hopCaller {
-	return &hopCaller{reqs: reqs, reply: make(chan hopResp, 1), offset: offset, closed: closed}
+func newHopCaller(src *sqlop.Source, reqs chan<- hopReq, offset int, closed *atomic.Bool) *hopCaller {
+	return &hopCaller{reqs: reqs, src: src, reply: make(chan hopResp, 1), offset: offset, closed: closed}
 }
 
 // loop makes n calls, each one or two hops; s (nil-safe) samples latency.
@@ -158,15 +159,15 @@ func (c *hopCaller) loop(n, hops int, s *measure.Sampler) error {
 		if r.err != nil {
 			return r.err
 		}
-		if r.v != sqlop.Want(id) {
-			return fmt.Errorf("id %d: got %d, want %d", id, r.v, sqlop.Want(id))
+		if err := c.src.Check(id, r.v); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // directLoop makes n calls on the caller's own goroutine.
-func directLoop(h sqlop.Handle, n int, s *measure.Sampler, closed *atomic.Bool) error {
+func directLoop(src *sqlop.Source, h sqlop.Handle, n int, s *measure.Sampler, closed *atomic.Bool) error {
 	for i := 0; i < n; i++ {
 		if i&1023 == 0 && closed.Load() {
 			return errHopClosed
@@ -178,8 +179,8 @@ func directLoop(h sqlop.Handle, n int, s *measure.Sampler, closed *atomic.Bool) 
 		if err != nil {
 			return err
 		}
-		if v != sqlop.Want(id) {
-			return fmt.Errorf("id %d: got %d, want %d", id, v, sqlop.Want(id))
+		if err := src.Check(id, v); err != nil {
+			return err
 		}
 	}
 	return nil

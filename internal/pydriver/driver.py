@@ -643,28 +643,50 @@ class TaskYield(AsyncBench):
 
 
 # hop: the seed's sqlite3 lookup (a fresh conn.execute(SQL, (k,)).fetchone()
-# per lookup on a 1 000-row table, by an indexed column) directly and through
-# worker threads. The database is a file by default, as the seed's
-# sqlite3.connect(path): made in a temp dir outside timing and removed at
-# teardown, or at once when the set-up fails. db=memory runs the same lookup
-# in ":memory:". The temp dir is named like ctxlab's own (ctxlab-sqlop-<pid>-),
-# so one left by a killed driver is removed by the next run (sqlop.RemoveStale).
+# per lookup on a 1 000-row table, by its integer primary key: one B-tree
+# search) directly and through worker threads. The database is a file by
+# default, as the seed's sqlite3.connect(path): made in a temp dir outside
+# timing and removed at teardown, or at once when the set-up fails. db=memory
+# runs the same lookup in ":memory:". The temp dir is named like ctxlab's own
+# (ctxlab-sqlop-<pid>-), so one left by a killed driver is removed by the next
+# run (sqlop.RemoveStale). scripts/sqlite-seed-loop.py times the same lookup
+# in a plain perf_counter loop, to check this one against.
 
-SQL = "SELECT v FROM t WHERE k = ?"
-HOP_DBS = ("file", "memory")
+SQL = "select v from t where id = ?"
+HOP_DBS = ("file", "memory", "user")
 HOP_WAYS = ("direct", "executor", "two-hop", "aiosqlite")
-CREATE = ("CREATE TABLE t (id INTEGER PRIMARY KEY, k INTEGER, v TEXT)", "CREATE INDEX t_k ON t (k)")
-INSERT = "INSERT INTO t (k, v) VALUES (?, ?)"
+CREATE = "create table t (id integer primary key, v text)"
+INSERT = "insert into t (id, v) values (?, ?)"
+ROWS = 1000
 
 
 def hop_rows():
-    return [(i, "value %d" % i) for i in range(1000)]
+    return [(i, "value %d" % i) for i in range(1, ROWS + 1)]
+
+
+def hop_keys():
+    """The ids 1..ROWS, cycled in C."""
+    return itertools.cycle(range(1, ROWS + 1))
+
+
+def user_db(p):
+    """db=user: the user's file, by the read-only, immutable URI ctxlab
+    opens it with (p["uri"], file:PATH?mode=ro&immutable=1: SQLite neither
+    writes nor locks it), their query (p["query"]) and its arguments
+    (p["args"], a JSON list, one per call in turn), as ctxlab checked them
+    before the run."""
+    uri = p["uri"]
+    if not (uri.startswith("file:") and uri.endswith("?mode=ro&immutable=1")):
+        raise ValueError("hop: db=user: uri=%r is not a read-only, immutable file: URI" % uri)
+    args = json.loads(p["args"])
+    if not args:
+        raise ValueError("hop: db=user needs args (a query with one ?)")
+    return uri, p["query"], itertools.cycle(args)
 
 
 def make_db(conn):
-    conn.execute(CREATE[0])
+    conn.execute(CREATE)
     conn.executemany(INSERT, hop_rows())
-    conn.execute(CREATE[1])
     conn.commit()
 
 
@@ -700,8 +722,12 @@ class Hop(AsyncBench):
                 raise Unsupported(
                     "aiosqlite is not importable by this interpreter (Debian: apt-get install python3-aiosqlite; or pip install aiosqlite)"
                 )
-        self.keys = itertools.cycle(range(1000))
+        self.keys = hop_keys()
+        self.sql, self.fetch, uri = SQL, "fetchone", False
         path = ":memory:"
+        if self.db_kind == "user":  # the user's rows: all of them, every call
+            path, self.sql, self.keys = user_db(self.p)
+            self.fetch, uri = "fetchall", True
         if self.db_kind == "file":
             import tempfile
 
@@ -713,18 +739,20 @@ class Hop(AsyncBench):
             finally:
                 built.close()
         if self.how == "aiosqlite":
-            self.db = await aiosqlite.connect(path)
+            self.db = await aiosqlite.connect(path, uri=uri)
             if self.db_kind == "memory":  # a :memory: database lives in its one connection
-                await self.db.execute(CREATE[0])
+                await self.db.execute(CREATE)
                 await self.db.executemany(INSERT, hop_rows())
-                await self.db.execute(CREATE[1])
                 await self.db.commit()
             return
-        self.conn = sqlite3.connect(path, check_same_thread=False)
+        self.conn = sqlite3.connect(path, check_same_thread=False, uri=uri)
         if self.db_kind == "memory":
             make_db(self.conn)
-        execute = self.conn.execute
-        self.lookup = lambda k: execute(SQL, (k,)).fetchone()
+        execute, sql = self.conn.execute, self.sql
+        if self.fetch == "fetchall":
+            self.lookup = lambda k: execute(sql, (k,)).fetchall()
+        else:
+            self.lookup = lambda k: execute(sql, (k,)).fetchone()
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
         self.ex.submit(int).result()  # start the worker thread outside timing
 
@@ -734,6 +762,8 @@ class Hop(AsyncBench):
 
     async def arun(self, n, every, samples):
         run = {"direct": self.run_direct, "executor": self.run_executor, "two-hop": self.run_two_hop}
+        if self.db_kind == "user":
+            run["direct"] = self.run_direct_user
         return await run.get(self.how, self.run_aiosqlite)(n, every, samples)
 
     async def run_direct(self, n, every, samples):
@@ -749,6 +779,21 @@ class Hop(AsyncBench):
                 execute(SQL, (k,)).fetchone()
         for k in islice(keys, rest):
             execute(SQL, (k,)).fetchone()
+        return pc() - t0, n
+
+    async def run_direct_user(self, n, every, samples):
+        execute, sql, keys, islice = self.conn.execute, self.sql, self.keys, itertools.islice
+        chunks, rest = divmod(n, every)
+        t0 = pc()
+        for _ in range(chunks):
+            k = next(keys)
+            s = pc()
+            execute(sql, (k,)).fetchall()
+            samples.append(pc() - s)
+            for k in islice(keys, every - 1):
+                execute(sql, (k,)).fetchall()
+        for k in islice(keys, rest):
+            execute(sql, (k,)).fetchall()
         return pc() - t0, n
 
     async def run_executor(self, n, every, samples):
@@ -768,40 +813,40 @@ class Hop(AsyncBench):
         return pc() - t0, n
 
     async def run_two_hop(self, n, every, samples):
-        hop, ex, execute = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute
+        hop, ex, execute, sql, fetch = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute, self.sql, self.fetch
         keys, islice = self.keys, itertools.islice
         chunks, rest = divmod(n, every)
         t0 = pc()
         for _ in range(chunks):
             k = next(keys)
             s = pc()
-            cur = await hop(ex, execute, SQL, (k,))
-            await hop(ex, cur.fetchone)
+            cur = await hop(ex, execute, sql, (k,))
+            await hop(ex, getattr(cur, fetch))
             samples.append(pc() - s)
             for k in islice(keys, every - 1):
-                cur = await hop(ex, execute, SQL, (k,))
-                await hop(ex, cur.fetchone)
+                cur = await hop(ex, execute, sql, (k,))
+                await hop(ex, getattr(cur, fetch))
         for k in islice(keys, rest):
-            cur = await hop(ex, execute, SQL, (k,))
-            await hop(ex, cur.fetchone)
+            cur = await hop(ex, execute, sql, (k,))
+            await hop(ex, getattr(cur, fetch))
         return pc() - t0, n
 
     async def run_aiosqlite(self, n, every, samples):
-        execute, keys, islice = self.db.execute, self.keys, itertools.islice
+        execute, sql, fetch, keys, islice = self.db.execute, self.sql, self.fetch, self.keys, itertools.islice
         chunks, rest = divmod(n, every)
         t0 = pc()
         for _ in range(chunks):
             k = next(keys)
             s = pc()
-            async with execute(SQL, (k,)) as cur:
-                await cur.fetchone()
+            async with execute(sql, (k,)) as cur:
+                await getattr(cur, fetch)()
             samples.append(pc() - s)
             for k in islice(keys, every - 1):
-                async with execute(SQL, (k,)) as cur:
-                    await cur.fetchone()
+                async with execute(sql, (k,)) as cur:
+                    await getattr(cur, fetch)()
         for k in islice(keys, rest):
-            async with execute(SQL, (k,)) as cur:
-                await cur.fetchone()
+            async with execute(sql, (k,)) as cur:
+                await getattr(cur, fetch)()
         return pc() - t0, n
 
     async def ateardown(self):
@@ -1004,6 +1049,96 @@ class BusyProcess:
         os.waitpid(self.pid, 0)
 
 
+# py-call: the user's own synchronous function (p["func"], module:function,
+# imported with p["path"] first on sys.path), called with the next of the
+# args (p["args"], JSON; [] calls it with none) directly, through
+# asyncio.to_thread, through run_in_executor on one worker thread, and
+# through two hops (the call, then the result handed back through the
+# worker once more: the two-hop wrapper's shape). An exception fails the
+# arm with its last traceback line ("ValueError: …").
+
+PYCALL_WAYS = ("direct", "to_thread", "executor", "two-hop")
+
+
+def user_func(p):
+    import importlib
+
+    mod, _, name = p["func"].partition(":")
+    if p.get("path"):
+        sys.path.insert(0, p["path"])
+    f = getattr(importlib.import_module(mod), name)
+    if not callable(f):
+        raise TypeError("%s is not callable" % p["func"])
+    args = json.loads(p.get("args") or "[]")
+    if args:
+        return f, itertools.cycle(args)
+    return (lambda _k: f()), itertools.repeat(None)
+
+
+def passback(v):
+    return v
+
+
+class PyCall(AsyncBench):
+    async def asetup(self):
+        import concurrent.futures
+
+        self.how = self.p.get("how")
+        if self.how not in PYCALL_WAYS:
+            raise ValueError("pycall: how=%r; want one of: %s" % (self.how, ", ".join(PYCALL_WAYS)))
+        self.f, self.keys = user_func(self.p)
+        self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
+        self.ex.submit(int).result()
+
+    async def arun(self, n, every, samples):
+        f, keys, islice = self.f, self.keys, itertools.islice
+        loop = asyncio.get_running_loop()
+        ex = self.ex
+        chunks, rest = divmod(n, every)
+        if self.how == "direct":  # the plain call, no coroutine around it
+            t0 = pc()
+            for _ in range(chunks):
+                k = next(keys)
+                s = pc()
+                f(k)
+                samples.append(pc() - s)
+                for k in islice(keys, every - 1):
+                    f(k)
+            for k in islice(keys, rest):
+                f(k)
+            return pc() - t0, n
+        if self.how == "to_thread":
+            to_thread = asyncio.to_thread
+
+            async def one(k):
+                return await to_thread(f, k)
+        elif self.how == "executor":
+            hop = loop.run_in_executor
+
+            async def one(k):
+                return await hop(ex, f, k)
+        else:
+            hop = loop.run_in_executor
+
+            async def one(k):
+                return await hop(ex, passback, await hop(ex, f, k))
+        t0 = pc()
+        for _ in range(chunks):
+            k = next(keys)
+            s = pc()
+            await one(k)
+            samples.append(pc() - s)
+            for k in islice(keys, every - 1):
+                await one(k)
+        for k in islice(keys, rest):
+            await one(k)
+        return pc() - t0, n
+
+    async def ateardown(self):
+        self.ex.shutdown(wait=True)
+        await asyncio.get_running_loop().shutdown_default_executor()
+
+
 # Concurrency: the seeds' compare(op_async, op_sync, n, concurrency). One op
 # is one lookup; a batch is gathers (or maps) of at most CONC_CHUNK lookups,
 # the seeds' 10 000, so a long repetition does not hold a million tasks.
@@ -1012,16 +1147,23 @@ CONC_CHUNK = 10000
 
 
 class LookupOp:
-    """The fast op: an indexed sqlite3 lookup on a database file (a
+    """The fast op: the seed's sqlite3 primary-key lookup on a database file (a
     connection per thread, as each pool thread of the seeds had), or a dict
     lookup (the pure-compute control)."""
 
-    def __init__(self, op):
+    def __init__(self, op, p=None):
         self.op = op
         self.dir = None
         self.conns = []
+        self.keys = hop_keys()
+        if op == "user":
+            self.user(p)
+            return
+        if op == "py-call":
+            self.lookup, self.keys = user_func(p)
+            return
         if op == "dict":
-            d = {i: "value %d" % i for i in range(1000)}
+            d = {i: "value %d" % i for i in range(1, ROWS + 1)}
             self.lookup = lambda k: d[k]
             return
         if op != "sqlite-file":
@@ -1060,6 +1202,28 @@ class LookupOp:
 
         self.lookup = lookup
 
+    def user(self, p):
+        """op=user: the user's query on their read-only file (user_db), a
+        connection per thread, every row read."""
+        import sqlite3
+
+        uri, sql, self.keys = user_db(p)
+        local = threading.local()
+        lock = threading.Lock()
+        conns = self.conns
+
+        def lookup(k):
+            try:
+                execute = local.execute
+            except AttributeError:
+                c = sqlite3.connect(uri, uri=True, check_same_thread=False)
+                with lock:
+                    conns.append(c)
+                execute = local.execute = c.execute
+            return execute(sql, (k,)).fetchall()
+
+        self.lookup = lookup
+
     def close(self):
         for c in self.conns:
             c.close()
@@ -1082,8 +1246,8 @@ class ConcSem(AsyncBench):
         self.how = self.p.get("how", "to_thread")
         if self.how not in ("to_thread", "executor"):
             raise ValueError("unknown how %r (want to_thread or executor)" % self.how)
-        self.op = LookupOp(self.p.get("op", "sqlite-file"))
-        self.keys = itertools.cycle(range(1000))
+        self.op = LookupOp(self.p.get("op", "sqlite-file"), self.p)
+        self.keys = self.op.keys
 
     async def arun(self, n, every, samples):
         sem, lookup = asyncio.Semaphore(self.c), self.op.lookup
@@ -1123,8 +1287,8 @@ class ConcPool(Bench):
         import concurrent.futures
 
         self.c = int(self.p["c"])
-        self.op = LookupOp(self.p.get("op", "sqlite-file"))
-        self.keys = itertools.cycle(range(1000))
+        self.op = LookupOp(self.p.get("op", "sqlite-file"), self.p)
+        self.keys = self.op.keys
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=self.c)
 
     def run(self, n, every, samples):
@@ -1398,6 +1562,7 @@ BENCHES = {
     "ring.task": TaskRing,
     "yield.task": TaskYield,
     "hop": Hop,
+    "pycall": PyCall,
     "callchain.plain": ChainPlain,
     "callchain.coroutine": ChainCoro,
     "callchain.task": ChainTask,

@@ -24,7 +24,7 @@ func registerSQL(d sqlDriver, unsupported string) {
 		if prepared {
 			suffix, how = "-prepared", "one statement prepared per connection and run per lookup"
 		}
-		register(d.name+"-memory"+suffix, fmt.Sprintf("indexed SQLite lookup in :memory: through %s, %s", d.about, how), unsupported,
+		register(d.name+"-memory"+suffix, fmt.Sprintf("SQLite primary-key lookup in :memory: through %s, %s", d.about, how), unsupported,
 			func(s *Source) error {
 				s.open = func() (Handle, error) { return openSQL(d.sqlName, ":memory:", true, prepared) }
 				// Build one handle now so a broken driver fails at NewSource.
@@ -34,7 +34,7 @@ func registerSQL(d sqlDriver, unsupported string) {
 				}
 				return h.Close()
 			})
-		register(d.name+"-file"+suffix, fmt.Sprintf("indexed SQLite lookup in a database file in a temp dir through %s, %s", d.about, how), unsupported,
+		register(d.name+"-file"+suffix, fmt.Sprintf("SQLite primary-key lookup in a database file in a temp dir through %s, %s", d.about, how), unsupported,
 			func(s *Source) error {
 				dir, err := s.tempDir()
 				if err != nil {
@@ -102,35 +102,34 @@ func openSQL(driver, dsn string, create, prepared bool) (_ *sqlHandle, err error
 	return h, nil
 }
 
-// populate creates the seed's table shape, t(id integer primary key, k
-// integer, v) with an index on k, and Rows rows in one transaction; the
-// lookup finds k in the index, then its row by rowid. v is an integer
-// (Want(k); the seed's is text) so every call is checked without
-// allocating.
+// populate creates the seed's table, t(id integer primary key, v), and
+// Rows rows in one transaction; the lookup finds id in the table's own
+// B-tree (SQLite's rowid), no secondary index. v is an integer (Want(id);
+// the seed's is text) so every call is checked without allocating.
 func populate(ctx context.Context, c *sql.Conn) error {
 	tx, err := c.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "create table t (id integer primary key, k integer not null, v integer not null)"); err != nil {
+	if _, err := tx.ExecContext(ctx, CreateTable); err != nil {
 		return err
 	}
-	ins, err := tx.PrepareContext(ctx, "insert into t (k, v) values (?, ?)")
+	ins, err := tx.PrepareContext(ctx, "insert into t (id, v) values (?, ?)")
 	if err != nil {
 		return err
 	}
 	defer ins.Close()
-	for k := int64(1); k <= Rows; k++ {
-		if _, err := ins.ExecContext(ctx, k, Want(k)); err != nil {
+	for id := int64(1); id <= Rows; id++ {
+		if _, err := ins.ExecContext(ctx, id, Want(id)); err != nil {
 			return err
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "create index t_k on t (k)"); err != nil {
-		return err
-	}
 	return tx.Commit()
 }
+
+// CreateTable is the built-in table: the seed's shape, keyed by id.
+const CreateTable = "create table t (id integer primary key, v integer not null)"
 
 func (h *sqlHandle) Lookup(id int64) (int64, error) {
 	var row *sql.Row

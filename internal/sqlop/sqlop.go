@@ -1,6 +1,7 @@
 // Package sqlop is the fast local operation that the hop and concurrency
-// experiments wrap: the seed's indexed SQLite lookup (`select v from t where
-// k = ?` on a 1 000-row table, a fresh query per call; -prepared ops run one
+// experiments wrap: the seed's SQLite lookup (`select v from t where id = ?`
+// on the integer primary key of a 1 000-row table, one B-tree search, a fresh
+// query per call; -prepared ops run one
 // statement prepared per connection instead) on a database file in a
 // temporary directory or in `:memory:`, through the pure-Go driver
 // (modernc.org/sqlite, always built) or the cgo driver (mattn/go-sqlite3,
@@ -21,8 +22,9 @@ import (
 // Rows is the size of the lookup table: ids 1..Rows.
 const Rows = 1000
 
-// Query is the one statement every SQLite operation runs (the seed's).
-const Query = "select v from t where k = ?"
+// Query is the one statement every built-in SQLite operation runs: the
+// seed's, a lookup by the integer primary key (one B-tree search).
+const Query = "select v from t where id = ?"
 
 // ErrUnsupported is wrapped by errors for operations that cannot run in
 // this build (the cgo driver without cgo).
@@ -58,8 +60,11 @@ type Cursor interface {
 // or rebuilt in every :memory: handle) or the map. Open hands out handles;
 // Close removes the temp dir, so nothing is left behind after a run.
 type Source struct {
-	Op  string // one of Ops()
+	Op  string // one of Ops(), or "user" (NewUserSource)
 	Dir string // the temp dir holding the database file ("" if none)
+
+	// unchecked: the values are the user's, not Want(id) (NewUserSource).
+	unchecked bool
 
 	open  func() (Handle, error)
 	clean func() error
@@ -124,6 +129,16 @@ func NewSource(op string) (*Source, error) {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	return s, nil
+}
+
+// Check says whether v is the right answer for id: Want(id) for the
+// built-in operations; any value for the user's, whose rows ctxlab does
+// not know.
+func (s *Source) Check(id, v int64) error {
+	if s.unchecked || v == Want(id) {
+		return nil
+	}
+	return fmt.Errorf("id %d: got %d, want %d", id, v, Want(id))
 }
 
 // Open returns a new handle (a new connection for SQLite).

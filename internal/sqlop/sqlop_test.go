@@ -170,3 +170,41 @@ func TestFreshQueryUnlessPrepared(t *testing.T) {
 		}
 	}
 }
+
+// The built-in lookup is the seed's: its text, a 1 000-row table, and one
+// search of the primary key's B-tree (no secondary index, no scan).
+func TestLookupIsTheSeeds(t *testing.T) {
+	if Query != "select v from t where id = ?" {
+		t.Fatalf("Query = %q; the seed's is %q", Query, "select v from t where id = ?")
+	}
+	h, err := openSQL("sqlite", ":memory:", true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	var n int
+	if err := h.conn.QueryRowContext(bg, "select count(*) from t").Scan(&n); err != nil || n != Rows {
+		t.Fatalf("rows = %d, %v; want %d", n, err, Rows)
+	}
+	rows, err := h.conn.QueryContext(bg, "explain query plan "+Query, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if len(plan) != 1 || !strings.HasPrefix(plan[0], "SEARCH t USING INTEGER PRIMARY KEY") {
+		t.Errorf("query plan %q; want one step, SEARCH t USING INTEGER PRIMARY KEY", plan)
+	}
+	var idx int
+	if err := h.conn.QueryRowContext(bg, "select count(*) from sqlite_master where type = 'index'").Scan(&idx); err != nil || idx != 0 {
+		t.Errorf("%d indexes on the table (%v); the seed's has none", idx, err)
+	}
+}

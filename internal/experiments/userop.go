@@ -1,0 +1,263 @@
+package experiments
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/pydriver"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
+)
+
+// The user's own operation in hop and concurrency: their SQLite file, a
+// read-only query and its arguments (--set db=PATH --set query='…?'
+// --set args=range:1..1000), measured every way the built-in lookup is,
+// beside it. It is checked when the arms are built, before anything runs.
+
+// userOpName is the op (the middle of the arm name) of the user's query.
+const userOpName = "user"
+
+func init() {
+	applies := func(a exp.Arm) bool {
+		return strings.HasPrefix(a.Name, "hop/") || strings.HasPrefix(a.Name, "concurrency/")
+	}
+	exp.RegisterArmOption("db", "hop, concurrency: your SQLite database file, opened read-only (never written); with query and args", applies)
+	exp.RegisterArmOption("query", "hop, concurrency: your read-only query (SELECT or WITH) with one ? per call, run on db", applies)
+	exp.RegisterArmOption("py-call", "hop, concurrency: your Python function module:function, called with no arguments or with each of args", applies)
+	exp.RegisterArmOption("py-path", "hop, concurrency: a directory put first on sys.path for py-call", applies)
+	exp.RegisterArmOption("args", "hop, concurrency: the query's arguments, range:A..B or file:PATH (one value per line), one per call in turn", applies)
+}
+
+// userOp is the user's operation of the run, nil when none was given; an
+// error (bad file, query or args) is a usage error: nothing has started.
+func userOp(p exp.Params) (*sqlop.UserOp, error) {
+	db, dbOK := p.Extra["db"]
+	q, qOK := p.Extra["query"]
+	a, aOK := p.Extra["args"]
+	if !dbOK && !qOK {
+		if _, call := p.Extra["py-call"]; call || !aOK {
+			return nil, nil // args alone are py-call's
+		}
+	}
+	return sqlop.CheckUser(db, q, a)
+}
+
+// userOps reads both of the user's operations, the query and the
+// function: an error in either refuses the run.
+func userOps(p exp.Params) (*sqlop.UserOp, *pyCall, error) {
+	u, err := userOp(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := userPyCall(p)
+	return u, c, err
+}
+
+// userParams marks an arm's params as the user's query: query=user, the
+// file's base name and size, and how many arguments it cycles through.
+func userParams(params map[string]string, u *sqlop.UserOp) {
+	params["query"] = "user"
+	params["db-file"] = u.Base()
+	params["db-bytes"] = strconv.FormatInt(u.Size, 10)
+	params["args"] = strconv.Itoa(len(u.Args))
+}
+
+// userPyArms are the CPython arms of the user's query for bench: one per
+// way (how), named by name(how). The driver gets the file's URI (Go's, the one
+// Go opens), the query
+// and the arguments (as JSON); the stored params say only query=user, the
+// file's name and size. A query without parameters has no CPython arms
+// that run: the driver binds one argument per call.
+func userPyArms(u *sqlop.UserOp, bench string, hows []string, name func(string) string) []pyArm {
+	args, _ := json.Marshal(u.Args)
+	var out []pyArm
+	for _, how := range hows {
+		params := map[string]string{"how": how, "db": "user"}
+		userParams(params, u)
+		pa := pyArm{key: name(how), sub: "pytask", mech: how, op: u.Op(), bench: bench, params: params,
+			driverOnly: map[string]string{"uri": u.DSN(), "query": u.Query, "args": string(args)},
+			place:      "unpinned", quick: true}
+		if u.Args == nil {
+			pa.unsup = "the CPython arms bind one argument per call: give the query a ? and --set args"
+		}
+		out = append(out, pa)
+	}
+	return out
+}
+
+// pyCall is the user's own Python function (--set py-call=module:function,
+// --set py-path=DIR), called with the args source's values (or none).
+type pyCall struct {
+	fn, path string
+	args     []any
+	once     sync.Once
+	err      error
+}
+
+var (
+	pyModuleRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+	pyNameRe   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// userPyCall reads py-call, py-path and args; nil when py-call is not
+// given. What needs Python (the import) is checked later, by check.
+func userPyCall(p exp.Params) (*pyCall, error) {
+	fn, ok := p.Extra["py-call"]
+	dir, dirOK := p.Extra["py-path"]
+	if !ok {
+		if dirOK {
+			return nil, fmt.Errorf("--set py-path=%s needs --set py-call=module:function", dir)
+		}
+		return nil, nil
+	}
+	mod, name, found := strings.Cut(fn, ":")
+	if !found || !pyModuleRe.MatchString(mod) || !pyNameRe.MatchString(name) {
+		return nil, fmt.Errorf("--set py-call=%s: want module:function (e.g. mylib.pricing:quote)", fn)
+	}
+	c := &pyCall{fn: fn}
+	if dirOK {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("--set py-path=%s: %v", dir, err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("--set py-path=%s: not a directory", dir)
+		}
+		c.path = abs
+	}
+	if a, ok := p.Extra["args"]; ok {
+		args, err := sqlop.ParseArgs(a)
+		if err != nil {
+			return nil, fmt.Errorf("--set args=%s: %v", a, err)
+		}
+		c.args = args
+	}
+	return c, nil
+}
+
+// pyCallCheck imports the module on the run's interpreter and finds the
+// function callable; a failure names the last line of the traceback.
+const pyCallCheck = `import importlib, sys
+mod, _, name = sys.argv[1].partition(":")
+if sys.argv[2]:
+    sys.path.insert(0, sys.argv[2])
+f = getattr(importlib.import_module(mod), name)
+if not callable(f):
+    raise TypeError("%s is %s, not a function" % (sys.argv[1], type(f).__name__))
+`
+
+func (c *pyCall) check(ctx context.Context, in *pydriver.Interpreter) error {
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, in.Path, "-c", pyCallCheck, c.fn, c.path).CombinedOutput()
+		if err != nil {
+			last := strings.TrimSpace(string(out))
+			if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+				last = last[i+1:]
+			}
+			if last == "" {
+				last = err.Error()
+			}
+			c.err = fmt.Errorf("--set py-call=%s: %s (with %s)", c.fn, last, in.Path)
+		}
+	})
+	return c.err
+}
+
+// pyCallArms are the CPython arms of the user's function for bench, one
+// per way (how), named by name(how).
+func pyCallArms(c *pyCall, bench string, hows []string, name func(string) string) []pyArm {
+	args, _ := json.Marshal(c.args)
+	if c.args == nil {
+		args = []byte("[]")
+	}
+	var out []pyArm
+	for _, how := range hows {
+		params := map[string]string{"how": how, "op": "py-call", "py-call": c.fn, "args": strconv.Itoa(len(c.args))}
+		out = append(out, pyArm{key: name(how), sub: "pytask", mech: how, op: "your function " + c.fn + "()",
+			bench: bench, params: params, place: "unpinned", quick: true, check: c.check,
+			driverOnly: map[string]string{"func": c.fn, "path": c.path, "args": string(args)}})
+	}
+	return out
+}
+
+// userVerdictLines lead hop's verdict with the user's own operation
+// (userReadings, indented as the verdict's lines are).
+func userVerdictLines(v *exp.VerdictRun) []string {
+	var out []string
+	for _, l := range userReadings(v.Where("hop", func(result.Arm) bool { return true })) {
+		out = append(out, "  "+l)
+	}
+	return out
+}
+
+// userReadings say, for the user's own operation among hop's measured
+// arms, its direct figure and its slowest wrapper's, and which of the two
+// is the workload ("your query: direct 12 µs; through aiosqlite 240 µs
+// (20×): the hops are the workload"). They lead hop's readings.
+func userReadings(arms []result.Arm) []string {
+	var out []string
+	pick := func(test func(result.Arm) bool) (result.Arm, bool) {
+		for _, a := range arms {
+			if a.Status == result.StatusOK && a.Median > 0 && test(a) {
+				return a, true
+			}
+		}
+		return result.Arm{}, false
+	}
+	line := func(what string, d, w result.Arm, through string) {
+		r := w.Median / d.Median
+		reading := "the hops are the workload"
+		if w.Median-d.Median < d.Median {
+			reading = "your operation is the workload; the hops add " + result.FormatNs(w.Median-d.Median)
+		}
+		out = append(out, fmt.Sprintf("%s: direct %s; through %s %s (%.0f×): %s", what, result.FormatNs(d.Median), through, result.FormatNs(w.Median), r, reading))
+	}
+	// CPython: the query (aiosqlite, else the two-hop wrapper, else one
+	// executor hop) and the function (to_thread, else run_in_executor,
+	// else the two-hop wrapper).
+	for _, c := range []struct {
+		what, prefix string
+		ways         []struct{ how, label string }
+	}{
+		{"your query (CPython)", "hop/pytask/user/", []struct{ how, label string }{{"aiosqlite", "aiosqlite"}, {"two-hop", "a two-hop wrapper"}, {"executor", "run_in_executor"}}},
+		{"your function (CPython)", "hop/pytask/py-call/", []struct{ how, label string }{{"to_thread", "asyncio.to_thread"}, {"executor", "run_in_executor"}, {"two-hop", "a two-hop wrapper"}}},
+	} {
+		d, ok := pick(func(a result.Arm) bool { return a.Name == c.prefix+"direct" })
+		if !ok {
+			continue
+		}
+		for _, w := range c.ways {
+			if a, ok := pick(func(a result.Arm) bool { return a.Name == c.prefix+w.how }); ok {
+				line(c.what, d, a, w.label)
+				break
+			}
+		}
+	}
+	// Go: the query through a hop to a locked thread, at the last GOMAXPROCS measured.
+	var t result.Arm
+	for _, a := range arms {
+		if a.Status == result.StatusOK && a.Params["op"] == userOpName && a.Params["way"] == "thread" && !isCPython(a) {
+			t = a
+		}
+	}
+	if t.Name != "" {
+		if d, ok := pick(func(a result.Arm) bool {
+			return a.Params["op"] == userOpName && a.Params["way"] == "direct" && a.GOMAXPROCS == t.GOMAXPROCS && !isCPython(a)
+		}); ok {
+			line(fmt.Sprintf("your query (Go, GOMAXPROCS=%d)", t.GOMAXPROCS), d, t, "a thread hop")
+		}
+	}
+	return out
+}

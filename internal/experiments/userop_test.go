@@ -1,0 +1,285 @@
+package experiments
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/pydriver"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/runner"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+)
+
+// shopDB is a user's database made by the test (never shipped): 2 000
+// orders keyed by order_id.
+func shopDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "shop.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{
+		"create table orders (order_id integer primary key, customer text, total real)",
+		"with recursive n(i) as (select 1 union all select i + 1 from n where i < 2000) insert into orders select i, 'c' || (i % 17), i * 1.5 from n",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+func userExtra(path string) map[string]string {
+	return map[string]string{"db": path, "query": "select customer, total from orders where order_id = ?", "args": "range:1..2000"}
+}
+
+// The user's query runs through every way hop and concurrency measure (Go
+// arms here; CPython's in TestUserQueryCPython), each arm says it is the
+// user's query, and the file is byte-identical, mtime too, afterwards.
+func TestUserQueryEveryWayReadOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the runner over 10 arms")
+	}
+	path := shopDB(t)
+	before, _ := os.ReadFile(path)
+	st0, _ := os.Stat(path)
+	want := map[string]bool{
+		"hop/user/direct/gomaxprocs=all": true, "hop/user/goroutine/gomaxprocs=all": true,
+		"hop/user/thread/gomaxprocs=all": true, "hop/user/thread-2hop/gomaxprocs=all": true,
+		"concurrency/user/sem/c=1": true, "concurrency/user/sem/c=10": true, "concurrency/user/sem/c=50": true,
+		"concurrency/user/threadpool-n6/c=1": true, "concurrency/user/threadpool-n6/c=10": true, "concurrency/user/threadpool-n6/c=50": true,
+	}
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.BenchTime, cfg.Reps, cfg.Timeout = 20*time.Millisecond, 1, 30*time.Second
+	for _, name := range []string{"hop", "concurrency"} {
+		spec, _ := exp.Lookup(name)
+		p := hopParams(exp.SuiteQuick, userExtra(path))
+		p.Python = "/nonexistent/python3" // the Go arms only
+		arms, err := spec.Arms(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range arms {
+			if !strings.Contains(a.Name, "/user/") || a.Substrate == "pytask" || a.Substrate == "pythread" {
+				continue
+			}
+			if !want[a.Name] {
+				t.Errorf("unexpected arm %s", a.Name)
+				continue
+			}
+			delete(want, a.Name)
+			if !a.Quick || a.Params["query"] != "user" || a.Params["db-file"] != "shop.db" || !strings.Contains(a.Op, "select customer, total") || !strings.Contains(a.Op, "KiB") {
+				t.Errorf("%s: quick %v, params %v, op %q; want the user's query named, shortened, with the file's size", a.Name, a.Quick, a.Params, a.Op)
+			}
+			r := runner.Arm(context.Background(), cfg, spec, a)
+			if r.Status != result.StatusOK {
+				t.Errorf("%s: %s (%s)", a.Name, r.Status, r.Reason)
+			}
+		}
+	}
+	for n := range want {
+		t.Errorf("no arm %s", n)
+	}
+	after, _ := os.ReadFile(path)
+	st1, _ := os.Stat(path)
+	if !bytes.Equal(before, after) || !st0.ModTime().Equal(st1.ModTime()) {
+		t.Errorf("the user's database changed: %d → %d bytes, mtime %v → %v", len(before), len(after), st0.ModTime(), st1.ModTime())
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
+		t.Errorf("files beside the user's database after the run: %v", ents)
+	}
+}
+
+// A bad user operation refuses the arms of hop and concurrency: a usage
+// error, before anything opens.
+func TestUserQueryRefused(t *testing.T) {
+	path := shopDB(t)
+	for _, name := range []string{"hop", "concurrency"} {
+		spec, _ := exp.Lookup(name)
+		extra := userExtra(path)
+		extra["query"] = "delete from orders where order_id = ?"
+		if _, err := spec.Arms(hopParams(exp.SuiteQuick, extra)); err == nil || !strings.Contains(err.Error(), "read-only") {
+			t.Errorf("%s with a delete: %v; want it refused as not read-only", name, err)
+		}
+	}
+}
+
+// The user's query through CPython's every way (direct, run_in_executor,
+// the two-hop wrapper, aiosqlite when importable; ThreadPoolExecutor.map
+// and a semaphore with to_thread at each C), end to end through the runner
+// on /usr/bin/python3; the file is byte-identical afterwards.
+func TestUserQueryCPython(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs CPython arms")
+	}
+	const py = "/usr/bin/python3"
+	if _, err := pydriver.Resolve(py); err != nil {
+		t.Skipf("no usable %s: %v", py, err)
+	}
+	defer pydriver.CloseAll()
+	path := shopDB(t)
+	before, _ := os.ReadFile(path)
+	st0, _ := os.Stat(path)
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 1, 20*time.Millisecond, 10*time.Millisecond
+	ran := 0
+	for _, name := range []string{"hop", "concurrency"} {
+		spec, _ := exp.Lookup(name)
+		p := pyParams(exp.SuiteDefault)
+		p.Python, p.Extra = py, userExtra(path)
+		arms, err := spec.Arms(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range arms {
+			if !strings.Contains(a.Name, "/user/") || (a.Substrate != "pytask" && a.Substrate != "pythread") {
+				continue
+			}
+			r := runner.Arm(context.Background(), cfg, spec, a)
+			if r.Status == result.StatusUnsupported && strings.HasSuffix(a.Name, "/aiosqlite") {
+				t.Logf("%s: %s", a.Name, r.Reason)
+				continue
+			}
+			if r.Status != result.StatusOK || r.Params["query"] != "user" || r.Params["uri"] != "" {
+				t.Errorf("%s: %s (%s), params %v; want ok, query=user and no URI stored", a.Name, r.Status, r.Reason, r.Params)
+			}
+			ran++
+		}
+	}
+	if ran < 3+6 {
+		t.Errorf("%d CPython arms of the user's query ran; want direct, executor, two-hop and 6 concurrency arms at least", ran)
+	}
+	after, _ := os.ReadFile(path)
+	st1, _ := os.Stat(path)
+	if !bytes.Equal(before, after) || !st0.ModTime().Equal(st1.ModTime()) {
+		t.Errorf("the user's database changed: %d → %d bytes, mtime %v → %v", len(before), len(after), st0.ModTime(), st1.ModTime())
+	}
+}
+
+// The user's Python function runs every way (direct, to_thread,
+// run_in_executor, two-hop; to_thread under a semaphore and
+// ThreadPoolExecutor.map at each C); an exception fails the arm with the
+// traceback's last line; a module that does not import is refused when
+// the interpreter is resolved, before any arm opens.
+func TestUserPyCall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs CPython arms")
+	}
+	const py = "/usr/bin/python3"
+	if _, err := pydriver.Resolve(py); err != nil {
+		t.Skipf("no usable %s: %v", py, err)
+	}
+	defer pydriver.CloseAll()
+	dir := t.TempDir()
+	src := "def quote(k):\n    return k * 3\n\ndef boom(k):\n    if k == 7:\n        raise ValueError('no price for item %d' % k)\n    return k\n\ndef hello():\n    return 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "pricing.py"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 1, 20*time.Millisecond, 10*time.Millisecond
+	arms := func(name string, extra map[string]string) []exp.Arm {
+		spec, _ := exp.Lookup(name)
+		p := pyParams(exp.SuiteDefault)
+		p.Python, p.Extra = py, extra
+		as, err := spec.Arms(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []exp.Arm
+		for _, a := range as {
+			if strings.Contains(a.Name, "/py-call/") {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		extra map[string]string
+		want  int
+	}{
+		{"hop", map[string]string{"py-call": "pricing:quote", "py-path": dir, "args": "range:1..100"}, 4},
+		{"concurrency", map[string]string{"py-call": "pricing:quote", "py-path": dir, "args": "range:1..100"}, 6},
+		{"hop", map[string]string{"py-call": "pricing:hello", "py-path": dir}, 4},
+	} {
+		spec, _ := exp.Lookup(c.name)
+		as := arms(c.name, c.extra)
+		if len(as) != c.want {
+			t.Errorf("%s %v: %d py-call arms, want %d", c.name, c.extra, len(as), c.want)
+		}
+		for _, a := range as {
+			if err := a.Resolve(context.Background()); err != nil {
+				t.Fatalf("%s: resolve: %v", a.Name, err)
+			}
+			r := runner.Arm(context.Background(), cfg, spec, a)
+			if r.Status != result.StatusOK || r.Params["py-call"] != c.extra["py-call"] || !strings.Contains(r.Op, c.extra["py-call"]) {
+				t.Errorf("%s: %s (%s), params %v, op %q", a.Name, r.Status, r.Reason, r.Params, r.Op)
+			}
+		}
+	}
+	spec, _ := exp.Lookup("hop")
+	for _, a := range arms("hop", map[string]string{"py-call": "pricing:boom", "py-path": dir, "args": "range:1..100"}) {
+		r := runner.Arm(context.Background(), cfg, spec, a)
+		if r.Status != result.StatusFailed || !strings.Contains(r.Reason, "ValueError: no price for item 7") {
+			t.Errorf("%s over a function that raises: %s (%s); want failed with the traceback's last line", a.Name, r.Status, r.Reason)
+		}
+	}
+	for fn, want := range map[string]string{"nosuch_mod_xyz:f": "ModuleNotFoundError", "pricing:nope": "AttributeError", "pricing:__name__": "not a function"} {
+		as := arms("hop", map[string]string{"py-call": fn, "py-path": dir})
+		if err := as[0].Resolve(context.Background()); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("py-call=%s: resolve %v; want an error naming %s", fn, err, want)
+		}
+	}
+}
+
+// hop's readings lead with the user's operation: direct against its
+// slowest wrapper, and which is the workload.
+func TestUserReadingsLead(t *testing.T) {
+	arm := func(name, op, way string, ns float64) result.Arm {
+		sub := "caller"
+		if strings.Contains(name, "pytask") {
+			sub = "pytask"
+		}
+		return result.Arm{Name: name, Experiment: "hop", Substrate: sub, Status: result.StatusOK, Median: ns, GOMAXPROCS: 2,
+			Params: map[string]string{"op": op, "way": way}}
+	}
+	arms := []result.Arm{
+		arm("hop/modernc-file/direct/gomaxprocs=all", "modernc-file", "direct", 5000),
+		arm("hop/pytask/user/direct", "", "", 12000),
+		arm("hop/pytask/user/executor", "", "", 100000),
+		arm("hop/pytask/user/aiosqlite", "", "", 240000),
+		arm("hop/pytask/py-call/direct", "", "", 900000),
+		arm("hop/pytask/py-call/to_thread", "", "", 1000000),
+		arm("hop/user/direct/gomaxprocs=all", "user", "direct", 5000),
+		arm("hop/user/thread/gomaxprocs=all", "user", "thread", 60000),
+	}
+	spec, _ := exp.Lookup("hop")
+	got := spec.Findings(arms)
+	want := []string{
+		"your query (CPython): direct 12 µs; through aiosqlite 240 µs (20×): the hops are the workload",
+		"your function (CPython): direct 900 µs; through asyncio.to_thread 1 ms (1×): your operation is the workload; the hops add 100 µs",
+		"your query (Go, GOMAXPROCS=2): direct 5 µs; through a thread hop 60 µs (12×): the hops are the workload",
+	}
+	if len(got) < len(want) || strings.Join(got[:len(want)], "\n") != strings.Join(want, "\n") {
+		t.Errorf("hop's readings start:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The verdict's hop section leads with the same lines.
+	sec := hopVerdict(exp.NewVerdictRun(&result.Run{Arms: arms}))[0]
+	if len(sec.Lines) < 3 || sec.Lines[0] != "  "+want[0] || sec.Lines[2] != "  "+want[2] {
+		t.Errorf("hop's verdict lines:\n%s\nwant them led by:\n%s", strings.Join(sec.Lines, "\n"), strings.Join(want, "\n"))
+	}
+	if got := spec.Findings(arms[:1]); len(got) > 0 && strings.HasPrefix(got[0], "your") {
+		t.Errorf("a run without the user's operation reads %q", got[0])
+	}
+}
