@@ -267,8 +267,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	undoStore := newStoreUndo(o)
-	if err := checkStore(ctx, o); err != nil {
+	if err := precheckStore(ctx, o); err != nil {
 		return err
 	}
 	out, err := openOutput("-o", o.Output, o.DB, o.Stdout)
@@ -277,13 +276,17 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	}
 	defer out.close()
 	// Only a valid request with a CPython arm starts Python (to ask the
-	// interpreter what it is), and SIGINT stops it.
+	// interpreter what it is, and whether --set py-call imports), and
+	// SIGINT stops it. A new history is made only after it answered, so a
+	// refusal here leaves none behind.
 	if err := exp.Resolve(ctx, pl.sel); err != nil {
-		undoStore() // refused: a history made just now for this run goes too
 		if ctx.Err() != nil {
 			return err
 		}
 		return &UsageError{err}
+	}
+	if err := checkStore(ctx, o); err != nil {
+		return err
 	}
 	pl.cfg.ClockCost = measure.ClockCost()
 	syscallNs, syscallPathNs := measure.SyscallPath()

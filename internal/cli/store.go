@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/ctxlab/ctxlab/internal/atomicfile"
 	"github.com/ctxlab/ctxlab/internal/report"
@@ -34,34 +35,47 @@ func checkStore(ctx context.Context, o *RunOptions) error {
 	return s.Close()
 }
 
-// newStoreUndo notes whether the history (and its directory) exist before
-// checkStore, and returns what removes them again if checkStore made them:
-// a run refused after that check (the CPython interpreter or the user's
-// module, asked only then) leaves nothing behind.
-func newStoreUndo(o *RunOptions) func() {
+// precheckStore is checkStore for the moments before Python is asked
+// (exp.Resolve): an existing file at the path is opened and must be a
+// ctxlab history, as checkStore does, but a history that does not exist
+// yet is not made, so a run refused by the interpreter leaves nothing
+// behind. Its directory must be one ctxlab could make it in: the nearest
+// existing ancestor is a directory it can write.
+func precheckStore(ctx context.Context, o *RunOptions) error {
 	if o.NoStore {
-		return func() {}
+		return nil
 	}
 	path := o.DB
 	if path == "" {
 		p, err := store.DefaultPath()
 		if err != nil {
-			return func() {}
+			return &UsageError{err}
 		}
 		path = p
 	}
-	_, errFile := os.Stat(path)
-	_, errDir := os.Stat(filepath.Dir(path))
-	return func() {
-		if !errors.Is(errFile, os.ErrNotExist) {
-			return
+	if _, err := os.Lstat(path); err == nil {
+		return checkStore(ctx, o)
+	}
+	dir := filepath.Dir(path)
+	for {
+		st, err := os.Stat(dir)
+		if err == nil {
+			if !st.IsDir() {
+				return usagef("history database %s: cannot be used: %s is not a directory (or pass --no-store)", path, dir)
+			}
+			if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+				return usagef("history database %s: cannot be used: %s is not writable: %v (or pass --no-store)", path, dir, err)
+			}
+			return nil
 		}
-		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-			os.Remove(path + suffix)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return usagef("history database %s: cannot be used: %v (or pass --no-store)", path, pathCause(err))
 		}
-		if errors.Is(errDir, os.ErrNotExist) {
-			os.Remove(filepath.Dir(path)) // only if empty
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return nil
 		}
+		dir = parent
 	}
 }
 
