@@ -2,11 +2,12 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // Every range a flag or an option takes is written one way, lo..hi, in
@@ -14,18 +15,8 @@ import (
 // durations are written short (24h, not 24h0m0s): a user who reads
 // "10ms..1h" in the help finds the same words in the error.
 
-// shortDur is d as time.Duration writes it, without the zero minutes and
-// seconds that follow hours or minutes: 24h, 1h30m, 1m, 90ms.
-func shortDur(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// shortDur is result.ShortDuration: 24h, not 24h0m0s.
+func shortDur(d time.Duration) string { return result.ShortDuration(d) }
 
 // durRange is "lo..hi" for durations.
 func durRange(lo, hi time.Duration) string { return shortDur(lo) + ".." + shortDur(hi) }

@@ -263,3 +263,12 @@ func TestReadMapsLegacyPythonArms(t *testing.T) {
 		}
 	}
 }
+
+func TestShortDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{24 * time.Hour: "24h", 90 * time.Minute: "1h30m", time.Minute: "1m",
+		10 * time.Minute: "10m", 90 * time.Millisecond: "90ms", 61 * time.Second: "1m1s", 2*time.Hour + 3*time.Second: "2h0m3s"} {
+		if got := ShortDuration(d); got != want {
+			t.Errorf("ShortDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Binary size units: the one definition of KiB, MiB and GiB.
@@ -143,4 +144,18 @@ func FormatCount(n float64) string {
 		return fmt.Sprintf("%.0f", n)
 	}
 	return fmt.Sprintf("%.3g", n)
+}
+
+// ShortDuration is d as time.Duration writes it, without the zero minutes
+// and seconds that follow hours or minutes: 24h, 1h30m, 1m, 90ms. Flag
+// ranges and the exporter's help say durations this one way.
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -125,23 +125,11 @@ func newOpSummary(interval time.Duration) *prometheus.SummaryVec {
 	return prometheus.NewSummaryVec(prometheus.SummaryOpts{
 		Name: "ctxlab_op_seconds",
 		Help: "Latency of one sampled op of a probe (op label: roundtrip = a value sent to the partner and back; hop, yield … as `ctxlab list EXPERIMENT` says), every sampled op of every run observed. Quantiles: over the last " +
-			shortDuration(w) + " (10m, or two --interval when longer); _sum and _count: every sampled op since start, so rate(_sum[" + shortDuration(w) + "]) / rate(_count[" + shortDuration(w) + "]) is the mean of the ops the quantiles describe. The last run alone: ctxlab_op_mean_seconds, ctxlab_op_max_seconds.",
+			result.ShortDuration(w) + " (10m, or two --interval when longer); _sum and _count: every sampled op since start, so rate(_sum[" + result.ShortDuration(w) + "]) / rate(_count[" + result.ShortDuration(w) + "]) is the mean of the ops the quantiles describe. The last run alone: ctxlab_op_mean_seconds, ctxlab_op_max_seconds.",
 		Objectives: opObjectives,
 		MaxAge:     w,
 		AgeBuckets: 5,
 	}, latencyLabels)
-}
-
-// shortDuration writes 10m0s as 10m and 2h0m0s as 2h.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // Run is what the scheduler knows of one finished probe run besides the result.
