@@ -137,18 +137,6 @@ type budgetRow struct {
 	source string
 }
 
-// shortOp is an op's noun without its parenthetical note ("1 ms timer
-// sleep (percentiles: …)" → "1 ms timer sleep"): a label, never a unit.
-func shortOp(op string) string {
-	if i := strings.Index(op, " ("); i > 0 {
-		op = op[:i]
-	}
-	if op == "" {
-		return "op"
-	}
-	return op
-}
-
 // inExperiment is the arm's name without its experiment's, for rows
 // listed under the experiment.
 func inExperiment(a result.Arm) string {
@@ -292,7 +280,7 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string, width 
 			cells = append(cells, r.source)
 		}
 		table = append(table, cells)
-		g := group{a.Experiment, shortOp(a.Op)}
+		g := group{a.Experiment, result.ShortOp(a.Op)}
 		if best[g] == nil {
 			best[g] = map[string]cheapest{}
 			groups = append(groups, g)

@@ -132,7 +132,7 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 	var groups []string
 	byOp := map[string][]result.Arm{}
 	for _, a := range arms {
-		op := shortOp(a.Op)
+		op := result.ShortOp(a.Op)
 		if byOp[op] == nil {
 			groups = append(groups, op)
 		}
@@ -297,17 +297,6 @@ func wrapName(n string, room int) []string {
 		first = false
 	}
 	return out
-}
-
-// shortOp is what one op is, without its parenthesis: "1 ms timer sleep".
-func shortOp(op string) string {
-	if i := strings.Index(op, " ("); i > 0 {
-		op = op[:i]
-	}
-	if op == "" {
-		return "op"
-	}
-	return op
 }
 
 // cellValue is a figure in its unit, times as plain durations: the

@@ -159,3 +159,17 @@ func ShortDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// ShortOp is what one op is, without its parenthetical note: "1 ms timer
+// sleep (percentiles: wake delay beyond the 1 ms)" is "1 ms timer sleep",
+// a label for a row or a rate ("per 1 ms timer sleep"), never glued to a
+// unit; "op" when the arm says nothing.
+func ShortOp(op string) string {
+	if i := strings.Index(op, " ("); i > 0 {
+		op = op[:i]
+	}
+	if op == "" {
+		return "op"
+	}
+	return op
+}
