@@ -340,6 +340,9 @@ func checkPlan(t *testing.T, args []string) (int, []string) {
 	if err := c.Execute(); err != nil {
 		t.Fatalf("ctxlab %s: %v", strings.Join(args, " "), err)
 	}
+	if pl == nil {
+		t.Fatalf("ctxlab %s plans nothing (a help flag?)", strings.Join(args, " "))
+	}
 	n := 0
 	var exps []string
 	for _, s := range pl.sel {
