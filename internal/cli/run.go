@@ -79,7 +79,7 @@ func addRunFlags(c *cobra.Command, o *RunOptions) {
 	f.DurationVar(&o.Timeout, "timeout", 60*time.Second, "time limit per arm, "+durRange(minTimeout, maxTimeout))
 	f.StringVar(&o.Format, "format", "table", "output format: "+strings.Join(report.Formats, ", "))
 	f.StringVarP(&o.Output, "output", "o", "", "write the result to this file instead of stdout")
-	f.StringVar(&o.Workers, "workers", "", "worker counts for ring/yield/…, e.g. 2,100,1000, each "+intRange(1, maxWorkers))
+	f.StringVar(&o.Workers, "workers", "", "worker counts for ring and yield, and lookups in flight for concurrency, e.g. 2,100,1000, each "+intRange(1, maxWorkers))
 	f.StringVar(&o.Hogs, "hogs", "", "CPU hog counts for interference, e.g. 0,1,2,6, each "+intRange(0, maxHogs))
 	// The backticked word is the flag's placeholder in the help: --set key=value.
 	f.StringArrayVar(&o.Set, "set", nil, "an experiment's option as `key=value`, once per key; ctxlab list EXPERIMENT shows its options")

@@ -33,7 +33,7 @@ its lookup and gives back after (what database/sql's pool does with
 SetMaxOpenConns(C)). threadpool-nN/c=C: C caller goroutines send their
 lookups to N workers locked to their own OS threads, each with its own
 connection (the shape of a thread-backed async wrapper's executor).
-concurrency.levels sets C (default 1,10,50), concurrency.pool sets N
+concurrency.levels or --workers sets C (default 1,10,50), concurrency.pool sets N
 (default: CPUs + 4, at most 32, as Python's ThreadPoolExecutor).
 CPython, as the published compare(op_async, op_sync, n, C): the same lookup on a
 database file (each thread its own connection), and a dict lookup, as
@@ -49,7 +49,7 @@ ThreadPoolExecutor(C).map of the plain call (pythread/OP/pool-map/c=C).
 		Findings: cpythonFindings(concurrencyFindings, concurrencyPyFindings),
 		Metrics:  append(append([]exp.Metric(nil), concurrencyMetrics...), cpythonMetrics...),
 	})
-	exp.RegisterOption("concurrency.levels", "concurrency: lookups in flight C, a list like 1,10,50, each 1..1000")
+	exp.RegisterOption("concurrency.levels", "concurrency: lookups in flight C, a list like 1,10,50, each 1..1000 (or --workers)")
 	exp.RegisterOption("concurrency.pool", "concurrency: locked-thread workers N, 1..256 (default CPUs+4, at most 32)")
 }
 
@@ -64,8 +64,27 @@ var (
 	quickConcurrency  = map[string]bool{"modernc-file/sem/c=10": true, "modernc-file/threadpool/c=10": true}
 )
 
-func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
+// concInFlight is C, the lookups in flight: --set concurrency.levels, or
+// --workers (the run's worker counts, as ring and yield take them), or
+// 1, 10, 50. Both at once must agree, so that neither is silently dropped.
+func concInFlight(p exp.Params) ([]int, error) {
 	levels, err := hopOptIntList(p, "concurrency.levels", concDefaultLevels, 1, concMaxLevel)
+	if err != nil || p.Workers == nil {
+		return levels, err
+	}
+	if _, set := p.Extra["concurrency.levels"]; set && !slices.Equal(levels, p.Workers) {
+		return nil, fmt.Errorf("concurrency: --workers %s and --set concurrency.levels=%s disagree; give one of them", intsText(p.Workers), p.Extra["concurrency.levels"])
+	}
+	for _, c := range p.Workers {
+		if c > concMaxLevel {
+			return nil, fmt.Errorf("concurrency: --workers %d: lookups in flight must be in 1..%d (each holds its own connection)", c, concMaxLevel)
+		}
+	}
+	return p.Workers, nil
+}
+
+func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
+	levels, err := concInFlight(p)
 	if err != nil {
 		return nil, err
 	}

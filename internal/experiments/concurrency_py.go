@@ -22,7 +22,7 @@ var concPyWays = []struct{ way, sub, bench, how, label string }{
 }
 
 func concurrencyPyPlan(p exp.Params) []pyArm {
-	levels, err := hopOptIntList(p, "concurrency.levels", concDefaultLevels, 1, concMaxLevel)
+	levels, err := concInFlight(p)
 	if err != nil {
 		return nil // concurrencyArms has refused the run already
 	}

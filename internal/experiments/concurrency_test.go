@@ -90,3 +90,62 @@ func TestConcurrencyIndexPythonAll(t *testing.T) {
 		}
 	}
 }
+
+// --workers sets C for every concurrency arm, the user's too, in Go and
+// CPython alike; one over the bound, or a concurrency.levels that
+// disagrees, is refused with the values named.
+func TestConcurrencyWorkersSetLevels(t *testing.T) {
+	path := shopDB(t)
+	p := hopParams(exp.SuiteQuick, userExtra(path))
+	p.Workers = []int{2, 7}
+	arms, err := concurrencyArms(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := map[string]bool{}
+	users := 0
+	for _, a := range arms {
+		levels[a.Params["c"]] = true
+		if strings.Contains(a.Name, "/user/") {
+			users++
+		}
+	}
+	if len(levels) != 2 || !levels["2"] || !levels["7"] || users != 4 {
+		t.Errorf("levels %v, %d user arms; want c=2 and c=7 only, 4 user arms (sem and threadpool at each)", levels, users)
+	}
+	py := concurrencyPyPlan(p)
+	pyUsers := 0
+	for _, a := range py {
+		if !strings.HasSuffix(a.key, "/c=2") && !strings.HasSuffix(a.key, "/c=7") {
+			t.Errorf("CPython arm %s: want c=2 or c=7", a.key)
+		}
+		if strings.Contains(a.key, "/user/") {
+			pyUsers++
+		}
+	}
+	if pyUsers == 0 {
+		t.Errorf("no CPython user arms at --workers 2,7: %v", py)
+	}
+	for _, tc := range []struct {
+		workers []int
+		levels  string
+		want    string
+	}{
+		{[]int{2000}, "", "--workers 2000: lookups in flight must be in 1..1000"},
+		{[]int{2, 7}, "1,10", "--workers 2,7 and --set concurrency.levels=1,10 disagree"},
+	} {
+		q := hopParams(exp.SuiteQuick, map[string]string{})
+		q.Workers = tc.workers
+		if tc.levels != "" {
+			q.Extra["concurrency.levels"] = tc.levels
+		}
+		if _, err := concurrencyArms(q); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--workers %v levels %q: %v; want %q", tc.workers, tc.levels, err, tc.want)
+		}
+	}
+	q := hopParams(exp.SuiteQuick, map[string]string{"concurrency.levels": "2,7"})
+	q.Workers = []int{2, 7}
+	if _, err := concurrencyArms(q); err != nil {
+		t.Errorf("agreeing --workers and concurrency.levels: %v", err)
+	}
+}
