@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ctxlab/ctxlab/internal/rawloop"
 )
 
 // TestMain makes the test binary -proc's child, as main does rawloop.
 func TestMain(m *testing.M) {
 	if os.Getenv(echoEnv) != "" {
-		echo()
+		rawloop.Echo()
 		return
 	}
 	os.Exit(m.Run())
@@ -33,7 +35,7 @@ func TestPingPong(t *testing.T) {
 			var err error
 			go func() { // pingPong leaves its goroutine's thread locked
 				defer close(done)
-				d, err = pingPong(mech, 2000, viaRuntime)
+				d, err = rawloop.Loop(mech, 2000, 0, viaRuntime)
 			}()
 			<-done
 			if err != nil || d <= 0 {
