@@ -3,7 +3,7 @@
 #   go build -o ctxlab ./cmd/ctxlab && CTX=./ctxlab bash scripts/sqlite-seed-compare.sh
 # ctxlab's CPython direct lookup (hop/pytask/direct: the seed's query on the
 # seed's 1 000-row table in a file) beside a plain perf_counter loop of the
-# seed's code (scripts/sqlite-seed-loop.py) on the same interpreter, ROUNDS
+# seed's code (internal/selfcheck/pyref.py, which ctxlab selfcheck runs too) on the same interpreter, ROUNDS
 # times interleaved, in a new order each round so that drift of the machine
 # cancels in the ratio. Prints one markdown row per round: ctxlab ns/op,
 # loop ns/op, their ratio. With ARM, SETS, QUERY and LOOPARGS it compares
@@ -25,7 +25,7 @@ ctx() {
   "$PY" -c 'import json,sys; a=json.load(open(sys.argv[1]))["arms"][0]; assert a["status"] in ("ok", ""), a["status"]; print("%.1f" % a["median"])' "$OUT/c.json"
 }
 # shellcheck disable=SC2086
-loop() { "$PY" "$here/sqlite-seed-loop.py" $LOOPARGS "${qloop[@]}"; }
+loop() { "$PY" "$here/../internal/selfcheck/pyref.py" $LOOPARGS "${qloop[@]}"; }
 echo "| round | ctxlab $ARM ns/op | plain loop ns/op | ratio |"
 echo "|---|---|---|---|"
 for r in $(seq 1 "$ROUNDS"); do

@@ -115,6 +115,13 @@ func TestDocumentedCommands(t *testing.T) {
 			case args[0] == "serve":
 				parseOnly(t, args)
 				return
+			case args[0] == "selfcheck":
+				if testing.Short() {
+					parseOnly(t, args)
+					return
+				}
+				args = append(dropFlags(args, "--rounds", "--reps", "--benchtime", "--settle"),
+					"--rounds", "1", "--reps", "1", "--benchtime", "1ms", "--settle", "0")
 			}
 			if out, err := runExample(t, dir, env, args); err != nil {
 				t.Errorf("%s: ctxlab %s: %v\n%s", ex.where, strings.Join(args, " "), err, tail(out, 1500))
@@ -442,4 +449,20 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// dropFlags removes each named flag and its value (--f v or --f=v) from args.
+func dropFlags(args []string, names ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		name, _, eq := strings.Cut(args[i], "=")
+		if slices.Contains(names, name) {
+			if !eq {
+				i++
+			}
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func newEnvCmd(stdout io.Writer) *cobra.Command {
-	var format string
+	var format, db string
 	c := &cobra.Command{
 		Use:   "env",
 		Short: "show the machine as ctxlab sees it: CPUs, caches, counters, the build, a system call's cost, noise now",
@@ -26,18 +26,21 @@ func newEnvCmd(stdout io.Writer) *cobra.Command {
 			if format != "table" && format != "json" {
 				return usagef("--format %q: must be table or json", format)
 			}
-			return env(stdout, format, sysinfo.Detect())
+			h := sysinfo.Detect()
+			return env(stdout, format, h, lastHarness(cmd.Context(), db, h.Env.Hostname))
 		},
 	}
 	c.Flags().StringVar(&format, "format", "table", "table or json")
+	addDBFlag(c.Flags(), &db)
 	return c
 }
 
 // env shows host h (sysinfo.Detect's) with what is probed now: counters,
 // the clock's cost, a system call's and what Go's runtime path adds to it,
-// the interpreters and the noise over 200 ms.
-func env(w io.Writer, format string, h *sysinfo.Host) error {
-	p := envProbes{Counters: probeCounters(), ClockNs: measure.ClockCost()}
+// the interpreters, the noise over 200 ms, and the last selfcheck stored
+// for this host (harness, nil when none).
+func env(w io.Writer, format string, h *sysinfo.Host, harness *result.HarnessCheck) error {
+	p := envProbes{Counters: probeCounters(), ClockNs: measure.ClockCost(), Harness: harness}
 	p.SyscallNs, p.SyscallPathNs = measure.SyscallPath()
 	// Noise now: steal and load over a short window.
 	n0 := sysinfo.Sample(h)
@@ -61,12 +64,13 @@ type envProbes struct {
 	StealPct                 float64
 	ProcsRunning             uint64
 	Pythons                  []*pydriver.Interpreter
+	Harness                  *result.HarnessCheck
 }
 
 // writeEnv prints host h and probes p as a table or JSON.
 func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 	e := h.Env
-	e.Counters = p.Counters
+	e.Counters, e.Harness = p.Counters, p.Harness
 	clock, steal := p.ClockNs, p.StealPct
 	if format == "json" {
 		enc := json.NewEncoder(termsafe.JSON(w))
@@ -101,6 +105,7 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 	kv("virtualised", yesNo(e.Hypervisor))
 	kv("go", fmt.Sprintf("%s, GOMAXPROCS %d%s", e.GoVersion, e.GOMAXPROCS, cgoText(e.CgoEnabled)))
 	kv("clock", fmt.Sprintf("%.1f ns per timestamp", clock))
+	kv("harness", e.Harness.Text())
 	// Which arms pay the runtime-aware path, and how often, is in the
 	// README (How honest is the harness?): a line here says what it is.
 	kv("syscall", fmt.Sprintf("%s raw (getppid); Go's runtime-aware path adds %s (README: How honest is the harness?)", result.FormatNs(p.SyscallNs), result.FormatNs(p.SyscallPathNs)))

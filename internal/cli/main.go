@@ -168,6 +168,7 @@ Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
 		newDiagnoseCmd(stdout, stderr),
 		newWatchCmd(stdout, stderr),
 		newServeCmd(stdout, stderr),
+		newSelfcheckCmd(stdout, stderr, cmdline),
 	)
 	addCompletions(root)
 	if !completing(args) {

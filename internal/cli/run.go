@@ -24,6 +24,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/report"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
+	"github.com/ctxlab/ctxlab/internal/selfcheck"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
@@ -302,6 +303,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	if len(args) > 0 {
 		run.Suite = "custom"
 	}
+	run.Env.Harness = lastHarness(ctx, o.DB, host.Env.Hostname)
 	run.Warnings = envWarnings(host)
 	arms, exps, interrupted := runner.Run(ctx, pl.cfg, pl.sel)
 	// Counters are probed after the arms, not before: probing them (on a
@@ -310,6 +312,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 	// the probe's answer.
 	run.Env.Counters = probeCounters()
 	run.Arms, run.Experiments, run.Interrupted = arms, exps, interrupted
+	harnessNotes(run)
 	saveErr := saveRun(ctx, o, run)
 	stored := !o.NoStore && !run.Interrupted && saveErr == nil
 	if err := out.write(func(w io.Writer) error { return writeRun(w, run, o.Format, o.Detail, stored) }); err != nil {
@@ -366,6 +369,10 @@ func writeReport(w io.Writer, run *result.Run, format string) error {
 // writeReportWidth is writeReport for a terminal width columns wide (≤ 0:
 // not a terminal, nothing is wrapped).
 func writeReportWidth(w io.Writer, run *result.Run, format string, width int) error {
+	if run.Suite == selfcheck.Suite && (format == "table" || format == "") {
+		writeSelfcheck(w, run)
+		return nil
+	}
 	if width <= 0 || (format != "table" && format != "") {
 		return report.Write(w, run, format)
 	}

@@ -172,6 +172,7 @@ func runServe(cmd *cobra.Command, o *ServeOptions, stderr io.Writer) error {
 	so := o.Serve
 	so.Interval, so.BudgetPct, so.ProbeTimeout = o.Interval, o.BudgetPct, o.ProbeTimeout
 	so.Host, so.Version = host, version()
+	so.Harness = lastHarness(cmd.Context(), o.DB, host.Env.Hostname)
 	so.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {

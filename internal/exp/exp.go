@@ -99,7 +99,31 @@ type Spec struct {
 	// Hogged, if set, says an arm runs CPU hogs beside its workers: its op
 	// time holds the hogs' turns, so it is no cost per switch (serve).
 	Hogged func(a result.Arm) bool
+	// Harness names the arms `ctxlab selfcheck` holds to an instrument
+	// ctxlab did not write, each with its reference.
+	Harness []HarnessRef
 }
+
+// HarnessRef is one arm beside the independent reference selfcheck
+// measures it against, on the same CPU, in interleaved rounds.
+type HarnessRef struct {
+	Arm       string
+	Reference HarnessReference
+}
+
+// HarnessReference is the kind of instrument a HarnessRef is held to.
+type HarnessReference string
+
+// The references selfcheck knows how to run.
+const (
+	RefChanLoop    HarnessReference = "testing.B loop at -cpu 1"        // built in
+	RefRawFutex    HarnessReference = "raw futex loop (rawloop)"        // built in
+	RefRawEventfd  HarnessReference = "raw eventfd loop (rawloop)"      // built in
+	RefPerfThreads HarnessReference = "perf bench sched pipe -T"        // perf
+	RefPerfProcess HarnessReference = "perf bench sched pipe"           // perf
+	RefPyChain     HarnessReference = "perf_counter loop of the chain"  // the run's python
+	RefPyLookup    HarnessReference = "perf_counter loop of the lookup" // the run's python
+)
 
 // Arm is one configuration the runner measures.
 type Arm struct {

@@ -21,6 +21,7 @@ func init() {
 		Name:       "callchain",
 		Order:      70,
 		References: callchainRefs,
+		Harness:    []exp.HarnessRef{{Arm: "callchain/pythread/plain", Reference: exp.RefPyChain}},
 		Summary:    "the per-call and per-task floor: a 3-level call chain plain, dynamic and as goroutines; a goroutine per item vs per batch",
 		Op:         "chain (3 nested calls) or item",
 		Doc: `Chain arms (op = one chain of 3 nested calls, each doing one arithmetic step):

@@ -23,6 +23,7 @@ func init() {
 		Name:       "hop",
 		Order:      60,
 		References: hopRefs,
+		Harness:    []exp.HarnessRef{{Arm: "hop/pytask/direct", Reference: exp.RefPyLookup}},
 		Verdict:    hopVerdict,
 		Summary:    "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
 		Op:         "call",

@@ -25,6 +25,13 @@ func init() {
 		Name:       "pingpong",
 		Order:      10,
 		References: pingpongRefs,
+		Harness: []exp.HarnessRef{
+			{Arm: "pingpong/goroutine/chan/gomaxprocs=1", Reference: exp.RefChanLoop},
+			{Arm: "pingpong/thread/futex/unpinned", Reference: exp.RefRawFutex},
+			{Arm: "pingpong/thread/eventfd/unpinned", Reference: exp.RefRawEventfd},
+			{Arm: "pingpong/thread/pipe/unpinned", Reference: exp.RefPerfThreads},
+			{Arm: "pingpong/process/pipe/unpinned", Reference: exp.RefPerfProcess},
+		},
 		Headline:   pingpongHeadline,
 		Verdict:    pingpongVerdict,
 		SwitchCost: pingpongSwitchCost,

@@ -649,7 +649,7 @@ class TaskYield(AsyncBench):
 # timing and removed at teardown, or at once when the set-up fails. db=memory
 # runs the same lookup in ":memory:". The temp dir is named like ctxlab's own
 # (ctxlab-sqlop-<pid>-), so one left by a killed driver is removed by the next
-# run (sqlop.RemoveStale). scripts/sqlite-seed-loop.py times the same lookup
+# run (sqlop.RemoveStale). internal/selfcheck/pyref.py times the same lookup
 # in a plain perf_counter loop, to check this one against.
 
 SQL = "select v from t where id = ?"

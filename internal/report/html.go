@@ -171,6 +171,7 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 <tr><th>perf counters</th><td>{{supported .Counters}} (paranoid {{.PerfParanoid}})</td></tr>
 </table></div>{{end}}
 <p class="muted">one timestamp read costs {{printf "%.0f" .Run.ClockCostNs}} ns{{if gt .Run.SyscallNs 0.0}} · one system call {{ns .Run.SyscallNs}}; Go's runtime-aware path adds {{ns .Run.SyscallPathNs}} to each call made through it (README: How honest is the harness?){{end}}{{if .Run.Interrupted}} · <span class="warn">the run was interrupted: the report holds the arms that finished</span>{{end}}</p>
+<p class="muted">harness: {{.Run.Env.Harness.Text}}</p>
 {{range .Run.Warnings}}<p class="warn">⚠ {{.}}</p>
 {{end}}</section>
 {{range .Exps}}<section class="experiment" id="exp-{{.Name}}" data-experiment="{{.Name}}">

@@ -69,6 +69,9 @@ type Env struct {
 	Load1          float64       `json:"load1"`
 	StealPct       float64       `json:"steal_pct"` // since boot
 	Notes          []string      `json:"notes,omitempty"`
+	// Harness is the last selfcheck stored for this host when the run
+	// began (absent when there is none, and in runs from before it).
+	Harness *HarnessCheck `json:"harness_check,omitempty"`
 }
 
 // Cache is one CPU cache level as sysfs describes it.

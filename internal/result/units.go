@@ -125,6 +125,9 @@ func FormatValue(v float64, unit string) string {
 	if unit == "B/op" || unit == "bytes" {
 		return FormatBytes(v)
 	}
+	if unit == "×" {
+		return fmt.Sprintf("%.2f×", v)
+	}
 	if per, ok := strings.CutPrefix(unit, "ns/"); ok {
 		return FormatNs(v) + "/" + per // 38.4 µs/element, never 3.844e+04 ns/element
 	}

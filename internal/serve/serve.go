@@ -81,6 +81,9 @@ type Options struct {
 	NoRuntimeMetrics bool
 	// Notes are printed at start and shown on the index page (probes left out …).
 	Notes []string
+	// Harness is the last selfcheck stored for this host (nil: none), exported as
+	// ctxlab_selfcheck_* gauges.
+	Harness *result.HarnessCheck
 }
 
 // Server is a running exporter: the probe scheduler and the HTTP handlers.
@@ -141,6 +144,11 @@ func New(o Options) *Server {
 		s.host.Unsupported["cgroup_throttling"] = why
 	}
 	s.reg.MustRegister(s.metrics, s.cgroup)
+	if o.Harness != nil {
+		s.reg.MustRegister(harnessMetrics(o.Harness)...)
+	} else {
+		s.o.Notes = append(s.o.Notes, "no selfcheck stored for this host, so no ctxlab_selfcheck_* metrics: ctxlab selfcheck measures the harness's overhead here")
+	}
 	if !o.NoRuntimeMetrics {
 		s.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewGoCollector())
 	}

@@ -532,6 +532,20 @@ func (s *Store) Resolve(ctx context.Context, ref string) (string, error) {
 	return "", fmt.Errorf("run %s: the prefix matches %d runs (%s …); give more of the id", ref, len(ids), strings.Join(ids[:2], ", "))
 }
 
+// Latest loads the last run of suite stored for host; ErrNotFound when
+// there is none.
+func (s *Store) Latest(ctx context.Context, suite, host string) (*result.Run, error) {
+	var id string
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM runs WHERE suite = ? AND host = ? ORDER BY rowid DESC LIMIT 1`, suite, host).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("no %s run for %s: %w", suite, host, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, id)
+}
+
 // Get loads a stored run by reference (see Resolve).
 func (s *Store) Get(ctx context.Context, ref string) (*result.Run, error) {
 	id, err := s.Resolve(ctx, ref)

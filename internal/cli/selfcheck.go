@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/selfcheck"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
+	"github.com/ctxlab/ctxlab/internal/textcol"
+)
+
+// SelfcheckOptions are the flags of `ctxlab selfcheck`.
+type SelfcheckOptions struct {
+	Rounds      int
+	CPU         int
+	Reps        int
+	BenchTime   time.Duration
+	Settle      time.Duration
+	Python      string
+	Format      string
+	DB          string
+	NoStore     bool
+	Stdout      io.Writer
+	Stderr      io.Writer
+	CommandLine []string
+	cmd         *cobra.Command
+}
+
+const (
+	maxSelfcheckRounds = 20
+	maxSelfcheckReps   = 20
+	maxSettle          = 10 * time.Second
+)
+
+func newSelfcheckCmd(stdout, stderr io.Writer, cmdline []string) *cobra.Command {
+	o := &SelfcheckOptions{Stdout: stdout, Stderr: stderr, CommandLine: cmdline}
+	c := &cobra.Command{
+		Use:   "selfcheck",
+		Short: "prove the harness's overhead here: ctxlab's arms beside perf bench, plain loops and perf_counter loops, interleaved",
+		Long: `selfcheck runs ctxlab's own arms beside instruments ctxlab did not write,
+on this machine, in interleaved rounds, each round in a new shuffled order,
+every workload's workers on one CPU (--cpu):
+
+  pingpong/goroutine/chan/gomaxprocs=1  a testing.B loop at -cpu 1 (built in)
+  pingpong/thread/futex/unpinned        a raw-syscall futex loop (built in: rawloop)
+  pingpong/thread/eventfd/unpinned      a raw-syscall eventfd loop (built in: rawloop)
+  pingpong/thread/pipe/unpinned         perf bench sched pipe -T (when perf is installed)
+  pingpong/process/pipe/unpinned        perf bench sched pipe
+  callchain/pythread/plain              a plain perf_counter loop, same interpreter
+  hop/pytask/direct                     a plain perf_counter loop of the seed's lookup
+
+Each arm runs as ctxlab run ARM --cpus CPU would, in a process of its own,
+and so does each reference. Each round's ratio is ctxlab ÷ reference, so
+drift of the machine between rounds cancels; the row is their median and
+min–max, and an arm over 1.05× is named in the verdict. It takes about 30 s.
+The check is stored in the history: ctxlab env and every later run's
+environment (and report) show it, a run's arm that was over here carries a
+note, and serve exports it.`,
+		Example: `  ctxlab selfcheck
+  ctxlab selfcheck --rounds 5 --cpu 1 --format json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.cmd = cmd
+			return runSelfcheck(cmd.Context(), o)
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&o.Rounds, "rounds", 3, "interleaved rounds, "+intRange(1, maxSelfcheckRounds))
+	f.IntVar(&o.CPU, "cpu", -1, "the CPU every arm's and reference's workers run on, "+intRange(0, result.MaxCPUs-1)+" (default: the first CPU ctxlab may use)")
+	f.IntVar(&o.Reps, "reps", 3, "repetitions of each arm and reference per round, "+intRange(1, maxSelfcheckReps))
+	f.DurationVar(&o.BenchTime, "benchtime", 100*time.Millisecond, "target time of one repetition, "+durRange(minBenchTime, maxBenchTime))
+	f.DurationVar(&o.Settle, "settle", 250*time.Millisecond, "pause before each command, so none runs in another's wake, "+durRange(0, maxSettle))
+	f.StringVar(&o.Python, "python", "python3", "the CPython whose arms are checked (a command or path)")
+	f.StringVar(&o.Format, "format", "table", "table or json (the stored run's JSON)")
+	addDBFlag(f, &o.DB)
+	f.BoolVar(&o.NoStore, "no-store", false, "do not save the check in the history database")
+	return c
+}
+
+func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
+	switch {
+	case o.Rounds < 1 || o.Rounds > maxSelfcheckRounds:
+		return outOfRange("--rounds", o.Rounds, intRange(1, maxSelfcheckRounds))
+	case o.Reps < 1 || o.Reps > maxSelfcheckReps:
+		return outOfRange("--reps", o.Reps, intRange(1, maxSelfcheckReps))
+	case o.BenchTime < minBenchTime || o.BenchTime > maxBenchTime:
+		return outOfRange("--benchtime", o.BenchTime, durRange(minBenchTime, maxBenchTime))
+	case o.Settle < 0 || o.Settle > maxSettle:
+		return outOfRange("--settle", o.Settle, durRange(0, maxSettle))
+	case o.Format != "table" && o.Format != "json":
+		return usagef("--format %q: must be table or json", o.Format)
+	}
+	host := sysinfo.Detect()
+	allowed, _ := measure.Affinity()
+	if len(allowed) == 0 {
+		allowed = host.OnlineCPUs
+	}
+	if o.CPU < 0 {
+		o.CPU = allowed[0]
+	} else if !slices.Contains(allowed, o.CPU) {
+		return usagef("--cpu %d: not a CPU ctxlab may use; want one of %s", o.CPU, sysinfo.FormatCPUList(allowed))
+	}
+	h := selfcheck.Host{CPU: o.CPU, Reps: o.Reps, BenchTime: o.BenchTime}
+	py, err := exec.LookPath(o.Python)
+	switch {
+	case err != nil && o.cmd != nil && o.cmd.Flags().Changed("python"):
+		return usagef("--python %s: %v; want a python3 command or path", o.Python, err)
+	case err != nil:
+		h.PythonWhy = "no " + o.Python + " on PATH (--python PATH picks one)"
+	default:
+		h.Python = py
+	}
+	ro := &RunOptions{DB: o.DB, NoStore: o.NoStore, Stdout: o.Stdout, Stderr: o.Stderr, Format: o.Format}
+	if err := checkStore(ctx, ro); err != nil {
+		return err
+	}
+	if h.Exe, err = os.Executable(); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "ctxlab-selfcheck-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	h.Dir = dir
+	h.Perf, h.PerfWhy = selfcheck.ProbePerf(ctx)
+	comps, err := selfcheck.Comparisons(h)
+	if err != nil {
+		return err
+	}
+	plan := selfcheck.Plan{Rounds: o.Rounds, Settle: o.Settle}
+	clear := func() {}
+	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		width := termWidth(o.Stderr)
+		plan.Progress = func(done, total int, what string) {
+			fmt.Fprintf(o.Stderr, "\r\x1b[K%s", textcol.Clip(fmt.Sprintf("selfcheck %d/%d: %s", done, total, termsafe.String(what)), width-1))
+		}
+		clear = func() { fmt.Fprint(o.Stderr, "\r\x1b[K") }
+	}
+	began := time.Now().UTC()
+	rows := selfcheck.Run(ctx, comps, plan)
+	clear()
+	run := &result.Run{
+		Schema: result.SchemaVersion, ID: newRunID(), Time: began,
+		Version: version(), GoVersion: runtime.Version(), CommandLine: o.CommandLine,
+		Suite: selfcheck.Suite, Env: host.Env, ClockCostNs: measure.ClockCost(),
+		Arms: selfcheck.Arms(rows, o.CPU), Interrupted: ctx.Err() != nil,
+		Experiments: []result.Experiment{{Name: selfcheck.Experiment, Summary: "ctxlab's arms beside instruments it did not write, interleaved",
+			Op: "ctxlab ÷ reference", Findings: []string{selfcheck.Verdict(rows)}}},
+	}
+	run.Warnings = envWarnings(host)
+	saveErr := saveRun(ctx, ro, run)
+	if o.Format == "json" {
+		enc := json.NewEncoder(termsafe.JSON(o.Stdout))
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(run); err != nil {
+			return errors.Join(saveErr, err)
+		}
+	} else {
+		writeSelfcheck(o.Stdout, run)
+	}
+	if run.Interrupted {
+		return errInterrupted
+	}
+	return saveErr
+}
+
+// writeSelfcheck prints a selfcheck run's rows and its verdict.
+func writeSelfcheck(w io.Writer, run *result.Run) {
+	check := selfcheck.FromRun(run)
+	cpu, rounds := 0, 0
+	for _, a := range run.Arms {
+		if len(a.CPUs) > 0 {
+			cpu = a.CPUs[0]
+		}
+		rounds = max(rounds, len(a.RepMeans))
+	}
+	fmt.Fprintf(w, "ctxlab selfcheck · %s · workers on CPU %d · %s, each shuffled\n", termsafe.String(hostLine(run.Env)), cpu, fmt.Sprintf("%d round%s", rounds, plural(rounds)))
+	fmt.Fprintln(w, "ratio: ctxlab's median ÷ the reference's, per round; the row is their median and min–max")
+	table := [][]string{{"arm", "ratio", "min–max", "ctxlab", "reference", ""}}
+	for i, r := range check.Rows {
+		a := run.Arms[i]
+		switch r.Status {
+		case result.StatusOK:
+			mark := ""
+			if r.Over() {
+				mark = " over"
+			}
+			table = append(table, []string{r.Arm, fmt.Sprintf("%.2f×%s", r.Ratio, mark), fmt.Sprintf("%.2f–%.2f", r.Min, r.Max),
+				result.FormatNs(a.Metrics["ctxlab-ns/op"]), result.FormatNs(a.Metrics["reference-ns/op"]), r.Reference})
+		default:
+			table = append(table, []string{r.Arm, r.Status, "", "", "", r.Reference})
+		}
+	}
+	textcol.Fit(w, table, 0, func(col, _ int) bool { return col >= 1 && col <= 4 })
+	for _, r := range check.Rows {
+		if r.Status != result.StatusOK {
+			fmt.Fprintf(w, "  %s: %s\n", r.Arm, termsafe.String(r.Reason))
+		}
+	}
+	for _, l := range textcol.Wrap("verdict: "+termsafe.String(check.Verdict), termWidth(w)) {
+		fmt.Fprintln(w, l)
+	}
+}
+
+// hostLine is the machine in a few words: CPU model, CPUs, VM.
+func hostLine(e result.Env) string {
+	s := e.CPUModel + ", " + strconv.Itoa(e.LogicalCPUs) + " CPUs"
+	if e.Hypervisor {
+		s += ", VM"
+	}
+	return s
+}
+
+// lastHarness is the last selfcheck stored for this host, or nil: a run,
+// env and the report show it beside the clock's cost. The history is only
+// read; a missing or unreadable one is no check.
+func lastHarness(ctx context.Context, db, hostname string) *result.HarnessCheck {
+	s, err := openStore(ctx, db, false)
+	if err != nil {
+		return nil
+	}
+	defer s.Close()
+	run, err := s.Latest(ctx, selfcheck.Suite, hostname)
+	if err != nil {
+		return nil // none stored yet (store.ErrNotFound), or unreadable
+	}
+	return selfcheck.FromRun(run)
+}
+
+// harnessNotes adds to every arm that the last selfcheck found over its
+// limit on this host a note that says by how much.
+func harnessNotes(run *result.Run) {
+	h := run.Env.Harness
+	for i := range run.Arms {
+		a := &run.Arms[i]
+		if r, ok := h.Row(a.Name); ok && r.Over() {
+			a.Notes = append(a.Notes, fmt.Sprintf("ctxlab selfcheck (%s) read this arm %.2f× %s on this host (limit %.2f×): up to %.0f%% of its figure may be the harness",
+				h.Time.Format("2006-01-02"), r.Ratio, r.Reference, r.Limit, 100*(1-1/r.Ratio)))
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/selfcheck"
+)
+
+// Bad input to selfcheck exits 2, naming the value and the range, before
+// anything runs or is stored.
+func TestSelfcheckBadInput(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rounds", "0"}, "--rounds 0: must be in 1..20"},
+		{[]string{"--rounds", "21"}, "--rounds 21"},
+		{[]string{"--reps", "0"}, "--reps 0: must be in 1..20"},
+		{[]string{"--benchtime", "0s"}, "--benchtime"},
+		{[]string{"--settle", "1m"}, "--settle"},
+		{[]string{"--cpu", "9999"}, "--cpu 9999: not a CPU ctxlab may use; want one of"},
+		{[]string{"--format", "xml"}, `--format "xml": must be table or json`},
+		{[]string{"--python", "/nonexistent/python3"}, "--python /nonexistent/python3"},
+	} {
+		code, _, errs := run(t, append([]string{"selfcheck", "--db", db}, tc.args...)...)
+		if code != 2 || !strings.Contains(errs, tc.want) {
+			t.Errorf("selfcheck %v: exit %d, %q; want 2 and %q", tc.args, code, errs, tc.want)
+		}
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Errorf("a refused selfcheck made the history: %v", err)
+	}
+}
+
+// A real selfcheck without perf on PATH: every row is present, the perf
+// rows say why they were not checked, the others ran one round each; the
+// check is stored, and a later env and run on this host carry it.
+func TestSelfcheckWithoutPerf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs ctxlab's arms and references as subprocesses")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The interpreter itself, not a shim on PATH (pyenv's are shell scripts).
+	exe, pyErr := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if pyErr == nil {
+		if err := os.Symlink(strings.TrimSpace(string(exe)), filepath.Join(bin, "python3")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := filepath.Join(dir, "h.db")
+	cmd := exec.Command(os.Args[0], "selfcheck", "--rounds", "1", "--reps", "1", "--benchtime", "5ms", "--settle", "0", "--db", db, "--format", "json")
+	cmd.Env = append(os.Environ(), "CTXLAB_TEST_AS_MAIN=1", "PATH="+bin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	began := time.Now()
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("selfcheck: %v\n%s", err, errb.String())
+	}
+	t.Logf("selfcheck took %s", time.Since(began))
+	var r result.Run
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out.String())
+	}
+	h := selfcheck.FromRun(&r)
+	var want []string // every arm an experiment declares, in the registry's order
+	for _, spec := range exp.All() {
+		for _, ref := range spec.Harness {
+			want = append(want, ref.Arm)
+		}
+	}
+	if h == nil || len(h.Rows) != len(want) || len(want) != 7 {
+		t.Fatalf("rows %+v; want the %d declared (7: five pingpong arms, CPython's chain and lookup)", h, len(want))
+	}
+	for i, row := range h.Rows {
+		perfRow := strings.HasSuffix(row.Arm, "/pipe/unpinned")
+		pyRow := strings.HasPrefix(row.Arm, "hop/") || strings.HasPrefix(row.Arm, "callchain/")
+		switch {
+		case row.Arm != want[i]:
+			t.Errorf("row %d is %s; want %s", i, row.Arm, want[i])
+		case perfRow && (row.Status != result.StatusUnsupported || !strings.Contains(row.Reason, "perf is not installed")):
+			t.Errorf("%s without perf: %s %q; want unsupported, saying perf is not installed", row.Arm, row.Status, row.Reason)
+		case pyRow && pyErr != nil:
+			if row.Status != result.StatusUnsupported {
+				t.Errorf("%s without python3: %s", row.Arm, row.Status)
+			}
+		case !perfRow && (row.Status != result.StatusOK || !(row.Ratio > 0)):
+			t.Errorf("%s: %s %q ratio %v; want a ratio", row.Arm, row.Status, row.Reason, row.Ratio)
+		}
+	}
+	if !strings.Contains(h.Verdict, "not checked: pingpong/process/pipe/unpinned (perf is not installed") {
+		t.Errorf("verdict %q; want it to say what was not checked and why", h.Verdict)
+	}
+	code, envOut, errs := run(t, "env", "--db", db, "--format", "json")
+	var e struct {
+		Harness *result.HarnessCheck `json:"harness_check"`
+	}
+	if code != 0 || json.Unmarshal([]byte(envOut), &e) != nil || e.Harness == nil || e.Harness.RunID != r.ID {
+		t.Errorf("env after selfcheck: exit %d %s; harness %+v; want run %s", code, errs, e.Harness, r.ID)
+	}
+	code, show, _ := run(t, "show", r.ID, "--db", db)
+	if code != 0 || !strings.Contains(show, "ctxlab selfcheck ·") || !strings.Contains(show, "verdict: ") {
+		t.Errorf("show of a selfcheck: exit %d\n%s", code, show)
+	}
+}

@@ -1,0 +1,54 @@
+package result
+
+import (
+	"fmt"
+	"time"
+)
+
+// HarnessCheck is the last `ctxlab selfcheck` on this host, as a run, `ctxlab
+// env` and the report carry it: how far each of ctxlab's arms read from an
+// instrument ctxlab did not write, measured side by side on this machine.
+type HarnessCheck struct {
+	RunID   string       `json:"run_id"`
+	Time    time.Time    `json:"time"`
+	Verdict string       `json:"verdict"`
+	Rows    []HarnessRow `json:"rows"`
+}
+
+// HarnessRow is one arm beside its reference: the median of the rounds'
+// ratios (ctxlab ÷ reference) and their min–max.
+type HarnessRow struct {
+	Arm       string  `json:"arm"`
+	Reference string  `json:"reference"`
+	Status    string  `json:"status"` // ok, unsupported, failed
+	Reason    string  `json:"reason,omitempty"`
+	Ratio     float64 `json:"ratio,omitempty"`
+	Min       float64 `json:"min,omitempty"`
+	Max       float64 `json:"max,omitempty"`
+	Limit     float64 `json:"limit"`
+}
+
+// Over is whether the row read above its limit on this host.
+func (r HarnessRow) Over() bool { return r.Status == StatusOK && r.Ratio > r.Limit }
+
+// Row is the check's row for an arm of that name, if it has one.
+func (h *HarnessCheck) Row(arm string) (HarnessRow, bool) {
+	if h == nil {
+		return HarnessRow{}, false
+	}
+	for _, r := range h.Rows {
+		if r.Arm == arm {
+			return r, true
+		}
+	}
+	return HarnessRow{}, false
+}
+
+// Text is the check in one line, for env and the report; a nil check
+// says how to make one.
+func (h *HarnessCheck) Text() string {
+	if h == nil {
+		return "not checked on this host: ctxlab selfcheck (about 30 s) runs ctxlab's arms beside perf bench and plain loops"
+	}
+	return fmt.Sprintf("ctxlab selfcheck %s (run %s): %s", h.Time.Format("2006-01-02 15:04"), h.RunID, h.Verdict)
+}

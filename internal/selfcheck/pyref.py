@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Plain perf_counter loops of the seeds' CPython code: the references
+ctxlab's CPython arms are held to, by `ctxlab selfcheck` (embedded) and by
+scripts/sqlite-seed-compare.sh.
+
+    python3 pyref.py [-mode lookup] [-n 200000] [-reps 5]
+    python3 pyref.py -mode chain -seconds 0.1 -reps 3
+    python3 pyref.py -db FILE -query 'select ... ?' -keys 1..1000 -all
+
+-mode lookup (the default), against hop/pytask/direct: without -db it builds
+the seed's table in a temp file (1 000 rows, keyed by the integer primary
+key) and times a fresh conn.execute(...).fetchone() per lookup, ids 1..1000
+in turn. With -db it opens FILE read-only (an immutable URI, as ctxlab
+does) and runs -query with each key of -keys (a range a..b or a file of
+values, one per line); -all reads every row (fetchall), as ctxlab does for
+a user's query.
+
+-mode chain, against callchain/pythread/plain: the seed's three nested
+plain calls, l1(1), in a loop.
+
+-seconds S sizes -n so that one repetition takes about S (from a pilot of
+2 000 ops); -cpu C pins the process to CPU C first. It prints the median
+over -reps of the mean ns per op, nothing else.
+"""
+import argparse
+import os
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+import urllib.parse
+
+
+def l3(x):
+    return x + 1
+
+
+def l2(x):
+    return l3(x) + 1
+
+
+def l1(x):
+    return l2(x) + 1
+
+
+def keys_from(spec):
+    if spec.startswith("file:"):
+        with open(spec[5:]) as f:
+            return [int(l) if l.strip().lstrip("-").isdigit() else l.rstrip("\n") for l in f if l.strip()]
+    a, b = spec.removeprefix("range:").split("..")
+    return list(range(int(a), int(b) + 1))
+
+
+def chain_loop(n):
+    f = l1
+    t0 = time.perf_counter()
+    for _ in range(n):
+        f(1)
+    return time.perf_counter() - t0
+
+
+def lookup_loop(conn, q, ks, all_rows):
+    t0 = time.perf_counter()
+    if all_rows:
+        for k in ks:
+            conn.execute(q, (k,)).fetchall()
+    else:
+        for k in ks:
+            conn.execute(q, (k,)).fetchone()
+    return time.perf_counter() - t0
+
+
+def sized(a, pilot):
+    """-n, or from -seconds: pilot(2000) times 2 000 ops."""
+    if not a.seconds:
+        return a.n
+    per = pilot(2000) / 2000
+    return max(1000, min(int(a.seconds / max(per, 1e-9)), 50_000_000))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-mode", choices=("lookup", "chain"), default="lookup")
+    ap.add_argument("-n", type=int, default=200000)
+    ap.add_argument("-seconds", type=float, default=0)
+    ap.add_argument("-reps", type=int, default=5)
+    ap.add_argument("-cpu", type=int, default=-1)
+    ap.add_argument("-db")
+    ap.add_argument("-query", default="select v from t where id = ?")
+    ap.add_argument("-keys", default="1..1000")
+    ap.add_argument("-all", action="store_true", help="fetchall() instead of fetchone(), as ctxlab reads a user's query")
+    a = ap.parse_args()
+    if a.cpu >= 0:
+        os.sched_setaffinity(0, {a.cpu})
+    if a.mode == "chain":
+        n = sized(a, chain_loop)
+        chain_loop(n)  # warm-up
+        print("%.1f" % statistics.median(chain_loop(n) / n * 1e9 for _ in range(a.reps)))
+        return
+    tmp = None
+    if a.db:
+        conn = sqlite3.connect("file:%s?mode=ro&immutable=1" % urllib.parse.quote(os.path.abspath(a.db)), uri=True)
+    else:
+        tmp = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())  # swept by ctxlab if left (sqlop.RemoveStale)
+        path = os.path.join(tmp, "seed.db")
+        conn = sqlite3.connect(path)
+        conn.execute("create table t (id integer primary key, v text)")
+        conn.executemany("insert into t (id, v) values (?, ?)", [(i, "value %d" % i) for i in range(1, 1001)])
+        conn.commit()
+        conn.close()
+        conn = sqlite3.connect(path)
+    try:
+        keys = keys_from(a.keys)
+        q = a.query
+        ks = keys[:1000]
+        for k in ks:  # warm-up
+            conn.execute(q, (k,)).fetchall()
+        n = sized(a, lambda m: lookup_loop(conn, q, [keys[i % len(keys)] for i in range(m)], a.all))
+        ks = [keys[i % len(keys)] for i in range(n)]
+        print("%.1f" % statistics.median(lookup_loop(conn, q, ks, a.all) / n * 1e9 for _ in range(a.reps)))
+    finally:
+        conn.close()
+        if tmp:
+            shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+// Package selfcheck proves the harness's overhead on the host it runs on:
+// ctxlab's own arms beside instruments ctxlab did not write — perf bench,
+// plain loops in processes of their own, a plain perf_counter loop in the
+// same interpreter — in interleaved rounds, each in a new shuffled order,
+// all pinned the same way, so that drift of the machine cancels in each
+// round's ratio. It is scripts/harness-compare.sh built into the binary.
+package selfcheck
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// Limit is how far an arm may read above its reference before selfcheck
+// says so: the harness's own cost, the figure's noise included.
+const Limit = 1.05
+
+// Side measures one figure, in ns per op.
+type Side func(ctx context.Context) (float64, error)
+
+// Comparison is one of ctxlab's arms beside its reference.
+type Comparison struct {
+	Arm       string // the arm, as `ctxlab run` names it
+	Reference string // the instrument, in words
+	Ctxlab    Side
+	Ref       Side
+	// Unsupported says why the comparison cannot run on this machine
+	// (perf not installed, no python3); Ctxlab and Ref are then nil.
+	Unsupported string
+}
+
+// Row is one comparison's outcome: each round's figures and ratio.
+type Row struct {
+	Arm       string    `json:"arm"`
+	Reference string    `json:"reference"`
+	Status    string    `json:"status"` // ok, unsupported, failed
+	Reason    string    `json:"reason,omitempty"`
+	CtxlabNs  []float64 `json:"ctxlab_ns,omitempty"`
+	RefNs     []float64 `json:"reference_ns,omitempty"`
+	Ratios    []float64 `json:"ratios,omitempty"` // ctxlab ÷ reference, per round
+	Ratio     float64   `json:"ratio,omitempty"`  // their median
+	Min       float64   `json:"min,omitempty"`
+	Max       float64   `json:"max,omitempty"`
+	Limit     float64   `json:"limit"`
+}
+
+// Over is whether the arm read above its limit.
+func (r Row) Over() bool { return r.Status == result.StatusOK && r.Ratio > r.Limit }
+
+// Plan is how the rounds run.
+type Plan struct {
+	Rounds int
+	Settle time.Duration // pause before every command, so none runs in another's wake
+	Rand   *rand.Rand    // the rounds' order; nil = seeded from the clock
+	// Progress, when set, is told before each command: which of how many,
+	// and what.
+	Progress func(done, total int, what string)
+}
+
+// Run runs every supported comparison Rounds times. In each round every
+// command (an arm or a reference) runs once, in a new random order. A
+// command that fails fails its row, which then stops; the rest go on. A
+// cancelled ctx stops at once, keeping the rounds that finished.
+func Run(ctx context.Context, comps []Comparison, p Plan) []Row {
+	rows := make([]Row, len(comps))
+	type cmd struct {
+		row int
+		ref bool
+	}
+	var cmds []cmd
+	for i, c := range comps {
+		rows[i] = Row{Arm: c.Arm, Reference: c.Reference, Status: result.StatusOK, Limit: Limit}
+		if c.Unsupported != "" {
+			rows[i].Status, rows[i].Reason = result.StatusUnsupported, c.Unsupported
+			continue
+		}
+		cmds = append(cmds, cmd{i, false}, cmd{i, true})
+	}
+	rng := p.Rand
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5e1f))
+	}
+	total, done := p.Rounds*len(cmds), 0
+	ctxNs := make([][]float64, len(comps))
+	refNs := make([][]float64, len(comps))
+rounds:
+	for round := 0; round < p.Rounds; round++ {
+		order := slices.Clone(cmds)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, c := range order {
+			done++
+			if rows[c.row].Status != result.StatusOK {
+				continue
+			}
+			what := comps[c.row].Arm
+			if c.ref {
+				what = comps[c.row].Reference
+			}
+			if p.Progress != nil {
+				p.Progress(done, total, what)
+			}
+			if !sleep(ctx, p.Settle) {
+				break rounds
+			}
+			side := comps[c.row].Ctxlab
+			if c.ref {
+				side = comps[c.row].Ref
+			}
+			v, err := side(ctx)
+			if ctx.Err() != nil {
+				break rounds
+			}
+			switch {
+			case err != nil:
+				rows[c.row].Status, rows[c.row].Reason = result.StatusFailed, fmt.Sprintf("%s: %v", what, err)
+			case !(v > 0) || math.IsInf(v, 0):
+				rows[c.row].Status, rows[c.row].Reason = result.StatusFailed, fmt.Sprintf("%s: read %v ns per op", what, v)
+			case c.ref:
+				refNs[c.row] = append(refNs[c.row], v)
+			default:
+				ctxNs[c.row] = append(ctxNs[c.row], v)
+			}
+		}
+	}
+	for i := range rows {
+		finish(&rows[i], ctxNs[i], refNs[i])
+	}
+	return rows
+}
+
+// finish pairs the rounds' figures (a round cut short by Ctrl-C leaves
+// one side without its partner, which is dropped) and takes the median.
+func finish(r *Row, c, ref []float64) {
+	if r.Status != result.StatusOK {
+		return
+	}
+	n := min(len(c), len(ref))
+	r.CtxlabNs, r.RefNs = c[:n], ref[:n]
+	if n == 0 {
+		r.Status, r.Reason = result.StatusSkipped, "no round finished"
+		return
+	}
+	for k := range n {
+		r.Ratios = append(r.Ratios, c[k]/ref[k])
+	}
+	s := slices.Sorted(slices.Values(r.Ratios))
+	r.Ratio, r.Min, r.Max = median(s), s[0], s[len(s)-1]
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Verdict is the one-line answer: how much ctxlab adds here, or which arm
+// is over and by how much, and what could not be checked.
+func Verdict(rows []Row) string {
+	var ok, over, other []Row
+	for _, r := range rows {
+		switch {
+		case r.Over():
+			over = append(over, r)
+		case r.Status == result.StatusOK:
+			ok = append(ok, r)
+		default:
+			other = append(other, r)
+		}
+	}
+	var parts []string
+	switch {
+	case len(over) > 0:
+		sort.Slice(over, func(i, j int) bool { return over[i].Ratio > over[j].Ratio })
+		var s []string
+		for _, r := range over {
+			line := fmt.Sprintf("%s reads %.2f× %s (%+.0f%%, limit %.2f×", r.Arm, r.Ratio, r.Reference, 100*(r.Ratio-1), r.Limit)
+			if r.Min <= r.Limit {
+				line += fmt.Sprintf("; its rounds read %.2f–%.2f×, not every one over: more --rounds say more", r.Min, r.Max)
+			}
+			s = append(s, line+")")
+		}
+		parts = append(parts, "over its limit here: "+strings.Join(s, "; "))
+		if len(ok) == 1 {
+			parts = append(parts, addsAtMost(ok, "the other arm adds"))
+		} else if len(ok) > 1 {
+			parts = append(parts, fmt.Sprintf("the other %d %s", len(ok), addsAtMost(ok, "arms add")))
+		}
+	case len(ok) > 0:
+		parts = append(parts, addsAtMost(ok, "ctxlab adds")+" here")
+	default:
+		parts = append(parts, "nothing could be checked")
+	}
+	for _, r := range other {
+		parts = append(parts, fmt.Sprintf("not checked: %s (%s)", r.Arm, r.Reason))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// addsAtMost says the largest excess over the references, rounded up to
+// a whole percent, with the rows' range.
+func addsAtMost(rows []Row, subject string) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range rows {
+		lo, hi = math.Min(lo, r.Ratio), math.Max(hi, r.Ratio)
+	}
+	span := fmt.Sprintf("%.2f–%.2f× the references", lo, hi)
+	if len(rows) == 1 {
+		span = fmt.Sprintf("%.2f× the reference", hi)
+	}
+	if hi <= 1 {
+		return subject + " nothing measurable (" + span + ")"
+	}
+	return fmt.Sprintf("%s ≤ %.0f%% (%s)", subject, math.Ceil(100*(hi-1)-1e-9), span)
+}

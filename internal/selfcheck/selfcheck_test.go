@@ -1,0 +1,213 @@
+package selfcheck
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/child"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// TestMain makes the test binary the child modes' process, as ctxlab's
+// main does.
+func TestMain(m *testing.M) {
+	if handled, code := child.Main(); handled {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// fixed is a side that reads v, and records the order it ran in.
+func fixed(v float64, log *[]string, name string) Side {
+	return func(context.Context) (float64, error) {
+		*log = append(*log, name)
+		return v, nil
+	}
+}
+
+// Every supported row runs once per round on each side, in a shuffled
+// order; each round's ratio is ctxlab ÷ reference and the row is their
+// median and min–max; an unsupported row keeps its reason and runs nothing.
+func TestRunRoundsAndRatios(t *testing.T) {
+	var log []string
+	vals := []float64{100, 110, 130}
+	k := 0
+	varying := func(context.Context) (float64, error) { log = append(log, "a"); k++; return vals[(k-1)%3], nil }
+	comps := []Comparison{
+		{Arm: "x/a", Reference: "ref a", Ctxlab: varying, Ref: fixed(100, &log, "ra")},
+		{Arm: "x/b", Reference: "ref b", Ctxlab: fixed(50, &log, "b"), Ref: fixed(50, &log, "rb")},
+		{Arm: "x/c", Reference: "perf", Unsupported: "perf is not installed"},
+	}
+	var seen []int
+	rows := Run(context.Background(), comps, Plan{Rounds: 3, Rand: rand.New(rand.NewPCG(1, 2)),
+		Progress: func(done, total int, _ string) { seen = append(seen, done*100+total) }})
+	if len(log) != 12 || len(seen) != 12 || seen[11] != 1212 {
+		t.Fatalf("ran %d commands (%v), progress %v; want 12: 2 rows × 2 sides × 3 rounds", len(log), log, seen)
+	}
+	if strings.Join(log[:4], ",") == strings.Join(log[4:8], ",") && strings.Join(log[4:8], ",") == strings.Join(log[8:], ",") {
+		t.Errorf("every round ran in the same order %v: want a new shuffle each round", log[:4])
+	}
+	a := rows[0]
+	if a.Status != result.StatusOK || len(a.Ratios) != 3 || a.Ratio != 1.1 || a.Min != 1.0 || a.Max != 1.3 || !a.Over() {
+		t.Errorf("row a: %+v; want ratios 1.0, 1.1, 1.3: median 1.1, over 1.05", a)
+	}
+	if b := rows[1]; b.Ratio != 1 || b.Over() {
+		t.Errorf("row b: %+v; want 1.00, not over", b)
+	}
+	if c := rows[2]; c.Status != result.StatusUnsupported || c.Reason != "perf is not installed" || len(c.Ratios) != 0 {
+		t.Errorf("row c: %+v; want unsupported with its reason", c)
+	}
+	v := Verdict(rows)
+	for _, want := range []string{"over its limit here: x/a reads 1.10× ref a (+10%, limit 1.05×; its rounds read 1.00–1.30×", "the other arm adds nothing measurable (1.00× the reference)", "not checked: x/c (perf is not installed)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("verdict %q\nwant %q", v, want)
+		}
+	}
+}
+
+// A failing side fails its row, with the error, and stops it; the other
+// rows go on. A bad figure (0, NaN) is a failure too, never a ratio.
+func TestRunFailures(t *testing.T) {
+	var log []string
+	boom := func(context.Context) (float64, error) {
+		log = append(log, "boom")
+		return 0, errors.New("exit status 1")
+	}
+	zero := func(context.Context) (float64, error) { return 0, nil }
+	comps := []Comparison{
+		{Arm: "x/fails", Reference: "r", Ctxlab: boom, Ref: fixed(1, &log, "r1")},
+		{Arm: "x/zero", Reference: "r", Ctxlab: fixed(1, &log, "z"), Ref: zero},
+		{Arm: "x/ok", Reference: "r", Ctxlab: fixed(2, &log, "ok"), Ref: fixed(2, &log, "r3")},
+	}
+	rows := Run(context.Background(), comps, Plan{Rounds: 4})
+	if rows[0].Status != result.StatusFailed || !strings.Contains(rows[0].Reason, "x/fails: exit status 1") {
+		t.Errorf("failing row: %+v", rows[0])
+	}
+	if n := strings.Count(strings.Join(log, ","), "boom"); n != 1 {
+		t.Errorf("the failing side ran %d times; want once, then its row stops", n)
+	}
+	if rows[1].Status != result.StatusFailed || !strings.Contains(rows[1].Reason, "read 0 ns per op") {
+		t.Errorf("zero row: %+v", rows[1])
+	}
+	if rows[2].Status != result.StatusOK || len(rows[2].Ratios) != 4 {
+		t.Errorf("ok row: %+v; want 4 rounds", rows[2])
+	}
+	if v := Verdict(rows); !strings.HasPrefix(v, "ctxlab adds nothing measurable") || !strings.Contains(v, "not checked: x/fails") {
+		t.Errorf("verdict %q", v)
+	}
+}
+
+// Ctrl-C stops at once and keeps the rounds that finished with both sides.
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	side := func(context.Context) (float64, error) {
+		n++
+		if n == 5 { // in round 3, after two whole rounds
+			cancel()
+		}
+		return 10, nil
+	}
+	rows := Run(ctx, []Comparison{{Arm: "x/a", Reference: "r", Ctxlab: side, Ref: side}}, Plan{Rounds: 10})
+	if n != 5 || len(rows[0].Ratios) != 2 {
+		t.Errorf("%d commands ran, %d ratios kept; want 5 and the 2 whole rounds", n, len(rows[0].Ratios))
+	}
+}
+
+// The verdict when every arm is within its limit says the largest excess,
+// rounded up, with the range.
+func TestVerdictWithin(t *testing.T) {
+	rows := []Row{{Arm: "a", Status: result.StatusOK, Ratio: 1.021, Limit: Limit}, {Arm: "b", Status: result.StatusOK, Ratio: 0.99, Limit: Limit}}
+	if v := Verdict(rows); v != "ctxlab adds ≤ 3% (0.99–1.02× the references) here" {
+		t.Errorf("verdict %q", v)
+	}
+	if v := Verdict(nil); v != "nothing could be checked" {
+		t.Errorf("empty verdict %q", v)
+	}
+}
+
+// A check stored as a run reads back as the summary runs carry.
+func TestArmsRoundTrip(t *testing.T) {
+	rows := []Row{
+		{Arm: "pingpong/thread/futex/unpinned", Reference: "raw futex loop", Status: result.StatusOK, Limit: Limit,
+			CtxlabNs: []float64{110, 120}, RefNs: []float64{100, 100}, Ratios: []float64{1.1, 1.2}, Ratio: 1.15, Min: 1.1, Max: 1.2},
+		{Arm: "pingpong/process/pipe/unpinned", Reference: "perf bench sched pipe", Status: result.StatusUnsupported, Reason: "no perf", Limit: Limit},
+	}
+	arms := Arms(rows, 1)
+	run := &result.Run{Schema: result.SchemaVersion, ID: "20261202T000000-abcdef", Time: time.Unix(1, 0).UTC(), Suite: Suite, Arms: arms,
+		Experiments: []result.Experiment{{Name: Experiment, Findings: []string{Verdict(rows)}}}}
+	if err := run.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a := arms[0]
+	if a.Name != "selfcheck/pingpong/thread/futex/unpinned" || a.Unit != "×" || a.Substrate != "thread" || a.Mechanism != "futex" ||
+		a.Metrics["ctxlab-ns/op"] != 115 || a.Metrics["reference-ns/op"] != 100 || len(a.Checks) != 1 || a.Checks[0].Holds {
+		t.Errorf("arm %+v", a)
+	}
+	h := FromRun(run)
+	if h == nil || len(h.Rows) != 2 || h.Verdict == "" || h.RunID != run.ID {
+		t.Fatalf("summary %+v", h)
+	}
+	if r, ok := h.Row("pingpong/thread/futex/unpinned"); !ok || !r.Over() || r.Ratio != 1.15 || r.Limit != Limit {
+		t.Errorf("row %+v", r)
+	}
+	if r, _ := h.Row("pingpong/process/pipe/unpinned"); r.Over() || r.Reason != "no perf" {
+		t.Errorf("unsupported row %+v", r)
+	}
+	if FromRun(&result.Run{Suite: "quick"}) != nil {
+		t.Error("a quick run read as a selfcheck")
+	}
+}
+
+func TestParsePerfBench(t *testing.T) {
+	out := []byte("# Running 'sched/pipe' benchmark:\n# Executed 200000 pipe operations between two processes\n\n     Total time: 2.615 [sec]\n\n      13.077150 usecs/op\n          76469 ops/sec\n")
+	if v, err := ParsePerfBench(out); err != nil || v < 13077.1 || v > 13077.2 {
+		t.Errorf("= %v, %v; want 13077.15 ns", v, err)
+	}
+	if _, err := ParsePerfBench([]byte("perf: not found\n")); err == nil || !strings.Contains(err.Error(), "perf: not found") {
+		t.Errorf("garbage: %v", err)
+	}
+}
+
+// The built-in references run for real as child processes: each prints a
+// positive ns per op.
+func TestBuiltInReferences(t *testing.T) {
+	h := Host{CPU: 0, Reps: 1, BenchTime: 5 * time.Millisecond}
+	if cpus, _ := measure.Affinity(); !slices.Contains(cpus, 0) {
+		t.Skip("CPU 0 is not ours")
+	}
+	for name, side := range map[string]Side{
+		"futex": h.role(roleRaw, nil, "futex"), "eventfd": h.role(roleRaw, nil, "eventfd"), "pipe": h.role(roleRaw, nil, "pipe"),
+		"chan": h.role(roleChan, []int{0}),
+	} {
+		v, err := side(context.Background())
+		if err != nil || !(v > 0) {
+			t.Errorf("%s: %v, %v", name, v, err)
+		}
+	}
+	if _, err := h.role(roleRaw, nil, "smoke")(context.Background()); err == nil || !strings.Contains(err.Error(), "bad arguments") {
+		t.Errorf("a bad mechanism: %v", err)
+	}
+	if child.Alive() != 0 {
+		t.Errorf("%d children left", child.Alive())
+	}
+}
+
+// The exec mode runs the program pinned, its output passed through.
+func TestExecChild(t *testing.T) {
+	out, err := output(context.Background(), child.Options{Role: roleExec, Args: []string{"sh", "-c", "grep Cpus_allowed_list /proc/self/status"}, CPUs: []int{0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(out)); len(got) != 2 || got[1] != "0" {
+		t.Errorf("exec'd program's affinity: %q; want CPU 0 only", out)
+	}
+}
+
