@@ -210,4 +210,3 @@ func TestExecChild(t *testing.T) {
 		t.Errorf("exec'd program's affinity: %q; want CPU 0 only", out)
 	}
 }
-
