@@ -77,7 +77,9 @@ func TestWatchPricesAKnownSwitchRate(t *testing.T) {
 		t.Fatalf("no price record:\n%s\n%s", out.String(), errb.String())
 	}
 	rate := pr["switches_per_s"].(float64)
-	if rate < 40 || rate > 120 {
+	// One voluntary switch per sleep; on a loaded machine a wake-up can also
+	// be preempted once or twice (involuntary), so up to ~2.5× that.
+	if rate < 40 || rate > 250 {
 		t.Errorf("a 10 ms sleeper switches %v times per second, want about 100", rate)
 	}
 	if pr["cost_per_switch_ns"].(float64) != 3000 || pr["cost_arm"] != "pingpong/thread/futex/same-cpu" || pr["cost_run"] != "20261201T000000-cost" {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"sync"
@@ -20,30 +21,52 @@ type spinBench struct {
 	tid  int
 	reqs chan int
 	done chan struct{}
+	quit chan struct{} // closed by Close, which the runner may call while Run is in flight (the arm's time ran out)
 }
 
 func openSpin() *spinBench {
-	s := &spinBench{reqs: make(chan int), done: make(chan struct{})}
+	s := &spinBench{reqs: make(chan int), done: make(chan struct{}), quit: make(chan struct{})}
 	ready := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		s.tid = unix.Gettid()
 		close(ready)
 		x := 0
-		for n := range s.reqs {
+		for {
+			var n int
+			select {
+			case n = <-s.reqs:
+			case <-s.quit:
+				return
+			}
 			for i := 0; i < n*100; i++ {
 				x += i ^ (x >> 3)
 			}
-			s.done <- struct{}{}
+			select {
+			case s.done <- struct{}{}:
+			case <-s.quit:
+				return
+			}
 		}
-		_ = x
 	}()
 	<-ready
 	return s
 }
 
-func (s *spinBench) Run(b *measure.B) error         { s.reqs <- b.N; <-s.done; return nil }
-func (s *spinBench) Close() error                   { close(s.reqs); return nil }
+func (s *spinBench) Run(b *measure.B) error {
+	select {
+	case s.reqs <- b.N:
+	case <-s.quit:
+		return errors.New("closed")
+	}
+	select {
+	case <-s.done:
+		return nil
+	case <-s.quit:
+		return errors.New("closed")
+	}
+}
+func (s *spinBench) Close() error                   { close(s.quit); return nil }
 func (s *spinBench) Participants() exp.Participants { return exp.Threads(s.tid) }
 
 func testConfig() Config {
