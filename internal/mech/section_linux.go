@@ -4,6 +4,7 @@ package mech
 
 import (
 	"encoding/binary"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -55,7 +56,19 @@ const (
 // sections: one section for each run of ops the sampler skips together with
 // the sampled op after it, so a sampled op costs what an unsampled one does
 // and the runtime is entered once per sampling period.
+//
+// At most every reschedEvery the goroutine goes through the scheduler
+// (runtime.Gosched): a locked worker that only ever leaves and re-enters
+// sections never ticks its P's schedtick, so after 10 ms (the runtime's
+// forcePreemptNS) sysmon takes that P at every tick, as a goroutine that
+// will not yield, and each section's exit then pays for getting a P back
+// and waking sysmon: a futex wake per sampling period, with sysmon's
+// nanosleeps beside it, ~8 000 and ~5 000 a second on a process pipe round
+// trip (issue 32). A pass through the scheduler hands the locked thread's
+// P off and back (two futex calls and two switches of that thread, a few
+// µs); every 5 ms that is ~0.1%.
 func sectionTrips(e tripper, n int, s *measure.Sampler) error {
+	last := s.SectionNow()
 	for i := 0; i < n; {
 		k := s.Unsampled(n - i)
 		timed := i+k < n && s.Take()
@@ -68,9 +81,18 @@ func sectionTrips(e tripper, n int, s *measure.Sampler) error {
 			k++
 		}
 		i += k
+		if now := s.SectionNow(); now-last > reschedEvery {
+			runtime.Gosched()
+			last = now
+		}
 	}
 	return nil
 }
+
+// reschedEvery is how long, in ns, a round-trip loop runs sections before
+// it passes through the scheduler (sectionTrips): half of the runtime's
+// 10 ms before sysmon takes the P of a goroutine that does not yield.
+const reschedEvery = 5_000_000
 
 // tripsErr turns a section's outcome into RoundTrips' error.
 func tripsErr(what string, outcome int, errno unix.Errno) error {
