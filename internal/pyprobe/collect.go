@@ -12,11 +12,13 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// The event types of an "E" frame (probe.py): five int64 a record.
+// The event types of an "E" frame (probe.py): recordLen int64 a record.
 const (
-	evLag  = 1 // loop, lag ns, the loop thread's CPU ns and the wall ns since the previous tick
+	evLag  = 1 // loop, lag ns; since the previous tick: the loop thread's CPU ns, the wall ns, its run-queue wait ns (-1: unknown)
 	evCST  = 2 // site, hop ns, the calling thread's ident, 1 when it was the loop's own thread
 	evCall = 3 // site, wait ns, work ns, back ns (-1: not known)
+
+	recordLen = 6
 )
 
 // maxFrame bounds one frame: the probe sends at most 8192 records (320 KiB)
@@ -100,9 +102,12 @@ type loopAcc struct {
 	lag, fired      *hist
 	ticks, added    int64
 	cpuNs, wallNs   int64
+	runqNs          int64
 	lateCPU, lateWl int64
+	lateRunq        int64
 	late            int64
 	negative        int64
+	noRunq          bool // some tick had no run-queue figure
 }
 
 // siteAcc is one call site: a callback handed to call_soon_threadsafe, or
@@ -213,11 +218,12 @@ func (c *collector) read(r io.Reader) error {
 func (c *collector) frame(typ byte, b []byte) error {
 	switch typ {
 	case 'E':
-		if len(b)%40 != 0 {
+		const size = 8 * recordLen
+		if len(b)%size != 0 {
 			return fmt.Errorf("%w: %d bytes of events, not whole records", errFrame, len(b))
 		}
-		for i := 0; i < len(b); i += 40 {
-			var r [5]int64
+		for i := 0; i < len(b); i += size {
+			var r [recordLen]int64
 			for j := range r {
 				r[j] = int64(binary.LittleEndian.Uint64(b[i+8*j:]))
 			}
@@ -353,7 +359,7 @@ func (c *collector) tickNs() int64 {
 }
 
 // event takes one record.
-func (c *collector) event(r [5]int64) {
+func (c *collector) event(r [recordLen]int64) {
 	c.events++
 	switch r[0] {
 	case evLag:
@@ -366,12 +372,18 @@ func (c *collector) event(r [5]int64) {
 		l.ticks++
 		l.added += l.lag.recordCorrected(lag, c.tickNs())
 		l.fired.record(lag)
-		l.cpuNs += max(r[3], 0)
-		l.wallNs += max(r[4], 0)
+		cpu, wall, runq := max(r[3], 0), max(r[4], 0), r[5]
+		if runq < 0 {
+			l.noRunq, runq = true, 0
+		}
+		l.cpuNs += cpu
+		l.wallNs += wall
+		l.runqNs += runq
 		if lag >= lateNs {
 			l.late++
-			l.lateCPU += max(r[3], 0)
-			l.lateWl += max(r[4], 0)
+			l.lateCPU += cpu
+			l.lateWl += wall
+			l.lateRunq += runq
 		}
 	case evCST:
 		s := c.site(r[1])

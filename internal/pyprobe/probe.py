@@ -9,11 +9,13 @@
 # through. What the program could notice is listed in docs/pyprobe.md.
 #
 # Frames on the pipe: u32 little-endian length, one type byte, the payload.
-# "J": one JSON object with a "kind". "E": int64 events, five to a record:
-#   (1, loop, lag_ns, loop_thread_cpu_ns, wall_ns)   a tick of a loop's timer
-#   (2, site, hop_ns, caller_ident, same_thread)     a call_soon_threadsafe
-#   (3, site, wait_ns, work_ns, back_ns)             an executor / to_thread /
-#                                                    aiosqlite call; -1: not known
+# "J": one JSON object with a "kind". "E": int64 events, six to a record:
+#   (1, loop, lag_ns, cpu_ns, wall_ns, runq_ns)   a tick of a loop's timer, with
+#       its thread's time on a CPU, the wall time and its time waiting for a
+#       CPU since the last tick (runq -1: unknown, no schedstat)
+#   (2, site, hop_ns, caller_ident, same_thread, 0)   a call_soon_threadsafe
+#   (3, site, wait_ns, work_ns, back_ns, 0)       an executor / to_thread /
+#                                                 aiosqlite call; -1: not known
 import os
 import sys
 import time
@@ -37,7 +39,7 @@ _fd = -1
 _on = False
 _buf = array("q")
 _ext = _buf.extend  # every event is one call of it (on the loop's thread)
-_FLUSH_AT = 5 * 8192
+_FLUSH_AT = 6 * 8192
 _pending = []  # JSON objects to send before the next events
 _t0 = 0
 _tick_ns = 5_000_000
@@ -215,7 +217,7 @@ def _next_site():
 # --- call_soon_threadsafe -----------------------------------------------
 
 def _hopped(t0, tid, sid, same, callback, args):
-    _ext((T_CST, sid, _pc() - t0, tid, same))
+    _ext((T_CST, sid, _pc() - t0, tid, same, 0))
     return callback(*args)
 
 
@@ -248,18 +250,18 @@ class _Call:
         t = _pc()
         ts, te = self.ts, self.te
         if ts == 0:
-            _ext((T_CALL, self.sid, -1, -1, -1))  # cancelled before it started
+            _ext((T_CALL, self.sid, -1, -1, -1, 0))  # cancelled before it started
         elif te == 0:
-            _ext((T_CALL, self.sid, ts - self.t0, -1, -1))  # cancelled while it ran
+            _ext((T_CALL, self.sid, ts - self.t0, -1, -1, 0))  # cancelled while it ran
         else:
-            _ext((T_CALL, self.sid, ts - self.t0, te - ts, t - te))
+            _ext((T_CALL, self.sid, ts - self.t0, te - ts, t - te, 0))
 
 
 class _Total:
     __slots__ = ("t0", "sid")
 
     def resumed(self, fut):
-        _ext((T_CALL, self.sid, -1, -1, _pc() - self.t0))
+        _ext((T_CALL, self.sid, -1, -1, _pc() - self.t0, 0))
 
 
 def _in_worker(c, func, *args, **kwargs):
@@ -333,33 +335,76 @@ def _make_aiosqlite_execute(orig):
 
 # --- every asyncio loop's lag ---------------------------------------------
 
-class _Tick:
-    """A loop's periodic timer: its lateness is the loop's lag."""
+def _schedstat_fd():
+    """This thread's /proc schedstat (time on a CPU, time waiting for one),
+    open on a high descriptor the program will not notice; -1 without."""
+    try:
+        fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1
+    try:
+        import fcntl
 
-    __slots__ = ("loop", "lid", "due", "h", "c0", "w0", "stopped", "ctx")
+        hi = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
+        os.close(fd)
+        return hi
+    except Exception:
+        return fd
+
+
+class _Tick:
+    """A loop's periodic timer: its lateness is the loop's lag. Each tick
+    also reads its thread's time on a CPU and waiting for one since the
+    last: a late tick after the thread ran tells handlers' CPU work, one
+    after it slept (a wait for the GIL) tells contention."""
+
+    __slots__ = ("loop", "lid", "due", "h", "c0", "q0", "w0", "stopped", "ctx", "fd", "n")
 
     def __init__(self, loop, lid):
-        self.loop, self.lid, self.stopped = loop, lid, False
+        self.loop, self.lid, self.stopped, self.n = loop, lid, False, 0
         # one empty context for every tick of this loop: call_later does
         # not copy the program's context for each (the tick reads none)
         self.ctx = sys.modules["contextvars"].Context()
+        self.fd = _schedstat_fd()
+        self.c0, self.q0 = self.cpu()
         self.w0 = _pc()
-        self.c0 = _tt()
         self.due = self.w0 + _tick_ns
         self.h = loop.call_later(_tick_s, self.fire, context=self.ctx)
+
+    def cpu(self):
+        if self.fd >= 0:
+            try:
+                f = os.pread(self.fd, 96, 0).split()
+                return int(f[0]), int(f[1])
+            except (OSError, ValueError, IndexError):
+                self.close()
+        return _tt(), -1
 
     def fire(self):
         now = _pc()
         if self.stopped or not _on:
             return
-        c = _tt()
-        _ext((T_LAG, self.lid, now - self.due, c - self.c0, now - self.w0))
-        self.c0, self.w0 = c, now
+        self.n += 1
+        timed = self.n % 16 == 0  # its own cost, timed on one tick in 16
+        if timed:
+            t = _tt()
+        c, q = self.cpu()
+        _ext((T_LAG, self.lid, now - self.due, c - self.c0, now - self.w0, q - self.q0 if q >= 0 and self.q0 >= 0 else -1))
+        self.c0, self.q0, self.w0 = c, q, now
         self.due = now + _tick_ns
         self.h = self.loop.call_later(_tick_s, self.fire, context=self.ctx)
         if now - _last_flush[0] > 1_000_000_000 or len(_buf) >= _FLUSH_AT:
             _flush()
-        _self["tick"] += _tt() - c
+        if timed:
+            _self["tick"] += 16 * (_tt() - t)
+
+    def close(self):
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def stop(self):
         self.stopped = True
@@ -367,6 +412,7 @@ class _Tick:
         if h is not None:
             h.cancel()
         self.h = None
+        self.close()
 
 
 def _loop_id(loop):

@@ -46,7 +46,7 @@ const childFD = 3
 // Tick is the period of the timer whose lateness is a loop's lag. A stall
 // longer than it is corrected for (HdrHistogram's RecordCorrectedValue);
 // one shorter is seen when a tick falls due inside it.
-var Tick = 5 * time.Millisecond
+var Tick = time.Millisecond
 
 // Mode is --python-probe: auto (when the command is a CPython), on, off.
 type Mode string

@@ -15,12 +15,14 @@ const (
 	GILLagShare = 0.8
 	// BusyShare: a thread on a CPU or waiting for one (runnable) at least
 	// this share of the run is CPU-bound; on a loaded machine it gets less
-	// CPU than it wants, but it still wants it.
-	BusyShare = 0.5
+	// CPU than it wants, but it still wants it (and the GIL holds it back
+	// too, while the loop has it).
+	BusyShare = 0.3
 	// WaitedShare: a loop whose own thread was on a CPU less than this
-	// share of the intervals before its late ticks waited through them;
+	// share of the intervals before its late ticks (less their run-queue
+	// wait: time the machine's CPUs were taken) slept through them;
 	// RanShare or more, it ran Python through them.
-	WaitedShare = 0.5
+	WaitedShare = 0.3
 	RanShare    = 0.6
 	// HandlerLagNs, HandlerLateTicks, HandlerLateShare: the handler reading
 	// wants a lag p99 of at least 2 ms and at least 5 late ticks, 1% of all.
@@ -61,10 +63,10 @@ func Read(r *Report, p *watch.Profile) {
 			}
 		}
 		if l.LateTicks >= HandlerLateTicks && float64(l.LateTicks) >= HandlerLateShare*float64(l.Ticks) &&
-			l.LateCPU >= RanShare && float64(l.Lag.P99Ns) >= HandlerLagNs {
+			l.LateRan >= RanShare && float64(l.Lag.P99Ns) >= HandlerLagNs {
 			r.add(subject, ReadHandlerCPU, fmt.Sprintf(
-				"CPU work in handlers bounds throughput at about 1/cpu-time per process: the lag p99 is %s (p50 %s, %d ticks), and before its %d late ticks the loop's own thread was on a CPU %.0f%% of the time — it ran Python, it did not wait; over the loop's %.1f s its thread was on a CPU %.0f%%, and a loop serves at most 1 ÷ (CPU time per request) requests a second. Move the CPU work to a process pool, or run more processes",
-				result.FormatNs(float64(l.Lag.P99Ns)), result.FormatNs(float64(l.Lag.P50Ns)), l.Ticks, l.LateTicks, 100*l.LateCPU, l.Seconds, 100*l.CPUShare))
+				"CPU work in handlers bounds throughput at about 1/cpu-time per process: the lag p99 is %s (p50 %s, %d ticks), and before its %d late ticks the loop's own thread ran %.0f%% of the time it was not waiting for a CPU — it ran Python, it did not wait; over the loop's %.1f s its thread was on a CPU %.0f%%, and a loop serves at most 1 ÷ (CPU time per request) requests a second. Move the CPU work to a process pool, or run more processes",
+				result.FormatNs(float64(l.Lag.P99Ns)), result.FormatNs(float64(l.Lag.P50Ns)), l.Ticks, l.LateTicks, 100*l.LateRan, l.Seconds, 100*l.CPUShare))
 		}
 	}
 	hopReadings(r)
@@ -105,7 +107,7 @@ func gilReading(r *Report, l Loop, si float64) (string, bool) {
 	if p99 < GILLagShare*si {
 		return "", false
 	}
-	waited := l.LateCPU
+	waited := l.LateRan
 	if l.LateTicks == 0 {
 		waited = l.CPUShare
 	}
@@ -125,9 +127,9 @@ func gilReading(r *Report, l Loop, si float64) (string, bool) {
 	if busy == nil {
 		return "", false
 	}
-	return fmt.Sprintf("GIL contention from a CPU-bound thread (switch interval %s): move the CPU work to a process pool — the lag p99 is %s, %.1f× the interval (p50 %s, %d ticks), while thread %s (TID %d) was on a CPU %.0f%% of the run (runnable %.0f%%) and the loop's own thread only %.0f%% of the time before its late ticks: it waited for the GIL",
+	return fmt.Sprintf("GIL contention from a CPU-bound thread (switch interval %s): move the CPU work to a process pool — the lag p99 is %s, %.1f× the interval (p50 %s, %d ticks), while thread %s (TID %d) was on a CPU %.0f%% of the run (runnable %.0f%%) and the loop's own thread ran only %.0f%% of the time before its late ticks that it was not waiting for a CPU: it waited for the GIL%s",
 		result.FormatNs(si), result.FormatNs(p99), p99/si, result.FormatNs(float64(l.Lag.P50Ns)), l.Ticks,
-		quoteName(busy.Name), busy.TID, 100**busy.CPUShare, 100**busy.RunnableShare, 100*waited), true
+		quoteName(busy.Name), busy.TID, 100**busy.CPUShare, 100**busy.RunnableShare, 100*waited, runqNote(l)), true
 }
 
 // hopReadings: functions handed to a thread whose hops cost more than their
@@ -191,6 +193,15 @@ func hopReadings(r *Report) {
 		text = fmt.Sprintf("a thread-backed wrapper over a fast operation: the hops cost %.1f× the work — ", ratio) + text
 		r.add("aiosqlite", ReadHops, text)
 	}
+}
+
+// runqNote says when the loop's thread also waited for a CPU a good part
+// of the time: the machine's CPUs were taken, which adds to the lag.
+func runqNote(l Loop) string {
+	if !l.RunqKnown || l.RunqShare < 0.1 {
+		return ""
+	}
+	return fmt.Sprintf(" (its thread also waited for a CPU %.0f%% of the time: the machine's CPUs were taken, which adds to the lag)", 100*l.RunqShare)
 }
 
 func where(w string) string {

@@ -82,14 +82,19 @@ type Loop struct {
 	// Lag is the corrected distribution; AsFired the ticks' own lateness.
 	Lag     Dist `json:"lag"`
 	AsFired Dist `json:"lag_as_fired"`
-	// Seconds the loop ran (its ticks' wall time), the share of it its
-	// thread was on a CPU, and the same over the intervals that ended in
-	// a late tick (≥ 1 ms late): high when the loop ran Python during its
-	// stalls, low when it waited (for the GIL, or for a CPU).
+	// Seconds the loop ran (its ticks' wall time); the share of it its
+	// thread was on a CPU, and waiting for one (run queue: the machine's
+	// CPUs were taken); and over the intervals that ended in a late tick
+	// (≥ 1 ms late), the share of the time its thread did not spend in a
+	// run queue that it ran on a CPU: high when the loop ran Python
+	// through its stalls, low when it slept through them (waiting for the
+	// GIL). RunqKnown: the run-queue figures are there (schedstat).
 	Seconds     float64 `json:"seconds"`
 	CPUShare    float64 `json:"cpu_share"`
+	RunqShare   float64 `json:"runq_share"`
+	RunqKnown   bool    `json:"runq_known"`
 	LateTicks   int64   `json:"late_ticks"`
-	LateCPU     float64 `json:"late_cpu_share"`
+	LateRan     float64 `json:"late_ran_share"`
 	EarlyTicks  int64   `json:"early_ticks,omitempty"`
 	ResolutionN string  `json:"resolution"`
 }
@@ -230,11 +235,13 @@ func (c *collector) report() *Report {
 		lp := Loop{Kind: "py-loop", Loop: l.id, Class: l.class, Thread: name, TID: tid, TickNs: c.tickNs(), Ticks: l.ticks, Corrected: l.added,
 			Lag: l.lag.dist(), AsFired: l.fired.dist(), Seconds: float64(l.wallNs) / 1e9, LateTicks: l.late, EarlyTicks: l.negative,
 			ResolutionN: resolutionText(c.tickNs())}
+		lp.RunqKnown = !l.noRunq
 		if l.wallNs > 0 {
 			lp.CPUShare = float64(l.cpuNs) / float64(l.wallNs)
+			lp.RunqShare = float64(l.runqNs) / float64(l.wallNs)
 		}
-		if l.lateWl > 0 {
-			lp.LateCPU = float64(l.lateCPU) / float64(l.lateWl)
+		if off := l.lateWl - l.lateRunq; off > 0 {
+			lp.LateRan = min(float64(l.lateCPU)/float64(off), 1)
 		}
 		r.Loops = append(r.Loops, lp)
 	}

@@ -16,7 +16,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--busy", action="store_true", help="a pure-Python busy thread beside the loop")
 ap.add_argument("--si", type=float, default=0, help="sys.setswitchinterval (0: leave the default)")
 ap.add_argument("--seconds", type=float, default=2.0)
-ap.add_argument("--clients", type=int, default=4)
+ap.add_argument("--clients", type=int, default=1)
 a = ap.parse_args()
 if a.si:
     sys.setswitchinterval(a.si)

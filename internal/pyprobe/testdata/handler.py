@@ -1,5 +1,6 @@
 """An asyncio service whose handlers do CPU work inline (--work-ms every
---every-th request; 0: none) while clients keep requests coming. Prints, on
+--every-th request; 0: none) while 4 clients send requests, each waiting
+--pace-ms between them. Prints, on
 stdout, one JSON line with its own 1 ms timer's lateness and its throughput.
 """
 import argparse
@@ -11,6 +12,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--work-ms", type=float, default=5.0)
 ap.add_argument("--every", type=int, default=10)
 ap.add_argument("--seconds", type=float, default=2.0)
+ap.add_argument("--pace-ms", type=float, default=1.0, help="each client waits this long between requests")
 a = ap.parse_args()
 
 
@@ -44,6 +46,7 @@ async def client(port, deadline, counts):
         await writer.drain()
         await reader.readline()
         counts[0] += 1
+        await asyncio.sleep(a.pace_ms / 1e3)
     writer.close()
 
 
