@@ -253,14 +253,14 @@ func TestPyProbeNonPythonUntouched(t *testing.T) {
 // /proc, and the inferred GIL reading while a busy thread and a loop take
 // turns; the same service alone gets no such reading.
 func TestWatchInfersGIL(t *testing.T) {
-	py := needPython(t)
+	py := realPython(t, needPython(t))
 	for _, c := range []struct {
 		name string
 		args []string
 		want bool
 	}{
-		{"busy thread", []string{"--busy", "--seconds", "1.8"}, true},
-		{"no busy thread", []string{"--seconds", "1.8"}, false},
+		{"busy thread", []string{"--busy", "--seconds", "3"}, true},
+		{"no busy thread", []string{"--seconds", "3"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command(py, append([]string{filepath.Join(pyTestdata, "gil.py")}, c.args...)...)
@@ -271,7 +271,7 @@ func TestWatchInfersGIL(t *testing.T) {
 				unix.Kill(cmd.Process.Pid, unix.SIGKILL)
 				cmd.Wait()
 			})
-			time.Sleep(300 * time.Millisecond) // past its start-up
+			waitStarted(t, cmd.Process.Pid, c.want)
 			var out, errb syncBuf
 			code := Main([]string{"watch", fmt.Sprint(cmd.Process.Pid), "--interval", "900ms", "--count", "1", "--format", "json", "--price=false"}, &out, &errb)
 			if code != 0 {
@@ -299,6 +299,33 @@ func TestWatchInfersGIL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// realPython is the interpreter's own executable (sys.executable): a pyenv
+// shim is a shell script that becomes python only once it has run.
+func realPython(t *testing.T, py string) string {
+	out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Skipf("%s does not run: %v", py, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// waitStarted waits (at most 5 s) until pid runs python and, when busy,
+// has started its second thread: past its start-up, so the watch sees the
+// service, not the interpreter loading.
+func waitStarted(t *testing.T, pid int, busy bool) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if strings.Contains(filepath.Base(exe), "python") && (!busy || len(tasks) >= 2) {
+			time.Sleep(100 * time.Millisecond)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("pid %d did not start its service within 5 s", pid)
 }
 
 func contains(ss []string, s string) bool {
