@@ -118,6 +118,6 @@ for prog in gil tothread; do
       v=$(field "$expr")
       if [ "$m" = on ]; then on=$v; est=$(field "'%.2f%%' % (100*cost['share_of_cpu'])"); else off=$v; fi
     done
-    "$PY" -c "print('| $prog | $r | %.1f/s | %.1f/s | %.3f | $est |' % ($off, $on, $on/$off))"
+    "$PY" -c "print('| $prog | $r | %.1f/s | %.1f/s | %.3f | %s |' % ($off, $on, $on/$off, '$est'))"
   done
 done

@@ -381,6 +381,16 @@ class _Tick:
         return _tt(), -1
 
     def fire(self):
+        # The timer is due: the loop runs this as soon as it can; the tick
+        # is taken when the loop next runs a callback this one schedules —
+        # when a coroutine sleeping on the timer would resume — and the
+        # next is armed from then, as `await asyncio.sleep(tick)` in a
+        # loop would be.
+        if self.stopped or not _on:
+            return
+        self.h = self.loop.call_soon(self.woke, context=self.ctx)
+
+    def woke(self):
         now = _pc()
         if self.stopped or not _on:
             return
