@@ -20,6 +20,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/pyprobe"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/watch"
@@ -35,6 +36,9 @@ func (e *exitStatusError) Error() string { return fmt.Sprintf("command exited wi
 type DiagnoseOptions struct {
 	WatchOptions
 	Args []string
+	// PythonProbe is --python-probe: auto, on or off (docs/pyprobe.md).
+	PythonProbe string
+	pyProbe     pyprobe.Mode
 }
 
 func newDiagnoseCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -55,12 +59,15 @@ running: what they do after that is not counted.`,
 		Example: `  ctxlab diagnose -- stress-ng --cpu 8 --timeout 3s
   ctxlab diagnose --by-name -- ./server --bench`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if err := o.validateDisplay(); err != nil {
 				return err
 			}
 			if o.Interval < minInterval || o.Interval > maxInterval {
 				return outOfRange("--interval", o.Interval, durRange(minInterval, maxInterval))
+			}
+			if o.pyProbe, err = pyprobe.ParseMode(o.PythonProbe); err != nil {
+				return usagef("%v", err)
 			}
 			if err := o.checkDB(cmd.Context()); err != nil {
 				return err
@@ -71,6 +78,7 @@ running: what they do after that is not counted.`,
 	}
 	c.Flags().SetInterspersed(false) // flags after CMD belong to CMD
 	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings, "+durRange(minInterval, maxInterval))
+	c.Flags().StringVar(&o.PythonProbe, "python-probe", "auto", "time a CPython program from inside: loop lag, thread hops, the GIL (auto: when CMD is a CPython interpreter or a script for one; on; off)")
 	addDisplayFlags(c, &o.WatchOptions)
 	return c
 }
@@ -226,6 +234,10 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	cmd := exec.Command(path, o.Args[1:]...)
 	cmd.Args[0] = o.Args[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, o.Stdout, o.Stderr
+	probe, probeNote := preparePyProbe(o, cmd, path)
+	if probe != nil {
+		defer probe.Close()
+	}
 	// The command's orphans come to ctxlab rather than to init, so the ones
 	// still running when it exits can be named (leftovers).
 	defer subreaper()()
@@ -234,6 +246,10 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", o.Args[0], err)
 	}
+	if probe != nil {
+		probe.Started()
+	}
+	note = joinNote(note, probeNote)
 	defer closeCounters(counters)
 	pid := cmd.Process.Pid
 	place := placementOf(pid)
@@ -325,7 +341,11 @@ loop:
 	} else {
 		note = joinNote(note, "the command could not be sampled: "+werr.Error())
 	}
+	rep := finishPyProbe(probe, &sum)
 	if err := printDiagnosis(o, sum, recs, ru, note, leftoverNote(left)); err != nil {
+		return err
+	}
+	if err := writePyProbe(o, rep); err != nil {
 		return err
 	}
 	// The price, from rusage: it counts every switch of the command and its

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/pyprobe"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 	"github.com/ctxlab/ctxlab/internal/watch"
@@ -176,6 +177,9 @@ type display struct {
 	width int // the terminal's columns, which prose is wrapped at; 0: none
 	title string
 	n     int
+	// more adds readings of the watched program's own (a CPython
+	// process's, from /proc) after the switching readings.
+	more func(watch.Profile) []watch.Reading
 }
 
 func newDisplay(o *WatchOptions, w io.Writer, title string) *display {
@@ -200,6 +204,9 @@ func (d *display) shape(p watch.Profile) (watch.Profile, []watch.Reading, int) {
 		p = p.ByName()
 	}
 	readings := watch.Read(p, 3)
+	if d.more != nil {
+		readings = append(readings, d.more(p)...)
+	}
 	p.Sort(d.o.Sort)
 	hidden := p.Top(d.o.Top)
 	return p, readings, hidden
@@ -272,6 +279,9 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 	}
 	w.Children = true // a parent that hardly switches points at children that do
 	d := newDisplay(o, o.Stdout, "ctxlab watch "+what)
+	if py, ok := pyprobe.Identify(root, pids[0]); ok {
+		d.more = func(p watch.Profile) []watch.Reading { return pyprobe.Inferred(p, py) }
+	}
 	rss, place := rssOf(root, pids), placementOf(pids[0])
 	w.Begin()
 	tick := time.NewTicker(o.Interval)

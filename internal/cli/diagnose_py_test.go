@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The CPython probe's tests drive real programs (internal/pyprobe/testdata)
+// through diagnose: each reading with a positive case and a negative
+// control, and what the probe must not change. They skip without python3;
+// the aiosqlite one needs Debian's /usr/bin/python3 with python3-aiosqlite
+// (installed by .ci/run, so it fails in CI when missing).
+
+const pyTestdata = "../pyprobe/testdata"
+
+func needPython(t *testing.T) string {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	return py
+}
+
+// pyDiagnose runs diagnose --format json on a program and returns its
+// stdout, the probe's records by kind and the exit status.
+func pyDiagnose(t *testing.T, args ...string) (string, map[string][]map[string]any, int) {
+	t.Helper()
+	var out, errb syncBuf
+	code := Main(append([]string{"diagnose", "--price=false", "--format", "json", "--"}, args...), &out, &errb)
+	recs := map[string][]map[string]any{}
+	for _, l := range strings.Split(errb.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil {
+			k, _ := m["kind"].(string)
+			recs[k] = append(recs[k], m)
+		}
+	}
+	if len(recs["py-interpreter"]) == 0 && len(recs["py-note"]) == 0 {
+		t.Logf("stderr: %s", errb.String())
+	}
+	return out.String(), recs, code
+}
+
+func readingKinds(recs map[string][]map[string]any) []string {
+	var ks []string
+	for _, r := range recs["py-reading"] {
+		ks = append(ks, r["reading"].(string))
+	}
+	return ks
+}
+
+func hasReading(recs map[string][]map[string]any, kind string) (string, bool) {
+	for _, r := range recs["py-reading"] {
+		if r["reading"] == kind {
+			return r["text"].(string), true
+		}
+	}
+	return "", false
+}
+
+// One pure-Python busy thread beside a loop: the GIL reading names the
+// switch interval; without the busy thread there is none.
+func TestPyProbeGIL(t *testing.T) {
+	py := needPython(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"busy thread", []string{"--busy", "--seconds", "0.8"}, true},
+		{"no busy thread", []string{"--seconds", "0.8"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stdout, recs, code := pyDiagnose(t, append([]string{py, filepath.Join(pyTestdata, "gil.py")}, c.args...)...)
+			if code != 0 || !strings.Contains(stdout, `"requests"`) {
+				t.Fatalf("exit %d, stdout %q", code, stdout)
+			}
+			if len(recs["py-loop"]) != 1 {
+				t.Fatalf("want one loop record, got %v", recs["py-loop"])
+			}
+			text, got := hasReading(recs, "gil-contention")
+			if got != c.want {
+				t.Fatalf("GIL reading %v, want %v; readings %v; loop %v; threads %v", got, c.want, readingKinds(recs), recs["py-loop"][0]["lag"], recs["py-thread"])
+			}
+			if got && !strings.Contains(text, "switch interval 5 ms") {
+				t.Errorf("the reading does not name the interval: %s", text)
+			}
+			names := map[string]bool{}
+			for _, th := range recs["py-thread"] {
+				names[th["name"].(string)] = true
+			}
+			if !names["MainThread"] || names["busy"] != c.want {
+				t.Errorf("Python's thread names: %v", names)
+			}
+			if c.want { // the profile's rows carry them too
+				found := false
+				for _, r := range recs["thread"] {
+					found = found || r["name"] == "busy"
+				}
+				if !found {
+					t.Errorf("no profile row named busy: %v", recs["thread"])
+				}
+			}
+		})
+	}
+}
+
+// A handler doing 5 ms of CPU inline every 10th request: the handler
+// reading; the same service without the work: none.
+func TestPyProbeHandlerCPU(t *testing.T) {
+	py := needPython(t)
+	for _, c := range []struct {
+		work string
+		want bool
+	}{{"5", true}, {"0", false}} {
+		t.Run("work="+c.work+"ms", func(t *testing.T) {
+			_, recs, code := pyDiagnose(t, py, filepath.Join(pyTestdata, "handler.py"), "--work-ms", c.work, "--seconds", "0.6")
+			if code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			if _, got := hasReading(recs, "handler-cpu"); got != c.want {
+				t.Errorf("handler reading %v, want %v: readings %v, loop %v", got, c.want, readingKinds(recs), recs["py-loop"])
+			}
+			if _, got := hasReading(recs, "gil-contention"); got {
+				t.Errorf("a GIL reading without a second thread: %v", recs["py-reading"])
+			}
+		})
+	}
+}
+
+// sqlite3 lookups through to_thread: the hops cost more than the work,
+// named by the function; a function that sleeps 2 ms in its thread: no.
+func TestPyProbeHops(t *testing.T) {
+	py := needPython(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"lookup", []string{"--calls", "600"}, true},
+		{"slow", []string{"--calls", "60", "--slow-ms", "2"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, recs, code := pyDiagnose(t, append([]string{py, filepath.Join(pyTestdata, "tothread.py")}, c.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			var calls float64
+			for _, s := range recs["py-call-site"] {
+				if s["of"] == "to_thread" {
+					calls += s["calls"].(float64)
+				}
+			}
+			want := 600.0
+			if !c.want {
+				want = 60
+			}
+			if calls != want {
+				t.Errorf("to_thread calls %v, want %v: %v", calls, want, recs["py-call-site"])
+			}
+			text, got := hasReading(recs, "hops-over-work")
+			if got != c.want {
+				t.Fatalf("hops reading %v, want %v: %v", got, c.want, recs["py-call-site"])
+			}
+			if got && !strings.Contains(text, "lookup") {
+				t.Errorf("the reading does not name the function: %s", text)
+			}
+		})
+	}
+}
+
+// aiosqlite: about two thread-to-loop hops per query (execute, fetchone).
+func TestPyProbeAiosqlite(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import aiosqlite").Run(); err != nil {
+		if os.Getenv("CI") != "" || os.Getenv("CTXLAB_CI") != "" {
+			t.Fatalf("%s cannot import aiosqlite (apt-get install python3-aiosqlite): %v", py, err)
+		}
+		t.Skipf("%s cannot import aiosqlite: %v", py, err)
+	}
+	_, recs, code := pyDiagnose(t, py, filepath.Join(pyTestdata, "aiosqlite_lookup.py"), "--queries", "400")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	text, ok := hasReading(recs, "hops-over-work")
+	if !ok || !strings.Contains(text, "2.0 thread-to-loop hops") {
+		t.Errorf("want the aiosqlite reading with 2.0 hops per query: %q (%v)", text, readingKinds(recs))
+	}
+}
+
+// The program's stdout, stderr and exit status are the same with the
+// probe as without; the user's own sitecustomize runs; the program sees
+// its own PYTHONPATH, no CTXLAB_PYPROBE, and descriptor 3 free.
+func TestPyProbeLeavesTheProgramAlone(t *testing.T) {
+	py := needPython(t)
+	abs, _ := filepath.Abs(filepath.Join(pyTestdata, "usersite"))
+	t.Setenv("PYTHONPATH", abs)
+	run := func(mode string) (string, string, int) {
+		var out, errb syncBuf
+		code := Main([]string{"diagnose", "--python-probe", mode, "--price=false", "--format", "table", "--", py, filepath.Join(pyTestdata, "outputs.py")}, &out, &errb)
+		// the program's stderr comes before diagnose's own report
+		prog, _, _ := strings.Cut(errb.String(), "\nctxlab diagnose:")
+		return out.String(), prog, code
+	}
+	out0, err0, code0 := run("off")
+	out1, err1, code1 := run("on")
+	if out0 != out1 || err0 != err1 || code0 != code1 || code1 != 3 {
+		t.Errorf("with the probe the program changed:\nstdout %q\n    vs %q\nstderr %q\n    vs %q\nexit %d vs %d", out0, out1, err0, err1, code0, code1)
+	}
+	for _, want := range []string{"PYTHONPATH='" + abs + "'", "CTXLAB_PYPROBE=None", "user_sitecustomize_ran=True", "ctxlab on sys.path=False", "first free fd=3", "json imported=False"} {
+		if !strings.Contains(out1, want) {
+			t.Errorf("the program's view lacks %q:\n%s", want, out1)
+		}
+	}
+	if !strings.Contains(err1, "the user's sitecustomize ran") {
+		t.Errorf("the user's sitecustomize did not run: %q", err1)
+	}
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "ctxlab-pyprobe-*"))
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil && time.Since(st.ModTime()) < time.Minute {
+			t.Errorf("a probe directory was left behind: %s", m)
+		}
+	}
+}
+
+// A command that is not Python is not touched under auto: its environment
+// has no probe and descriptor 3 is not open in it.
+func TestPyProbeNonPythonUntouched(t *testing.T) {
+	var out, errb syncBuf
+	code := Main([]string{"diagnose", "--price=false", "--format", "table", "--", "sh", "-c", `echo "PYTHONPATH=${PYTHONPATH-unset} PROBE=${CTXLAB_PYPROBE-unset}"; [ -e /proc/self/fd/3 ] && echo fd3 open; exit 0`}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	t.Setenv("PYTHONPATH", "") // the value the test itself may have is not the point
+	if got := out.String(); strings.Contains(got, "ctxlab-pyprobe") || strings.Contains(got, "fd3 open") || !strings.Contains(got, "PROBE=unset") {
+		t.Errorf("a non-Python command saw the probe: %q", got)
+	}
+	if strings.Contains(errb.String(), "python probe") {
+		t.Errorf("diagnose printed a probe section for sh: %s", errb.String())
+	}
+}
+
+// watch on a CPython process it did not start: the interpreter from
+// /proc, and the inferred GIL reading while a busy thread and a loop take
+// turns; the same service alone gets no such reading.
+func TestWatchInfersGIL(t *testing.T) {
+	py := realPython(t, needPython(t))
+	for _, c := range []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"busy thread", []string{"--busy", "--seconds", "3"}, true},
+		{"no busy thread", []string{"--seconds", "3"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(py, append([]string{filepath.Join(pyTestdata, "gil.py")}, c.args...)...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				unix.Kill(cmd.Process.Pid, unix.SIGKILL)
+				cmd.Wait()
+			})
+			waitStarted(t, cmd.Process.Pid, c.want)
+			var out, errb syncBuf
+			code := Main([]string{"watch", fmt.Sprint(cmd.Process.Pid), "--interval", "900ms", "--count", "1", "--format", "json", "--price=false"}, &out, &errb)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			var kinds []string
+			inferred := ""
+			for _, l := range strings.Split(out.String(), "\n") {
+				var r struct{ Kind, Phase, Reading, Text string }
+				if json.Unmarshal([]byte(l), &r) == nil && r.Kind == "reading" && r.Phase == "summary" {
+					kinds = append(kinds, r.Reading)
+					if r.Reading == "gil-inferred" {
+						inferred = r.Text
+					}
+				}
+			}
+			if !contains(kinds, "cpython") {
+				t.Errorf("the interpreter was not identified: %v", kinds)
+			}
+			if (inferred != "") != c.want {
+				t.Errorf("inferred GIL reading %v, want %v (%v)\n%s", inferred != "", c.want, kinds, out.String())
+			}
+			if c.want && (!strings.Contains(inferred, "inferred") || !strings.Contains(inferred, "diagnose")) {
+				t.Errorf("the reading is not labelled inferred or does not point at diagnose: %s", inferred)
+			}
+		})
+	}
+}
+
+// realPython is the interpreter's own executable (sys.executable): a pyenv
+// shim is a shell script that becomes python only once it has run.
+func realPython(t *testing.T, py string) string {
+	out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Skipf("%s does not run: %v", py, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// waitStarted waits (at most 5 s) until pid runs python and, when busy,
+// has started its second thread: past its start-up, so the watch sees the
+// service, not the interpreter loading.
+func waitStarted(t *testing.T, pid int, busy bool) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if strings.Contains(filepath.Base(exe), "python") && (!busy || len(tasks) >= 2) {
+			time.Sleep(100 * time.Millisecond)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("pid %d did not start its service within 5 s", pid)
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

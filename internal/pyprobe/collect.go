@@ -1,0 +1,468 @@
+package pyprobe
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// The event types of an "E" frame (probe.py): recordLen int64 a record.
+const (
+	evLag  = 1 // loop, lag ns; since the previous tick: the loop thread's CPU ns, the wall ns, its run-queue wait ns (-1: unknown)
+	evCST  = 2 // site, hop ns, the calling thread's ident, 1 when it was the loop's own thread
+	evCall = 3 // site, wait ns, work ns, back ns (-1: not known)
+
+	recordLen = 6
+)
+
+// maxFrame bounds one frame: the probe sends at most 8192 records (320 KiB)
+// of events at a time; anything far larger is not the probe talking.
+const maxFrame = 16 << 20
+
+// histHigh is the largest value a histogram keeps (an hour, in ns); larger
+// ones are kept as this, and max is kept exactly beside.
+const histHigh = int64(time.Hour)
+
+// lateNs: a tick this late or later is a late tick. An idle loop's timers
+// fire up to about 1 ms late by themselves (epoll waits in whole
+// milliseconds), so lateness below it is the loop's own granularity.
+const lateNs = int64(time.Millisecond)
+
+// hist is an HdrHistogram (2 significant digits, 1 ns to an hour) with the
+// exact max and sum beside it.
+type hist struct {
+	h   *hdrhistogram.Histogram
+	max int64
+	sum float64
+	n   int64
+}
+
+func newHist() *hist { return &hist{h: hdrhistogram.New(1, histHigh, 2)} }
+
+func (h *hist) record(v int64) { h.recordCorrected(v, 0) }
+
+// recordCorrected records v and, when v is longer than interval, the values
+// a tick every interval would have seen during the stall (HdrHistogram's
+// RecordCorrectedValue), so a long stall is not one sample.
+func (h *hist) recordCorrected(v, interval int64) int64 {
+	v = max(v, 0)
+	h.max = max(h.max, v)
+	c := min(v, histHigh)
+	before := h.h.TotalCount()
+	_ = h.h.RecordCorrectedValue(c, interval)
+	added := h.h.TotalCount() - before
+	h.n += added
+	h.sum += float64(v)
+	for m := c - interval; interval > 0 && m >= interval; m -= interval {
+		h.sum += float64(m)
+	}
+	return added - 1
+}
+
+// Dist is a distribution of durations in ns: count, mean, percentiles from
+// the histogram (each within 1% of the true value), the exact max, and the
+// histogram's non-empty buckets as [upper ns, count] pairs.
+type Dist struct {
+	N       int64      `json:"n"`
+	MeanNs  float64    `json:"mean_ns"`
+	P50Ns   int64      `json:"p50_ns"`
+	P99Ns   int64      `json:"p99_ns"`
+	P999Ns  int64      `json:"p999_ns"`
+	MaxNs   int64      `json:"max_ns"`
+	Buckets [][2]int64 `json:"buckets,omitempty"`
+}
+
+func (h *hist) dist() Dist {
+	if h == nil || h.n == 0 {
+		return Dist{}
+	}
+	d := Dist{N: h.n, MeanNs: h.sum / float64(h.n), MaxNs: h.max,
+		P50Ns: h.h.ValueAtPercentile(50), P99Ns: h.h.ValueAtPercentile(99), P999Ns: h.h.ValueAtPercentile(99.9)}
+	for _, p := range []*int64{&d.P50Ns, &d.P99Ns, &d.P999Ns} {
+		*p = min(*p, h.max)
+	}
+	for _, b := range h.h.Distribution() {
+		if b.Count > 0 {
+			d.Buckets = append(d.Buckets, [2]int64{b.To, b.Count})
+		}
+	}
+	return d
+}
+
+// loopAcc is one loop's ticks.
+type loopAcc struct {
+	id, ident       int64
+	class           string
+	lag, fired      *hist
+	ticks, added    int64
+	cpuNs, wallNs   int64
+	runqNs          int64
+	lateCPU, lateWl int64
+	lateRunq        int64
+	late            int64
+	negative        int64
+	noRunq          bool // some tick had no run-queue figure
+}
+
+// siteAcc is one call site: a callback handed to call_soon_threadsafe, or
+// a function handed to an executor, to_thread or aiosqlite's thread.
+type siteAcc struct {
+	id                  int64
+	kind, name, where   string
+	calls, same         int64
+	cancelled           int64
+	waitN, workN, backN int64
+	wait, work, back    float64 // ns, summed over the calls where known
+	from                map[int64]int64
+}
+
+// kindAcc is the histograms of one kind of hop.
+type kindAcc struct {
+	hop, wait, work, back, total *hist
+	calls, same, cancelled       int64
+}
+
+// collector reads the probe's frames and keeps what they say.
+type collector struct {
+	hello    *helloFrame
+	final    *finalFrame
+	unsup    string
+	failed   string
+	loops    map[int64]*loopAcc
+	sites    map[int64]*siteAcc
+	kinds    map[string]*kindAcc
+	threads  map[int64]*threadInfo // by ident
+	libs     []Library
+	notes    []string
+	badFrame string
+	events   int64
+}
+
+type threadInfo struct {
+	Ident    int64  `json:"ident"`
+	NativeID int64  `json:"native_id"`
+	Name     string `json:"name"`
+	Daemon   bool   `json:"daemon"`
+	Ended    bool   `json:"ended"`
+	order    int
+}
+
+type helloFrame struct {
+	Protocol     int     `json:"protocol"`
+	PID          int     `json:"pid"`
+	Version      string  `json:"version"`
+	FreeThreaded bool    `json:"free_threaded"`
+	GILEnabled   bool    `json:"gil_enabled"`
+	SwitchS      float64 `json:"switch_interval_s"`
+	TickNs       int64   `json:"tick_ns"`
+	MainIdent    int64   `json:"main_ident"`
+	MainNative   int64   `json:"main_native_id"`
+}
+
+type finalFrame struct {
+	PID        int                `json:"pid"`
+	WallNs     int64              `json:"wall_ns"`
+	CPUNs      int64              `json:"cpu_ns"`
+	SwitchS    float64            `json:"switch_interval_s"`
+	GILEnabled bool               `json:"gil_enabled"`
+	Threads    []threadInfo       `json:"threads"`
+	SelfNs     map[string]int64   `json:"self_ns"`
+	Cal        map[string]float64 `json:"calibration"`
+	Executable string             `json:"executable"`
+	Argv       []string           `json:"argv"`
+}
+
+func newCollector() *collector {
+	return &collector{loops: map[int64]*loopAcc{}, sites: map[int64]*siteAcc{}, kinds: map[string]*kindAcc{}, threads: map[int64]*threadInfo{}}
+}
+
+var errFrame = errors.New("not a probe frame")
+
+// read reads frames until EOF (nil) or an error.
+func (c *collector) read(r io.Reader) error {
+	var head [5]byte
+	var buf []byte
+	for {
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		n := binary.LittleEndian.Uint32(head[:4])
+		if n > maxFrame {
+			c.badFrame = fmt.Sprintf("a frame of %d bytes", n)
+			return fmt.Errorf("%w: %s", errFrame, c.badFrame)
+		}
+		if cap(buf) < int(n) {
+			buf = make([]byte, n)
+		}
+		buf = buf[:n]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return err
+		}
+		if err := c.frame(head[4], buf); err != nil {
+			c.badFrame = err.Error()
+			return err
+		}
+	}
+}
+
+// frame takes one frame.
+func (c *collector) frame(typ byte, b []byte) error {
+	switch typ {
+	case 'E':
+		const size = 8 * recordLen
+		if len(b)%size != 0 {
+			return fmt.Errorf("%w: %d bytes of events, not whole records", errFrame, len(b))
+		}
+		for i := 0; i < len(b); i += size {
+			var r [recordLen]int64
+			for j := range r {
+				r[j] = int64(binary.LittleEndian.Uint64(b[i+8*j:]))
+			}
+			c.event(r)
+		}
+		return nil
+	case 'J':
+		return c.object(b)
+	}
+	return fmt.Errorf("%w: type %q", errFrame, typ)
+}
+
+func (c *collector) object(b []byte) error {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(b, &k); err != nil {
+		return fmt.Errorf("%w: %v", errFrame, err)
+	}
+	var err error
+	switch k.Kind {
+	case "hello":
+		var h helloFrame
+		err = json.Unmarshal(b, &h)
+		c.hello = &h
+		c.threads[h.MainIdent] = &threadInfo{Ident: h.MainIdent, NativeID: h.MainNative, Name: "MainThread", order: 0}
+	case "unsupported", "failed":
+		var u struct {
+			Reason string `json:"reason"`
+		}
+		err = json.Unmarshal(b, &u)
+		if k.Kind == "failed" {
+			c.failed = u.Reason
+		} else {
+			c.unsup = u.Reason
+		}
+	case "final":
+		var f finalFrame
+		err = json.Unmarshal(b, &f)
+		c.final = &f
+		for _, t := range f.Threads {
+			c.thread(t, false)
+		}
+	case "thread", "thread-end":
+		var t threadInfo
+		err = json.Unmarshal(b, &t)
+		c.thread(t, k.Kind == "thread-end")
+	case "site":
+		var s struct {
+			Site  int64  `json:"site"`
+			Kind  string `json:"site_kind"`
+			Name  string `json:"name"`
+			Where string `json:"where"`
+		}
+		err = json.Unmarshal(b, &s)
+		a := c.site(s.Site)
+		a.kind, a.name, a.where = s.Kind, s.Name, s.Where
+	case "loop":
+		var l struct {
+			Loop  int64  `json:"loop"`
+			Ident int64  `json:"ident"`
+			Class string `json:"class"`
+		}
+		err = json.Unmarshal(b, &l)
+		a := c.loop(l.Loop)
+		a.ident, a.class = l.Ident, l.Class
+	case "library":
+		var l Library
+		err = json.Unmarshal(b, &l)
+		c.libs = append(c.libs, l)
+	case "note":
+		var n struct {
+			Text string `json:"text"`
+		}
+		err = json.Unmarshal(b, &n)
+		c.notes = append(c.notes, trimNL(n.Text))
+	default:
+		c.notes = append(c.notes, fmt.Sprintf("the probe sent a record of an unknown kind %q", k.Kind))
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", errFrame, k.Kind, err)
+	}
+	return nil
+}
+
+func (c *collector) thread(t threadInfo, ended bool) {
+	if t.Ident == 0 {
+		return
+	}
+	old, ok := c.threads[t.Ident]
+	if ok && old.NativeID == t.NativeID {
+		old.Name = t.Name
+		old.Ended = old.Ended || ended
+		return
+	}
+	t.Ended = ended
+	t.order = len(c.threads)
+	c.threads[t.Ident] = &t
+}
+
+func (c *collector) loop(id int64) *loopAcc {
+	l, ok := c.loops[id]
+	if !ok {
+		l = &loopAcc{id: id, lag: newHist(), fired: newHist()}
+		c.loops[id] = l
+	}
+	return l
+}
+
+func (c *collector) site(id int64) *siteAcc {
+	s, ok := c.sites[id]
+	if !ok {
+		s = &siteAcc{id: id, kind: "unknown", name: fmt.Sprintf("site %d", id), from: map[int64]int64{}}
+		c.sites[id] = s
+	}
+	return s
+}
+
+func (c *collector) kind(name string) *kindAcc {
+	k, ok := c.kinds[name]
+	if !ok {
+		k = &kindAcc{hop: newHist(), wait: newHist(), work: newHist(), back: newHist(), total: newHist()}
+		c.kinds[name] = k
+	}
+	return k
+}
+
+func (c *collector) tickNs() int64 {
+	if c.hello != nil && c.hello.TickNs > 0 {
+		return c.hello.TickNs
+	}
+	return Tick.Nanoseconds()
+}
+
+// event takes one record.
+func (c *collector) event(r [recordLen]int64) {
+	c.events++
+	switch r[0] {
+	case evLag:
+		l := c.loop(r[1])
+		lag := r[2]
+		if lag < 0 {
+			l.negative++
+			lag = 0
+		}
+		l.ticks++
+		l.added += l.lag.recordCorrected(lag, c.tickNs())
+		l.fired.record(lag)
+		cpu, wall, runq := max(r[3], 0), max(r[4], 0), r[5]
+		if runq < 0 {
+			l.noRunq, runq = true, 0
+		}
+		l.cpuNs += cpu
+		l.wallNs += wall
+		l.runqNs += runq
+		if lag >= lateNs {
+			l.late++
+			l.lateCPU += cpu
+			l.lateWl += wall
+			l.lateRunq += runq
+		}
+	case evCST:
+		s := c.site(r[1])
+		k := c.kind("call_soon_threadsafe")
+		s.calls++
+		k.calls++
+		if r[4] != 0 { // from the loop's own thread: not a hop between threads
+			s.same++
+			k.same++
+			return
+		}
+		s.from[r[3]]++
+		k.hop.record(r[2])
+		s.back += float64(max(r[2], 0))
+		s.backN++
+	case evCall:
+		s := c.site(r[1])
+		k := c.kind(s.kind)
+		s.calls++
+		k.calls++
+		wait, work, back := r[2], r[3], r[4]
+		switch {
+		case wait < 0 && work < 0 && back >= 0: // another executor: the whole call
+			k.total.record(back)
+			s.back += float64(back)
+			s.backN++
+			return
+		case wait < 0:
+			s.cancelled++
+			k.cancelled++
+			return
+		}
+		k.wait.record(wait)
+		s.wait += float64(wait)
+		s.waitN++
+		if work < 0 {
+			s.cancelled++
+			k.cancelled++
+			return
+		}
+		k.work.record(work)
+		k.back.record(back)
+		k.total.record(wait + work + back)
+		s.work += float64(work)
+		s.workN++
+		s.back += float64(back)
+		s.backN++
+	}
+}
+
+// sortedLoops, sortedSites and sortedThreads list in a stable order.
+func (c *collector) sortedLoops() []*loopAcc {
+	var out []*loopAcc
+	for _, l := range c.loops {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+func (c *collector) sortedSites() []*siteAcc {
+	var out []*siteAcc
+	for _, s := range c.sites {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].calls != out[j].calls {
+			return out[i].calls > out[j].calls
+		}
+		return out[i].id < out[j].id
+	})
+	return out
+}
+
+func (c *collector) sortedThreads() []*threadInfo {
+	var out []*threadInfo
+	for _, t := range c.threads {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
+	return out
+}

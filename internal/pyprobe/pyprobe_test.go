@@ -1,0 +1,365 @@
+package pyprobe
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/watch"
+)
+
+func TestRecognise(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "serve")
+	os.WriteFile(script, []byte("#!/usr/bin/env python3\nprint(1)\n"), 0o755)
+	shScript := filepath.Join(dir, "run.sh")
+	os.WriteFile(shScript, []byte("#!/bin/sh\necho\n"), 0o755)
+	link := filepath.Join(dir, "py")
+	os.WriteFile(filepath.Join(dir, "python3.11"), []byte{0x7f, 'E', 'L', 'F'}, 0o755)
+	os.Symlink(filepath.Join(dir, "python3.11"), link)
+	for _, c := range []struct {
+		argv0, path string
+		want        bool
+	}{
+		{"python3", "/usr/bin/python3", true},
+		{"/opt/py/bin/python3.13t", "/opt/py/bin/python3.13t", true},
+		{"python", "/usr/bin/python", true},
+		{"py", link, true},          // a link to python3.11
+		{"serve", script, true},     // #!/usr/bin/env python3
+		{"run.sh", shScript, false}, // a shell script
+		{"sh", "/bin/sh", false},
+		{"pythonista", "/usr/bin/pythonista", false},
+	} {
+		if got, why := Recognise(c.argv0, c.path); got != c.want {
+			t.Errorf("Recognise(%q, %q) = %v (%s), want %v", c.argv0, c.path, got, why, c.want)
+		}
+	}
+}
+
+func TestBlockingOption(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"app.py"}, ""},
+		{[]string{"-u", "app.py"}, ""},
+		{[]string{"-I", "app.py"}, "-I"},
+		{[]string{"-uE", "app.py"}, "-E"},
+		{[]string{"-X", "dev", "-S", "app.py"}, "-S"},
+		{[]string{"-Wignore", "-S"}, "-S"},
+		{[]string{"-c", "import sys", "-I"}, ""}, // -I belongs to the command's argv
+		{[]string{"-m", "http.server", "-E"}, ""},
+		{[]string{"app.py", "-I"}, ""}, // the script's own argument
+		{[]string{"-cprint(1)"}, ""},
+	} {
+		if got := blockingOption(c.args); got != c.want {
+			t.Errorf("blockingOption(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
+func TestPrepareModes(t *testing.T) {
+	if s, note := Prepare(ModeOff, []string{"python3", "a.py"}, "/usr/bin/python3"); s != nil || note != "" {
+		t.Errorf("off: got a session or note %q", note)
+	}
+	if s, note := Prepare(ModeAuto, []string{"sh", "-c", "true"}, "/bin/sh"); s != nil || note != "" {
+		t.Errorf("auto on sh: a non-Python command must be left alone, got note %q", note)
+	}
+	if s, note := Prepare(ModeAuto, []string{"python3", "-I", "a.py"}, "/usr/bin/python3"); s != nil || !strings.Contains(note, "-I") {
+		t.Errorf("auto with -I: want no session and a note naming -I, got %q", note)
+	}
+	s, note := Prepare(ModeOn, []string{"sh", "-c", "python3 a.py"}, "/bin/sh")
+	if s == nil {
+		t.Fatalf("on: no session (%s)", note)
+	}
+	dir := s.Dir()
+	env := s.Env([]string{"HOME=/h", "PYTHONPATH=/mine", EnvVar + "=stale"})
+	joined := strings.Join(env, "\n")
+	if !strings.Contains(joined, "PYTHONPATH="+dir+string(os.PathListSeparator)+"/mine") || strings.Contains(joined, "stale") ||
+		!strings.Contains(joined, EnvVar+"=3,tick_us=") || !strings.Contains(joined, "HOME=/h") {
+		t.Errorf("env:\n%s", joined)
+	}
+	for _, f := range []string{"sitecustomize.py", "_ctxlab_pyprobe.py"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	s.Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the probe's directory outlived Close: %v", err)
+	}
+}
+
+// frames builds a pipe's worth of probe frames.
+type frames struct{ bytes.Buffer }
+
+func (f *frames) json(v any) {
+	b, _ := json.Marshal(v)
+	f.frame('J', b)
+}
+
+func (f *frames) frame(typ byte, b []byte) {
+	var h [5]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(len(b)))
+	h[4] = typ
+	f.Write(h[:])
+	f.Write(b)
+}
+
+func (f *frames) events(recs ...[recordLen]int64) {
+	var b []byte
+	for _, r := range recs {
+		for _, v := range r {
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
+		}
+	}
+	f.frame('E', b)
+}
+
+func hello(f *frames) {
+	f.json(map[string]any{"kind": "hello", "protocol": 1, "pid": 100, "version": "3.11.7", "free_threaded": false, "gil_enabled": true,
+		"switch_interval_s": 0.005, "tick_ns": 1_000_000, "main_ident": 1, "main_native_id": 100})
+}
+
+func final(f *frames) {
+	f.json(map[string]any{"kind": "final", "pid": 100, "wall_ns": 2e9, "cpu_ns": 1e9, "switch_interval_s": 0.005, "gil_enabled": true,
+		"threads": []any{}, "self_ns": map[string]any{"tick": 1e6, "flush": 1e5, "load": 1e6, "report": 1e5},
+		"calibration": map[string]any{"cst_ns": 500.0, "call_ns": 1000.0}})
+}
+
+func TestCollectorReport(t *testing.T) {
+	var f frames
+	hello(&f)
+	f.json(map[string]any{"kind": "thread", "ident": 2, "native_id": 101, "name": "busy"})
+	f.json(map[string]any{"kind": "loop", "loop": 1, "ident": 1, "class": "asyncio.unix_events._UnixSelectorEventLoop"})
+	f.json(map[string]any{"kind": "site", "site": 1, "site_kind": "to_thread", "name": "__main__.lookup", "where": "app.py:3"})
+	f.json(map[string]any{"kind": "site", "site": 2, "site_kind": "call_soon_threadsafe", "name": "asyncio.futures._set_state"})
+	var recs [][recordLen]int64
+	for i := 0; i < 99; i++ {
+		recs = append(recs, [recordLen]int64{evLag, 1, 100_000, 900_000, 1_100_000, 0})
+	}
+	recs = append(recs, [recordLen]int64{evLag, 1, 10_000_000, 0, 11_000_000, 0}) // a 10 ms stall: 9 more values when corrected
+	for i := 0; i < 50; i++ {
+		recs = append(recs, [recordLen]int64{evCall, 1, 30_000, 10_000, 40_000, 0}, [recordLen]int64{evCST, 2, 20_000, 2, 0, 0})
+	}
+	recs = append(recs, [recordLen]int64{evCST, 2, 5_000, 1, 1, 0}) // from the loop's own thread
+	f.events(recs...)
+	final(&f)
+	c := newCollector()
+	if err := c.read(&f); err != nil {
+		t.Fatal(err)
+	}
+	r := c.report()
+	if !r.Loaded || !r.Final || r.Interpreter.Version != "3.11.7" || r.Interpreter.Build != "GIL" {
+		t.Fatalf("interpreter: %+v", r.Interpreter)
+	}
+	if len(r.Loops) != 1 {
+		t.Fatalf("loops: %+v", r.Loops)
+	}
+	l := r.Loops[0]
+	if l.Ticks != 100 || l.Corrected != 9 || l.Lag.N != 109 || l.AsFired.N != 100 || l.LateTicks != 1 || l.Thread != "MainThread" {
+		t.Errorf("loop: ticks %d corrected %d lag n %d fired n %d late %d thread %q", l.Ticks, l.Corrected, l.Lag.N, l.AsFired.N, l.LateTicks, l.Thread)
+	}
+	if l.AsFired.MaxNs != 10_000_000 || l.AsFired.P50Ns < 99_000 || l.AsFired.P50Ns > 101_000 {
+		t.Errorf("as fired: %+v", l.AsFired)
+	}
+	if l.Lag.P99Ns < 8_900_000 { // 10 of 109 values are the stall's
+		t.Errorf("corrected p99 %d: the stall counts once per tick it swallowed", l.Lag.P99Ns)
+	}
+	var site *Site
+	for i := range r.Sites {
+		if r.Sites[i].Name == "__main__.lookup" {
+			site = &r.Sites[i]
+		}
+	}
+	if site == nil || site.Calls != 50 || site.WorkNs != 10_000 || site.HopsPerWork != 7 {
+		t.Fatalf("site: %+v", site)
+	}
+	for _, h := range r.Hops {
+		if h.Of == "call_soon_threadsafe" && (h.Calls != 51 || h.SameThread != 1 || h.Hop.N != 50) {
+			t.Errorf("cst hops: %+v", h)
+		}
+	}
+	if r.Cost == nil || r.Cost.SelfNs != 1e6+1e5+1e6+51*500+50*1000 {
+		t.Errorf("cost: %+v", r.Cost)
+	}
+	// Every record says its kind.
+	for _, rec := range r.Records() {
+		b, _ := json.Marshal(rec)
+		if !strings.Contains(string(b), `"kind":"py-`) {
+			t.Errorf("record without a py- kind: %s", b)
+		}
+	}
+}
+
+func TestCollectorBadInput(t *testing.T) {
+	for name, in := range map[string][]byte{
+		"huge frame":       {0xff, 0xff, 0xff, 0x7f, 'J'},
+		"bad type":         {1, 0, 0, 0, 'Z', 'x'},
+		"not json":         {3, 0, 0, 0, 'J', '{', '{', '{'},
+		"half event":       {8, 0, 0, 0, 'E', 1, 2, 3, 4, 5, 6, 7, 8},
+		"five-field event": append([]byte{40, 0, 0, 0, 'E'}, make([]byte, 40)...),
+	} {
+		c := newCollector()
+		if err := c.read(bytes.NewReader(in)); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+		if r := c.report(); r.Loaded || len(r.Notes) == 0 {
+			t.Errorf("%s: report %+v", name, r)
+		}
+	}
+	// A cut-off pipe: what came is kept, and the missing end is said.
+	var f frames
+	hello(&f)
+	f.events([recordLen]int64{evLag, 1, 1000, 0, 1_000_000, 0})
+	c := newCollector()
+	c.read(bytes.NewReader(f.Bytes()[:f.Len()-3]))
+	r := c.report()
+	if !r.Loaded || r.Final || !strings.Contains(strings.Join(r.Notes, " "), "final report did not arrive") {
+		t.Errorf("cut off: %+v", r)
+	}
+}
+
+func f64p(x float64) *float64 { return &x }
+
+func TestReadings(t *testing.T) {
+	base := func() *Report {
+		return &Report{Loaded: true, Interpreter: Interpreter{PID: 100, GILEnabled: true, SwitchS: 0.005},
+			Threads: []Thread{{TID: 100, Name: "MainThread"}, {TID: 101, Name: "busy"}}}
+	}
+	loop := func(p99 int64, lateCPU float64) Loop {
+		return Loop{Loop: 1, Thread: "MainThread", TID: 100, Ticks: 500, LateTicks: 300, LateRan: lateCPU, CPUShare: lateCPU, RunqKnown: true,
+			Lag: Dist{N: 500, P50Ns: p99 / 2, P99Ns: p99}}
+	}
+	prof := func(busyCPU, busyRunq float64) *watch.Profile {
+		return &watch.Profile{Seconds: 1, CPUs: 2, Threads: []watch.Thread{
+			{PID: 100, TID: 100, Name: "python3", HasSchedstat: true, CPUNs: 1e8},
+			{PID: 100, TID: 101, Name: "python3", HasSchedstat: true, CPUNs: uint64(busyCPU * 1e9), RunqNs: uint64(busyRunq * 1e9)}}}
+	}
+	kinds := func(r *Report) string {
+		var ks []string
+		for _, rd := range r.Readings {
+			ks = append(ks, rd.Reading)
+		}
+		return strings.Join(ks, ",")
+	}
+	// GIL: lag p99 two intervals, a busy thread, the loop waited.
+	r := base()
+	r.Loops = []Loop{loop(10_600_000, 0.05)}
+	p := prof(0.6, 0.3)
+	Read(r, p)
+	if kinds(r) != ReadGIL || !strings.Contains(r.Readings[0].Text, "switch interval 5 ms") || !strings.Contains(r.Readings[0].Text, "2.1×") {
+		t.Errorf("GIL: %q %v", kinds(r), r.Readings)
+	}
+	if p.Threads[1].Name != "busy" {
+		t.Errorf("the profile's row was not given Python's name: %q", p.Threads[1].Name)
+	}
+	// No busy thread: no GIL reading.
+	r = base()
+	r.Loops = []Loop{loop(10_600_000, 0.05)}
+	Read(r, prof(0.05, 0))
+	if kinds(r) != "" {
+		t.Errorf("no busy thread: %q", kinds(r))
+	}
+	// The loop ran Python through its stalls: handlers, not the GIL.
+	r = base()
+	r.Loops = []Loop{loop(5_000_000, 0.9)}
+	Read(r, prof(0.6, 0.3))
+	if kinds(r) != ReadHandlerCPU {
+		t.Errorf("handler: %q", kinds(r))
+	}
+	// A small lag is neither.
+	r = base()
+	r.Loops = []Loop{loop(900_000, 0.9)}
+	Read(r, prof(0.6, 0.3))
+	if kinds(r) != "" {
+		t.Errorf("small lag: %q", kinds(r))
+	}
+	// Free-threaded, GIL off: said so, and no GIL reading.
+	r = base()
+	r.Interpreter.FreeThreaded, r.Interpreter.GILEnabled = true, false
+	r.Loops = []Loop{loop(10_600_000, 0.05)}
+	Read(r, prof(0.6, 0.3))
+	if kinds(r) != ReadFreeThreaded || !strings.Contains(r.Readings[0].Text, "does not apply") {
+		t.Errorf("free-threaded: %q", kinds(r))
+	}
+	// Hops over work, and a slow function that is not.
+	r = base()
+	r.Sites = []Site{{Of: "to_thread", Name: "__main__.lookup", Where: "app.py:3", Calls: 1000, WaitNs: 60e3, WorkNs: 20e3, BackNs: 80e3, HopsPerWork: 7},
+		{Of: "to_thread", Name: "__main__.slow", Calls: 1000, WaitNs: 60e3, WorkNs: 5e6, BackNs: 80e3, HopsPerWork: 0.028}}
+	Read(r, nil)
+	if kinds(r) != ReadHops || !strings.Contains(r.Readings[0].Text, "7.0× the work") || !strings.Contains(r.Readings[0].Text, "__main__.lookup (app.py:3)") {
+		t.Errorf("hops: %v", r.Readings)
+	}
+}
+
+func TestIdentify(t *testing.T) {
+	for _, c := range []struct {
+		im      procstat.Image
+		ok      bool
+		version string
+		ft      bool
+	}{
+		{procstat.Image{Exe: "/usr/bin/python3.11", Mapped: []string{"/usr/lib/x86_64-linux-gnu/libc.so.6"}}, true, "3.11", false},
+		{procstat.Image{Exe: "/root/.pyenv/versions/3.11.7/bin/python3.11", Mapped: []string{"/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"}}, true, "3.11", false},
+		{procstat.Image{Exe: "/opt/bin/python3.13t"}, true, "3.13", true},
+		{procstat.Image{Exe: "/usr/sbin/uwsgi", Mapped: []string{"/usr/lib/libpython3.13t.so.1.0"}}, true, "3.13", true},
+		{procstat.Image{Exe: "/usr/bin/bash", Mapped: []string{"/usr/lib/libc.so.6"}}, false, "", false},
+	} {
+		p, ok := identify(c.im)
+		if ok != c.ok || p.Version != c.version || p.FreeThreaded != c.ft {
+			t.Errorf("identify(%+v) = %+v, %v", c.im, p, ok)
+		}
+	}
+}
+
+func TestInferred(t *testing.T) {
+	py := Process{PID: 7, Exe: "/usr/bin/python3.11", Version: "3.11"}
+	prof := func(vol1, vol2 uint64, cpu1, cpu2 float64) watch.Profile {
+		return watch.Profile{Seconds: 2, CPUs: 2, Threads: []watch.Thread{
+			{PID: 7, TID: 7, HasSchedstat: true, Vol: vol1 * 2, CPUNs: uint64(cpu1 * 2e9)},
+			{PID: 7, TID: 8, HasSchedstat: true, Vol: vol2 * 2, CPUNs: uint64(cpu2 * 2e9)}}}
+	}
+	has := func(rs []watch.Reading, kind string) bool {
+		for _, r := range rs {
+			if r.Kind == kind {
+				return true
+			}
+		}
+		return false
+	}
+	rs := Inferred(prof(300, 200, 0.1, 0.9), py)
+	if !has(rs, ReadCPython) || !has(rs, ReadInferredGIL) || !strings.Contains(rs[1].Text, "inferred") || !strings.Contains(rs[1].Text, "diagnose") {
+		t.Errorf("turn-taking: %v", rs)
+	}
+	if rs := Inferred(prof(300, 200, 0.1, 0.05), py); has(rs, ReadInferredGIL) {
+		t.Errorf("a process far from one core: %v", rs)
+	}
+	if rs := Inferred(prof(300, 0, 0.1, 0.9), py); has(rs, ReadInferredGIL) {
+		t.Errorf("one thread switching: %v", rs)
+	}
+	if rs := Inferred(prof(300, 200, 0.1, 0.9), Process{PID: 7, Version: "3.13", FreeThreaded: true}); has(rs, ReadInferredGIL) || !has(rs, ReadFreeThreaded) {
+		t.Errorf("free-threaded: %v", rs)
+	}
+}
+
+func TestFinishWithoutProbe(t *testing.T) {
+	s, _ := Prepare(ModeOn, []string{"true"}, "/bin/true")
+	if s == nil {
+		t.Fatal("no session")
+	}
+	s.Started() // nothing ever writes: the read ends at EOF at once
+	r := s.Finish(time.Second)
+	if r.Loaded || !strings.Contains(strings.Join(r.Notes, " "), "did not load") {
+		t.Errorf("%+v", r)
+	}
+	if s.Dir() != "" {
+		t.Error("directory not removed")
+	}
+}

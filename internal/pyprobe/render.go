@@ -1,0 +1,160 @@
+package pyprobe
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/termsafe"
+)
+
+// maxSitesShown: the text lists this many call sites, most calls first
+// (JSON has them all).
+const maxSitesShown = 8
+
+// WriteJSON writes the report's records, one JSON object per line.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(termsafe.JSON(w))
+	for _, rec := range r.Records() {
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteText writes the report for a person, a sentence or a row a line
+// (the caller wraps long lines); every name from the program is escaped.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	line := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	if r.Loaded {
+		in := r.Interpreter
+		gil := "the GIL on"
+		if !in.GILEnabled {
+			gil = "the GIL off"
+		}
+		si := "switch interval " + result.FormatNs(in.SwitchS*1e9)
+		if in.SwitchStartS > 0 {
+			si += fmt.Sprintf(" (set by the program; %s when the probe loaded)", result.FormatNs(in.SwitchStartS*1e9))
+		}
+		line("python probe (pid %d): CPython %s, %s build, %s at run time, %s", in.PID, termsafe.String(in.Version), in.Build, gil, si)
+		var ts []string
+		for _, t := range r.Threads {
+			s := fmt.Sprintf("%s (TID %d", termsafe.String(t.Name), t.TID)
+			if t.CPUShare != nil {
+				s += fmt.Sprintf(", %.0f%% CPU", 100**t.CPUShare)
+			}
+			if t.Ended {
+				s += ", ended"
+			}
+			ts = append(ts, s+")")
+		}
+		line("  Python threads: %s", strings.Join(ts, ", "))
+		if len(r.Loops) == 0 {
+			line("  asyncio loops: none ran")
+		}
+		for _, l := range r.Loops {
+			line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls over %.1f s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
+				l.Loop, termsafe.String(l.Thread), l.TID, termsafe.String(shortClass(l.Class)), ns(l.Lag.P50Ns), ns(l.Lag.P99Ns), ns(l.Lag.P999Ns), ns(l.Lag.MaxNs),
+				l.Ticks, l.Corrected, l.Seconds, 100*l.CPUShare, 100*l.LateRan, l.LateTicks)
+			line("    the ticks as fired (uncorrected): p50 %s, p99 %s, p99.9 %s", ns(l.AsFired.P50Ns), ns(l.AsFired.P99Ns), ns(l.AsFired.P999Ns))
+		}
+		if len(r.Loops) > 0 {
+			line("    lag: %s", r.Loops[0].ResolutionN)
+		}
+		if len(r.Hops) > 0 {
+			line("  hops between threads and loops (every call timed):")
+		}
+		for _, h := range r.Hops {
+			rate := fmt.Sprintf("%d calls (%.0f/s)", h.Calls, h.PerSec)
+			switch {
+			case h.Hop != nil || h.Of == "call_soon_threadsafe":
+				extra := ""
+				if h.SameThread > 0 {
+					extra = fmt.Sprintf("; %d from the loop's own thread, not a hop, left out", h.SameThread)
+				}
+				line("    %-20s %s: the call until the callback runs %s%s", h.Of, rate, distText(h.Hop), extra)
+			case h.Of == "executor":
+				line("    %-20s %s to an executor that is not a thread pool: the whole call %s", h.Of, rate, distText(h.Total))
+			default:
+				line("    %-20s %s: until the worker starts it %s; the work %s; back until the coroutine resumes %s", h.Of, rate, distText(h.Wait), distText(h.Work), distText(h.Back))
+			}
+		}
+		if len(r.Sites) > 0 {
+			line("  call sites (means per call):")
+		}
+		for i, s := range r.Sites {
+			if i == maxSitesShown {
+				line("    … %d more (--format json lists them all)", len(r.Sites)-i)
+				break
+			}
+			name := termsafe.String(s.Name) + where(termsafe.String(s.Where))
+			switch s.Of {
+			case "call_soon_threadsafe":
+				var from []string
+				for j, f := range s.From {
+					if j == 3 {
+						from = append(from, "…")
+						break
+					}
+					from = append(from, fmt.Sprintf("%s %d", termsafe.String(f.Thread), f.Calls))
+				}
+				line("    call_soon_threadsafe %s: %d calls, %s each, from %s", name, s.Calls, result.FormatNs(s.BackNs), strings.Join(from, ", "))
+			case "executor":
+				line("    executor %s: %d calls, %s each (the whole call)", name, s.Calls, result.FormatNs(s.BackNs))
+			default:
+				line("    %s %s: %d calls; %s of hops (%s wait + %s back) for %s of work (%.1f×)", s.Of, name, s.Calls,
+					result.FormatNs(s.WaitNs+s.BackNs), result.FormatNs(s.WaitNs), result.FormatNs(s.BackNs), result.FormatNs(s.WorkNs), s.HopsPerWork)
+			}
+		}
+		if c := r.Cost; c != nil {
+			line("  %s", c.text())
+		}
+	}
+	for _, rd := range r.Readings {
+		line("reading (python, %s): %s", termsafe.String(rd.Subject), termsafe.String(rd.Text))
+	}
+	for _, n := range r.allNotes() {
+		line("note (python probe): %s", termsafe.String(n))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func (c *Cost) text() string {
+	var per []string
+	for _, k := range []string{"call_soon_threadsafe", "executor_call"} {
+		if v, ok := c.PerCallNs[k]; ok {
+			per = append(per, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_call", " call"), result.FormatNs(v)))
+		}
+	}
+	cal := ""
+	if len(per) > 0 {
+		cal = " and the wrappers at their cost per call (" + strings.Join(per, ", ") + ", timed at exit on stand-ins)"
+	}
+	over := ""
+	if c.OverTarget {
+		over = " — over the 2% target"
+	}
+	return fmt.Sprintf("the probe's own cost: %s of CPU, %.2f%% of the process's %s (target ≤ %.0f%%)%s, %.2f%% of the %s run — estimated from its ticks and writes, timed as they ran%s; its report at exit took %s more",
+		result.FormatNs(c.SelfNs), 100*c.CPUShare, result.FormatNs(float64(c.CPUNs)), c.TargetPct, over, 100*c.WallShare, result.FormatNs(float64(c.WallNs)), cal, result.FormatNs(c.AtExitNs))
+}
+
+func distText(d *Dist) string {
+	if d == nil || d.N == 0 {
+		return "(none)"
+	}
+	return fmt.Sprintf("p50 %s, p99 %s, max %s", ns(d.P50Ns), ns(d.P99Ns), ns(d.MaxNs))
+}
+
+func ns(v int64) string { return result.FormatNs(float64(v)) }
+
+func shortClass(c string) string {
+	if i := strings.LastIndex(c, "."); i >= 0 {
+		return c[i+1:]
+	}
+	return c
+}

@@ -1,0 +1,62 @@
+# ctxlab's CPython probe loader (docs/pyprobe.md). ctxlab diagnose puts this
+# file's directory first on PYTHONPATH, so site imports it as sitecustomize.
+# It starts the probe (_ctxlab_pyprobe, beside it), takes its directory off
+# sys.path and PYTHONPATH again, and then imports the sitecustomize this one
+# shadows, so that one runs as it would have; when there is none, this module
+# ends with the ImportError site ignores, so sys.modules looks as it would.
+# Nothing here prints: a probe that cannot start tells ctxlab over its pipe.
+import sys
+
+
+def _ctxlab_start():
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        if sys.version_info >= (3, 8) and sys.implementation.name == "cpython":
+            import _ctxlab_pyprobe
+
+            _ctxlab_pyprobe.start(here)
+        else:
+            _ctxlab_refuse(os)
+    except BaseException:
+        pass
+    finally:
+        sys.path[:] = [p for p in sys.path if p != here]
+        sys.path_importer_cache.pop(here, None)
+        _ctxlab_restore(os, here)
+
+
+def _ctxlab_refuse(os):
+    # Not a CPython the probe supports: say why, write nothing else.
+    fd = os.environ.get("CTXLAB_PYPROBE", "").split(",")[0]
+    if fd.isdigit():
+        why = "%s %d.%d is not CPython 3.8 or newer" % (
+            getattr(getattr(sys, "implementation", None), "name", "python"), sys.version_info[0], sys.version_info[1])
+        body = ('{"kind":"unsupported","pid":%d,"reason":"%s"}' % (os.getpid(), why)).encode()
+        try:
+            os.write(int(fd), len(body).to_bytes(4, "little") + b"J" + body)
+            os.close(int(fd))
+        except OSError:
+            pass
+
+
+def _ctxlab_restore(os, here):
+    # The program sees its own environment: PYTHONPATH as it was, no
+    # CTXLAB_PYPROBE, so its own children run without the probe.
+    os.environ.pop("CTXLAB_PYPROBE", None)
+    pp = os.environ.get("PYTHONPATH")
+    if pp is not None:
+        if pp == here:
+            del os.environ["PYTHONPATH"]
+        elif pp.startswith(here + os.pathsep):
+            os.environ["PYTHONPATH"] = pp[len(here) + 1:]
+
+
+_ctxlab_start()
+del _ctxlab_start, _ctxlab_refuse, _ctxlab_restore
+# The sitecustomize this one shadows (the system's, a virtualenv's, the
+# user's own on PYTHONPATH): imported here so it runs as it would have, its
+# errors reported by site exactly as without ctxlab.
+del sys.modules["sitecustomize"]
+import sitecustomize  # noqa: E402,F401  (the next one on sys.path; ImportError when none)
