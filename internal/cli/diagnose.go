@@ -3,12 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -75,14 +73,6 @@ running: what they do after that is not counted.`,
 	return c
 }
 
-// counter is one perf counter opened on the command.
-type counter struct {
-	ev          measure.EventSpec
-	fd          int
-	userOnly    bool
-	unsupported string
-}
-
 // CounterRecord is the JSON line for one perf counter of a diagnose run.
 type CounterRecord struct {
 	Kind        string  `json:"kind"` // counter
@@ -107,113 +97,14 @@ type RusageRecord struct {
 	WallS       float64 `json:"wall_s"`
 }
 
-// startStopped starts cmd stopped at its exec (ptrace), opens inherited
-// counters on it and lets it go, so the counters cover the whole run. If
-// ptrace is refused it starts cmd normally and opens the counters just
-// after, and says so.
-func startStopped(cmd *exec.Cmd) ([]*counter, string, error) {
-	runtime.LockOSThread() // ptrace requests must come from the tracing thread
-	defer runtime.UnlockOSThread()
-	if st, err := os.Stat(cmd.Path); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 && os.Geteuid() != 0 {
-		// A traced exec ignores set-user-ID and set-group-ID bits: the
-		// command would run without its privileges and behave differently.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			return nil, "", err
-		}
-		return openCounters(cmd.Process.Pid), "the command is set-user-ID or set-group-ID, so it was started untraced to keep its privileges: counters were opened just after it started, so its first moments are not counted", nil
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}
-	note := ""
-	if err := cmd.Start(); err != nil {
-		if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EACCES) {
-			return nil, "", err
-		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		cmd.Process = nil
-		if err := cmd.Start(); err != nil {
-			return nil, "", err
-		}
-		note = "ptrace refused: counters opened just after the command started, so its first moments are not counted"
-		return openCounters(cmd.Process.Pid), note, nil
-	}
-	pid := cmd.Process.Pid
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, "", fmt.Errorf("starting %s: did not stop at exec (%v, status %v)", cmd.Path, err, ws)
-	}
-	cs := openCounters(pid)
-	if err := unix.PtraceDetach(pid); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		closeCounters(cs)
-		return nil, "", fmt.Errorf("starting %s: ptrace detach: %w", cmd.Path, err)
-	}
-	return cs, note, nil
-}
-
-func openCounters(pid int) []*counter {
-	var out []*counter
-	for _, ev := range measure.Events {
-		c := &counter{ev: ev, fd: -1}
-		fd, userOnly, err := measure.OpenInherited(ev, pid)
-		switch {
-		case err != nil:
-			c.unsupported = measure.UnsupportedReason(err)
-		default:
-			c.fd, c.userOnly = fd, userOnly
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func closeCounters(cs []*counter) {
-	for _, c := range cs {
-		if c.fd >= 0 {
-			_ = unix.Close(c.fd)
-			c.fd = -1
-		}
-	}
-}
-
-// readCounters reads every open counter once the command has exited.
-func readCounters(cs []*counter) []CounterRecord {
+// readCounters turns the counters' readings, once the command has
+// exited, into their JSON lines (measure.TreeCounters.Read holds the
+// unsupported rule).
+func readCounters(cs *measure.TreeCounters) []CounterRecord {
 	var out []CounterRecord
-	var taskClock uint64
-	for _, c := range cs {
-		r := CounterRecord{Kind: "counter", Name: c.ev.Name, Type: c.ev.Kind, UserOnly: c.userOnly, Unsupported: c.unsupported}
-		if c.fd >= 0 {
-			v, en, run, err := measure.ReadCounter(c.fd)
-			switch {
-			case err != nil:
-				r.Unsupported = measure.UnsupportedReason(err)
-			case run == 0 && en > 0:
-				r.Unsupported = measure.ReasonNeverRan
-			default:
-				// measure's multiplex scaling, truncated as perf stat prints it
-				if s, ok := measure.Scale(v, en, run); ok && run < en {
-					v, r.Scaled = uint64(s), true
-				}
-				r.Value = &v
-				if v == 0 && c.userOnly && (c.ev.Name == "context-switches" || c.ev.Name == "cpu-migrations") {
-					r.Value = nil
-					r.Unsupported = "counted 0: perf_event_paranoid allows user-mode counting only here, and this event happens in the kernel"
-				}
-				if c.ev.Name == "task-clock" {
-					taskClock = v
-				}
-			}
-		}
-		out = append(out, r)
-	}
-	for i := range out {
-		if out[i].Type == "hardware" && out[i].Value != nil && *out[i].Value == 0 && taskClock > 0 {
-			out[i].Value = nil
-			out[i].Unsupported = measure.ReasonZeroCount
-		}
+	for _, r := range cs.Read() {
+		out = append(out, CounterRecord{Kind: "counter", Name: r.Event.Name, Type: r.Event.Kind, Value: r.Value, Scaled: r.Scaled,
+			UserOnly: r.UserOnly, Unsupported: r.Unsupported})
 	}
 	return out
 }
@@ -230,11 +121,11 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	// still running when it exits can be named (leftovers).
 	defer subreaper()()
 	began := time.Now()
-	counters, note, err := startStopped(cmd)
+	counters, note, err := measure.StartStopped(cmd, measure.PerfTree{}, measure.Events)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", o.Args[0], err)
 	}
-	defer closeCounters(counters)
+	defer counters.Close()
 	pid := cmd.Process.Pid
 	place := placementOf(pid)
 	cmdProc, _ := procstat.DefaultRoot.ReadProc(pid) // its start time tells its leftovers from older children
