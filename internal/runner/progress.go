@@ -9,11 +9,11 @@ import (
 )
 
 // Progress draws one status line (step i of n, elapsed, an estimate of
-// what is left) that each step (an arm; a run of diagnose --vary) rewrites in place: carriage return, erase
-// the line, then the new text cut to the terminal's width, so the terminal
-// never wraps it (a wrapped line is left behind by the next \r). Done
-// erases it. cfg.Progress is only set when stderr is a terminal, so logs
-// stay clean.
+// what is left) that each step (an arm, or a run of diagnose --vary)
+// rewrites in place: carriage return, erase the line, then the new text
+// cut to the terminal's width, so the terminal never wraps it (a wrapped
+// line is left behind by the next \r). Done erases it. It is only drawn
+// when stderr is a terminal, so logs stay clean.
 type Progress struct {
 	w     io.Writer
 	width int // the terminal's columns; ≤ 0: not known, nothing is cut
