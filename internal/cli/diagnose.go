@@ -188,7 +188,7 @@ loop:
 	if w != nil {
 		_, _ = w.Step() // the exited command is a zombie until reaped: its last counts are still readable
 	}
-	left := leftovers(procstat.DefaultRoot, os.Getpid(), cmdProc)
+	left := procstat.Leftovers(procstat.DefaultRoot, os.Getpid(), cmdProc)
 	waitErr := cmd.Wait()
 	reaped = true
 	wall := time.Since(began)
@@ -271,34 +271,6 @@ func subreaper() (undo func()) {
 		return func() {}
 	}
 	return func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) }
-}
-
-// leftovers are the processes the command started that still run after it
-// exited: ctxlab's children (orphans reparented to the subreaper) started
-// no earlier than the command, and their descendants; cmd is the command,
-// a zombie by now.
-func leftovers(root procstat.Root, self int, cmd procstat.Proc) []procstat.Proc {
-	all, err := root.Procs()
-	if err != nil || cmd.PID == 0 {
-		return nil
-	}
-	by := map[int]procstat.Proc{}
-	for _, p := range all {
-		by[p.PID] = p
-	}
-	var out []procstat.Proc
-	for _, p := range all {
-		if p.PPID != self || p.PID == cmd.PID || p.StartTicks < cmd.StartTicks || p.State == "Z" {
-			continue
-		}
-		out = append(out, p)
-		for _, d := range procstat.Descendants(all, p.PID) {
-			if q, ok := by[d]; ok && q.State != "Z" {
-				out = append(out, q)
-			}
-		}
-	}
-	return out
 }
 
 // leftoverNote says which processes outlived the command, and what that
