@@ -33,6 +33,7 @@ func (e *exitStatusError) Error() string { return fmt.Sprintf("command exited wi
 type DiagnoseOptions struct {
 	WatchOptions
 	Args []string
+	Vary VaryOptions // --vary and its flags (vary.go)
 }
 
 func newDiagnoseCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -54,6 +55,9 @@ running: what they do after that is not counted.`,
   ctxlab diagnose --by-name -- ./server --bench`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if handled, err := varyDiagnose(cmd, o, args); handled {
+				return err
+			}
 			if err := o.validateDisplay(); err != nil {
 				return err
 			}
@@ -70,6 +74,7 @@ running: what they do after that is not counted.`,
 	c.Flags().SetInterspersed(false) // flags after CMD belong to CMD
 	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings, "+durRange(minInterval, maxInterval))
 	addDisplayFlags(c, &o.WatchOptions)
+	addVaryFlags(c, &o.Vary)
 	return c
 }
 

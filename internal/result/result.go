@@ -25,7 +25,7 @@ type Run struct {
 	Version     string    `json:"ctxlab_version"`
 	GoVersion   string    `json:"go_version"`
 	CommandLine []string  `json:"command_line"`
-	Suite       string    `json:"suite"` // "quick", "default", "full" or "custom"
+	Suite       string    `json:"suite"` // "quick", "default", "full", "custom", or SuiteDiagnose
 	Env         Env       `json:"env"`
 	ClockCostNs float64   `json:"clock_cost_ns"` // cost of one timestamp read, calibrated at start
 	Arms        []Arm     `json:"arms"`
@@ -41,6 +41,10 @@ type Run struct {
 	Warnings    []string     `json:"warnings,omitempty"`
 	Interrupted bool         `json:"interrupted,omitempty"` // stopped by a signal; Arms holds what finished
 }
+
+// SuiteDiagnose is the suite of a run diagnose --vary stored: one arm
+// per value of the user's command (experiment "diagnose").
+const SuiteDiagnose = "diagnose"
 
 // Env is the machine as ctxlab saw it at the start of the run.
 type Env struct {
