@@ -368,3 +368,25 @@ func commandLine(cmd *cobra.Command, v *VaryOptions, args []string) []string {
 	})
 	return append(append(out, "--"), args...)
 }
+
+// valueRef is RUN:NAME=V, one value of a diagnose --vary run (compare).
+var valueRef = regexp.MustCompile(`^(.*?):([A-Za-z_][A-Za-z0-9_]*=.*)$`)
+
+// loadRunValue is loadRun that also takes RUN:NAME=V (RUN:T=2/N=4 in a
+// grid): the run narrowed to that value, its arms named without it
+// (vary.Select). A file of that very name is read as a file.
+func loadRunValue(ctx context.Context, db, ref string) (*result.Run, error) {
+	m := valueRef.FindStringSubmatch(ref)
+	if _, err := os.Stat(ref); m == nil || err == nil {
+		return loadRun(ctx, db, ref)
+	}
+	run, err := loadRun(ctx, db, m[1])
+	if err != nil {
+		return nil, err
+	}
+	r, err := vary.Select(run, m[2])
+	if err != nil {
+		return nil, &UsageError{err}
+	}
+	return r, nil
+}

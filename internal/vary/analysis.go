@@ -250,3 +250,52 @@ func Label(points []Point) string {
 	}
 	return strings.Join(parts, " × ")
 }
+
+// Select narrows a stored diagnose --vary run to the values that match
+// sel ("T=2", or "T=2/N=4" in a grid) and names each arm without those
+// parts ("diagnose/T=2" becomes "diagnose"), so that two values, of one
+// run or of two, compare arm by arm. It fails, naming the run's values,
+// when none matches.
+func Select(run *result.Run, sel string) (*result.Run, error) {
+	want := map[string]string{}
+	for _, part := range strings.Split(sel, "/") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || !envName.MatchString(k) || v == "" {
+			return nil, fmt.Errorf("%q: want NAME=V (or NAME=V/NAME2=V2) after the run, e.g. last:T=2", sel)
+		}
+		want[k] = v
+	}
+	out := *run
+	out.ID = run.ID + ":" + sel
+	out.Arms = nil
+	var have []string
+	for _, a := range run.Arms {
+		if a.Experiment != Experiment {
+			continue
+		}
+		have = append(have, strings.TrimPrefix(a.Name, Experiment+"/"))
+		match := true
+		for k, v := range want {
+			match = match && a.Params[k] == v
+		}
+		if !match {
+			continue
+		}
+		var parts []string
+		for _, p := range strings.Split(a.Name, "/") {
+			if k, v, ok := strings.Cut(p, "="); ok && want[k] == v {
+				continue
+			}
+			parts = append(parts, p)
+		}
+		a.Name = strings.Join(parts, "/")
+		out.Arms = append(out.Arms, a)
+	}
+	switch {
+	case len(have) == 0:
+		return nil, fmt.Errorf("run %s is no diagnose --vary run: it has no values to select %s from", run.ID, sel)
+	case len(out.Arms) == 0:
+		return nil, fmt.Errorf("run %s has no value %s; its values are %s", run.ID, sel, strings.Join(have, ", "))
+	}
+	return &out, nil
+}

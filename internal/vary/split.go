@@ -45,8 +45,9 @@ type Split struct {
 	Hardware    *Hardware
 	HardwareWhy string
 	// Beside the rest where there are no hardware counters: run-queue
-	// wait and migrations of the two values (Stat.OK false: unsupported).
-	Runq, Migrations [2]Stat
+	// wait, migrations and page faults of the two values (Stat.OK false:
+	// unsupported).
+	Runq, Migrations, Faults [2]Stat
 }
 
 // Hardware is what the counters say of the rest: cycles against
@@ -112,6 +113,7 @@ func NewSplit(base, other Value, perUnit bool, cost Cost) Split {
 	}
 	s.Runq = [2]Stat{base.Fig(KeyRunq), other.Fig(KeyRunq)}
 	s.Migrations = [2]Stat{base.Fig(KeyMigrations), other.Fig(KeyMigrations)}
+	s.Faults = [2]Stat{base.Fig(KeyFaults), other.Fig(KeyFaults)}
 	return s
 }
 
@@ -180,6 +182,9 @@ func (s Split) Lines() []string {
 	}
 	if s.Migrations[0].OK() && s.Migrations[1].OK() {
 		beside = append(beside, fmt.Sprintf("migrations %s → %s", Format(KindCount, s.Migrations[0].Median), Format(KindCount, s.Migrations[1].Median)))
+	}
+	if s.Faults[0].OK() && s.Faults[1].OK() {
+		beside = append(beside, fmt.Sprintf("page faults %s → %s (each fault is kernel time in the CPU time)", Format(KindCount, s.Faults[0].Median), Format(KindCount, s.Faults[1].Median)))
 	}
 	if len(beside) > 0 {
 		rest += "; beside it: " + joinAnd(beside)
