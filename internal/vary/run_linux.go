@@ -48,6 +48,9 @@ type Command struct {
 	WorkFrom *regexp.Regexp
 	Host     *sysinfo.Host
 	Root     procstat.Root
+	// Grace is how long a stopped run has between the signal that asks
+	// it to end and SIGKILL (0: DefaultGrace).
+	Grace time.Duration
 }
 
 // Rusage is what wait4 says of the command and its waited-for children.
@@ -88,9 +91,9 @@ type Sample struct {
 // OK says the run finished and its figures count.
 func (s Sample) OK() bool { return s.Status == result.StatusOK }
 
-// grace is how long a stopped command has between the signal that asks
-// it to end and SIGKILL.
-const grace = 2 * time.Second
+// DefaultGrace is how long a stopped command has between the signal that
+// asks it to end and SIGKILL.
+const DefaultGrace = 2 * time.Second
 
 // keepOut and keepErr are how much of the command's stdout (for
 // --work-from) and stderr (for a failure's reason) a run keeps.
@@ -104,7 +107,7 @@ const (
 // /proc samples of its threads every Interval. It runs in a process
 // group of its own, stdin /dev/null; when ctx ends (Ctrl-C) or Timeout
 // passes it gets SIGINT (SIGTERM at the time limit), then SIGKILL after
-// grace. Whatever it leaves running, in its group or reparented to ctxlab
+// Grace. Whatever it leaves running, in its group or reparented to ctxlab
 // (the subreaper, which the caller must make ctxlab), is killed and reaped
 // before Run returns, so no run outlives its turn.
 func (c *Command) Run(ctx context.Context, p Point) Sample {
@@ -126,6 +129,10 @@ func (c *Command) Run(ctx context.Context, p Point) Sample {
 	cmd.Stdout, cmd.Stderr = io.Writer(out), io.Writer(errOut)
 	if c.Show != nil {
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(out, c.Show), io.MultiWriter(errOut, c.Show)
+	}
+	grace := c.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
 	}
 	cmd.WaitDelay = grace // a pipe held open by something already killed
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
