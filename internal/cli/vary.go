@@ -203,6 +203,9 @@ func validateVary(o *DiagnoseOptions) (*varyPlan, error) {
 	if v.ShowOutput {
 		c.Show = o.Stderr
 	}
+	if err := checkOutput("-o", v.Output, o.DB); err != nil {
+		return nil, err
+	}
 	if len(o.Args) == 0 {
 		return nil, usagef("give the command to run after --: ctxlab diagnose --vary NAME=V1,V2 -- CMD ARGS…")
 	}
