@@ -42,7 +42,7 @@ random or sequential cycle), --elements steps in all, split evenly: the same
 total work at any thread count. It prints "elements: N" when done. It is the
 workload of docs/diagnose.md:
 
-  ctxlab diagnose --vary T=2,32 -- ctxlab workload --threads {T} --ws 8MiB --elements 200000000`,
+  ctxlab diagnose --vary T=2,32 -- ctxlab workload --threads {T} --ws 8MiB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Threads < 1 || o.Threads > maxWorkloadThreads {
@@ -73,7 +73,7 @@ workload of docs/diagnose.md:
 	f := c.Flags()
 	f.IntVar(&o.Threads, "threads", 2, "threads, "+intRange(1, maxWorkloadThreads))
 	f.StringVar(&o.WS, "ws", "8MiB", "working set per thread, "+result.SizeName(minWorkloadWS)+".."+result.SizeName(maxWorkloadWS))
-	f.Int64Var(&o.Elements, "elements", 100_000_000, fmt.Sprintf("elements followed in all, 1..%d", int64(maxWorkloadElements)))
-	f.StringVar(&o.Pattern, "pattern", "random", "access pattern: random or seq")
+	f.Int64Var(&o.Elements, "elements", 2_000_000_000, fmt.Sprintf("elements followed in all, 1..%d", int64(maxWorkloadElements)))
+	f.StringVar(&o.Pattern, "pattern", "seq", "access pattern: seq (a stream) or random (dependent loads)")
 	return c
 }
