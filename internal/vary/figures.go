@@ -36,6 +36,8 @@ const (
 	KeyWall         = "wall-ns/op" // the arm's rep_means, not a rep_metric
 	KeyCPU          = "cpu-ns/op"
 	KeyCores        = "cpu-cores"
+	KeyUser         = "user-ns/op"
+	KeySys          = "system-ns/op"
 	KeySwitches     = "switches/op"
 	KeyVoluntary    = "voluntary-switches/op"
 	KeyInvoluntary  = "involuntary-switches/op"
@@ -112,6 +114,12 @@ var Figures = []Figure{
 			return 0, "", why
 		}
 		return cpu / float64(s.WallNs), src, ""
+	}},
+	{Key: KeyUser, Label: "user", Kind: KindNs, Total: true, Get: func(s Sample) (float64, string, string) {
+		return float64(s.Rusage.UserNs), "rusage", ""
+	}},
+	{Key: KeySys, Label: "system", Kind: KindNs, Total: true, Get: func(s Sample) (float64, string, string) {
+		return float64(s.Rusage.SysNs), "rusage", ""
 	}},
 	{Key: KeySwitches, Label: "switches", Kind: KindCount, Total: true, Get: func(s Sample) (float64, string, string) {
 		if v, why := counter(s, "context-switches"); why == "" {

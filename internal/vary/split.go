@@ -47,7 +47,7 @@ type Split struct {
 	// Beside the rest where there are no hardware counters: run-queue
 	// wait, migrations and page faults of the two values (Stat.OK false:
 	// unsupported).
-	Runq, Migrations, Faults [2]Stat
+	Runq, Migrations, Faults, User, Sys [2]Stat
 }
 
 // Hardware is what the counters say of the rest: cycles against
@@ -114,6 +114,8 @@ func NewSplit(base, other Value, perUnit bool, cost Cost) Split {
 	s.Runq = [2]Stat{base.Fig(KeyRunq), other.Fig(KeyRunq)}
 	s.Migrations = [2]Stat{base.Fig(KeyMigrations), other.Fig(KeyMigrations)}
 	s.Faults = [2]Stat{base.Fig(KeyFaults), other.Fig(KeyFaults)}
+	s.User = [2]Stat{base.Fig(KeyUser), other.Fig(KeyUser)}
+	s.Sys = [2]Stat{base.Fig(KeySys), other.Fig(KeySys)}
 	return s
 }
 
@@ -177,6 +179,10 @@ func (s Split) Lines() []string {
 	}
 	rest += fmt.Sprintf(". This machine has no hardware counters (%s), so it cannot attribute it: it is the indirect cost (caches and TLB cold after other threads ran) or contention", s.HardwareWhy)
 	var beside []string
+	if s.User[0].OK() && s.User[1].OK() && s.Sys[0].OK() && s.Sys[1].OK() {
+		beside = append(beside, fmt.Sprintf("user time %s, system time %s (rusage)",
+			signedNs(s.User[1].Median-s.User[0].Median), signedNs(s.Sys[1].Median-s.Sys[0].Median)))
+	}
 	if s.Runq[0].OK() && s.Runq[1].OK() {
 		beside = append(beside, fmt.Sprintf("run-queue wait %s → %s (sampled from /proc)", result.FormatNs(s.Runq[0].Median), result.FormatNs(s.Runq[1].Median)))
 	}

@@ -108,7 +108,7 @@ func TestSplitArithmetic(t *testing.T) {
 		"not in the switch path: +800 ms, 89% of the extra",
 		"This machine has no hardware counters (instructions: unsupported: " + noPMU + ")",
 		"it is the indirect cost (caches and TLB cold after other threads ran) or contention",
-		"run-queue wait 2 ms → 9 s (sampled from /proc), migrations 12 → 310 and page faults 4000 → 65k",
+		"beside it: user time +900 ms, system time +0 ns (rusage), run-queue wait 2 ms → 9 s (sampled from /proc), migrations 12 → 310 and page faults 4000 → 65k",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("split lines lack %q:\n%s", want, text)

@@ -57,7 +57,7 @@ func (a *Analysis) rows() []row {
 	for _, f := range Figures {
 		label := f.Label
 		switch f.Key {
-		case KeyVoluntary, KeyInvoluntary:
+		case KeyVoluntary, KeyInvoluntary, KeyUser, KeySys:
 			label = "  " + label
 		case KeyRunq:
 			label += " (sampled)"
@@ -180,7 +180,7 @@ func (a *Analysis) Table(w io.Writer, width int) error {
 // failures, noise and notes.
 func (a *Analysis) notes() []string {
 	out := []string{
-		"figures: the median (min–max) over a value's finished runs, for every thread and child the command starts: CPU time is perf's task-clock, switches, migrations and page faults its software counters, inherited (as perf stat counts them); voluntary and involuntary from rusage (the command and its waited-for children)",
+		"figures: the median (min–max) over a value's finished runs, for every thread and child the command starts: CPU time is perf's task-clock, switches, migrations and page faults its software counters, inherited (as perf stat counts them); user and system time, voluntary and involuntary switches from rusage (the command and its waited-for children)",
 		fmt.Sprintf("run-queue wait: sampled from /proc/<pid>/task/<tid>/schedstat every %s, a lower bound (a thread's last partial interval is lost with it)%s", result.ShortDuration(a.Interval), a.coverage()),
 	}
 	for _, v := range a.Values {
