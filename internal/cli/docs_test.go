@@ -428,10 +428,16 @@ func varyForm(args []string, db string) []string {
 	for j := 1; j < len(cmd); j++ {
 		if v, ok := small[cmd[j]]; ok && j+1 < len(cmd) {
 			out = append(out, cmd[j], v)
+			delete(small, cmd[j])
 			j++
 			continue
 		}
 		out = append(out, cmd[j])
+	}
+	for _, f := range []string{"--ws", "--elements"} {
+		if v, ok := small[f]; ok {
+			out = append(out, f, v)
+		}
 	}
 	return out
 }

@@ -61,8 +61,8 @@ var (
 	varyLongHelp = `
 With --vary NAME=V1,V2[,…], diagnose runs CMD at each value instead of
 once: {NAME} in CMD's arguments is replaced by the value and NAME=value is
-set in its environment (so GOMAXPROCS, OMP_NUM_THREADS or a pool-size
-variable of the program's own work as well as a flag). Several --vary make
+set in its environment (so GOMAXPROCS, OMP_NUM_THREADS or the program's
+own pool-size variable works as well as a flag). Several --vary make
 a grid of at most 64 points. Each of --reps rounds runs every value once,
 in a new shuffled order, --settle apart; each run is measured whole (wall
 time, perf task-clock, switches, migrations, page faults and, where the
@@ -76,7 +76,8 @@ value the median and min–max, noisy by run's rule; the split of the extra
 CPU time over the first value into the direct part (Δ switches × this
 host's measured cost per switch, the one price uses, and where it came
 from) and the rest, not in the switch path, explained by the hardware
-counters or, without them, set beside the run-queue wait and migrations;
+counters or, without them, set beside user and system time, run-queue
+wait, migrations and page faults;
 and the decision: the best wall time (the best throughput with --work or
 --work-from), significant or not by compare's statistics. --format json or
 bench writes the run to stdout (or -o); it is stored in the history as a
@@ -95,7 +96,7 @@ runs that finished (not stored). Exit status: 0, 1 when a value failed,
 func addVaryFlags(c *cobra.Command, o *VaryOptions) {
 	f := c.Flags()
 	o.flags = f
-	f.StringArrayVar(&o.Vary, "vary", nil, fmt.Sprintf("run CMD at each value, `NAME=V1,V2[,…]`: {NAME} in its arguments and NAME in its environment; several make a grid of %d..%d points", vary.MinPoints, vary.MaxPoints))
+	f.StringArrayVar(&o.Vary, "vary", nil, fmt.Sprintf("run CMD at each value of `NAME=V1,V2,...`: {NAME} in its arguments, NAME in its environment; several --vary make a grid of %d..%d points; see docs/diagnose.md", vary.MinPoints, vary.MaxPoints))
 	f.IntVar(&o.Reps, "reps", 3, "with --vary: runs per value, each round in a new shuffled order, "+intRange(1, maxReps))
 	f.DurationVar(&o.Settle, "settle", 500*time.Millisecond, "with --vary: pause between runs, "+durRange(0, maxSettle))
 	f.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "with --vary: time limit of one run, "+durRange(minVaryTimeout, maxVaryTimeout))
