@@ -47,6 +47,12 @@ type VaryOptions struct {
 
 // Limits of the --vary flags, stated in their help.
 const (
+	// varyInterval is --vary's time between /proc readings: each reading
+	// wakes ctxlab, which on a 2-vCPU machine preempts the command's
+	// threads; at 200ms (diagnose's default) two threads on two CPUs read
+	// ~14% more switches than perf stat counts for them, at 1s ~4%, within
+	// the noise (docs/diagnose.md).
+	varyInterval = time.Second
 	maxSettle      = time.Minute
 	minVaryTimeout = time.Second
 	maxVaryTimeout = 24 * time.Hour
@@ -108,6 +114,9 @@ func addVaryFlags(c *cobra.Command, o *VaryOptions) {
 	if fl := f.Lookup("format"); fl != nil {
 		fl.Usage += "; with --vary: table, json or bench"
 	}
+	if fl := f.Lookup("interval"); fl != nil {
+		fl.Usage += "; with --vary 1s unless given (each reading preempts the command a little)"
+	}
 	if fl := f.Lookup("db"); fl != nil {
 		fl.Usage += "; with --vary, also where the run is stored"
 	}
@@ -154,6 +163,9 @@ func validateVary(o *DiagnoseOptions) (*varyPlan, error) {
 	}
 	if err := oneOf("--format", format, varyFormats); err != nil {
 		return nil, usagef("with --vary, %v", err)
+	}
+	if v.flags != nil && !v.flags.Changed("interval") {
+		o.Interval = varyInterval
 	}
 	if o.Interval < minInterval || o.Interval > maxInterval {
 		return nil, outOfRange("--interval", o.Interval, durRange(minInterval, maxInterval))
