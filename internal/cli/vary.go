@@ -52,7 +52,7 @@ const (
 	// threads; at 200ms (diagnose's default) two threads on two CPUs read
 	// ~14% more switches than perf stat counts for them, at 1s ~4%, within
 	// the noise (docs/diagnose.md).
-	varyInterval = time.Second
+	varyInterval   = time.Second
 	maxSettle      = time.Minute
 	minVaryTimeout = time.Second
 	maxVaryTimeout = 24 * time.Hour
