@@ -238,8 +238,8 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 		return err
 	}
 	v := &o.Vary
-	store := &RunOptions{DB: o.DB, NoStore: v.NoStore, Stdout: o.Stdout, Stderr: o.Stderr, Output: v.Output, Format: pl.format}
-	if err := checkStore(ctx, store); err != nil {
+	hist := &RunOptions{DB: o.DB, NoStore: v.NoStore, Stdout: o.Stdout, Stderr: o.Stderr, Output: v.Output, Format: pl.format}
+	if err := checkStore(ctx, hist); err != nil {
 		return err
 	}
 	out, err := openOutput("-o", v.Output, o.DB, o.Stdout)
@@ -281,11 +281,12 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 	}
 	vary.Analyze(a, cost, host, host.Load1)
 
+	arms := a.Arms()
 	run := &result.Run{
 		Schema: result.SchemaVersion, ID: newRunID(), Time: began, Version: version(), GoVersion: runtime.Version(),
 		CommandLine: commandLine(cmd, v, o.Args), Suite: result.SuiteDiagnose, Env: host.Env, Interrupted: a.Interrupted,
-		Warnings: envWarnings(host), Arms: a.Arms(),
-		Experiments: []result.Experiment{{Name: vary.Experiment, Op: a.Arms()[0].Op,
+		Warnings: envWarnings(host), Arms: arms,
+		Experiments: []result.Experiment{{Name: vary.Experiment, Op: arms[0].Op,
 			Summary:  fmt.Sprintf("%s at %s", strings.Join(o.Args, " "), vary.Label(pl.points)),
 			Findings: a.Reading()}},
 	}
@@ -293,7 +294,7 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 	if err := a.Table(o.Stderr, termWidth(o.Stderr)); err != nil {
 		return err
 	}
-	saveErr := saveRun(ctx, store, run)
+	saveErr := saveRun(ctx, hist, run)
 	if v.Output != "" || pl.format != "table" {
 		werr := out.write(func(w io.Writer) error {
 			if pl.format == "table" {
