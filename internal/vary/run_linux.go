@@ -210,9 +210,11 @@ loop:
 				Vol: r.Nvcsw, Invol: r.Nivcsw, MinFlt: r.Minflt, MajFlt: r.Majflt, MaxRSSKiB: r.Maxrss}
 		}
 	}
+	signal := ""
 	if ps := cmd.ProcessState; ps != nil {
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			s.ExitStatus = 128 + int(ws.Signal())
+			signal = fmt.Sprintf(" (killed by signal %d, %v)", int(ws.Signal()), ws.Signal())
 		} else {
 			s.ExitStatus = ps.ExitCode()
 		}
@@ -220,7 +222,7 @@ loop:
 		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("waiting for %s: %v", args[0], waitErr)
 	}
 	if s.Status == result.StatusOK && s.ExitStatus != 0 {
-		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("exit status %d", s.ExitStatus)
+		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("exit status %d%s", s.ExitStatus, signal)
 		if l := lastLine(errOut.Bytes()); l != "" {
 			s.Reason += ": " + l
 		}

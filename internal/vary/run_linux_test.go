@@ -128,6 +128,10 @@ func TestRunReal(t *testing.T) {
 	if s := c.Run(context.Background(), pt); s.Status != result.StatusFailed || !strings.Contains(s.Reason, `--work-from "units: (\\d+)" found no match`) {
 		t.Errorf("no work found: %s %q", s.Status, s.Reason)
 	}
+	c = command("sh", "-c", "kill -SEGV $$")
+	if s := c.Run(context.Background(), pt); s.Status != result.StatusFailed || s.ExitStatus != 139 || s.Reason != "exit status 139 (killed by signal 11, segmentation fault)" {
+		t.Errorf("a command killed by a signal: %s %d %q", s.Status, s.ExitStatus, s.Reason)
+	}
 	c = command("sh", "-c", "echo no such mode >&2; exit 3")
 	if s := c.Run(context.Background(), pt); s.Status != result.StatusFailed || s.ExitStatus != 3 || s.Reason != "exit status 3: no such mode" {
 		t.Errorf("failing command: %s %d %q", s.Status, s.ExitStatus, s.Reason)
