@@ -36,13 +36,15 @@ row. A geomean row summarises the common arms; arms measured on one side
 only are listed. Two runs with no arm in common are refused (exit 2).
 
 A and B are stored runs (id, unique prefix, last, last~N) or run JSON files,
-from any host. Without arguments: the two latest stored runs (last~1, last).
+from any host. RUN:NAME=V is one value of a diagnose --vary run, so
+compare last:T=2 last:T=32 sets two values of one run side by side. Without arguments: the two latest stored runs (last~1, last).
 With one: that run against the latest. On a terminal the table fits its
 width: narrower terminals leave out the ranges and the test columns (the
 markdown format has them all).`,
 		Example: `  ctxlab run --quick && ctxlab run --quick && ctxlab compare
   ctxlab compare 20261130T1204 last --format markdown
-  ctxlab compare laptop.json server.json`,
+  ctxlab compare laptop.json server.json
+  ctxlab compare last:T=2 last:T=32`,
 		Args: cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := oneOf("--format", o.Format, compare.Formats); err != nil {
@@ -60,11 +62,11 @@ markdown format has them all).`,
 			case 2:
 				refs = args
 			}
-			a, err := loadRun(cmd.Context(), o.DB, refs[0])
+			a, err := loadRunValue(cmd.Context(), o.DB, refs[0])
 			if err != nil {
 				return err
 			}
-			b, err := loadRun(cmd.Context(), o.DB, refs[1])
+			b, err := loadRunValue(cmd.Context(), o.DB, refs[1])
 			if err != nil {
 				return err
 			}

@@ -32,6 +32,7 @@ func addCompletions(root *cobra.Command) {
 		"ctxlab": report.Formats, "run": report.Formats, "show": report.Formats,
 		"compare": compare.Formats, "env": {"table", "json"}, "history": {"table", "json", "csv"},
 		"report": {"html", "svg", "png"}, "watch": {"auto", "table", "json"},
+		"diagnose": {"auto", "table", "json", "bench"}, // bench: with --vary
 	}
 	argsOf := map[string]cobra.CompletionFunc{
 		"run": completeArms, "list": completeArms,

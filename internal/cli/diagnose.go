@@ -3,12 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +37,7 @@ type DiagnoseOptions struct {
 	// PythonProbe is --python-probe: auto, on or off (docs/pyprobe.md).
 	PythonProbe string
 	pyProbe     pyprobe.Mode
+	Vary        VaryOptions // --vary and its flags (vary.go)
 }
 
 func newDiagnoseCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -60,6 +59,9 @@ running: what they do after that is not counted.`,
   ctxlab diagnose --by-name -- ./server --bench`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			if handled, err := varyDiagnose(cmd, o, args); handled {
+				return err
+			}
 			if err := o.validateDisplay(); err != nil {
 				return err
 			}
@@ -80,15 +82,8 @@ running: what they do after that is not counted.`,
 	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings, "+durRange(minInterval, maxInterval))
 	c.Flags().StringVar(&o.PythonProbe, "python-probe", "auto", "time a CPython program from inside: loop lag, thread hops, the GIL (auto: when CMD is a CPython interpreter or a script for one; on; off)")
 	addDisplayFlags(c, &o.WatchOptions)
+	addVaryFlags(c, &o.Vary)
 	return c
-}
-
-// counter is one perf counter opened on the command.
-type counter struct {
-	ev          measure.EventSpec
-	fd          int
-	userOnly    bool
-	unsupported string
 }
 
 // CounterRecord is the JSON line for one perf counter of a diagnose run.
@@ -115,113 +110,14 @@ type RusageRecord struct {
 	WallS       float64 `json:"wall_s"`
 }
 
-// startStopped starts cmd stopped at its exec (ptrace), opens inherited
-// counters on it and lets it go, so the counters cover the whole run. If
-// ptrace is refused it starts cmd normally and opens the counters just
-// after, and says so.
-func startStopped(cmd *exec.Cmd) ([]*counter, string, error) {
-	runtime.LockOSThread() // ptrace requests must come from the tracing thread
-	defer runtime.UnlockOSThread()
-	if st, err := os.Stat(cmd.Path); err == nil && st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 && os.Geteuid() != 0 {
-		// A traced exec ignores set-user-ID and set-group-ID bits: the
-		// command would run without its privileges and behave differently.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			return nil, "", err
-		}
-		return openCounters(cmd.Process.Pid), "the command is set-user-ID or set-group-ID, so it was started untraced to keep its privileges: counters were opened just after it started, so its first moments are not counted", nil
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Pdeathsig: syscall.SIGKILL}
-	note := ""
-	if err := cmd.Start(); err != nil {
-		if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EACCES) {
-			return nil, "", err
-		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		cmd.Process = nil
-		if err := cmd.Start(); err != nil {
-			return nil, "", err
-		}
-		note = "ptrace refused: counters opened just after the command started, so its first moments are not counted"
-		return openCounters(cmd.Process.Pid), note, nil
-	}
-	pid := cmd.Process.Pid
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, "", fmt.Errorf("starting %s: did not stop at exec (%v, status %v)", cmd.Path, err, ws)
-	}
-	cs := openCounters(pid)
-	if err := unix.PtraceDetach(pid); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		closeCounters(cs)
-		return nil, "", fmt.Errorf("starting %s: ptrace detach: %w", cmd.Path, err)
-	}
-	return cs, note, nil
-}
-
-func openCounters(pid int) []*counter {
-	var out []*counter
-	for _, ev := range measure.Events {
-		c := &counter{ev: ev, fd: -1}
-		fd, userOnly, err := measure.OpenInherited(ev, pid)
-		switch {
-		case err != nil:
-			c.unsupported = measure.UnsupportedReason(err)
-		default:
-			c.fd, c.userOnly = fd, userOnly
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func closeCounters(cs []*counter) {
-	for _, c := range cs {
-		if c.fd >= 0 {
-			_ = unix.Close(c.fd)
-			c.fd = -1
-		}
-	}
-}
-
-// readCounters reads every open counter once the command has exited.
-func readCounters(cs []*counter) []CounterRecord {
+// readCounters turns the counters' readings, once the command has
+// exited, into their JSON lines (measure.TreeCounters.Read holds the
+// unsupported rule).
+func readCounters(cs *measure.TreeCounters) []CounterRecord {
 	var out []CounterRecord
-	var taskClock uint64
-	for _, c := range cs {
-		r := CounterRecord{Kind: "counter", Name: c.ev.Name, Type: c.ev.Kind, UserOnly: c.userOnly, Unsupported: c.unsupported}
-		if c.fd >= 0 {
-			v, en, run, err := measure.ReadCounter(c.fd)
-			switch {
-			case err != nil:
-				r.Unsupported = measure.UnsupportedReason(err)
-			case run == 0 && en > 0:
-				r.Unsupported = measure.ReasonNeverRan
-			default:
-				// measure's multiplex scaling, truncated as perf stat prints it
-				if s, ok := measure.Scale(v, en, run); ok && run < en {
-					v, r.Scaled = uint64(s), true
-				}
-				r.Value = &v
-				if v == 0 && c.userOnly && (c.ev.Name == "context-switches" || c.ev.Name == "cpu-migrations") {
-					r.Value = nil
-					r.Unsupported = "counted 0: perf_event_paranoid allows user-mode counting only here, and this event happens in the kernel"
-				}
-				if c.ev.Name == "task-clock" {
-					taskClock = v
-				}
-			}
-		}
-		out = append(out, r)
-	}
-	for i := range out {
-		if out[i].Type == "hardware" && out[i].Value != nil && *out[i].Value == 0 && taskClock > 0 {
-			out[i].Value = nil
-			out[i].Unsupported = measure.ReasonZeroCount
-		}
+	for _, r := range cs.Read() {
+		out = append(out, CounterRecord{Kind: "counter", Name: r.Event.Name, Type: r.Event.Kind, Value: r.Value, Scaled: r.Scaled,
+			UserOnly: r.UserOnly, Unsupported: r.Unsupported})
 	}
 	return out
 }
@@ -242,7 +138,7 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	// still running when it exits can be named (leftovers).
 	defer subreaper()()
 	began := time.Now()
-	counters, note, err := startStopped(cmd)
+	counters, note, err := measure.StartStopped(cmd, measure.PerfTree{}, measure.Events)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", o.Args[0], err)
 	}
@@ -250,7 +146,7 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 		probe.Started()
 	}
 	note = joinNote(note, probeNote)
-	defer closeCounters(counters)
+	defer counters.Close()
 	pid := cmd.Process.Pid
 	place := placementOf(pid)
 	cmdProc, _ := procstat.DefaultRoot.ReadProc(pid) // its start time tells its leftovers from older children
@@ -313,7 +209,7 @@ loop:
 	if w != nil {
 		_, _ = w.Step() // the exited command is a zombie until reaped: its last counts are still readable
 	}
-	left := leftovers(procstat.DefaultRoot, os.Getpid(), cmdProc)
+	left := procstat.Leftovers(procstat.DefaultRoot, os.Getpid(), cmdProc)
 	waitErr := cmd.Wait()
 	reaped = true
 	wall := time.Since(began)
@@ -400,34 +296,6 @@ func subreaper() (undo func()) {
 		return func() {}
 	}
 	return func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) }
-}
-
-// leftovers are the processes the command started that still run after it
-// exited: ctxlab's children (orphans reparented to the subreaper) started
-// no earlier than the command, and their descendants; cmd is the command,
-// a zombie by now.
-func leftovers(root procstat.Root, self int, cmd procstat.Proc) []procstat.Proc {
-	all, err := root.Procs()
-	if err != nil || cmd.PID == 0 {
-		return nil
-	}
-	by := map[int]procstat.Proc{}
-	for _, p := range all {
-		by[p.PID] = p
-	}
-	var out []procstat.Proc
-	for _, p := range all {
-		if p.PPID != self || p.PID == cmd.PID || p.StartTicks < cmd.StartTicks || p.State == "Z" {
-			continue
-		}
-		out = append(out, p)
-		for _, d := range procstat.Descendants(all, p.PID) {
-			if q, ok := by[d]; ok && q.State != "Z" {
-				out = append(out, q)
-			}
-		}
-	}
-	return out
 }
 
 // leftoverNote says which processes outlived the command, and what that

@@ -50,6 +50,11 @@ import (
 //     --count 2 bound it.
 //   - `diagnose -- CMD` runs with CMD replaced by `sleep 0.2` (the documented
 //     commands are stress loads or the reader's own server).
+//   - `diagnose --vary … -- CMD` runs with --reps 2, --settle 0s and
+//     --price=false, stored in a history of their own, which `compare`,
+//     `show` and `report` examples naming a value (RUN:NAME=V) read; a CMD
+//     of `ctxlab workload` runs as documented but small (--ws 256KiB,
+//     --elements 2000000), any other CMD is `sleep 0.05`.
 //   - `serve` is parsed only (it is a server; internal/serve tests it).
 //   - Every other command (list, env, history, show, compare, report,
 //     budget, export, import, completion) runs for real, against a history
@@ -85,6 +90,7 @@ func TestDocumentedCommands(t *testing.T) {
 	}
 	defer func() { victim.Process.Kill(); victim.Wait() }()
 
+	varyDB := filepath.Join(dir, "vary.db") // where the --vary examples store their runs
 	seen := map[string]bool{}
 	for _, ex := range examples {
 		key := fmt.Sprint(ex.synopsis, ex.args)
@@ -109,6 +115,10 @@ func TestDocumentedCommands(t *testing.T) {
 				args = append(args, "--benchtime", "1ms", "--reps", "1", "--no-store", "--timeout", "30s")
 			case args[0] == "watch":
 				args = watchForm(args, victim.Process.Pid)
+			case args[0] == "diagnose" && slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--vary") }):
+				args = varyForm(args, varyDB)
+			case (args[0] == "compare" || args[0] == "show" || args[0] == "report") && slices.ContainsFunc(args, valueRef.MatchString):
+				args = append(args, "--db", varyDB) // RUN:NAME=V: a value of the runs the --vary examples stored
 			case args[0] == "diagnose":
 				i := indexOf(args, "--")
 				args = append(args[:i+1:i+1], "sleep", "0.2")
@@ -387,6 +397,58 @@ func parseOnly(t *testing.T, args []string) {
 	if err != nil {
 		t.Fatalf("ctxlab %s: %v", strings.Join(args, " "), err)
 	}
+}
+
+// varyForm makes a diagnose --vary example quick: two runs per value, no
+// pause, no calibration, its workload small, stored in db.
+func varyForm(args []string, db string) []string {
+	i := indexOf(args, "--")
+	var out []string
+	set := map[string]string{"--reps": "2", "--settle": "0s"}
+	for j := 0; j < i; j++ {
+		w := args[j]
+		if v, ok := set[w]; ok && j+1 < i {
+			out = append(out, w, v)
+			delete(set, w)
+			j++
+			continue
+		}
+		if w == "--no-store" || strings.HasPrefix(w, "--price") {
+			continue
+		}
+		if w == "--db" {
+			j++
+			continue
+		}
+		out = append(out, w)
+	}
+	for _, f := range []string{"--reps", "--settle"} {
+		if v, ok := set[f]; ok {
+			out = append(out, f, v)
+		}
+	}
+	out = append(out, "--db", db, "--price=false", "--")
+	cmd := args[i+1:]
+	if len(cmd) < 2 || cmd[0] != "ctxlab" || cmd[1] != "workload" {
+		return append(out, "sleep", "0.05")
+	}
+	out = append(out, os.Args[0])
+	small := map[string]string{"--ws": "256KiB", "--elements": "2000000"}
+	for j := 1; j < len(cmd); j++ {
+		if v, ok := small[cmd[j]]; ok && j+1 < len(cmd) {
+			out = append(out, cmd[j], v)
+			delete(small, cmd[j])
+			j++
+			continue
+		}
+		out = append(out, cmd[j])
+	}
+	for _, f := range []string{"--ws", "--elements"} {
+		if v, ok := small[f]; ok {
+			out = append(out, f, v)
+		}
+	}
+	return out
 }
 
 // watchForm points a watch example at pid and bounds it.

@@ -167,6 +167,7 @@ Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
 		newBudgetCmd(stdout, stderr),
 		newDiagnoseCmd(stdout, stderr),
 		newWatchCmd(stdout, stderr),
+		newWorkloadCmd(stdout, stderr),
 		newServeCmd(stdout, stderr),
 		newSelfcheckCmd(stdout, stderr, cmdline),
 	)

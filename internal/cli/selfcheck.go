@@ -44,7 +44,6 @@ type SelfcheckOptions struct {
 const (
 	maxSelfcheckRounds = 20
 	maxSelfcheckReps   = 20
-	maxSettle          = 10 * time.Second
 )
 
 func newSelfcheckCmd(stdout, stderr io.Writer, cmdline []string) *cobra.Command {

@@ -27,7 +27,7 @@ func TestSelfcheckBadInput(t *testing.T) {
 		{[]string{"--rounds", "21"}, "--rounds 21"},
 		{[]string{"--reps", "0"}, "--reps 0: must be in 1..20"},
 		{[]string{"--benchtime", "0s"}, "--benchtime"},
-		{[]string{"--settle", "1m"}, "--settle"},
+		{[]string{"--settle", "2m"}, "--settle"},
 		{[]string{"--cpu", "9999"}, "--cpu 9999: not a CPU ctxlab may use; want one of"},
 		{[]string{"--format", "xml"}, `--format "xml": must be table or json`},
 		{[]string{"--python", "/nonexistent/python3"}, "--python /nonexistent/python3"},

@@ -209,7 +209,7 @@ func Compare(a, b *result.Run) (*Comparison, error) {
 			c.Skipped = append(c.Skipped, aa.Name)
 			continue
 		}
-		row := compareArm(aa.Name, aa.Unit, va, vb)
+		row := Values(aa.Name, aa.Unit, va, vb)
 		row.Experiment = aa.Experiment
 		row.A.Noisy, row.B.Noisy = aa.Noise.Noisy, ba.Noise.Noisy
 		for _, w := range row.Warnings {
@@ -292,7 +292,12 @@ func values(a *result.Arm) []float64 {
 	return nil
 }
 
-func compareArm(name, unit string, va, vb []float64) Row {
+// Values sets the per-repetition figures vb against va by the rules
+// Compare uses for an arm (the U test from CIReps() repetitions on both
+// sides, the ranges from MinRangeReps, else no decision): the one place
+// those rules live, for diagnose --vary's answer between values too.
+// Both lists must hold at least one figure.
+func Values(name, unit string, va, vb []float64) Row {
 	th := benchmath.DefaultThresholds
 	sa, sb := benchmath.NewSample(va, &th), benchmath.NewSample(vb, &th)
 	ma := benchmath.AssumeNothing.Summary(sa, Confidence)

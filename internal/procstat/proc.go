@@ -161,3 +161,32 @@ func (r Root) ReadTaskState(pid, tid int) (string, error) {
 	}
 	return st.State, nil
 }
+
+// Leftovers are the processes the command started that still run after it
+// exited: ctxlab's children (orphans reparented to the subreaper) started
+// no earlier than the command, and their descendants; cmd is the command,
+// a zombie by now. ctxlab must be the child subreaper for orphans to
+// come to it (diagnose; diagnose --vary, which stops them).
+func Leftovers(root Root, self int, cmd Proc) []Proc {
+	all, err := root.Procs()
+	if err != nil || cmd.PID == 0 {
+		return nil
+	}
+	by := map[int]Proc{}
+	for _, p := range all {
+		by[p.PID] = p
+	}
+	var out []Proc
+	for _, p := range all {
+		if p.PPID != self || p.PID == cmd.PID || p.StartTicks < cmd.StartTicks || p.State == "Z" {
+			continue
+		}
+		out = append(out, p)
+		for _, d := range Descendants(all, p.PID) {
+			if q, ok := by[d]; ok && q.State != "Z" {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
+}

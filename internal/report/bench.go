@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sort"
 	"strings"
 	"unicode"
 
@@ -16,8 +17,10 @@ import (
 // two ctxlab runs: one line per repetition of each arm, named
 // Benchmark<Arm>-<N>, with the repetition's mean per op. Only figures
 // measured per repetition are written, so benchstat sees n = repetitions
-// for every unit and never a one-sample table; arm-wide figures (switches,
-// percentiles, metrics) are in the JSON, CSV and table formats. Units are
+// for every unit and never a one-sample table: an arm's rep_metrics (the
+// CPU time and switches of each run of diagnose --vary) go on the same
+// lines, a unit each; arm-wide figures (switches, percentiles, metrics)
+// are in the JSON, CSV and table formats. Units are
 // benchstat's: a time per op is ns/op (benchstat shows sec/op), whatever
 // the arm's op is (the arm's name says it). N is the run's GOMAXPROCS for
 // every arm, so it is stable between arms and runs on one machine. Arms without
@@ -64,8 +67,18 @@ func Bench(w io.Writer, run *result.Run) error {
 			res.Iters = 1
 		}
 		unit := BenchUnit(a.Unit)
-		for _, v := range a.RepMeans {
+		var extra []string // rep_metrics with a figure for every repetition
+		for n, vs := range a.RepMetrics {
+			if len(vs) == len(a.RepMeans) {
+				extra = append(extra, n)
+			}
+		}
+		sort.Strings(extra)
+		for i, v := range a.RepMeans {
 			res.Values = append(res.Values[:0], benchfmt.Value{Value: v, Unit: unit})
+			for _, n := range extra {
+				res.Values = append(res.Values, benchfmt.Value{Value: a.RepMetrics[n][i], Unit: BenchUnit(n)})
+			}
 			if err := bw.Write(res); err != nil {
 				return err
 			}

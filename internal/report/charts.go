@@ -244,7 +244,9 @@ func Charts(run *result.Run) []*Chart {
 func ExperimentCharts(exp string, arms []result.Arm) []*Chart {
 	exp, arms = termsafe.String(exp), termsafe.Strings(arms)
 	var out []*Chart
-	if c := barsChart(exp, arms); c != nil {
+	if c := wallCPUChart(exp, arms); c != nil { // diagnose --vary: wall and CPU time per value
+		out = append(out, c)
+	} else if c := barsChart(exp, arms); c != nil {
 		out = append(out, c)
 	}
 	out = append(out, paramCharts(exp, arms)...)

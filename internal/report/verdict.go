@@ -50,7 +50,7 @@ func Verdict(w io.Writer, run *result.Run) error {
 // thread hop adds to a microsecond operation, the indirect cost of a cold
 // cache, what handoffs cost in CPU, and which checks did not hold; an
 // answer whose arms were not measured says so. Any other selection (a
-// "custom" run: `ctxlab run ring`) gets the figures of what it ran
+// "custom" run: `ctxlab run ring`, and a diagnose --vary run) gets the figures of what it ran
 // instead: a compact table per experiment with its checks (selectionLines).
 // stored says whether the run is in the history, where `ctxlab show ID`
 // and `report` find it. The run's warnings close it. Text from outside
@@ -60,7 +60,7 @@ func VerdictLines(run *result.Run, stored bool, width int) []string {
 	if width <= 0 {
 		width = VerdictWidth
 	}
-	if run.Suite == "custom" {
+	if run.Suite == "custom" || run.Suite == result.SuiteDiagnose { // a diagnose --vary run: its values are its arms
 		return selectionLines(run, stored, width)
 	}
 	return screenLines(run, exp.All(), stored, width)

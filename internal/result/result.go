@@ -25,7 +25,7 @@ type Run struct {
 	Version     string    `json:"ctxlab_version"`
 	GoVersion   string    `json:"go_version"`
 	CommandLine []string  `json:"command_line"`
-	Suite       string    `json:"suite"` // "quick", "default", "full" or "custom"
+	Suite       string    `json:"suite"` // "quick", "default", "full", "custom", or SuiteDiagnose
 	Env         Env       `json:"env"`
 	ClockCostNs float64   `json:"clock_cost_ns"` // cost of one timestamp read, calibrated at start
 	Arms        []Arm     `json:"arms"`
@@ -41,6 +41,10 @@ type Run struct {
 	Warnings    []string     `json:"warnings,omitempty"`
 	Interrupted bool         `json:"interrupted,omitempty"` // stopped by a signal; Arms holds what finished
 }
+
+// SuiteDiagnose is the suite of a run diagnose --vary stored: one arm
+// per value of the user's command (experiment "diagnose").
+const SuiteDiagnose = "diagnose"
 
 // Env is the machine as ctxlab saw it at the start of the run.
 type Env struct {
@@ -109,13 +113,18 @@ type Arm struct {
 	Status string `json:"status"` // "ok", "timed out", "failed", "unsupported", "skipped"
 	Reason string `json:"reason,omitempty"`
 
-	Ops         int64        `json:"ops_per_rep,omitempty"`
-	RepMeans    []float64    `json:"rep_means,omitempty"` // per-op mean of each repetition, in Unit
-	Median      float64      `json:"median"`
-	Min         float64      `json:"min"`
-	Max         float64      `json:"max"`
-	Percentiles *Percentiles `json:"percentiles,omitempty"`
-	Histogram   []Bucket     `json:"histogram,omitempty"`
+	Ops      int64     `json:"ops_per_rep,omitempty"`
+	RepMeans []float64 `json:"rep_means,omitempty"` // per-op mean of each repetition, in Unit
+	// RepMetrics are other figures of each repetition, by metric name
+	// (the unit in the name, "cpu-ns/op"), each list in RepMeans' order
+	// and as long: what the bench format writes beside the time per op,
+	// so benchstat compares them too. Only diagnose --vary sets them.
+	RepMetrics  map[string][]float64 `json:"rep_metrics,omitempty"`
+	Median      float64              `json:"median"`
+	Min         float64              `json:"min"`
+	Max         float64              `json:"max"`
+	Percentiles *Percentiles         `json:"percentiles,omitempty"`
+	Histogram   []Bucket             `json:"histogram,omitempty"`
 
 	Switches   *Switches `json:"switches_per_op,omitempty"`
 	Migrations *float64  `json:"migrations_per_op,omitempty"`

@@ -151,6 +151,22 @@ func (a *Arm) validate(v *validator) {
 	for _, k := range names {
 		v.figure(fmt.Sprintf("metrics[%q]", k), a.Metrics[k])
 	}
+	names = names[:0]
+	for k := range a.RepMetrics {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		vs := a.RepMetrics[k]
+		if k == "" {
+			v.fail("rep_metrics has an empty name; want a metric name")
+		} else if len(vs) != len(a.RepMeans) {
+			v.fail("rep_metrics[%q] has %d figures and rep_means %d; want one per repetition", k, len(vs), len(a.RepMeans))
+		}
+		for i, x := range vs {
+			v.figure(fmt.Sprintf("rep_metrics[%q][%d]", k, i), x)
+		}
+	}
 	n := a.Noise
 	v.nonNeg("noise.spread", n.Spread)
 	v.nonNeg("noise.load1_before", n.Load1Before)

@@ -54,6 +54,9 @@ func TestValidateNamesFieldValueAndRange(t *testing.T) {
 		{"counter", func(r *Run) { r.Arms[0].Counters[0].PerOp = &neg }, "counters[0].per_op is -1"},
 		{"cpu per op", func(r *Run) { r.Arms[0].CPUNsPerOp = &neg }, "cpu_ns_per_op is -1"},
 		{"metric", func(r *Run) { r.Arms[0].Metrics["z"] = 1e200 }, `metrics["z"] is 1e+200; want -1e+15..1e+15`},
+		{"rep metric count", func(r *Run) { r.Arms[0].RepMetrics = map[string][]float64{"cpu-ns/op": {1}} }, `rep_metrics["cpu-ns/op"] has 1 figures and rep_means 3; want one per repetition`},
+		{"rep metric value", func(r *Run) { r.Arms[0].RepMetrics = map[string][]float64{"cpu-ns/op": {1, math.Inf(1), 2}} }, `rep_metrics["cpu-ns/op"][1] is +Inf`},
+		{"rep metric name", func(r *Run) { r.Arms[0].RepMetrics = map[string][]float64{"": {1, 2, 3}} }, "rep_metrics has an empty name"},
 		{"spread", func(r *Run) { r.Arms[0].Noise.Spread = -1 }, "noise.spread is -1"},
 		{"throttled", func(r *Run) { r.Arms[0].Noise.Throttled = -1 }, "noise.throttled_periods is -1"},
 	} {

@@ -98,7 +98,7 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 		r.SetMetric(k, v)
 	}
 	r.Notes = append(r.Notes, d.Notes...)
-	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
+	r.Noise = Noise(r, before, after, cfg.Host, cfg.StartLoad)
 	var walls []int64
 	for _, m := range d.RepMeans {
 		walls = append(walls, int64(m*float64(d.OpsPerRep)))

@@ -80,6 +80,6 @@ func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm,
 			r.Metrics[k] = vs[len(vs)/2]
 		}
 	}
-	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
+	r.Noise = Noise(r, before, after, cfg.Host, cfg.StartLoad)
 	return r
 }

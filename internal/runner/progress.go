@@ -8,28 +8,30 @@ import (
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
-// progress draws one status line (arm i of n, elapsed, an estimate of
-// what is left) that each arm rewrites in place: carriage return, erase
-// the line, then the new text cut to the terminal's width, so the terminal
-// never wraps it (a wrapped line is left behind by the next \r). done
-// erases it. cfg.Progress is only set when stderr is a terminal, so logs
-// stay clean.
-type progress struct {
+// Progress draws one status line (step i of n, elapsed, an estimate of
+// what is left) that each step (an arm, or a run of diagnose --vary)
+// rewrites in place: carriage return, erase the line, then the new text
+// cut to the terminal's width, so the terminal never wraps it (a wrapped
+// line is left behind by the next \r). Done erases it. It is only drawn
+// when stderr is a terminal, so logs stay clean.
+type Progress struct {
 	w     io.Writer
 	width int // the terminal's columns; ≤ 0: not known, nothing is cut
 	start time.Time
 	total int
 }
 
-func newProgress(w io.Writer, width, total int) *progress {
+// NewProgress is the status line for total steps on w, a terminal
+// width columns wide; nil (which draws nothing) when w is nil.
+func NewProgress(w io.Writer, width, total int) *Progress {
 	if w == nil {
 		return nil
 	}
-	return &progress{w: w, width: width, start: time.Now(), total: total}
+	return &Progress{w: w, width: width, start: time.Now(), total: total}
 }
 
-// arm shows that arm i (1-based) is starting.
-func (p *progress) arm(i int, name string) {
+// Step shows that step i (1-based) of the total, named name, is starting.
+func (p *Progress) Step(i int, name string) {
 	if p == nil {
 		return
 	}
@@ -55,8 +57,8 @@ func (p *progress) arm(i int, name string) {
 	fmt.Fprint(p.w, "\r\033[K"+head+name)
 }
 
-// done erases the line.
-func (p *progress) done() {
+// Done erases the line.
+func (p *Progress) Done() {
 	if p == nil {
 		return
 	}

@@ -8,22 +8,22 @@ import (
 )
 
 func TestProgressLine(t *testing.T) {
-	var nilp *progress
-	nilp.arm(1, "x") // no writer: nothing, no panic
-	nilp.done()
+	var nilp *Progress
+	nilp.Step(1, "x") // no writer: nothing, no panic
+	nilp.Done()
 	var b bytes.Buffer
-	p := newProgress(&b, 0, 3)
-	p.arm(1, "pingpong/a")
+	p := NewProgress(&b, 0, 3)
+	p.Step(1, "pingpong/a")
 	if !strings.Contains(b.String(), "[1/3]") || !strings.Contains(b.String(), "estimating") || !strings.Contains(b.String(), "pingpong/a") {
 		t.Errorf("first line: %q", b.String())
 	}
 	b.Reset()
-	p.arm(2, "pingpong/b")
+	p.Step(2, "pingpong/b")
 	if !strings.HasPrefix(b.String(), "\r\033[K[2/3]") || !strings.Contains(b.String(), "left") {
 		t.Errorf("second line: %q", b.String())
 	}
 	b.Reset()
-	p.done()
+	p.Done()
 	if b.String() != "\r\033[K" {
 		t.Errorf("done: %q", b.String())
 	}
@@ -36,11 +36,11 @@ func TestProgressLine(t *testing.T) {
 func TestProgressLineFitsTheTerminal(t *testing.T) {
 	for _, width := range []int{20, 40, 80} {
 		var b bytes.Buffer
-		p := newProgress(&b, width, 120)
+		p := NewProgress(&b, width, 120)
 		name := "interference/starve/goroutine-gosched/hogs=1/gomaxprocs=1/asyncpreemptoff"
 		for i := 1; i <= 3; i++ {
 			b.Reset()
-			p.arm(i, name)
+			p.Step(i, name)
 			line, ok := strings.CutPrefix(b.String(), "\r\033[K")
 			if !ok || strings.ContainsAny(line, "\r\n") {
 				t.Fatalf("width %d: not one line rewritten in place: %q", width, b.String())

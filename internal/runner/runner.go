@@ -75,8 +75,8 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 	}
 	i := 0
 	interrupted := false
-	pr := newProgress(cfg.Progress, cfg.ProgressWidth, total)
-	defer pr.done()
+	pr := NewProgress(cfg.Progress, cfg.ProgressWidth, total)
+	defer pr.Done()
 	for _, s := range sel {
 		var mine []result.Arm
 		for _, a := range s.Arms {
@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 				interrupted = true
 				break
 			}
-			pr.arm(i, a.Name)
+			pr.Step(i, a.Name)
 			r := Arm(ctx, cfg, s.Spec, a)
 			mine = append(mine, r)
 			if ctx.Err() != nil {
@@ -417,7 +417,7 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	if an, ok := bench.(exp.Analyzer); ok {
 		an.Analyze(rec, &r)
 	}
-	r.Noise = noise(r, before, after, cfg.Host, cfg.StartLoad)
+	r.Noise = Noise(r, before, after, cfg.Host, cfg.StartLoad)
 	addReasons(&r.Noise, sizingReasons(opsPerRep, walls, cfg.BenchTime))
 	if cfg.Observe != nil {
 		o := Observation{Arm: r.Name, Participants: parts, RepWallNs: walls}
@@ -585,7 +585,12 @@ const (
 	MaxStealPct = 5.0  // % of CPU time stolen by the hypervisor during the arm
 )
 
-func noise(r result.Arm, before, after sysinfo.Noise, h *sysinfo.Host, startLoad float64) result.Noise {
+// Noise is the one rule that flags an arm noisy (SPEC §2 rule 8): its
+// repetitions spread over MaxSpread, the hypervisor stole more than
+// MaxStealPct of the CPU between before and after, the load average was
+// high when the run started, or a CPU quota throttled it. diagnose --vary
+// flags each value by it too.
+func Noise(r result.Arm, before, after sysinfo.Noise, h *sysinfo.Host, startLoad float64) result.Noise {
 	n := result.Noise{Load1Before: before.Load1, Load1After: after.Load1}
 	if r.Min > 0 {
 		n.Spread = r.Max / r.Min

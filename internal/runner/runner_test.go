@@ -139,11 +139,11 @@ func TestRunEvaluatesChecksAndAttachesThem(t *testing.T) {
 }
 
 func TestNoiseFlagsSpread(t *testing.T) {
-	n := noise(result.Arm{RepMeans: []float64{1, 2}, Min: 1, Max: 2}, sampleNoise(0), sampleNoise(0), nil, 0)
+	n := Noise(result.Arm{RepMeans: []float64{1, 2}, Min: 1, Max: 2}, sampleNoise(0), sampleNoise(0), nil, 0)
 	if !n.Noisy || !strings.Contains(strings.Join(n.Reasons, ";"), "spread") {
 		t.Fatalf("%+v", n)
 	}
-	n = noise(result.Arm{RepMeans: []float64{1, 1.1}, Min: 1, Max: 1.1}, sampleNoise(0), sampleNoise(0), nil, 0)
+	n = Noise(result.Arm{RepMeans: []float64{1, 1.1}, Min: 1, Max: 1.1}, sampleNoise(0), sampleNoise(0), nil, 0)
 	if n.Noisy {
 		t.Fatalf("quiet arm flagged: %+v", n)
 	}
@@ -152,11 +152,11 @@ func TestNoiseFlagsSpread(t *testing.T) {
 func TestNoiseFlagsStartLoadNotOwnLoad(t *testing.T) {
 	quiet := result.Arm{RepMeans: []float64{1, 1}, Min: 1, Max: 1}
 	// A high load before the arm (ctxlab's own earlier arms) is recorded, not flagged.
-	n := noise(quiet, sampleNoise(50), sampleNoise(50), nil, 0.1)
+	n := Noise(quiet, sampleNoise(50), sampleNoise(50), nil, 0.1)
 	if n.Noisy || n.Load1Before != 50 {
 		t.Fatalf("%+v", n)
 	}
-	n = noise(quiet, sampleNoise(0), sampleNoise(0), nil, 9)
+	n = Noise(quiet, sampleNoise(0), sampleNoise(0), nil, 9)
 	if !n.Noisy || !strings.Contains(n.Reasons[0], "when the run started") {
 		t.Fatalf("%+v", n)
 	}
@@ -416,12 +416,12 @@ func TestArmKeepsGOMAXPROCSUnflagged(t *testing.T) {
 func TestNoiseThrottledNeverNegative(t *testing.T) {
 	before, after := sampleNoise(0), sampleNoise(0)
 	before.Throttled, before.ThrottledUs = 7, 900
-	n := noise(result.Arm{RepMeans: []float64{1, 1}, Min: 1, Max: 1}, before, after, nil, 0)
+	n := Noise(result.Arm{RepMeans: []float64{1, 1}, Min: 1, Max: 1}, before, after, nil, 0)
 	if n.Throttled != 0 || n.ThrottledUs != 0 {
 		t.Errorf("throttled %d periods, %d µs; want 0 when the counter went down", n.Throttled, n.ThrottledUs)
 	}
 	before.Throttled, after.Throttled = 2, 5
-	if n := noise(result.Arm{}, before, after, nil, 0); n.Throttled != 3 {
+	if n := Noise(result.Arm{}, before, after, nil, 0); n.Throttled != 3 {
 		t.Errorf("throttled %d periods, want 3", n.Throttled)
 	}
 }

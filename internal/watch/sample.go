@@ -131,9 +131,9 @@ func (w *Watcher) live() (pids []int, mainOK bool, reason string) {
 		return pids, false, "every watched process has exited"
 	}
 	if w.Descendants && mainOK {
-		all, err := w.Root.Procs()
+		ds, err := w.Root.DescendantsOf(w.main) // children lists: not every process's stat each interval
 		if err == nil {
-			for _, d := range procstat.Descendants(all, w.main) {
+			for _, d := range ds {
 				if !containsInt(pids, d) && check(d) {
 					pids = append(pids, d)
 				}
