@@ -65,68 +65,69 @@ type Plan struct {
 	Progress func(done, total int, what string)
 }
 
-// Run runs every supported comparison Rounds times. In each round every
-// command (an arm or a reference) runs once, in a new random order. A
-// command that fails fails its row, which then stops; the rest go on. A
-// cancelled ctx stops at once, keeping the rounds that finished.
+// Run runs every supported comparison Rounds times. Each round takes the
+// rows in a new random order, and runs each row's arm and reference back
+// to back, which of them first also at random: so the two figures of a
+// ratio are seconds apart and the machine's drift cancels in it, and no
+// command always runs just after the same other one. A command that fails
+// fails its row, which then stops; the rest go on. A cancelled ctx stops
+// at once, keeping the rounds that finished.
 func Run(ctx context.Context, comps []Comparison, p Plan) []Row {
 	rows := make([]Row, len(comps))
-	type cmd struct {
-		row int
-		ref bool
-	}
-	var cmds []cmd
+	var live []int
 	for i, c := range comps {
 		rows[i] = Row{Arm: c.Arm, Reference: c.Reference, Status: result.StatusOK, Limit: Limit}
 		if c.Unsupported != "" {
 			rows[i].Status, rows[i].Reason = result.StatusUnsupported, c.Unsupported
 			continue
 		}
-		cmds = append(cmds, cmd{i, false}, cmd{i, true})
+		live = append(live, i)
 	}
 	rng := p.Rand
 	if rng == nil {
 		rng = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5e1f))
 	}
-	total, done := p.Rounds*len(cmds), 0
+	total, done := 2*p.Rounds*len(live), 0
 	ctxNs := make([][]float64, len(comps))
 	refNs := make([][]float64, len(comps))
 rounds:
 	for round := 0; round < p.Rounds; round++ {
-		order := slices.Clone(cmds)
+		order := slices.Clone(live)
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		for _, c := range order {
-			done++
-			if rows[c.row].Status != result.StatusOK {
-				continue
+		for _, i := range order {
+			sides := []bool{false, true} // reference?
+			if rng.IntN(2) == 1 {
+				sides[0], sides[1] = true, false
 			}
-			what := comps[c.row].Arm
-			if c.ref {
-				what = comps[c.row].Reference
-			}
-			if p.Progress != nil {
-				p.Progress(done, total, what)
-			}
-			if !sleep(ctx, p.Settle) {
-				break rounds
-			}
-			side := comps[c.row].Ctxlab
-			if c.ref {
-				side = comps[c.row].Ref
-			}
-			v, err := side(ctx)
-			if ctx.Err() != nil {
-				break rounds
-			}
-			switch {
-			case err != nil:
-				rows[c.row].Status, rows[c.row].Reason = result.StatusFailed, fmt.Sprintf("%s: %v", what, err)
-			case !(v > 0) || math.IsInf(v, 0):
-				rows[c.row].Status, rows[c.row].Reason = result.StatusFailed, fmt.Sprintf("%s: read %v ns per op", what, v)
-			case c.ref:
-				refNs[c.row] = append(refNs[c.row], v)
-			default:
-				ctxNs[c.row] = append(ctxNs[c.row], v)
+			for _, ref := range sides {
+				done++
+				if rows[i].Status != result.StatusOK {
+					continue
+				}
+				what, side := comps[i].Arm, comps[i].Ctxlab
+				if ref {
+					what, side = comps[i].Reference, comps[i].Ref
+				}
+				if p.Progress != nil {
+					p.Progress(done, total, what)
+				}
+				if !sleep(ctx, p.Settle) {
+					break rounds
+				}
+				v, err := side(ctx)
+				if ctx.Err() != nil {
+					break rounds
+				}
+				switch {
+				case err != nil:
+					rows[i].Status, rows[i].Reason = result.StatusFailed, fmt.Sprintf("%s: %v", what, err)
+				case !(v > 0) || math.IsInf(v, 0):
+					rows[i].Status, rows[i].Reason = result.StatusFailed, fmt.Sprintf("%s: read %v ns per op", what, v)
+				case ref:
+					refNs[i] = append(refNs[i], v)
+				default:
+					ctxNs[i] = append(ctxNs[i], v)
+				}
 			}
 		}
 	}
@@ -214,10 +215,38 @@ func Verdict(rows []Row) string {
 	default:
 		parts = append(parts, "nothing could be checked")
 	}
+	if n := noisyRows(append(ok, over...)); n != "" {
+		parts = append(parts, n)
+	}
 	for _, r := range other {
 		parts = append(parts, fmt.Sprintf("not checked: %s (%s)", r.Arm, r.Reason))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// noisySpread is how far a row's rounds may disagree (max ÷ min of their
+// ratios) before the verdict says that its median cannot tell 5%.
+const noisySpread = 1.25
+
+// noisyRows says which rows' rounds disagree by more than noisySpread:
+// on a machine whose speed swings between two runs seconds apart, a median
+// of a few rounds is no 5% answer, whatever it reads ("" when none).
+func noisyRows(rows []Row) string {
+	var worst Row
+	n := 0
+	for _, r := range rows {
+		if r.Min > 0 && r.Max/r.Min > noisySpread {
+			n++
+			if worst.Min == 0 || r.Max/r.Min > worst.Max/worst.Min {
+				worst = r
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("noisy: the rounds of %d of %d arms disagree by more than %.0f%% (worst %s, %.2f–%.2f×), so this machine cannot tell 5%% now: run it again when it is quiet, or with more --rounds",
+		n, len(rows), 100*(noisySpread-1), worst.Arm, worst.Min, worst.Max)
 }
 
 // addsAtMost says the largest excess over the references, rounded up to

@@ -32,7 +32,8 @@ func fixed(v float64, log *[]string, name string) Side {
 	}
 }
 
-// Every supported row runs once per round on each side, in a shuffled
+// Every supported row runs once per round on each side, arm beside
+// reference, in a shuffled
 // order; each round's ratio is ctxlab ÷ reference and the row is their
 // median and min–max; an unsupported row keeps its reason and runs nothing.
 func TestRunRoundsAndRatios(t *testing.T) {
@@ -53,6 +54,12 @@ func TestRunRoundsAndRatios(t *testing.T) {
 	}
 	if strings.Join(log[:4], ",") == strings.Join(log[4:8], ",") && strings.Join(log[4:8], ",") == strings.Join(log[8:], ",") {
 		t.Errorf("every round ran in the same order %v: want a new shuffle each round", log[:4])
+	}
+	for r := 0; r < 3; r++ { // a row's arm and reference run back to back
+		round := strings.Join(log[4*r:4*r+4], ",")
+		if !strings.Contains(round, "a,ra") && !strings.Contains(round, "ra,a") || !strings.Contains(round, "b,rb") && !strings.Contains(round, "rb,b") {
+			t.Errorf("round %d ran %s: want each arm beside its reference", r+1, round)
+		}
 	}
 	a := rows[0]
 	if a.Status != result.StatusOK || len(a.Ratios) != 3 || a.Ratio != 1.1 || a.Min != 1.0 || a.Max != 1.3 || !a.Over() {
@@ -127,6 +134,10 @@ func TestVerdictWithin(t *testing.T) {
 	rows := []Row{{Arm: "a", Status: result.StatusOK, Ratio: 1.021, Limit: Limit}, {Arm: "b", Status: result.StatusOK, Ratio: 0.99, Limit: Limit}}
 	if v := Verdict(rows); v != "ctxlab adds ≤ 3% (0.99–1.02× the references) here" {
 		t.Errorf("verdict %q", v)
+	}
+	rows[0].Min, rows[0].Max = 0.8, 1.3
+	if v := Verdict(rows); !strings.Contains(v, "noisy: the rounds of 1 of 2 arms disagree by more than 25% (worst a, 0.80–1.30×)") {
+		t.Errorf("noisy verdict %q", v)
 	}
 	if v := Verdict(nil); v != "nothing could be checked" {
 		t.Errorf("empty verdict %q", v)
