@@ -218,10 +218,28 @@ func Verdict(rows []Row) string {
 	if n := noisyRows(append(ok, over...)); n != "" {
 		parts = append(parts, n)
 	}
+	if few := fewestRounds(append(ok, over...)); few > 0 && few < 3 {
+		rounds := "rounds"
+		if few == 1 {
+			rounds = "round"
+		}
+		parts = append(parts, fmt.Sprintf("only %d %s: no spread to judge a 5%% answer by (--rounds 3 or more)", few, rounds))
+	}
 	for _, r := range other {
 		parts = append(parts, fmt.Sprintf("not checked: %s (%s)", r.Arm, r.Reason))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// fewestRounds is the fewest rounds any of rows finished (0: no rows).
+func fewestRounds(rows []Row) int {
+	few := 0
+	for _, r := range rows {
+		if few == 0 || len(r.Ratios) < few {
+			few = len(r.Ratios)
+		}
+	}
+	return few
 }
 
 // noisySpread is how far a row's rounds may disagree (max ÷ min of their

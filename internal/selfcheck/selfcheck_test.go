@@ -139,6 +139,10 @@ func TestVerdictWithin(t *testing.T) {
 	if v := Verdict(rows); !strings.Contains(v, "noisy: the rounds of 1 of 2 arms disagree by more than 25% (worst a, 0.80–1.30×)") {
 		t.Errorf("noisy verdict %q", v)
 	}
+	one := []Row{{Arm: "a", Status: result.StatusOK, Ratio: 1.2, Min: 1.2, Max: 1.2, Limit: Limit, Ratios: []float64{1.2}}}
+	if v := Verdict(one); !strings.Contains(v, "only 1 round: no spread to judge a 5% answer by (--rounds 3 or more)") {
+		t.Errorf("one-round verdict %q", v)
+	}
 	if v := Verdict(nil); v != "nothing could be checked" {
 		t.Errorf("empty verdict %q", v)
 	}
