@@ -1,29 +1,18 @@
 package mech
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/rawloop"
+)
 
 // BenchmarkPlainChanRoundTrip is the plain testing.B loop of a goroutine
-// channel round trip. ctxlab's pingpong/goroutine/chan arm must agree with
+// channel round trip (rawloop.PlainChanRoundTrip, which selfcheck runs too). ctxlab's pingpong/goroutine/chan arm must agree with
 // it (the harness's own overhead is small): compare
 //
 //	go test ./internal/mech -bench PlainChan -cpu 1,2
 //	ctxlab run 'pingpong/goroutine/chan/*'
-func BenchmarkPlainChanRoundTrip(b *testing.B) {
-	ab, ba := make(chan uint64), make(chan uint64)
-	go func() {
-		for v := range ab {
-			ba <- v
-		}
-		close(ba)
-	}()
-	for i := 0; i < b.N; i++ {
-		ab <- uint64(i)
-		<-ba
-	}
-	b.StopTimer()
-	close(ab)
-	<-ba
-}
+func BenchmarkPlainChanRoundTrip(b *testing.B) { rawloop.PlainChanRoundTrip(b) }
 
 // BenchmarkEndpointChanRoundTrip is the same loop through mech's
 // RoundTrips and Echo, as pingpong's goroutine arm runs it: a channel pair

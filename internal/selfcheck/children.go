@@ -96,8 +96,8 @@ func printMedian(reps int, bench time.Duration, loop func(n uint32) (time.Durati
 }
 
 // chanChild prints the median over REPS of a real testing.B run of the
-// plain channel loop (internal/mech's BenchmarkPlainChanRoundTrip, copied
-// as it is) at GOMAXPROCS=1, pinned whole to the CPU by child.Main: what
+// plain channel loop (rawloop.PlainChanRoundTrip, what internal/mech's
+// BenchmarkPlainChanRoundTrip runs) at GOMAXPROCS=1, pinned whole to the CPU by child.Main: what
 // `taskset -c CPU go test -bench PlainChan -cpu 1` reads.
 func chanChild(args []string, _ []*os.File) int {
 	bench, reps, _, err := common(args)
@@ -113,7 +113,7 @@ func chanChild(args []string, _ []*os.File) int {
 	}
 	var per []float64
 	for range reps {
-		r := testing.Benchmark(plainChanRoundTrip)
+		r := testing.Benchmark(rawloop.PlainChanRoundTrip)
 		if r.N == 0 {
 			fmt.Fprintln(os.Stderr, "selfcheck: the channel benchmark did not run")
 			return 1
@@ -123,24 +123,6 @@ func chanChild(args []string, _ []*os.File) int {
 	slices.Sort(per)
 	fmt.Printf("%.2f\n", median(per))
 	return 0
-}
-
-// plainChanRoundTrip is internal/mech's BenchmarkPlainChanRoundTrip.
-func plainChanRoundTrip(b *testing.B) {
-	ab, ba := make(chan uint64), make(chan uint64)
-	go func() {
-		for v := range ab {
-			ba <- v
-		}
-		close(ba)
-	}()
-	for i := 0; i < b.N; i++ {
-		ab <- uint64(i)
-		<-ba
-	}
-	b.StopTimer()
-	close(ab)
-	<-ba
 }
 
 // execChild replaces itself with ARGS (child.Main has pinned it), so an
