@@ -455,3 +455,24 @@ func TestHTMLAndChartsEscapeControls(t *testing.T) {
 		t.Error("the chart does not show the arm's name escaped")
 	}
 }
+
+// The report's environment says the last selfcheck beside the clock's
+// cost, or how to make one.
+func TestHTMLHarnessLine(t *testing.T) {
+	run := &result.Run{Schema: result.SchemaVersion, ID: "20261202T000000-abcdef", ClockCostNs: 20}
+	var b strings.Builder
+	if err := HTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "harness: not checked on this host: ctxlab selfcheck") {
+		t.Errorf("no harness line for a run without a check")
+	}
+	run.Env.Harness = &result.HarnessCheck{RunID: "20261201T000000-aaaaaa", Verdict: "ctxlab adds ≤ 3% (0.99–1.03× the references) here"}
+	b.Reset()
+	if err := HTML(&b, run); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "(run 20261201T000000-aaaaaa): ctxlab adds ≤ 3%") {
+		t.Errorf("the check's verdict is not in the report")
+	}
+}
