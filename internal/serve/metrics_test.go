@@ -376,6 +376,9 @@ func TestDeployFilesNameRealMetrics(t *testing.T) {
 	ch := make(chan *prometheus.Desc, 100)
 	NewMetrics(nil, time.Minute, 1, "v", "go").Describe(ch)
 	NewCgroupCollector(cgroup.Dir{}).Describe(ch)
+	for _, c := range harnessMetrics(&result.HarnessCheck{}) {
+		c.Describe(ch)
+	}
 	close(ch)
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range ch {
