@@ -101,7 +101,7 @@ func TestSelfcheckWithoutPerf(t *testing.T) {
 			t.Errorf("%s: %s %q ratio %v; want a ratio", row.Arm, row.Status, row.Reason, row.Ratio)
 		}
 	}
-	if !strings.Contains(h.Verdict, "not checked: pingpong/process/pipe/unpinned (perf is not installed") {
+	if !strings.Contains(h.Verdict, "not checked: pingpong/thread/pipe/unpinned, pingpong/process/pipe/unpinned (perf is not installed") {
 		t.Errorf("verdict %q; want it to say what was not checked and why", h.Verdict)
 	}
 	code, envOut, errs := run(t, "env", "--db", db, "--format", "json")

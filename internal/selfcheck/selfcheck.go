@@ -225,8 +225,17 @@ func Verdict(rows []Row) string {
 		}
 		parts = append(parts, fmt.Sprintf("only %d %s: no spread to judge a 5%% answer by (--rounds 3 or more)", few, rounds))
 	}
+	// Rows not checked for one reason (no perf, Ctrl-C) share one clause.
+	var reasons []string
+	byReason := map[string][]string{}
 	for _, r := range other {
-		parts = append(parts, fmt.Sprintf("not checked: %s (%s)", r.Arm, r.Reason))
+		if byReason[r.Reason] == nil {
+			reasons = append(reasons, r.Reason)
+		}
+		byReason[r.Reason] = append(byReason[r.Reason], r.Arm)
+	}
+	for _, why := range reasons {
+		parts = append(parts, fmt.Sprintf("not checked: %s (%s)", strings.Join(byReason[why], ", "), why))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -143,6 +143,11 @@ func TestVerdictWithin(t *testing.T) {
 	if v := Verdict(one); !strings.Contains(v, "only 1 round: no spread to judge a 5% answer by (--rounds 3 or more)") {
 		t.Errorf("one-round verdict %q", v)
 	}
+	skipped := []Row{{Arm: "a", Status: result.StatusSkipped, Reason: "no round finished"}, {Arm: "b", Status: result.StatusSkipped, Reason: "no round finished"},
+		{Arm: "c", Status: result.StatusUnsupported, Reason: "no perf"}}
+	if v := Verdict(skipped); v != "nothing could be checked; not checked: a, b (no round finished); not checked: c (no perf)" {
+		t.Errorf("verdict of rows not checked %q", v)
+	}
 	if v := Verdict(nil); v != "nothing could be checked" {
 		t.Errorf("empty verdict %q", v)
 	}
