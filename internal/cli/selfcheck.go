@@ -39,6 +39,7 @@ type SelfcheckOptions struct {
 	Stderr      io.Writer
 	CommandLine []string
 	cmd         *cobra.Command
+	cpuFlag     string // --cpu as given; "" = the first allowed CPU
 }
 
 const (
@@ -80,7 +81,7 @@ note, and serve exports it.`,
 	}
 	f := c.Flags()
 	f.IntVar(&o.Rounds, "rounds", 3, "interleaved rounds, "+intRange(1, maxSelfcheckRounds))
-	f.IntVar(&o.CPU, "cpu", -1, "the CPU every arm's and reference's workers run on, "+intRange(0, result.MaxCPUs-1)+" (default: the first CPU ctxlab may use)")
+	f.StringVar(&o.cpuFlag, "cpu", "", "the CPU every arm's and reference's workers run on, "+intRange(0, result.MaxCPUs-1)+" (default: the first CPU ctxlab may use)")
 	f.IntVar(&o.Reps, "reps", 3, "repetitions of each arm and reference per round, "+intRange(1, maxSelfcheckReps))
 	f.DurationVar(&o.BenchTime, "benchtime", 100*time.Millisecond, "target time of one repetition, "+durRange(minBenchTime, maxBenchTime))
 	f.DurationVar(&o.Settle, "settle", 250*time.Millisecond, "pause before each command, so none runs in another's wake, "+durRange(0, maxSettle))
@@ -109,9 +110,11 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 	if len(allowed) == 0 {
 		allowed = host.OnlineCPUs
 	}
-	if o.CPU < 0 {
+	if o.cpuFlag == "" {
 		o.CPU = allowed[0]
-	} else if !slices.Contains(allowed, o.CPU) {
+	} else if n, err := strconv.Atoi(o.cpuFlag); err != nil || n < 0 || n >= result.MaxCPUs {
+		return usagef("--cpu %q: want a CPU number in %s", o.cpuFlag, intRange(0, result.MaxCPUs-1))
+	} else if o.CPU = n; !slices.Contains(allowed, o.CPU) {
 		return usagef("--cpu %d: not a CPU ctxlab may use; want one of %s", o.CPU, sysinfo.FormatCPUList(allowed))
 	}
 	h := selfcheck.Host{CPU: o.CPU, Reps: o.Reps, BenchTime: o.BenchTime}

@@ -28,7 +28,10 @@ func TestSelfcheckBadInput(t *testing.T) {
 		{[]string{"--reps", "0"}, "--reps 0: must be in 1..20"},
 		{[]string{"--benchtime", "0s"}, "--benchtime"},
 		{[]string{"--settle", "2m"}, "--settle"},
-		{[]string{"--cpu", "9999"}, "--cpu 9999: not a CPU ctxlab may use; want one of"},
+		{[]string{"--cpu", "9999"}, `--cpu "9999": want a CPU number in 0..8191`},
+		{[]string{"--cpu", "8000"}, "--cpu 8000: not a CPU ctxlab may use; want one of"},
+		{[]string{"--cpu", "x"}, `--cpu "x": want a CPU number in 0..8191`},
+		{[]string{"--cpu", "-1"}, `--cpu "-1": want a CPU number in 0..8191`},
 		{[]string{"--format", "xml"}, `--format "xml": must be table or json`},
 		{[]string{"--python", "/nonexistent/python3"}, "--python /nonexistent/python3"},
 	} {
