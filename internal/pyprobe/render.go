@@ -69,7 +69,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			line("  hops between threads and loops (every call timed):")
 		}
 		for _, h := range r.Hops {
-			rate := fmt.Sprintf("%d calls (%.0f/s)", h.Calls, h.PerSec)
+			rate := fmt.Sprintf("%s (%.0f/s)", calls(h.Calls), h.PerSec)
 			switch {
 			case h.Hop != nil || h.Of == "call_soon_threadsafe":
 				extra := ""
@@ -102,11 +102,11 @@ func (r *Report) WriteText(w io.Writer) error {
 					}
 					from = append(from, fmt.Sprintf("%s %d", termsafe.String(f.Thread), f.Calls))
 				}
-				line("    call_soon_threadsafe %s: %d calls, %s each, from %s", name, s.Calls, result.FormatNs(s.BackNs), strings.Join(from, ", "))
+				line("    call_soon_threadsafe %s: %s, %s each, from %s", name, calls(s.Calls), result.FormatNs(s.BackNs), strings.Join(from, ", "))
 			case "executor":
-				line("    executor %s: %d calls, %s each (the whole call)", name, s.Calls, result.FormatNs(s.BackNs))
+				line("    executor %s: %s, %s each (the whole call)", name, calls(s.Calls), result.FormatNs(s.BackNs))
 			default:
-				line("    %s %s: %d calls; %s of hops (%s wait + %s back) for %s of work (%.1f×)", s.Of, name, s.Calls,
+				line("    %s %s: %s; %s of hops (%s wait + %s back) for %s of work (%.1f×)", s.Of, name, calls(s.Calls),
 					result.FormatNs(s.WaitNs+s.BackNs), result.FormatNs(s.WaitNs), result.FormatNs(s.BackNs), result.FormatNs(s.WorkNs), s.HopsPerWork)
 			}
 		}
@@ -157,4 +157,12 @@ func shortClass(c string) string {
 		return c[i+1:]
 	}
 	return c
+}
+
+// calls is a count of calls, "1 call" or "N calls".
+func calls[T int | int64](n T) string {
+	if n == 1 {
+		return "1 call"
+	}
+	return fmt.Sprintf("%d calls", n)
 }
