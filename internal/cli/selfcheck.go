@@ -145,7 +145,9 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 	if err != nil {
 		return err
 	}
-	plan := selfcheck.Plan{Rounds: o.Rounds, Settle: o.Settle}
+	// A command takes ~reps × benchtime plus its start; one that has not
+	// answered in 20 times that, or a minute, is stuck.
+	plan := selfcheck.Plan{Rounds: o.Rounds, Settle: o.Settle, Timeout: max(time.Minute, 20*time.Duration(o.Reps)*o.BenchTime)}
 	clear := func() {}
 	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		width := termWidth(o.Stderr)
@@ -252,8 +254,8 @@ func harnessNotes(run *result.Run) {
 	for i := range run.Arms {
 		a := &run.Arms[i]
 		if r, ok := h.Row(a.Name); ok && r.Over() {
-			a.Notes = append(a.Notes, fmt.Sprintf("ctxlab selfcheck (%s) read this arm %.2f× %s on this host (limit %.2f×): up to %.0f%% of its figure may be the harness",
-				h.Time.Format("2006-01-02"), r.Ratio, r.Reference, r.Limit, 100*(1-1/r.Ratio)))
+			a.Notes = append(a.Notes, fmt.Sprintf("ctxlab selfcheck (%s) read this arm %.2f× %s on this host (its rounds %.2f–%.2f×, limit %.2f×): up to %.0f%% of its figure may be the harness",
+				h.Time.Format("2006-01-02"), r.Ratio, r.Reference, r.Min, r.Max, r.Limit, 100*(1-1/r.Ratio)))
 		}
 	}
 }

@@ -59,7 +59,10 @@ func (r Row) Over() bool { return r.Status == result.StatusOK && r.Ratio > r.Lim
 type Plan struct {
 	Rounds int
 	Settle time.Duration // pause before every command, so none runs in another's wake
-	Rand   *rand.Rand    // the rounds' order; nil = seeded from the clock
+	// Timeout bounds each command (0: none): one that hangs (a partner
+	// gone, a stuck perf) fails its row, killed with its process group.
+	Timeout time.Duration
+	Rand    *rand.Rand // the rounds' order; nil = seeded from the clock
 	// Progress, when set, is told before each command: which of how many,
 	// and what.
 	Progress func(done, total int, what string)
@@ -114,7 +117,7 @@ rounds:
 				if !sleep(ctx, p.Settle) {
 					break rounds
 				}
-				v, err := side(ctx)
+				v, err := runSide(ctx, side, p.Timeout)
 				if ctx.Err() != nil {
 					break rounds
 				}
@@ -135,6 +138,21 @@ rounds:
 		finish(&rows[i], ctxNs[i], refNs[i])
 	}
 	return rows
+}
+
+// runSide runs one command within limit (0: none); running out of it is
+// an error that says so.
+func runSide(ctx context.Context, side Side, limit time.Duration) (float64, error) {
+	if limit <= 0 {
+		return side(ctx)
+	}
+	sctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	v, err := side(sctx)
+	if err != nil && ctx.Err() == nil && sctx.Err() != nil {
+		return 0, fmt.Errorf("no answer within %s: stopped", limit)
+	}
+	return v, err
 }
 
 // finish pairs the rounds' figures (a round cut short by Ctrl-C leaves

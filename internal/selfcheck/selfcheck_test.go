@@ -230,3 +230,21 @@ func TestExecChild(t *testing.T) {
 		t.Errorf("exec'd program's affinity: %q; want CPU 0 only", out)
 	}
 }
+
+// A command that does not answer within the plan's timeout fails its row,
+// saying so; the other rows go on.
+func TestRunTimeout(t *testing.T) {
+	var log []string
+	hang := func(ctx context.Context) (float64, error) { <-ctx.Done(); return 0, ctx.Err() }
+	comps := []Comparison{
+		{Arm: "x/hangs", Reference: "r", Ctxlab: hang, Ref: fixed(1, &log, "r1")},
+		{Arm: "x/ok", Reference: "r", Ctxlab: fixed(2, &log, "ok"), Ref: fixed(2, &log, "r2")},
+	}
+	rows := Run(context.Background(), comps, Plan{Rounds: 2, Timeout: 20 * time.Millisecond})
+	if rows[0].Status != result.StatusFailed || !strings.Contains(rows[0].Reason, "x/hangs: no answer within 20ms: stopped") {
+		t.Errorf("hung row: %+v", rows[0])
+	}
+	if rows[1].Status != result.StatusOK || len(rows[1].Ratios) != 2 {
+		t.Errorf("the other row: %+v", rows[1])
+	}
+}

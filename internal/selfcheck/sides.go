@@ -188,7 +188,9 @@ func ProbePerf(ctx context.Context) (path, why string) {
 	if err != nil {
 		return "", "perf is not installed (Debian: apt-get install linux-perf), so the pipe arms have no independent reference"
 	}
-	out, err := output(ctx, child.Options{Exe: path, Args: []string{"bench", "sched", "pipe", "-l", "100"}})
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := output(pctx, child.Options{Exe: path, Args: []string{"bench", "sched", "pipe", "-l", "100"}})
 	if err == nil {
 		_, err = ParsePerfBench(out)
 	}
