@@ -69,7 +69,7 @@ and so does each reference. Each round's ratio is ctxlab ÷ reference, so
 drift of the machine between rounds cancels; the row is their median and
 min–max, and an arm over 1.05× is named in the verdict. It takes about 30 s.
 The check is stored in the history: ctxlab env and every later run's
-environment (and report) show it, a run's arm that was over here carries a
+environment (and report) show it, a run's arm that was over here in every round carries a
 note, and serve exports it.`,
 		Example: `  ctxlab selfcheck
   ctxlab selfcheck --rounds 5 --cpu 1 --format json`,
@@ -248,12 +248,13 @@ func lastHarness(ctx context.Context, db, hostname string) *result.HarnessCheck 
 }
 
 // harnessNotes adds to every arm that the last selfcheck found over its
-// limit on this host a note that says by how much.
+// limit on this host, in every one of at least 3 rounds, a note that says
+// by how much (a median over a noisy check's rounds is no such finding).
 func harnessNotes(run *result.Run) {
 	h := run.Env.Harness
 	for i := range run.Arms {
 		a := &run.Arms[i]
-		if r, ok := h.Row(a.Name); ok && r.Over() {
+		if r, ok := h.Row(a.Name); ok && r.SurelyOver() {
 			a.Notes = append(a.Notes, fmt.Sprintf("ctxlab selfcheck (%s) read this arm %.2f× %s on this host (its rounds %.2f–%.2f×, limit %.2f×): up to %.0f%% of its figure may be the harness",
 				h.Time.Format("2006-01-02"), r.Ratio, r.Reference, r.Min, r.Max, r.Limit, 100*(1-1/r.Ratio)))
 		}

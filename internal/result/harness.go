@@ -26,10 +26,15 @@ type HarnessRow struct {
 	Min       float64 `json:"min,omitempty"`
 	Max       float64 `json:"max,omitempty"`
 	Limit     float64 `json:"limit"`
+	Rounds    int     `json:"rounds,omitempty"`
 }
 
 // Over is whether the row read above its limit on this host.
 func (r HarnessRow) Over() bool { return r.Status == StatusOK && r.Ratio > r.Limit }
+
+// SurelyOver is whether every one of at least 3 rounds read above the
+// limit: enough to tell a run that its figure holds the harness's cost.
+func (r HarnessRow) SurelyOver() bool { return r.Over() && r.Rounds >= 3 && r.Min > r.Limit }
 
 // Row is the check's row for an arm of that name, if it has one.
 func (h *HarnessCheck) Row(arm string) (HarnessRow, bool) {

@@ -62,7 +62,7 @@ func FromRun(run *result.Run) *result.HarnessCheck {
 		}
 		limit, _ := strconv.ParseFloat(a.Params["limit"], 64)
 		h.Rows = append(h.Rows, result.HarnessRow{Arm: a.Params["arm"], Reference: a.Params["reference"], Status: a.Status, Reason: a.Reason,
-			Ratio: a.Median, Min: a.Min, Max: a.Max, Limit: limit})
+			Ratio: a.Median, Min: a.Min, Max: a.Max, Limit: limit, Rounds: len(a.RepMeans)})
 	}
 	return h
 }
