@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -20,7 +22,9 @@ import (
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/pyprobe"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
+	"github.com/ctxlab/ctxlab/internal/vary"
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
@@ -37,6 +41,7 @@ type DiagnoseOptions struct {
 	// PythonProbe is --python-probe: auto, on or off (docs/pyprobe.md).
 	PythonProbe string
 	pyProbe     pyprobe.Mode
+	commandLine []string    // what the stored run records
 	Vary        VaryOptions // --vary and its flags (vary.go)
 }
 
@@ -54,7 +59,12 @@ life, the counters, its rusage and a reading. ctxlab exits with CMD's status.
 
 diagnose ends when CMD exits. Processes CMD started that are still running
 then (a daemon, a job left in the background) are named in a note and left
-running: what they do after that is not counted.`,
+running: what they do after that is not counted.
+
+The run is stored in the history as a diagnose run (--no-store, --db): its
+figures, readings and price, and every JSON record --format json writes
+(the CPython probe's included), for show, report and compare (two
+diagnoses of a program, arm by arm).`,
 		Example: `  ctxlab diagnose -- stress-ng --cpu 8 --timeout 3s
   ctxlab diagnose --by-name -- ./server --bench`,
 		Args: cobra.MinimumNArgs(1),
@@ -71,10 +81,13 @@ running: what they do after that is not counted.`,
 			if o.pyProbe, err = pyprobe.ParseMode(o.PythonProbe); err != nil {
 				return usagef("%v", err)
 			}
-			if err := o.checkDB(cmd.Context()); err != nil {
-				return err
+			if o.Vary.NoStore { // --db is read for the price only; else runDiagnose checks it as a store
+				if err := o.checkDB(cmd.Context()); err != nil {
+					return err
+				}
 			}
 			o.Args = args
+			o.commandLine = commandLine(cmd, &o.Vary, args)
 			return runDiagnose(cmd.Context(), o)
 		},
 	}
@@ -113,20 +126,85 @@ type RusageRecord struct {
 // readCounters turns the counters' readings, once the command has
 // exited, into their JSON lines (measure.TreeCounters.Read holds the
 // unsupported rule).
-func readCounters(cs *measure.TreeCounters) []CounterRecord {
+func readCounters(rs []measure.TreeReading) []CounterRecord {
 	var out []CounterRecord
-	for _, r := range cs.Read() {
+	for _, r := range rs {
 		out = append(out, CounterRecord{Kind: "counter", Name: r.Event.Name, Type: r.Event.Kind, Value: r.Value, Scaled: r.Scaled,
 			UserOnly: r.UserOnly, Unsupported: r.Unsupported})
 	}
 	return out
 }
 
+// runDiagnose runs the command once, prints what it measured, prices it
+// and stores it as a diagnose run.
 func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	path, err := exec.LookPath(o.Args[0])
 	if err != nil {
 		return usagef("command %q: %v", o.Args[0], err)
 	}
+	hist := &RunOptions{DB: o.DB, NoStore: o.Vary.NoStore, Stdout: o.Stdout, Stderr: o.Stderr}
+	if err := checkStore(ctx, hist); err != nil {
+		return err
+	}
+	host := sysinfo.Detect()
+	r, err := diagnoseOnce(ctx, o, path, host)
+	if err != nil {
+		return err
+	}
+	if err := printDiagnosis(o, r); err != nil {
+		return err
+	}
+	if err := writePyProbe(o, r.py); err != nil {
+		return err
+	}
+	// The price, from rusage: it counts every switch of the command and its
+	// waited-for children, which sampling partly misses.
+	ru := r.ru
+	seen := price.Seen{Seconds: ru.WallS, Vol: uint64(ru.Voluntary), Invol: uint64(ru.Involuntary), RSSBytes: ru.MaxRSSKiB * 1024,
+		CPUNs: uint64(max(ru.UserUs+ru.SysUs, 0)) * 1000, HasCPU: ru.UserUs+ru.SysUs > 0}
+	o.noCalibrate = r.interrupted
+	d := newDisplay(&o.WatchOptions, o.Stderr, "")
+	out := d.prose()
+	pr := priceOf(ctx, &o.WatchOptions, seen, r.place)
+	if pr != nil {
+		if err := printPrice(out, d.json, pr); err != nil {
+			return err
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	run := r.run(o, host, pr)
+	run.Interrupted = r.interrupted
+	if err := saveRun(ctx, hist, run); err != nil {
+		return err
+	}
+	if r.interrupted && ru.ExitStatus == 0 {
+		return errInterrupted
+	}
+	if ru.ExitStatus != 0 {
+		return &exitStatusError{ru.ExitStatus}
+	}
+	return nil
+}
+
+// diagnosed is one run of the command as diagnose measured it.
+type diagnosed struct {
+	sum         watch.Profile
+	recs        []CounterRecord
+	ru          RusageRecord
+	note, left  string
+	py          *pyprobe.Report
+	sample      vary.Sample // the same figures as one run of diagnose --vary
+	place       string
+	began       time.Time
+	interrupted bool
+}
+
+// diagnoseOnce starts the command stopped, opens its counters, lets it
+// run with its stdin, stdout and stderr, samples it every interval until
+// it exits, and reads everything; the command is never left behind.
+func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sysinfo.Host) (*diagnosed, error) {
 	cmd := exec.Command(path, o.Args[1:]...)
 	cmd.Args[0] = o.Args[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, o.Stdout, o.Stderr
@@ -137,18 +215,18 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	// The command's orphans come to ctxlab rather than to init, so the ones
 	// still running when it exits can be named (leftovers).
 	defer subreaper()()
-	began := time.Now()
+	r := &diagnosed{began: time.Now(), sample: vary.Sample{Status: result.StatusOK, Before: sysinfo.Sample(host)}}
 	counters, note, err := measure.StartStopped(cmd, measure.PerfTree{}, measure.Events)
 	if err != nil {
-		return fmt.Errorf("starting %s: %w", o.Args[0], err)
+		return nil, fmt.Errorf("starting %s: %w", o.Args[0], err)
 	}
 	if probe != nil {
 		probe.Started()
 	}
-	note = joinNote(note, probeNote)
+	r.note = joinNote(note, probeNote)
 	defer counters.Close()
 	pid := cmd.Process.Pid
-	place := placementOf(pid)
+	r.place = placementOf(pid)
 	cmdProc, _ := procstat.DefaultRoot.ReadProc(pid) // its start time tells its leftovers from older children
 	reaped := false
 	defer func() { // never leave the command behind
@@ -157,44 +235,98 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 			_ = cmd.Wait()
 		}
 	}()
-
-	exited := make(chan struct{})
-	go func() { // tells when the command has exited, without reaping it
-		var info unix.Siginfo
-		for {
-			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-			if err != unix.EINTR {
-				break
-			}
-		}
-		close(exited)
-	}()
-
 	w, werr := watch.NewWatcher(procstat.DefaultRoot, []int{pid})
 	if werr == nil {
 		w.Descendants = true
 		w.Begin()
 	}
-	tick := time.NewTicker(o.Interval)
+	r.interrupted = waitSampled(ctx, cmd, o.Interval, func() {
+		if w != nil {
+			r.sample.AddProfile(w.Step())
+		}
+	})
+	if w != nil {
+		r.sample.AddProfile(w.Step()) // the exited command is a zombie until reaped: its last counts are still readable
+	}
+	left := procstat.Leftovers(procstat.DefaultRoot, os.Getpid(), cmdProc)
+	waitErr := cmd.Wait()
+	reaped = true
+	wall := time.Since(r.began)
+	status := 0
+	if ps := cmd.ProcessState; ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			status = 128 + int(ws.Signal())
+		} else {
+			status = ps.ExitCode()
+		}
+	} else if waitErr != nil {
+		return nil, fmt.Errorf("waiting for %s: %w", o.Args[0], waitErr)
+	}
+	r.sample.After = sysinfo.Sample(host)
+	readings := counters.Read()
+	r.recs = readCounters(readings)
+	r.ru = RusageRecord{Kind: "rusage", ExitStatus: status, WallS: wall.Seconds()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.ru.Voluntary, r.ru.Involuntary = ru.Nvcsw, ru.Nivcsw
+		r.ru.UserUs = ru.Utime.Sec*1e6 + ru.Utime.Usec
+		r.ru.SysUs = ru.Stime.Sec*1e6 + ru.Stime.Usec
+		r.ru.MinorFaults, r.ru.MaxRSSKiB = ru.Minflt, ru.Maxrss
+		r.sample.Rusage = vary.Rusage{UserNs: r.ru.UserUs * 1e3, SysNs: r.ru.SysUs * 1e3, Vol: ru.Nvcsw, Invol: ru.Nivcsw,
+			MinFlt: ru.Minflt, MajFlt: ru.Majflt, MaxRSSKiB: ru.Maxrss}
+	}
+	r.fillSample(wall, status, readings)
+	if w != nil {
+		r.sum = w.Summary
+	} else {
+		r.note = joinNote(r.note, "the command could not be sampled: "+werr.Error())
+		r.sample.Sampling = werr.Error()
+	}
+	r.left = leftoverNote(left)
+	r.py = finishPyProbe(probe, &r.sum)
+	return r, nil
+}
+
+// fillSample completes the run's figures as diagnose --vary keeps them.
+func (r *diagnosed) fillSample(wall time.Duration, status int, readings []measure.TreeReading) {
+	s := &r.sample
+	s.WallNs, s.ExitStatus, s.Counters = int64(wall), status, readings
+	switch {
+	case r.interrupted:
+		s.Status, s.Reason = result.StatusInterrupted, "interrupted"
+	case status != 0:
+		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("exit status %d", status)
+	}
+	if r.note != "" {
+		s.Notes = append(s.Notes, r.note)
+	}
+}
+
+// waitSampled waits for the command to exit, without reaping it, calling
+// sample every interval. Ctrl-C on a terminal reaches the command too: it
+// is given time to finish, then asked, then made to; interrupted says so.
+func waitSampled(ctx context.Context, cmd *exec.Cmd, interval time.Duration, sample func()) (interrupted bool) {
+	pid := cmd.Process.Pid
+	exited := make(chan struct{})
+	go func() { // tells when the command has exited, without reaping it
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		close(exited)
+	}()
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var grace <-chan time.Time
+	done := ctx.Done()
 	signalled := 0
-	interrupted := false
-loop:
 	for {
 		select {
 		case <-exited:
-			break loop
+			return interrupted
 		case <-tick.C:
-			if w != nil {
-				_, _ = w.Step()
-			}
-		case <-ctx.Done():
-			// Ctrl-C on a terminal reaches the command too; give it time to
-			// finish, then ask, then insist.
-			interrupted = true
+			sample()
+		case <-done:
+			interrupted, done = true, nil
 			grace = time.After(2 * time.Second)
-			ctx = context.Background()
 		case <-grace:
 			if signalled == 0 {
 				_ = cmd.Process.Signal(os.Interrupt)
@@ -206,64 +338,6 @@ loop:
 			signalled++
 		}
 	}
-	if w != nil {
-		_, _ = w.Step() // the exited command is a zombie until reaped: its last counts are still readable
-	}
-	left := procstat.Leftovers(procstat.DefaultRoot, os.Getpid(), cmdProc)
-	waitErr := cmd.Wait()
-	reaped = true
-	wall := time.Since(began)
-	status := 0
-	if ps := cmd.ProcessState; ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			status = 128 + int(ws.Signal())
-		} else {
-			status = ps.ExitCode()
-		}
-	} else if waitErr != nil {
-		return fmt.Errorf("waiting for %s: %w", o.Args[0], waitErr)
-	}
-	recs := readCounters(counters)
-	ru := RusageRecord{Kind: "rusage", ExitStatus: status, WallS: wall.Seconds()}
-	if r, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		ru.Voluntary, ru.Involuntary = r.Nvcsw, r.Nivcsw
-		ru.UserUs = r.Utime.Sec*1e6 + r.Utime.Usec
-		ru.SysUs = r.Stime.Sec*1e6 + r.Stime.Usec
-		ru.MinorFaults, ru.MaxRSSKiB = r.Minflt, r.Maxrss
-	}
-	var sum watch.Profile
-	if w != nil {
-		sum = w.Summary
-	} else {
-		note = joinNote(note, "the command could not be sampled: "+werr.Error())
-	}
-	rep := finishPyProbe(probe, &sum)
-	if err := printDiagnosis(o, sum, recs, ru, note, leftoverNote(left)); err != nil {
-		return err
-	}
-	if err := writePyProbe(o, rep); err != nil {
-		return err
-	}
-	// The price, from rusage: it counts every switch of the command and its
-	// waited-for children, which sampling partly misses.
-	seen := price.Seen{Seconds: ru.WallS, Vol: uint64(ru.Voluntary), Invol: uint64(ru.Involuntary), RSSBytes: ru.MaxRSSKiB * 1024,
-		CPUNs: uint64(max(ru.UserUs+ru.SysUs, 0)) * 1000, HasCPU: ru.UserUs+ru.SysUs > 0}
-	o.noCalibrate = interrupted
-	d := newDisplay(&o.WatchOptions, o.Stderr, "")
-	out := d.prose()
-	if err := writePrice(ctx, &o.WatchOptions, out, d.json, seen, place); err != nil {
-		return err
-	}
-	if err := out.Flush(); err != nil {
-		return err
-	}
-	if interrupted && status == 0 {
-		return errInterrupted
-	}
-	if status != 0 {
-		return &exitStatusError{status}
-	}
-	return nil
 }
 
 func joinNote(a, b string) string {
@@ -321,7 +395,8 @@ func leftoverNote(ps []procstat.Proc) string {
 		"their switches after that are not counted (rusage, which covers waited-for children only, counts none of them)", len(ps), list)
 }
 
-func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord, ru RusageRecord, note, left string) error {
+func printDiagnosis(o *DiagnoseOptions, r *diagnosed) error {
+	sum, recs, ru, note, left := r.sum, r.recs, r.ru, r.note, r.left
 	d := newDisplay(&o.WatchOptions, o.Stderr, "")
 	cov := coverage(sum, ru)
 	if d.json {
@@ -373,4 +448,53 @@ func printDiagnosis(o *DiagnoseOptions, sum watch.Profile, recs []CounterRecord,
 		}
 	}
 	return nil
+}
+
+// run is the diagnosis as a stored diagnose run: one arm, "diagnose",
+// with the figures of one run of diagnose --vary (show, report, compare
+// against another diagnose of the program), the readings and the price
+// as its findings, and every JSON record --format json writes.
+func (r *diagnosed) run(o *DiagnoseOptions, host *sysinfo.Host, pr *price.Price) *result.Run {
+	a := vary.Single(o.Args, r.sample, o.Interval, vary.Cost{Why: "plain diagnose: the price is in the findings"}, host, host.Load1)
+	arms := a.Arms()
+	var findings []string
+	for _, rd := range watch.Read(r.sum, 3) {
+		findings = append(findings, rd.Subject+": "+rd.Text)
+	}
+	if r.py != nil {
+		findings = append(findings, r.py.Findings()...)
+	}
+	if pr != nil {
+		findings = append(findings, pr.Lines...)
+	}
+	run := &result.Run{
+		Schema: result.SchemaVersion, ID: newRunID(), Time: r.began.UTC(), Version: version(), GoVersion: runtime.Version(),
+		CommandLine: o.commandLine, Suite: result.SuiteDiagnose, Env: host.Env, Warnings: envWarnings(host), Arms: arms,
+		Experiments: []result.Experiment{{Name: vary.Experiment, Op: arms[0].Op, Summary: strings.Join(o.Args, " "), Findings: findings}},
+		Records:     r.records(o, pr),
+	}
+	run.Env.Counters = probeCounters()
+	return run
+}
+
+// records are the diagnosis as --format json writes it, one record a
+// line, whatever the format shown.
+func (r *diagnosed) records(o *DiagnoseOptions, pr *price.Price) []json.RawMessage {
+	var buf bytes.Buffer
+	oj := *o
+	oj.Format, oj.Stderr = "json", &buf
+	_ = printDiagnosis(&oj, r)
+	if r.py != nil {
+		_ = r.py.WriteJSON(&buf)
+	}
+	if pr != nil {
+		_ = printPrice(&buf, true, pr)
+	}
+	var out []json.RawMessage
+	for _, line := range bytes.Split(buf.Bytes(), []byte("\n")) {
+		if len(bytes.TrimSpace(line)) > 0 && json.Valid(line) {
+			out = append(out, json.RawMessage(line))
+		}
+	}
+	return out
 }

@@ -32,7 +32,7 @@ func TestDiagnoseNamesLeftovers(t *testing.T) {
 			// The child's output goes elsewhere: on a pipe to a buffer (not
 			// a file, as a terminal is) it would hold the command's Wait.
 			var out, errb syncBuf
-			code := Main([]string{"diagnose", "--price=false", "--format", format, "--", "sh", "-c", "sleep 3 >/dev/null 2>&1 & echo $!; exit 0"}, &out, &errb)
+			code := Main([]string{"diagnose", "--no-store", "--price=false", "--format", format, "--", "sh", "-c", "sleep 3 >/dev/null 2>&1 & echo $!; exit 0"}, &out, &errb)
 			pid, err := strconv.Atoi(strings.TrimSpace(out.String()))
 			if err != nil {
 				t.Fatalf("the command did not print its child's pid: %q; stderr %s", out.String(), errb.String())
@@ -74,7 +74,7 @@ func TestDiagnoseNamesLeftovers(t *testing.T) {
 		})
 	}
 	var out, errb syncBuf
-	if code := Main([]string{"diagnose", "--price=false", "--format", "table", "--", "sh", "-c", "sleep 0.1; exit 0"}, &out, &errb); code != 0 {
+	if code := Main([]string{"diagnose", "--no-store", "--price=false", "--format", "table", "--", "sh", "-c", "sleep 0.1; exit 0"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	if strings.Contains(errb.String(), "still running when it exited") {

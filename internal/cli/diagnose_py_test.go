@@ -35,7 +35,7 @@ func needPython(t *testing.T) string {
 func pyDiagnose(t *testing.T, args ...string) (string, map[string][]map[string]any, int) {
 	t.Helper()
 	var out, errb syncBuf
-	code := Main(append([]string{"diagnose", "--price=false", "--format", "json", "--"}, args...), &out, &errb)
+	code := Main(append([]string{"diagnose", "--no-store", "--price=false", "--format", "json", "--"}, args...), &out, &errb)
 	recs := map[string][]map[string]any{}
 	for _, l := range strings.Split(errb.String(), "\n") {
 		var m map[string]any
@@ -206,7 +206,7 @@ func TestPyProbeLeavesTheProgramAlone(t *testing.T) {
 	t.Setenv("PYTHONPATH", abs)
 	run := func(mode string) (string, string, int) {
 		var out, errb syncBuf
-		code := Main([]string{"diagnose", "--python-probe", mode, "--price=false", "--format", "table", "--", py, filepath.Join(pyTestdata, "outputs.py")}, &out, &errb)
+		code := Main([]string{"diagnose", "--no-store", "--python-probe", mode, "--price=false", "--format", "table", "--", py, filepath.Join(pyTestdata, "outputs.py")}, &out, &errb)
 		// the program's stderr comes before diagnose's own report
 		prog, _, _ := strings.Cut(errb.String(), "\nctxlab diagnose:")
 		return out.String(), prog, code
@@ -236,7 +236,7 @@ func TestPyProbeLeavesTheProgramAlone(t *testing.T) {
 // has no probe and descriptor 3 is not open in it.
 func TestPyProbeNonPythonUntouched(t *testing.T) {
 	var out, errb syncBuf
-	code := Main([]string{"diagnose", "--price=false", "--format", "table", "--", "sh", "-c", `echo "PYTHONPATH=${PYTHONPATH-unset} PROBE=${CTXLAB_PYPROBE-unset}"; [ -e /proc/self/fd/3 ] && echo fd3 open; exit 0`}, &out, &errb)
+	code := Main([]string{"diagnose", "--no-store", "--price=false", "--format", "table", "--", "sh", "-c", `echo "PYTHONPATH=${PYTHONPATH-unset} PROBE=${CTXLAB_PYPROBE-unset}"; [ -e /proc/self/fd/3 ] && echo fd3 open; exit 0`}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}

@@ -120,8 +120,10 @@ func TestDocumentedCommands(t *testing.T) {
 			case (args[0] == "compare" || args[0] == "show" || args[0] == "report") && slices.ContainsFunc(args, valueRef.MatchString):
 				args = append(args, "--db", varyDB) // RUN:NAME=V: a value of the runs the --vary examples stored
 			case args[0] == "diagnose":
+				// --no-store: a stored diagnosis would be the "last" run the
+				// report and show examples read.
 				i := indexOf(args, "--")
-				args = append(args[:i+1:i+1], "sleep", "0.2")
+				args = append(append(args[:i:i], "--no-store", "--"), "sleep", "0.2")
 			case args[0] == "serve":
 				parseOnly(t, args)
 				return

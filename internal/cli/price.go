@@ -136,6 +136,17 @@ func calibrate(ctx context.Context, calibrationArm string) (*result.Run, error) 
 
 // writePrice closes a watch or diagnose with the price of what it saw.
 func writePrice(ctx context.Context, o *WatchOptions, w io.Writer, asJSON bool, seen price.Seen, placement string) error {
+	p := priceOf(ctx, o, seen, placement)
+	if p == nil {
+		return nil
+	}
+	return printPrice(w, asJSON, p)
+}
+
+// priceOf prices what was seen with this host's cost per switch; nil when
+// --price=false, nothing ran, or no cost could be found (it says why on
+// stderr).
+func priceOf(ctx context.Context, o *WatchOptions, seen price.Seen, placement string) *price.Price {
 	if !o.Price || seen.Seconds <= 0 {
 		return nil
 	}
@@ -149,11 +160,20 @@ func writePrice(ctx context.Context, o *WatchOptions, w io.Writer, asJSON bool, 
 		return nil
 	}
 	p := price.Of(seen, cost, indirect)
+	return &p
+}
+
+// priceRecord is the price's JSON line.
+type priceRecord struct {
+	Kind string `json:"kind"` // price
+	price.Price
+}
+
+// printPrice writes the price: its lines, wrapped on a terminal, or its
+// JSON line.
+func printPrice(w io.Writer, asJSON bool, p *price.Price) error {
 	if asJSON {
-		return json.NewEncoder(termsafe.JSON(w)).Encode(struct {
-			Kind string `json:"kind"`
-			price.Price
-		}{"price", p})
+		return json.NewEncoder(termsafe.JSON(w)).Encode(priceRecord{"price", *p})
 	}
 	width := termWidth(w) // on a terminal, wrapped at spaces, never cut mid-word
 	for _, l := range p.Lines {

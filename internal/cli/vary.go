@@ -61,7 +61,7 @@ const (
 // varyOnly are the flags that mean something with --vary only; the
 // display flags watch shares mean nothing with it.
 var (
-	varyOnly     = []string{"reps", "settle", "timeout", "work", "work-from", "output", "no-store", "show-output"}
+	varyOnly     = []string{"reps", "settle", "timeout", "work", "work-from", "output", "show-output"}
 	notWithVary  = []string{"top", "by-name", "sort"}
 	varyFormats  = []string{"table", "json", "bench"}
 	varyLongHelp = `
@@ -109,7 +109,7 @@ func addVaryFlags(c *cobra.Command, o *VaryOptions) {
 	f.StringVar(&o.Work, "work", "", "with --vary: units of work one run does (e.g. 1e6), for figures per unit and throughput; 1e-9..1e15")
 	f.StringVar(&o.WorkFrom, "work-from", "", "with --vary: a regular expression that finds a run's units of work in its stdout (the last match, its first group), e.g. 'elements: (\\d+)'")
 	f.StringVarP(&o.Output, "output", "o", "", "with --vary: write the --format json or bench result (or the table) to this file instead of stdout")
-	f.BoolVar(&o.NoStore, "no-store", false, "with --vary: do not save the run in the history database")
+	f.BoolVar(&o.NoStore, "no-store", false, "do not save the run in the history database")
 	f.BoolVar(&o.ShowOutput, "show-output", false, "with --vary: show the command's stdout and stderr on stderr (they are kept, not shown)")
 	if fl := f.Lookup("format"); fl != nil {
 		fl.Usage += "; with --vary: table, json or bench"
@@ -118,7 +118,7 @@ func addVaryFlags(c *cobra.Command, o *VaryOptions) {
 		fl.Usage += "; with --vary 1s unless given (each reading preempts the command a little)"
 	}
 	if fl := f.Lookup("db"); fl != nil {
-		fl.Usage += "; with --vary, also where the run is stored"
+		fl.Usage += "; also where the run is stored"
 	}
 	c.Long += "\n" + varyLongHelp
 	c.Example += varyExample

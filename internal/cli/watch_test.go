@@ -172,7 +172,7 @@ func TestWatchFixture(t *testing.T) {
 
 func TestDiagnoseExitStatus(t *testing.T) {
 	var out, errb syncBuf
-	code := Main([]string{"diagnose", "--format", "json", "--", "sh", "-c", "echo hi; i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; exit 3"}, &out, &errb)
+	code := Main([]string{"diagnose", "--no-store", "--format", "json", "--", "sh", "-c", "echo hi; i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done; exit 3"}, &out, &errb)
 	if code != 3 {
 		t.Fatalf("exit %d, want the command's 3: %s", code, errb.String())
 	}

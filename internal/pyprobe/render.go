@@ -166,3 +166,16 @@ func calls[T int | int64](n T) string {
 	}
 	return fmt.Sprintf("%d calls", n)
 }
+
+// Findings are the report's sentences for a stored run: the readings,
+// then the probe's own cost (it says when it is over its target).
+func (r *Report) Findings() []string {
+	var out []string
+	for _, rd := range r.Readings {
+		out = append(out, rd.Text)
+	}
+	if r.Cost != nil {
+		out = append(out, r.Cost.text())
+	}
+	return out
+}

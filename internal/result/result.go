@@ -40,6 +40,10 @@ type Run struct {
 	Experiments []Experiment `json:"experiments,omitempty"`
 	Warnings    []string     `json:"warnings,omitempty"`
 	Interrupted bool         `json:"interrupted,omitempty"` // stopped by a signal; Arms holds what finished
+	// Records are a diagnose run's JSON records, as --format json writes
+	// them (the profile, counters, rusage, the CPython probe's py-*
+	// records, the price), each with its "kind"; absent from other runs.
+	Records []json.RawMessage `json:"records,omitempty"`
 }
 
 // SuiteDiagnose is the suite of a run diagnose --vary stored: one arm

@@ -133,7 +133,7 @@ func (a *Analysis) Arms() []result.Arm {
 		splitOf[s.Other] = s
 	}
 	for _, v := range a.Values {
-		r := result.Arm{Name: Experiment + "/" + v.Point.Label(), Experiment: Experiment, Substrate: "command", Params: v.Point.Params(),
+		r := result.Arm{Name: v.Point.ArmName(), Experiment: Experiment, Substrate: "command", Params: v.Point.Params(),
 			Op: op, Unit: "ns/" + a.Per(), Placement: "unpinned", Status: v.Status, Reason: v.Reason}
 		for _, s := range v.Runs {
 			r.DurationNs += s.WallNs
