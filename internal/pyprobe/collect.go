@@ -14,9 +14,10 @@ import (
 
 // The event types of an "E" frame (probe.py): recordLen int64 a record.
 const (
-	evLag  = 1 // loop, lag ns; since the previous tick: the loop thread's CPU ns, the wall ns, its run-queue wait ns (-1: unknown)
+	evLag  = 1 // loop, lag ns; since the previous tick: the loop thread's CPU ns, the wall ns, its run-queue wait ns (-1: in the next evRunq)
 	evCST  = 2 // site, hop ns, the calling thread's ident, 1 when it was the loop's own thread
 	evCall = 3 // site, wait ns, work ns, back ns (-1: not known)
+	evRunq = 4 // loop, the loop thread's run-queue wait ns over the wall ns since the previous evRunq (about a second)
 
 	recordLen = 6
 )
@@ -45,24 +46,36 @@ type hist struct {
 
 func newHist() *hist { return &hist{h: hdrhistogram.New(1, histHigh, 2)} }
 
-func (h *hist) record(v int64) { h.recordCorrected(v, 0) }
-
-// recordCorrected records v and, when v is longer than interval, the values
-// a tick every interval would have seen during the stall (HdrHistogram's
-// RecordCorrectedValue), so a long stall is not one sample.
-func (h *hist) recordCorrected(v, interval int64) int64 {
+func (h *hist) record(v int64) {
 	v = max(v, 0)
 	h.max = max(h.max, v)
-	c := min(v, histHigh)
-	before := h.h.TotalCount()
-	_ = h.h.RecordCorrectedValue(c, interval)
-	added := h.h.TotalCount() - before
-	h.n += added
+	_ = h.h.RecordValue(min(v, histHigh))
+	h.n++
 	h.sum += float64(v)
-	for m := c - interval; interval > 0 && m >= interval; m -= interval {
-		h.sum += float64(m)
+}
+
+// corrected is the distribution with, for every value longer than
+// interval, the values a sampler every interval would have seen during
+// that stall (v-interval, v-2·interval, … down to interval), as
+// HdrHistogram's RecordCorrectedValue adds them, so a long stall is not
+// one sample; added counts them. Values are taken at their bucket's
+// lowest equivalent (within 1%); the max stays exact.
+func (h *hist) corrected(interval int64) (out *hist, added int64) {
+	out = newHist()
+	out.max, out.n, out.sum = h.max, h.n, h.sum
+	for _, b := range h.h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		_ = out.h.RecordValues(b.From, b.Count)
+		for m := b.From - interval; interval > 0 && m >= interval; m -= interval {
+			_ = out.h.RecordValues(m, b.Count)
+			added += b.Count
+			out.sum += float64(m) * float64(b.Count)
+		}
 	}
-	return added - 1
+	out.n += added
+	return out, added
 }
 
 // Dist is a distribution of durations in ns: count, mean, percentiles from
@@ -99,15 +112,20 @@ func (h *hist) dist() Dist {
 type loopAcc struct {
 	id, ident       int64
 	class           string
-	lag, fired      *hist
-	ticks, added    int64
+	fired, period   *hist // the ticks' lateness, and the time between ticks
+	ticks           int64
 	cpuNs, wallNs   int64
 	runqNs          int64
 	lateCPU, lateWl int64
 	lateRunq        int64
 	late            int64
 	negative        int64
-	noRunq          bool // some tick had no run-queue figure
+	// segLateWl is the wall time of the late ticks since the last evRunq
+	// (whose run-queue wait it gives, as a share of its wall time);
+	// runqSegs counts the evRunq records.
+	segLateWl int64
+	runqSegs  int64
+	tickRunq  bool // a tick carried its own run-queue figure
 }
 
 // siteAcc is one call site: a callback handed to call_soon_threadsafe, or
@@ -327,7 +345,7 @@ func (c *collector) thread(t threadInfo, ended bool) {
 func (c *collector) loop(id int64) *loopAcc {
 	l, ok := c.loops[id]
 	if !ok {
-		l = &loopAcc{id: id, lag: newHist(), fired: newHist()}
+		l = &loopAcc{id: id, fired: newHist(), period: newHist()}
 		c.loops[id] = l
 	}
 	return l
@@ -370,21 +388,36 @@ func (c *collector) event(r [recordLen]int64) {
 			lag = 0
 		}
 		l.ticks++
-		l.added += l.lag.recordCorrected(lag, c.tickNs())
 		l.fired.record(lag)
 		cpu, wall, runq := max(r[3], 0), max(r[4], 0), r[5]
-		if runq < 0 {
-			l.noRunq, runq = true, 0
-		}
+		l.period.record(wall)
 		l.cpuNs += cpu
 		l.wallNs += wall
-		l.runqNs += runq
+		if runq >= 0 { // a probe that read schedstat at every tick
+			l.runqNs += runq
+			l.tickRunq = true
+		}
 		if lag >= lateNs {
 			l.late++
 			l.lateCPU += cpu
 			l.lateWl += wall
-			l.lateRunq += runq
+			if runq >= 0 {
+				l.lateRunq += runq
+			} else {
+				l.segLateWl += wall
+			}
 		}
+	case evRunq:
+		// The run-queue wait of a segment of about a second: the late ticks
+		// in it are given its share of their wall time.
+		l := c.loop(r[1])
+		runq, wall := max(r[2], 0), max(r[3], 0)
+		l.runqNs += runq
+		l.runqSegs++
+		if wall > 0 {
+			l.lateRunq += int64(float64(l.segLateWl) * min(float64(runq)/float64(wall), 1))
+		}
+		l.segLateWl = 0
 	case evCST:
 		s := c.site(r[1])
 		k := c.kind("call_soon_threadsafe")
@@ -465,4 +498,29 @@ func (c *collector) sortedThreads() []*threadInfo {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
 	return out
+}
+
+// cadence is how often the loop's ticks came: the median time from one
+// tick to the next (a 1 ms timer on a loop whose ticks are 1 ms late runs
+// every 2 ms), at least the timer's period; the period itself before any
+// tick.
+func (l *loopAcc) cadence(tick int64) int64 {
+	if l.period.n == 0 {
+		return tick
+	}
+	return max(tick, min(l.period.h.ValueAtPercentile(50), l.period.max))
+}
+
+// runqKnown says the loop's run-queue figures are there (schedstat).
+func (l *loopAcc) runqKnown() bool { return l.runqSegs > 0 || l.tickRunq }
+
+// lateRunqNs is the run-queue wait of the late ticks: the segments' shares,
+// and for late ticks after the last segment (a loop still running when
+// the report came) the loop's share over the run.
+func (l *loopAcc) lateRunqNs() int64 {
+	q := l.lateRunq
+	if l.segLateWl > 0 && l.runqSegs > 0 && l.wallNs > 0 {
+		q += int64(float64(l.segLateWl) * min(float64(l.runqNs)/float64(l.wallNs), 1))
+	}
+	return q
 }

@@ -10,9 +10,11 @@
 #
 # Frames on the pipe: u32 little-endian length, one type byte, the payload.
 # "J": one JSON object with a "kind". "E": int64 events, six to a record:
-#   (1, loop, lag_ns, cpu_ns, wall_ns, runq_ns)   a tick of a loop's timer, with
-#       its thread's time on a CPU, the wall time and its time waiting for a
-#       CPU since the last tick (runq -1: unknown, no schedstat)
+#   (1, loop, lag_ns, cpu_ns, wall_ns, -1)   a tick of a loop's timer, with
+#       its thread's time on a CPU and the wall time since the last tick
+#   (4, loop, runq_ns, wall_ns, 0, 0)   the loop thread's time waiting for a
+#       CPU (schedstat) over the wall time since the last such record
+#       (about once a second, and when the loop stops)
 #   (2, site, hop_ns, caller_ident, same_thread, 0)   a call_soon_threadsafe
 #   (3, site, wait_ns, work_ns, back_ns, 0)       an executor / to_thread /
 #                                                 aiosqlite call; -1: not known
@@ -23,7 +25,7 @@ from array import array
 
 PROTOCOL = 1
 
-T_LAG, T_CST, T_CALL = 1, 2, 3
+T_LAG, T_CST, T_CALL, T_RUNQ = 1, 2, 3, 4
 
 _pc = time.perf_counter_ns
 _tt = time.thread_time_ns
@@ -354,11 +356,14 @@ def _schedstat_fd():
 
 class _Tick:
     """A loop's periodic timer: its lateness is the loop's lag. Each tick
-    also reads its thread's time on a CPU and waiting for one since the
-    last: a late tick after the thread ran tells handlers' CPU work, one
-    after it slept (a wait for the GIL) tells contention."""
+    also takes its thread's CPU time since the last (thread_time_ns, which
+    keeps the GIL: a tick must not hand the GIL to a busy thread, as a
+    read of /proc would); about once a second, and when the loop stops,
+    the thread's run-queue wait since the last such reading (schedstat).
+    A late tick after the thread ran tells handlers' CPU work, one after
+    it slept (a wait for the GIL) tells contention."""
 
-    __slots__ = ("loop", "lid", "due", "h", "c0", "q0", "w0", "stopped", "ctx", "fd", "n")
+    __slots__ = ("loop", "lid", "due", "h", "c0", "w0", "q0", "qw0", "stopped", "ctx", "fd", "n")
 
     def __init__(self, loop, lid):
         self.loop, self.lid, self.stopped, self.n = loop, lid, False, 0
@@ -366,19 +371,27 @@ class _Tick:
         # not copy the program's context for each (the tick reads none)
         self.ctx = sys.modules["contextvars"].Context()
         self.fd = _schedstat_fd()
-        self.c0, self.q0 = self.cpu()
+        self.c0 = _tt()
         self.w0 = _pc()
+        self.q0, self.qw0 = self.runq(), self.w0
         self.due = self.w0 + _tick_ns
         self.h = loop.call_later(_tick_s, self.fire, context=self.ctx)
 
-    def cpu(self):
+    def runq(self):
+        """The thread's run-queue wait so far (ns), or -1 without schedstat."""
         if self.fd >= 0:
             try:
-                f = os.pread(self.fd, 96, 0).split()
-                return int(f[0]), int(f[1])
+                return int(os.pread(self.fd, 96, 0).split()[1])
             except (OSError, ValueError, IndexError):
                 self.close()
-        return _tt(), -1
+        return -1
+
+    def segment(self, now):
+        """Sends the run-queue wait since the last reading, with its wall time."""
+        q = self.runq()
+        if q >= 0 and self.q0 >= 0:
+            _ext((T_RUNQ, self.lid, q - self.q0, now - self.qw0, 0, 0))
+        self.q0, self.qw0 = q, now
 
     def fire(self):
         # The timer is due: the loop runs this as soon as it can; the tick
@@ -396,17 +409,18 @@ class _Tick:
             return
         self.n += 1
         timed = self.n % 16 == 0  # its own cost, timed on one tick in 16
-        if timed:
-            t = _tt()
-        c, q = self.cpu()
-        _ext((T_LAG, self.lid, now - self.due, c - self.c0, now - self.w0, q - self.q0 if q >= 0 and self.q0 >= 0 else -1))
-        self.c0, self.q0, self.w0 = c, q, now
+        c = _tt()
+        _ext((T_LAG, self.lid, now - self.due, c - self.c0, now - self.w0, -1))
+        self.c0, self.w0 = c, now
         self.due = now + _tick_ns
         self.h = self.loop.call_later(_tick_s, self.fire, context=self.ctx)
-        if now - _last_flush[0] > 1_000_000_000 or len(_buf) >= _FLUSH_AT:
-            _flush()
         if timed:
-            _self["tick"] += 16 * (_tt() - t)
+            _self["tick"] += 16 * (_tt() - c)
+        if now - _last_flush[0] > 1_000_000_000 or len(_buf) >= _FLUSH_AT:
+            t = _tt()
+            self.segment(now)
+            _self["tick"] += _tt() - t
+            _flush()
 
     def close(self):
         fd, self.fd = self.fd, -1
@@ -422,6 +436,7 @@ class _Tick:
         if h is not None:
             h.cancel()
         self.h = None
+        self.segment(_pc())
         self.close()
 
 

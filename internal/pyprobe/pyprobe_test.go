@@ -144,7 +144,7 @@ func TestCollectorReport(t *testing.T) {
 	for i := 0; i < 99; i++ {
 		recs = append(recs, [recordLen]int64{evLag, 1, 100_000, 900_000, 1_100_000, 0})
 	}
-	recs = append(recs, [recordLen]int64{evLag, 1, 10_000_000, 0, 11_000_000, 0}) // a 10 ms stall: 9 more values when corrected
+	recs = append(recs, [recordLen]int64{evLag, 1, 10_000_000, 0, 11_000_000, 0}) // a 10 ms stall: 8 more values when corrected at the ticks' 1.1 ms cadence
 	for i := 0; i < 50; i++ {
 		recs = append(recs, [recordLen]int64{evCall, 1, 30_000, 10_000, 40_000, 0}, [recordLen]int64{evCST, 2, 20_000, 2, 0, 0})
 	}
@@ -163,13 +163,16 @@ func TestCollectorReport(t *testing.T) {
 		t.Fatalf("loops: %+v", r.Loops)
 	}
 	l := r.Loops[0]
-	if l.Ticks != 100 || l.Corrected != 9 || l.Lag.N != 109 || l.AsFired.N != 100 || l.LateTicks != 1 || l.Thread != "MainThread" {
+	if l.CorrectedEveryNs < 1_089_000 || l.CorrectedEveryNs > 1_111_000 {
+		t.Errorf("corrected every %d ns, want the ticks' median cadence, 1.1 ms", l.CorrectedEveryNs)
+	}
+	if l.Ticks != 100 || l.Corrected != 8 || l.Lag.N != 108 || l.AsFired.N != 100 || l.LateTicks != 1 || l.Thread != "MainThread" {
 		t.Errorf("loop: ticks %d corrected %d lag n %d fired n %d late %d thread %q", l.Ticks, l.Corrected, l.Lag.N, l.AsFired.N, l.LateTicks, l.Thread)
 	}
 	if l.AsFired.MaxNs != 10_000_000 || l.AsFired.P50Ns < 99_000 || l.AsFired.P50Ns > 101_000 {
 		t.Errorf("as fired: %+v", l.AsFired)
 	}
-	if l.Lag.P99Ns < 8_900_000 { // 10 of 109 values are the stall's
+	if l.Lag.P99Ns < 7_700_000 { // 9 of 108 values are the stall's: 10, 8.9, 7.8 … 1.2 ms
 		t.Errorf("corrected p99 %d: the stall counts once per tick it swallowed", l.Lag.P99Ns)
 	}
 	var site *Site
@@ -361,5 +364,43 @@ func TestFinishWithoutProbe(t *testing.T) {
 	}
 	if s.Dir() != "" {
 		t.Error("directory not removed")
+	}
+}
+
+// The probe reads schedstat about once a second, not at every tick: a
+// segment's run-queue wait is shared out to its late ticks by wall time.
+func TestCollectorRunqSegments(t *testing.T) {
+	var f frames
+	hello(&f)
+	f.json(map[string]any{"kind": "loop", "loop": 1, "ident": 1, "class": "asyncio.unix_events._UnixSelectorEventLoop"})
+	var recs [][recordLen]int64
+	for i := 0; i < 90; i++ {
+		recs = append(recs, [recordLen]int64{evLag, 1, 100_000, 500_000, 1_000_000, -1})
+	}
+	// a late tick: 10 ms of wall, of which the thread ran 2 ms
+	recs = append(recs, [recordLen]int64{evLag, 1, 9_000_000, 2_000_000, 10_000_000, -1})
+	// the segment: 100 ms of wall, 50 ms of it waiting for a CPU
+	recs = append(recs, [recordLen]int64{evRunq, 1, 50_000_000, 100_000_000, 0, 0})
+	f.events(recs...)
+	final(&f)
+	c := newCollector()
+	if err := c.read(&f); err != nil {
+		t.Fatal(err)
+	}
+	r := c.report()
+	if len(r.Loops) != 1 {
+		t.Fatalf("loops: %+v", r.Loops)
+	}
+	l := r.Loops[0]
+	if !l.RunqKnown || l.LateTicks != 1 {
+		t.Fatalf("runq known %v, late ticks %d", l.RunqKnown, l.LateTicks)
+	}
+	// the late tick's 10 ms get the segment's 50%: 5 ms in a run queue, so
+	// it ran 2 of the 5 ms it was not waiting for a CPU
+	if l.LateRan < 0.39 || l.LateRan > 0.41 {
+		t.Errorf("late ran share %.3f, want 0.40", l.LateRan)
+	}
+	if want := 50e6 / 100e6; l.RunqShare < want-0.01 || l.RunqShare > want+0.01 {
+		t.Errorf("runq share %.3f, want %.2f (50 ms over the ticks' 100 ms)", l.RunqShare, want)
 	}
 }

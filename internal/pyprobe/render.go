@@ -57,9 +57,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			line("  asyncio loops: none ran")
 		}
 		for _, l := range r.Loops {
-			line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls over %.1f s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
+			line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls (a sample every %s, the ticks' cadence) over %.1f s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
 				l.Loop, termsafe.String(l.Thread), l.TID, termsafe.String(shortClass(l.Class)), ns(l.Lag.P50Ns), ns(l.Lag.P99Ns), ns(l.Lag.P999Ns), ns(l.Lag.MaxNs),
-				l.Ticks, l.Corrected, l.Seconds, 100*l.CPUShare, 100*l.LateRan, l.LateTicks)
+				l.Ticks, l.Corrected, ns(l.CorrectedEveryNs), l.Seconds, 100*l.CPUShare, 100*l.LateRan, l.LateTicks)
 			line("    the ticks as fired (uncorrected): p50 %s, p99 %s, p99.9 %s", ns(l.AsFired.P50Ns), ns(l.AsFired.P99Ns), ns(l.AsFired.P999Ns))
 		}
 		if len(r.Loops) > 0 {

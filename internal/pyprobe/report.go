@@ -79,6 +79,11 @@ type Loop struct {
 	// a tick (RecordCorrectedValue), which Lag holds beside the ticks.
 	Ticks     int64 `json:"ticks"`
 	Corrected int64 `json:"corrected"`
+	// CorrectedEveryNs is the interval the correction assumes between
+	// samples: the ticks' own cadence (the median time from one tick to
+	// the next: the timer's period plus its typical lateness), so a stall
+	// adds as many values as ticks it swallowed.
+	CorrectedEveryNs int64 `json:"corrected_every_ns"`
 	// Lag is the corrected distribution; AsFired the ticks' own lateness.
 	Lag     Dist `json:"lag"`
 	AsFired Dist `json:"lag_as_fired"`
@@ -232,15 +237,17 @@ func (c *collector) report() *Report {
 	}
 	for _, l := range c.sortedLoops() {
 		name, tid := threadName(l.ident)
-		lp := Loop{Kind: "py-loop", Loop: l.id, Class: l.class, Thread: name, TID: tid, TickNs: c.tickNs(), Ticks: l.ticks, Corrected: l.added,
-			Lag: l.lag.dist(), AsFired: l.fired.dist(), Seconds: float64(l.wallNs) / 1e9, LateTicks: l.late, EarlyTicks: l.negative,
-			ResolutionN: resolutionText(c.tickNs())}
-		lp.RunqKnown = !l.noRunq
+		every := l.cadence(c.tickNs())
+		lag, added := l.fired.corrected(every)
+		lp := Loop{Kind: "py-loop", Loop: l.id, Class: l.class, Thread: name, TID: tid, TickNs: c.tickNs(), Ticks: l.ticks, Corrected: added,
+			CorrectedEveryNs: every, Lag: lag.dist(), AsFired: l.fired.dist(), Seconds: float64(l.wallNs) / 1e9, LateTicks: l.late,
+			EarlyTicks: l.negative, ResolutionN: resolutionText(c.tickNs())}
+		lp.RunqKnown = l.runqKnown()
 		if l.wallNs > 0 {
 			lp.CPUShare = float64(l.cpuNs) / float64(l.wallNs)
 			lp.RunqShare = float64(l.runqNs) / float64(l.wallNs)
 		}
-		if off := l.lateWl - l.lateRunq; off > 0 {
+		if off := l.lateWl - l.lateRunqNs(); off > 0 {
 			lp.LateRan = min(float64(l.lateCPU)/float64(off), 1)
 		}
 		r.Loops = append(r.Loops, lp)
@@ -314,7 +321,7 @@ func kindOrder(k string) int {
 
 // resolutionText states what a loop's lag can resolve.
 func resolutionText(tickNs int64) string {
-	return fmt.Sprintf("lateness of a timer re-armed every %s, timed with perf_counter_ns; a stall longer than a tick is corrected for (HdrHistogram's RecordCorrectedValue), a shorter one is seen when a tick falls due in it; an idle loop's timers fire up to ~1 ms late by themselves (epoll waits in whole milliseconds); percentiles within 1%%",
+	return fmt.Sprintf("lateness of a timer re-armed every %s, timed with perf_counter_ns; a stall longer than the ticks' cadence is corrected for (HdrHistogram's RecordCorrectedValue, at the median time between ticks), a shorter one is seen when a tick falls due in it; an idle loop's timers fire up to ~1 ms late by themselves (epoll waits in whole milliseconds); percentiles within 1%%",
 		result.FormatNs(float64(tickNs)))
 }
 
