@@ -22,23 +22,12 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 		d   *exp.DirectResult
 		err error
 	}
-	ch := make(chan measured, 1)
-	go func() {
+	m, gone := await(actx, func() measured {
 		d, err := bench.Measure(actx, req)
-		ch <- measured{d, err}
-	}()
-	var m measured
-	select {
-	case m = <-ch:
-	case <-actx.Done():
-		closeBench()
-		select {
-		case m = <-ch:
-		case <-time.After(abandonAfter):
-			endStatus(&r, ctx, actx, limit, nil)
-			r.Reason += "; " + errAbandoned.Error()
-			return r
-		}
+		return measured{d, err}
+	}, func() { closeBench() }, abandonAfter, nil)
+	if gone {
+		return abandoned(r, ctx, actx, limit)
 	}
 	if err := closeBench(); err != nil && m.err == nil {
 		r.Notes = append(r.Notes, "teardown: "+err.Error())

@@ -308,13 +308,10 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 	var walls []int64
 	var opsPerRep int
 	var cpus []int
-	type outcome struct{ err error }
-	done := make(chan outcome, 1)
-	go func() {
+	measured := func() error {
 		perOp, err := size(actx, cfg, bench)
 		if err != nil {
-			done <- outcome{fmt.Errorf("warm-up: %w", err)}
-			return
+			return fmt.Errorf("warm-up: %w", err)
 		}
 		opsPerRep = int(math.Max(1, math.Min(float64(policy.MaxOpsPerRep), float64(cfg.BenchTime)/perOp)))
 		if tp, ok := bench.(exp.TimedPhase); ok {
@@ -328,8 +325,7 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 		sampler = measure.NewSampler(reps*opsPerRep, cfg.MaxSamples, minEvery)
 		for rep := 0; rep < reps; rep++ {
 			if actx.Err() != nil {
-				done <- outcome{actx.Err()}
-				return
+				return actx.Err()
 			}
 			ps.mark()
 			sampler.Mark()
@@ -348,51 +344,29 @@ func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r re
 				if rep > 0 || actx.Err() == nil {
 					sampler.Rollback()
 				}
-				done <- outcome{err}
-				return
+				return err
 			}
 			walls = append(walls, b.Elapsed())
 			means = append(means, float64(b.Elapsed())/float64(opsPerRep))
 		}
 		// The workers are still there: read where they may run.
 		cpus = participantCPUs(parts)
-		done <- outcome{nil}
-	}()
-
-	var out outcome
-	abandoned := false
-	select {
-	case out = <-done:
-	case <-actx.Done():
-		// Unblock a stuck arm (starved partner, hung child), then give it a
-		// moment to return what it has.
-		closeBench()
-		select {
-		case out = <-done:
-		case <-time.After(abandonAfter):
-			abandoned = true
-		}
+		return nil
 	}
-	if abandoned {
-		// The measuring goroutine may still read the probes (perf counter
-		// fds): close them only once it has returned, if it ever does.
-		go func() { <-done; ps.close() }()
-	} else {
-		if err := closeBench(); err != nil && out.err == nil {
-			r.Notes = append(r.Notes, "teardown: "+err.Error())
-		}
-		defer ps.close()
+
+	// The measuring goroutine may still read the probes (perf counter
+	// fds) when it is abandoned: they are closed once it has returned,
+	// if it ever does.
+	out, gone := await(actx, measured, func() { closeBench() }, abandonAfter, func(error) { ps.close() })
+	if gone {
+		return abandoned(r, ctx, actx, limit)
+	}
+	defer ps.close()
+	if err := closeBench(); err != nil && out == nil {
+		r.Notes = append(r.Notes, "teardown: "+err.Error())
 	}
 	after := sysinfo.Sample(cfg.Host)
-
-	endStatus(&r, ctx, actx, limit, out.err)
-	if r.Status == result.StatusTimedOut && abandoned {
-		r.Reason += "; " + errAbandoned.Error()
-	}
-	if abandoned {
-		// The measuring goroutine may still write its slices.
-		return r
-	}
+	endStatus(&r, ctx, actx, limit, out)
 	if len(cpus) > 0 {
 		r.CPUs = cpus
 	}
@@ -481,12 +455,6 @@ func predictN(goal int64, n int, el int64) int {
 	next = min(next, policy.GrowMax*float64(n), float64(policy.MaxOpsPerRep))
 	return int(min(max(int64(next), int64(n)+1), policy.MaxOpsPerRep))
 }
-
-// abandonAfter is how long a closed arm gets to return what it has before
-// the runner gives up on it (a worker stuck where Close cannot reach).
-var abandonAfter = 5 * time.Second
-
-var errAbandoned = errors.New("a worker did not stop and was abandoned")
 
 // endStatus says how an arm ended: interrupted (the run's context),
 // timed out (the arm's limit), or what its error says (skipped,
@@ -637,20 +605,16 @@ func open(ctx context.Context, a exp.Arm) (exp.Bench, error) {
 		b   exp.Bench
 		err error
 	}
-	ch := make(chan opened, 1)
-	go func() {
+	o, gone := await(ctx, func() opened {
 		b, err := a.Open(ctx)
-		ch <- opened{b, err}
-	}()
-	select {
-	case o := <-ch:
-		return o.b, o.err
-	case <-ctx.Done():
-		go func() {
-			if o := <-ch; o.err == nil && o.b != nil {
-				o.b.Close()
-			}
-		}()
+		return opened{b, err}
+	}, nil, 0, func(o opened) {
+		if o.err == nil && o.b != nil {
+			o.b.Close()
+		}
+	})
+	if gone {
 		return nil, ctx.Err()
 	}
+	return o.b, o.err
 }
