@@ -190,25 +190,11 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 		reps = a.Reps
 	}
 
-	// Placement: GOMAXPROCS and the process's CPU mask for the arm's life.
-	// Setting GOMAXPROCS, even to its current value, also stops Go (1.25
-	// on) from resizing it to the CPU mask: once PinProcess has confined
-	// the harness to the CPUs the workers leave, sysmon would otherwise cut
-	// GOMAXPROCS to their count within a second, and two locked threads at
-	// GOMAXPROCS=1 queue for the one P at every runtime-aware wait (a plain
-	// eventfd ping-pong, pinned so, went from 7.2 to 155–226 µs a round
-	// trip). The arm is flagged if it did not hold.
-	prevProcs := runtime.GOMAXPROCS(r.GOMAXPROCS)
-	defer runtime.GOMAXPROCS(prevProcs)
-	if len(a.CPUs) > 0 {
-		prevMask, err := measure.Affinity()
-		if err == nil {
-			defer measure.PinProcess(prevMask)
-		}
-		if err := measure.PinProcess(a.CPUs); err != nil {
-			r.Status, r.Reason = result.StatusFailed, err.Error()
-			return r
-		}
+	unplace, err := place(&r, a.CPUs)
+	defer unplace()
+	if err != nil {
+		r.Status, r.Reason = result.StatusFailed, err.Error()
+		return r
 	}
 
 	before := sysinfo.Sample(cfg.Host)
@@ -221,24 +207,7 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 
 	bench, err := open(actx, a)
 	if err != nil {
-		if ctx.Err() != nil {
-			// Ctrl-C during set-up: the run was interrupted, not the arm
-			// broken (open closes whatever the set-up still brings up).
-			r.Status, r.Reason = result.StatusInterrupted, "interrupted during setup"
-			return r
-		}
-		if actx.Err() != nil {
-			r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("setup did not finish within %v", limit)
-			return r
-		}
-		r.Status, r.Reason = result.StatusFailed, "setup: "+err.Error()
-		switch {
-		case errors.Is(err, exp.ErrSkipped):
-			r.Status, r.Reason = result.StatusSkipped, err.Error()
-		case errors.Is(err, exp.ErrUnsupported):
-			r.Status = result.StatusUnsupported
-		}
-		return r
+		return setupFailed(r, ctx, actx, limit, err)
 	}
 	switch b := bench.(type) {
 	case exp.Loop:
@@ -254,6 +223,45 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	}
 	if got := runtime.GOMAXPROCS(0); got != r.GOMAXPROCS {
 		addReasons(&r.Noise, []string{fmt.Sprintf("GOMAXPROCS was %d when the arm ended, not its %d: the figure may not be the arm's", got, r.GOMAXPROCS)})
+	}
+	return r
+}
+
+// place sets GOMAXPROCS and the process's CPU mask for the arm's life,
+// and returns what puts them back. Setting GOMAXPROCS, even to its current
+// value, also stops Go (1.25 on) from resizing it to the CPU mask: once
+// PinProcess has confined the harness to the CPUs the workers leave,
+// sysmon would otherwise cut GOMAXPROCS to their count within a second,
+// and two locked threads at GOMAXPROCS=1 queue for the one P at every
+// runtime-aware wait (a plain eventfd ping-pong, pinned so, went from 7.2
+// to 155–226 µs a round trip). The arm is flagged if it did not hold.
+func place(r *result.Arm, cpus []int) (undo func(), err error) {
+	prevProcs := runtime.GOMAXPROCS(r.GOMAXPROCS)
+	undo = func() { runtime.GOMAXPROCS(prevProcs) }
+	if len(cpus) == 0 {
+		return undo, nil
+	}
+	if prevMask, err := measure.Affinity(); err == nil {
+		undo = func() { measure.PinProcess(prevMask); runtime.GOMAXPROCS(prevProcs) }
+	}
+	return undo, measure.PinProcess(cpus)
+}
+
+// setupFailed is the result of an arm whose set-up (Open) returned err.
+func setupFailed(r result.Arm, ctx, actx context.Context, limit time.Duration, err error) result.Arm {
+	switch {
+	case ctx.Err() != nil:
+		// Ctrl-C during set-up: the run was interrupted, not the arm
+		// broken (open closes whatever the set-up still brings up).
+		r.Status, r.Reason = result.StatusInterrupted, "interrupted during setup"
+	case actx.Err() != nil:
+		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("setup did not finish within %v", limit)
+	case errors.Is(err, exp.ErrSkipped):
+		r.Status, r.Reason = result.StatusSkipped, err.Error()
+	case errors.Is(err, exp.ErrUnsupported):
+		r.Status, r.Reason = result.StatusUnsupported, "setup: "+err.Error()
+	default:
+		r.Status, r.Reason = result.StatusFailed, "setup: "+err.Error()
 	}
 	return r
 }
