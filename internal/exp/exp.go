@@ -47,8 +47,9 @@ type Params struct {
 	// Python is the CPython the CPython arms drive (--python): a command or
 	// path, or "all"; empty means python3.
 	Python string
-	// Extra holds experiment-specific options (key=value from --set).
-	Extra map[string]string
+	// Options are the run's --set values, checked and parsed by their
+	// declared Options (ParseSettings) before any arm is built.
+	Options Settings
 }
 
 // Spec describes one experiment. Each experiment file registers one.
@@ -504,59 +505,5 @@ func names() []string {
 	for _, s := range All() {
 		out = append(out, s.Name)
 	}
-	return out
-}
-
-// Options are the experiment-specific --set keys and what each does;
-// experiments add theirs in init() with RegisterOption.
-var Options = map[string]string{}
-
-// RegisterOption documents a --set key an experiment understands. A key
-// named EXPERIMENT.name belongs to that experiment; any other applies to
-// every experiment (RegisterArmOption narrows it).
-func RegisterOption(key, doc string) { Options[key] = doc }
-
-// optionArms says, for a key that belongs to no one experiment, which
-// arms it changes; an experiment without such arms does not list it.
-var optionArms = map[string]func(Arm) bool{}
-
-// RegisterArmOption documents a --set key that changes the arms applies
-// accepts, in whichever experiment they are (python: the CPython arms).
-func RegisterArmOption(key, doc string, applies func(Arm) bool) {
-	Options[key] = doc
-	optionArms[key] = applies
-}
-
-// OptionsOf lists, sorted, the --set keys that change the experiment
-// name's arms: its own (name.key) and those that apply to one of arms.
-func OptionsOf(name string, arms []Arm) []string {
-	var out []string
-	for _, k := range OptionNames() {
-		own, _, scoped := strings.Cut(k, ".")
-		switch {
-		case scoped && own == name:
-			out = append(out, k)
-		case scoped:
-		case optionArms[k] == nil:
-			out = append(out, k)
-		default:
-			for _, a := range arms {
-				if optionArms[k](a) {
-					out = append(out, k)
-					break
-				}
-			}
-		}
-	}
-	return out
-}
-
-// OptionNames lists the --set keys, sorted.
-func OptionNames() []string {
-	var out []string
-	for k := range Options {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

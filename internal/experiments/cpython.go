@@ -27,7 +27,7 @@ import (
 // binds a driver bench to an arm and converts the driver's answer; the
 // experiments own their CPython arms, checks and references.
 func init() {
-	exp.RegisterArmOption("python", "which CPython runs the CPython arms (pythread, pytask, pyprocess): a command or path, or all (every python3.N/python3.Nt on PATH); default python3 (same as --python)",
+	exp.RegisterArmOption(exp.StringOption("python", "which CPython runs the CPython arms (pythread, pytask, pyprocess): a command or path, or all (every python3.N/python3.Nt on PATH); default python3 (same as --python)"),
 		func(a exp.Arm) bool { return cpythonSubstrates[a.Substrate] })
 	exp.RegisterSelector("python", "every CPython arm of every experiment: CPython threads, asyncio tasks and forked CPython processes",
 		"*/pythread", "*/pytask", "*/pyprocess")

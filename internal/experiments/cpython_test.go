@@ -20,7 +20,7 @@ func pyParams(suite string, cpus ...int) exp.Params {
 	if len(cpus) == 0 {
 		cpus = []int{0, 1}
 	}
-	return exp.Params{Suite: suite, CPUs: cpus, Host: sysinfo.Detect(), Extra: map[string]string{}}
+	return exp.Params{Suite: suite, CPUs: cpus, Host: sysinfo.Detect()}
 }
 
 // pythonArms are the CPython arms of every experiment, as `ctxlab run
