@@ -22,7 +22,8 @@ import (
 
 // Shell completion (cobra's `ctxlab completion bash|zsh|fish|powershell`)
 // completes experiments, selectors and arm names, --format, --sort and
-// --suite values, a run's chart names, stored run ids and running PIDs.
+// --suite values, --set's options, a run's chart names, stored run ids and
+// running PIDs.
 // addCompletions wires it onto the built command tree, so command files
 // need not know about it. Bash's script needs the bash-completion package
 // (its _init_completion, and __ltrim_colon_completions for names such as
@@ -75,6 +76,9 @@ func addCompletions(root *cobra.Command) {
 		if c.Flags().Lookup("run") != nil {
 			c.RegisterFlagCompletionFunc("run", completeRuns)
 		}
+		if c.Flags().Lookup("set") != nil {
+			c.RegisterFlagCompletionFunc("set", completeSet)
+		}
 	}
 }
 
@@ -118,7 +122,7 @@ func completeArms(cmd *cobra.Command, args []string, toComplete string) ([]strin
 			continue
 		}
 		host := sysinfo.Detect()
-		arms, err := s.Arms(exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs, Extra: map[string]string{}})
+		arms, err := s.Arms(exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs})
 		if err != nil {
 			continue
 		}
@@ -138,12 +142,54 @@ func completeArms(cmd *cobra.Command, args []string, toComplete string) ([]strin
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
+// completeSet offers --set's keys, "key=" with what each does: those of
+// the experiments the line names (every key when it names none). After
+// "key=", the values the option offers (a list option's words), if any.
+func completeSet(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	directive := cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	if key, typed, ok := strings.Cut(toComplete, "="); ok {
+		o, known := exp.LookupOption(key)
+		if !known {
+			return nil, directive
+		}
+		var out []string
+		for _, v := range o.OptionValues() {
+			if strings.HasPrefix(v, typed) {
+				out = append(out, key+"="+v)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+	keys := exp.OptionNames()
+	if len(args) > 0 {
+		host := sysinfo.Detect()
+		if sels, err := exp.Select(args, exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs}); err == nil {
+			keys = nil
+			for _, s := range sels {
+				for _, k := range exp.OptionsOf(s.Spec.Name, s.Arms) {
+					if !slices.Contains(keys, k) {
+						keys = append(keys, k)
+					}
+				}
+			}
+			slices.Sort(keys)
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		if o, _ := exp.LookupOption(k); strings.HasPrefix(k, toComplete) {
+			out = append(out, k+"=\t"+o.OptionDoc())
+		}
+	}
+	return out, directive
+}
+
 // completeSelector offers, after "sel/", the experiments sel selects arms
 // of ("python/pingpong"), and once one is named, its arms that sel
 // selects ("python/pingpong/pythread/simplequeue/unpinned").
 func completeSelector(sel, rest string) []string {
 	host := sysinfo.Detect()
-	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs, Extra: map[string]string{}}
+	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs}
 	expName, _, named := strings.Cut(rest, "/")
 	pattern := sel
 	if named {

@@ -94,3 +94,37 @@ func TestCompletionGaps(t *testing.T) {
 		t.Errorf("__complete watch %s: %q does not name the process", pid, out)
 	}
 }
+
+// --set completes the options' keys (those of the experiments the line
+// names, else all), each as key=, and a list option's words after it.
+func TestCompletionSet(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"run", "--set", ""}, []string{"hop.pool=", "cachecost.w=", "python=", "db="}, nil},
+		{[]string{"run", "--set", "hop."}, []string{"hop.pool=", "hop.callers="}, []string{"cachecost.w="}},
+		{[]string{"run", "hop", "--set", ""}, []string{"hop.pool=", "db=", "python="}, []string{"cachecost.w=", "ring.substrates="}},
+		{[]string{"run", "cachecost", "--set", ""}, []string{"cachecost.t="}, []string{"hop.pool=", "python="}},
+		{[]string{"run", "--set", "ring.substrates="}, []string{"ring.substrates=goroutine", "ring.substrates=pytask"}, nil},
+		{[]string{"run", "--set", "cachecost.pattern=r"}, []string{"cachecost.pattern=random"}, []string{"cachecost.pattern=seq"}},
+		{[]string{"--set", "hop.p"}, []string{"hop.pool="}, nil}, // bare ctxlab has run's flags
+	} {
+		got := completions(t, tc.args...)
+		for _, w := range tc.want {
+			if !offers(got, w) {
+				t.Errorf("__complete %s: %v lacks %s", strings.Join(tc.args, " "), got, w)
+			}
+		}
+		for _, w := range tc.not {
+			if offers(got, w) {
+				t.Errorf("__complete %s: offers %s", strings.Join(tc.args, " "), w)
+			}
+		}
+	}
+	// A key comes with what it does, and the shell adds no space after it.
+	code, out, _ := run(t, "__complete", "run", "--set", "hop.po")
+	if code != 0 || !strings.Contains(out, "hop.pool=\thop: worker goroutines") || !strings.Contains(out, ":6\n") {
+		t.Errorf("__complete run --set hop.po: %q", out)
+	}
+}

@@ -57,7 +57,7 @@ func list(w io.Writer, args []string, o *ListOptions) error {
 		return usagef("--suite %q: must be quick, default or full", o.Suite)
 	}
 	host := sysinfo.Detect()
-	p := exp.Params{Suite: o.Suite, Host: host, CPUs: host.OnlineCPUs, Extra: map[string]string{}}
+	p := exp.Params{Suite: o.Suite, Host: host, CPUs: host.OnlineCPUs}
 	switch {
 	case len(args) > 1 || len(args) == 1 && !isExperiment(args[0]):
 		return listSelected(w, args, p)
@@ -175,7 +175,8 @@ func writeOptions(w io.Writer, keys []string) {
 	fmt.Fprintln(w, "  options (--set key=value):")
 	var rows [][]string
 	for _, k := range keys {
-		rows = append(rows, []string{k, exp.Options[k]})
+		o, _ := exp.LookupOption(k)
+		rows = append(rows, []string{k, o.OptionDoc()})
 	}
 	textcol.Write(w, rows, "    ", nil)
 }

@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -112,3 +116,32 @@ func TestListArms(t *testing.T) {
 		t.Errorf("list --arms:\n%.400s", out)
 	}
 }
+
+// TestListOptionsGolden pins every experiment's options block in `ctxlab
+// list EXPERIMENT` (testdata/list-options.golden; -update-list rewrites
+// it): the keys each experiment shows and what each says.
+func TestListOptionsGolden(t *testing.T) {
+	var b strings.Builder
+	for _, s := range exp.All() {
+		code, out, errs := run(t, "list", s.Name)
+		if code != 0 {
+			t.Fatalf("list %s: exit %d: %s", s.Name, code, errs)
+		}
+		fmt.Fprintf(&b, "%s:\n%s\n", s.Name, strings.Join(optionLines(out), "\n"))
+	}
+	golden := filepath.Join("testdata", "list-options.golden")
+	if *updateList {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != string(want) {
+		t.Errorf("the options blocks changed (-update-list rewrites %s):\n%s", golden, b.String())
+	}
+}
+
+var updateList = flag.Bool("update-list", false, "rewrite testdata/list-options.golden")

@@ -122,7 +122,7 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 // calibrate measures calibrationArm for about two seconds.
 func calibrate(ctx context.Context, calibrationArm string) (*result.Run, error) {
 	h := sysinfo.Detect()
-	p := exp.Params{Suite: exp.SuiteDefault, Host: h, CPUs: h.OnlineCPUs, Extra: map[string]string{}}
+	p := exp.Params{Suite: exp.SuiteDefault, Host: h, CPUs: h.OnlineCPUs}
 	sel, err := exp.Select([]string{calibrationArm}, p)
 	if err != nil {
 		return nil, err

@@ -57,8 +57,8 @@ func TestPythonFlagSetsParams(t *testing.T) {
 		if pl.params.Python != tc.want {
 			t.Errorf("%q: Params.Python = %q, want %q", tc.flags, pl.params.Python, tc.want)
 		}
-		if _, ok := pl.params.Extra["python"]; ok {
-			t.Errorf("%q: python left in Params.Extra", tc.flags)
+		if _, ok := pl.params.Options.Text("python"); ok {
+			t.Errorf("%q: python left in Params.Options", tc.flags)
 		}
 	}
 }

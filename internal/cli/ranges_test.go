@@ -65,8 +65,9 @@ func TestHelpRangesOneNotation(t *testing.T) {
 	if ph, _ := pflag.UnquoteUsage(run.Flags().Lookup("set")); ph != "key=value" {
 		t.Errorf("run --set shows the placeholder %q, want key=value", ph)
 	}
-	for k, doc := range exp.Options {
-		if otherNotations.MatchString(doc) {
+	for _, k := range exp.OptionNames() {
+		o, _ := exp.LookupOption(k)
+		if doc := o.OptionDoc(); otherNotations.MatchString(doc) {
 			t.Errorf("--set %s: %q writes a range another way than lo..hi", k, doc)
 		}
 	}

@@ -141,83 +141,33 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 		suite = exp.SuiteFull
 	}
 	p := exp.Params{Suite: suite, Host: host, CPUs: host.OnlineCPUs}
-	if o.CPUs != "" {
-		cpus, err := sysinfo.ParseCPUList(o.CPUs)
-		if err != nil {
-			return nil, usagef("--cpus %q: %v; online CPUs are %s", o.CPUs, err, sysinfo.FormatCPUList(host.OnlineCPUs))
-		}
-		if err := host.ValidateCPUs(cpus); err != nil {
-			return nil, usagef("--cpus %s: %v", o.CPUs, err)
-		}
-		allowed, _ := measure.Affinity()
-		in := map[int]bool{}
-		for _, c := range allowed {
-			in[c] = true
-		}
-		for _, c := range cpus {
-			if len(allowed) > 0 && !in[c] {
-				return nil, usagef("--cpus %s: CPU %d is online but not in ctxlab's allowed set %s (taskset or cgroup cpuset)", o.CPUs, c, sysinfo.FormatCPUList(allowed))
-			}
-		}
-		p.CPUs, p.CPUsGiven = cpus, true
-	}
-	var err error
-	if o.GOMAXPROCS != "" {
-		if p.GOMAXPROCS, err = intList("--gomaxprocs", o.GOMAXPROCS, 1, maxGOMAXPROCS); err != nil {
-			return nil, err
-		}
-	}
-	if o.Workers != "" {
-		if p.Workers, err = intList("--workers", o.Workers, 1, maxWorkers); err != nil {
-			return nil, err
-		}
-	}
-	if o.Hogs != "" {
-		if p.Hogs, err = intList("--hogs", o.Hogs, 0, maxHogs); err != nil {
-			return nil, err
-		}
-	}
-	p.Extra = map[string]string{}
-	for _, kv := range o.Set {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usagef("--set %q: want key=value", kv)
-		}
-		if prev, dup := p.Extra[k]; dup {
-			return nil, usagef("--set %s given twice (%s=%s, then %s=%s): give each option once", k, k, prev, k, v)
-		}
-		p.Extra[k] = v
-	}
-	if p.Python, err = pythonChoice(o, p.Extra); err != nil {
+	if err := cpusParam(o, host, &p); err != nil {
 		return nil, err
 	}
-	cfg := runner.ForSuite(suite)
-	if o.changed("reps") {
-		if o.Reps < 1 || o.Reps > maxReps {
-			return nil, outOfRange("--reps", o.Reps, intRange(1, maxReps))
-		}
-		cfg.Reps = o.Reps
+	if err := listParams(o, &p); err != nil {
+		return nil, err
 	}
-	if o.changed("benchtime") {
-		if o.BenchTime < minBenchTime || o.BenchTime > maxBenchTime {
-			return nil, outOfRange("--benchtime", o.BenchTime, durRange(minBenchTime, maxBenchTime))
-		}
-		cfg.BenchTime = o.BenchTime
+	given, err := setValues(o.Set)
+	if err != nil {
+		return nil, err
 	}
-	if o.Timeout < minTimeout || o.Timeout > maxTimeout {
-		return nil, outOfRange("--timeout", o.Timeout, durRange(minTimeout, maxTimeout))
+	if p.Python, err = pythonChoice(o, given); err != nil {
+		return nil, err
 	}
-	cfg.Timeout = o.Timeout
+	cfg, err := runConfig(o, suite)
+	if err != nil {
+		return nil, err
+	}
 	if !validFormat(o.Format) {
 		return nil, usagef("--format %q: must be one of %s", o.Format, strings.Join(report.Formats, ", "))
 	}
 	if err := checkOutput("-o", o.Output, o.DB); err != nil {
 		return nil, err
 	}
-	for k := range p.Extra {
-		if _, ok := exp.Options[k]; !ok {
-			return nil, usagef("--set %s: unknown option; options are %s", k, strings.Join(exp.OptionNames(), ", "))
-		}
+	// Every --set key and value is checked, and parsed, before any arm is
+	// built.
+	if p.Options, err = exp.ParseSettings(given); err != nil {
+		return nil, &UsageError{err}
 	}
 	sel, err := exp.Select(args, p)
 	if err != nil {
@@ -227,6 +177,92 @@ func validate(o *RunOptions, args []string, host *sysinfo.Host) (*plan, error) {
 	cfg.StartLoad = host.Load1
 	cfg.Counters = o.Counters
 	return &plan{params: p, cfg: cfg, sel: sel}, nil
+}
+
+// cpusParam sets p's CPUs from --cpus: online, and in ctxlab's allowed set.
+func cpusParam(o *RunOptions, host *sysinfo.Host, p *exp.Params) error {
+	if o.CPUs == "" {
+		return nil
+	}
+	cpus, err := sysinfo.ParseCPUList(o.CPUs)
+	if err != nil {
+		return usagef("--cpus %q: %v; online CPUs are %s", o.CPUs, err, sysinfo.FormatCPUList(host.OnlineCPUs))
+	}
+	if err := host.ValidateCPUs(cpus); err != nil {
+		return usagef("--cpus %s: %v", o.CPUs, err)
+	}
+	allowed, _ := measure.Affinity()
+	in := map[int]bool{}
+	for _, c := range allowed {
+		in[c] = true
+	}
+	for _, c := range cpus {
+		if len(allowed) > 0 && !in[c] {
+			return usagef("--cpus %s: CPU %d is online but not in ctxlab's allowed set %s (taskset or cgroup cpuset)", o.CPUs, c, sysinfo.FormatCPUList(allowed))
+		}
+	}
+	p.CPUs, p.CPUsGiven = cpus, true
+	return nil
+}
+
+// listParams sets p's lists from --gomaxprocs, --workers and --hogs.
+func listParams(o *RunOptions, p *exp.Params) error {
+	var err error
+	if o.GOMAXPROCS != "" {
+		if p.GOMAXPROCS, err = intList("--gomaxprocs", o.GOMAXPROCS, 1, maxGOMAXPROCS); err != nil {
+			return err
+		}
+	}
+	if o.Workers != "" {
+		if p.Workers, err = intList("--workers", o.Workers, 1, maxWorkers); err != nil {
+			return err
+		}
+	}
+	if o.Hogs != "" {
+		if p.Hogs, err = intList("--hogs", o.Hogs, 0, maxHogs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setValues reads --set key=value, each key once.
+func setValues(set []string) (map[string]string, error) {
+	given := map[string]string{}
+	for _, kv := range set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("--set %q: want key=value", kv)
+		}
+		if prev, dup := given[k]; dup {
+			return nil, usagef("--set %s given twice (%s=%s, then %s=%s): give each option once", k, k, prev, k, v)
+		}
+		given[k] = v
+	}
+	return given, nil
+}
+
+// runConfig is the suite's runner config with --reps, --benchtime and
+// --timeout checked and applied.
+func runConfig(o *RunOptions, suite string) (runner.Config, error) {
+	cfg := runner.ForSuite(suite)
+	if o.changed("reps") {
+		if o.Reps < 1 || o.Reps > maxReps {
+			return cfg, outOfRange("--reps", o.Reps, intRange(1, maxReps))
+		}
+		cfg.Reps = o.Reps
+	}
+	if o.changed("benchtime") {
+		if o.BenchTime < minBenchTime || o.BenchTime > maxBenchTime {
+			return cfg, outOfRange("--benchtime", o.BenchTime, durRange(minBenchTime, maxBenchTime))
+		}
+		cfg.BenchTime = o.BenchTime
+	}
+	if o.Timeout < minTimeout || o.Timeout > maxTimeout {
+		return cfg, outOfRange("--timeout", o.Timeout, durRange(minTimeout, maxTimeout))
+	}
+	cfg.Timeout = o.Timeout
+	return cfg, nil
 }
 
 func validFormat(f string) bool {

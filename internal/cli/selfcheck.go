@@ -106,26 +106,9 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 		return usagef("--format %q: must be table or json", o.Format)
 	}
 	host := sysinfo.Detect()
-	allowed, _ := measure.Affinity()
-	if len(allowed) == 0 {
-		allowed = host.OnlineCPUs
-	}
-	if o.cpuFlag == "" {
-		o.CPU = allowed[0]
-	} else if n, err := strconv.Atoi(o.cpuFlag); err != nil || n < 0 || n >= result.MaxCPUs {
-		return usagef("--cpu %q: want a CPU number in %s", o.cpuFlag, intRange(0, result.MaxCPUs-1))
-	} else if o.CPU = n; !slices.Contains(allowed, o.CPU) {
-		return usagef("--cpu %d: not a CPU ctxlab may use; want one of %s", o.CPU, sysinfo.FormatCPUList(allowed))
-	}
-	h := selfcheck.Host{CPU: o.CPU, Reps: o.Reps, BenchTime: o.BenchTime}
-	py, err := exec.LookPath(o.Python)
-	switch {
-	case err != nil && o.cmd != nil && o.cmd.Flags().Changed("python"):
-		return usagef("--python %s: %v; want a python3 command or path", o.Python, err)
-	case err != nil:
-		h.PythonWhy = "no " + o.Python + " on PATH (--python PATH picks one)"
-	default:
-		h.Python = py
+	h, err := selfcheckHost(o, host)
+	if err != nil {
+		return err
 	}
 	ro := &RunOptions{DB: o.DB, NoStore: o.NoStore, Stdout: o.Stdout, Stderr: o.Stderr, Format: o.Format}
 	if err := checkStore(ctx, ro); err != nil {
@@ -145,17 +128,7 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 	if err != nil {
 		return err
 	}
-	// A command takes ~reps × benchtime plus its start; one that has not
-	// answered in 20 times that, or a minute, is stuck.
-	plan := selfcheck.Plan{Rounds: o.Rounds, Settle: o.Settle, Timeout: max(time.Minute, 20*time.Duration(o.Reps)*o.BenchTime)}
-	clear := func() {}
-	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		width := termWidth(o.Stderr)
-		plan.Progress = func(done, total int, what string) {
-			fmt.Fprintf(o.Stderr, "\r\x1b[K%s", textcol.Clip(fmt.Sprintf("selfcheck %d/%d: %s", done, total, termsafe.String(what)), width-1))
-		}
-		clear = func() { fmt.Fprint(o.Stderr, "\r\x1b[K") }
-	}
+	plan, clear := selfcheckPlan(o)
 	began := time.Now().UTC()
 	rows := selfcheck.Run(ctx, comps, plan)
 	clear()
@@ -182,6 +155,51 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 		return errInterrupted
 	}
 	return saveErr
+}
+
+// selfcheckHost is where the checks run: --cpu (in ctxlab's allowed set,
+// the first of it by default) and --python (none on PATH leaves the
+// CPython checks out, unless --python named one).
+func selfcheckHost(o *SelfcheckOptions, host *sysinfo.Host) (selfcheck.Host, error) {
+	allowed, _ := measure.Affinity()
+	if len(allowed) == 0 {
+		allowed = host.OnlineCPUs
+	}
+	if o.cpuFlag == "" {
+		o.CPU = allowed[0]
+	} else if n, err := strconv.Atoi(o.cpuFlag); err != nil || n < 0 || n >= result.MaxCPUs {
+		return selfcheck.Host{}, usagef("--cpu %q: want a CPU number in %s", o.cpuFlag, intRange(0, result.MaxCPUs-1))
+	} else if o.CPU = n; !slices.Contains(allowed, o.CPU) {
+		return selfcheck.Host{}, usagef("--cpu %d: not a CPU ctxlab may use; want one of %s", o.CPU, sysinfo.FormatCPUList(allowed))
+	}
+	h := selfcheck.Host{CPU: o.CPU, Reps: o.Reps, BenchTime: o.BenchTime}
+	py, err := exec.LookPath(o.Python)
+	switch {
+	case err != nil && o.cmd != nil && o.cmd.Flags().Changed("python"):
+		return h, usagef("--python %s: %v; want a python3 command or path", o.Python, err)
+	case err != nil:
+		h.PythonWhy = "no " + o.Python + " on PATH (--python PATH picks one)"
+	default:
+		h.Python = py
+	}
+	return h, nil
+}
+
+// selfcheckPlan is the rounds' plan: a command takes ~reps × benchtime
+// plus its start, and one that has not answered in 20 times that, or a
+// minute, is stuck. On a terminal a status line shows the progress, and
+// clear wipes it.
+func selfcheckPlan(o *SelfcheckOptions) (plan selfcheck.Plan, clear func()) {
+	plan = selfcheck.Plan{Rounds: o.Rounds, Settle: o.Settle, Timeout: max(time.Minute, 20*time.Duration(o.Reps)*o.BenchTime)}
+	clear = func() {}
+	if f, ok := o.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		width := termWidth(o.Stderr)
+		plan.Progress = func(done, total int, what string) {
+			fmt.Fprintf(o.Stderr, "\r\x1b[K%s", textcol.Clip(fmt.Sprintf("selfcheck %d/%d: %s", done, total, termsafe.String(what)), width-1))
+		}
+		clear = func() { fmt.Fprint(o.Stderr, "\r\x1b[K") }
+	}
+	return plan, clear
 }
 
 // writeSelfcheck prints a selfcheck run's rows and its verdict.

@@ -112,7 +112,7 @@ func validateServe(o *ServeOptions, host *sysinfo.Host) error {
 	if err := checkDBRetention(o); err != nil {
 		return err
 	}
-	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs, Extra: map[string]string{}}
+	p := exp.Params{Suite: exp.SuiteDefault, Host: host, CPUs: host.OnlineCPUs}
 	if allowed, err := measure.Affinity(); err == nil && len(allowed) > 0 {
 		p.CPUs = allowed // a container's cpuset: pin only where we may run
 	}

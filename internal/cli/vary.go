@@ -263,34 +263,8 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 	}
 	a.Samples, a.Interrupted = runGrid(ctx, pl, v, o.Stderr)
 
-	// This host's cost per switch, the one price uses: from the history,
-	// else a 2-second calibration (none after Ctrl-C).
-	cost := vary.Cost{Why: "--price=false"}
-	if o.Price {
-		o.noCalibrate = a.Interrupted
-		cctx := ctx
-		if a.Interrupted {
-			cctx = context.WithoutCancel(ctx)
-		}
-		c, _, err := costRun(cctx, &o.WatchOptions, placementOf(os.Getpid()))
-		if err != nil {
-			cost.Why = err.Error()
-		} else {
-			cost = vary.Cost{Cost: c, OK: true}
-		}
-	}
-	vary.Analyze(a, cost, host, host.Load1)
-
-	arms := a.Arms()
-	run := &result.Run{
-		Schema: result.SchemaVersion, ID: newRunID(), Time: began, Version: version(), GoVersion: runtime.Version(),
-		CommandLine: commandLine(cmd, v, o.Args), Suite: result.SuiteDiagnose, Env: host.Env, Interrupted: a.Interrupted,
-		Warnings: envWarnings(host), Arms: arms,
-		Experiments: []result.Experiment{{Name: vary.Experiment, Op: arms[0].Op,
-			Summary:  fmt.Sprintf("%s at %s", strings.Join(o.Args, " "), vary.Label(pl.points)),
-			Findings: a.Reading()}},
-	}
-	run.Env.Counters = probeCounters()
+	vary.Analyze(a, varyCost(ctx, o, a.Interrupted), host, host.Load1)
+	run := varyRun(cmd, o, pl, a, host, began)
 	if err := a.Table(o.Stderr, termWidth(o.Stderr)); err != nil {
 		return err
 	}
@@ -322,6 +296,38 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 		return fmt.Errorf("the command failed at %s; the other values are above", strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// varyCost is this host's cost per switch, the one price uses: from the
+// history, else a 2-second calibration (none after Ctrl-C).
+func varyCost(ctx context.Context, o *DiagnoseOptions, interrupted bool) vary.Cost {
+	if !o.Price {
+		return vary.Cost{Why: "--price=false"}
+	}
+	o.noCalibrate = interrupted
+	if interrupted {
+		ctx = context.WithoutCancel(ctx)
+	}
+	c, _, err := costRun(ctx, &o.WatchOptions, placementOf(os.Getpid()))
+	if err != nil {
+		return vary.Cost{Why: err.Error()}
+	}
+	return vary.Cost{Cost: c, OK: true}
+}
+
+// varyRun is the analysis as a stored run.
+func varyRun(cmd *cobra.Command, o *DiagnoseOptions, pl *varyPlan, a *vary.Analysis, host *sysinfo.Host, began time.Time) *result.Run {
+	arms := a.Arms()
+	run := &result.Run{
+		Schema: result.SchemaVersion, ID: newRunID(), Time: began, Version: version(), GoVersion: runtime.Version(),
+		CommandLine: commandLine(cmd, &o.Vary, o.Args), Suite: result.SuiteDiagnose, Env: host.Env, Interrupted: a.Interrupted,
+		Warnings: envWarnings(host), Arms: arms,
+		Experiments: []result.Experiment{{Name: vary.Experiment, Op: arms[0].Op,
+			Summary:  fmt.Sprintf("%s at %s", strings.Join(o.Args, " "), vary.Label(pl.points)),
+			Findings: a.Reading()}},
+	}
+	run.Env.Counters = probeCounters()
+	return run
 }
 
 // runGrid runs the rounds: each a new shuffled order of the points, a

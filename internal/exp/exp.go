@@ -47,8 +47,9 @@ type Params struct {
 	// Python is the CPython the CPython arms drive (--python): a command or
 	// path, or "all"; empty means python3.
 	Python string
-	// Extra holds experiment-specific options (key=value from --set).
-	Extra map[string]string
+	// Options are the run's --set values, checked and parsed by their
+	// declared Options (ParseSettings) before any arm is built.
+	Options Settings
 }
 
 // Spec describes one experiment. Each experiment file registers one.
@@ -163,54 +164,30 @@ type Arm struct {
 	Timeout time.Duration
 }
 
-// DirectRequest is how hard a self-timed arm should measure: the runner's
-// settings for this arm.
+// DirectRequest is what the runner asks of a self-timed arm once it has
+// sized it: the timed repetitions, each of OpsPerRep ops, with every
+// SampleEvery-th unit (SelfTiming.UnitOps ops) timed on its own.
 type DirectRequest struct {
-	Reps       int
-	BenchTime  time.Duration // target time of one repetition
-	WarmUp     time.Duration
-	WarmUpOps  int
-	MaxSamples int // per-op latency samples to keep, over all repetitions
-	// Policy is the runner's warm-up, sizing and sampling rules, which a
-	// self-timed arm applies exactly as the runner does for Go arms. The
-	// zero value means DefaultPolicy.
-	Policy Policy
+	Reps      int
+	OpsPerRep int
+	// SampleEvery is the sampling interval in units (0: time none alone).
+	SampleEvery int
+	// PerOpNs is the op's cost from the sizing batch, for the bench's own
+	// notes on what its timestamps add.
+	PerOpNs float64
 }
 
-// Policy is how a measuring loop warms up, sizes its repetitions and
-// chooses which ops to time on their own. The runner sends it to
-// self-timed arms (the CPython driver) so that one rule sizes every figure.
-//
-// Warm-up and sizing, as testing.B sizes b.N: run a batch from one op up,
-// predict from it the ops that fill Share of BenchTime, pad the prediction
-// by Overshoot, grow at most GrowMax times (and at least by one op), and run
-// again, until the warm-up time (or op count) is spent and a batch that is
-// not the arm's first filled its share; a one-op batch counts only when it
-// fills a whole BenchTime. A repetition then runs BenchTime ÷ that batch's
-// cost per op, at most MaxOpsPerRep. Sampling: an op is timed on its own at
-// most every ⌈SampleClockFactor × clock cost ÷ op cost⌉-th op, so the
-// timestamps stay far below the op they time.
-type Policy struct {
-	Share             float64 // a sizing batch aims at this fraction of BenchTime
-	GrowMax           float64 // a sizing batch grows at most this many times over the last
-	Overshoot         float64 // a sizing prediction is padded by this factor
-	MaxOpsPerRep      int64   // no batch or repetition runs more ops
-	SampleClockFactor float64 // minimum sampling interval, in clock costs per op cost
-}
-
-// DefaultPolicy is the runner's policy (runner.size, predictN and the
-// sampler: keep them equal): testing.B's growth (≤ 100×, padded 1.2×, at
-// most 1e9 ops), batches of a tenth of the benchtime, and a sampling
-// interval that keeps timestamps under ~0.1% of the op (measured: sampling
-// every 6 µs pipe round trip added 3–10% to the mean, every 10th op under 1%).
-var DefaultPolicy = Policy{Share: 0.1, GrowMax: 100, Overshoot: 1.2, MaxOpsPerRep: 1e9, SampleClockFactor: 2000}
-
-// OrDefault returns p, or DefaultPolicy when p is the zero value.
-func (p Policy) OrDefault() Policy {
-	if p == (Policy{}) {
-		return DefaultPolicy
-	}
-	return p
+// SelfTiming is how a self-timed bench times, which the runner's sizing
+// and sampling rule needs to know: its runtime's clock, the ops one sample
+// times, and its limits.
+type SelfTiming struct {
+	ClockNs float64 // cost of one clock reading in the bench's runtime
+	UnitOps int     // ops one sample times (a ring's lap); 0 or 1: one op
+	Sampled bool    // per-unit latencies mean something for this bench
+	MinOps  int     // the fewest ops a timed repetition runs (0: no floor)
+	// MaxSamples caps the latencies the bench can send back (0: the
+	// runner's own cap).
+	MaxSamples int
 }
 
 // DirectResult is what a self-timed arm measured over its timed
@@ -262,10 +239,17 @@ type TimedPhase interface {
 }
 
 // SelfTimed is a bench that times itself in another runtime (the CPython
-// driver): the runner hands it its sizing and sampling policy and turns
-// what it returns into the result. Measure must return when ctx is done.
+// driver). The runner sizes it by the rule it sizes a Loop with: Start sets
+// it up there and says how it times, Batch runs untimed batches for the
+// warm-up and sizing, and Measure runs the timed repetitions the runner
+// asks for and turns them into the result. Each must return when ctx is
+// done.
 type SelfTimed interface {
 	Bench
+	Start(ctx context.Context) (SelfTiming, error)
+	// Batch runs n ops (a few more where the bench works in units) and
+	// returns the ops done and the ns they took by the bench's clock.
+	Batch(ctx context.Context, n int) (ops int, ns int64, err error)
 	Measure(ctx context.Context, req DirectRequest) (*DirectResult, error)
 }
 
@@ -521,59 +505,5 @@ func names() []string {
 	for _, s := range All() {
 		out = append(out, s.Name)
 	}
-	return out
-}
-
-// Options are the experiment-specific --set keys and what each does;
-// experiments add theirs in init() with RegisterOption.
-var Options = map[string]string{}
-
-// RegisterOption documents a --set key an experiment understands. A key
-// named EXPERIMENT.name belongs to that experiment; any other applies to
-// every experiment (RegisterArmOption narrows it).
-func RegisterOption(key, doc string) { Options[key] = doc }
-
-// optionArms says, for a key that belongs to no one experiment, which
-// arms it changes; an experiment without such arms does not list it.
-var optionArms = map[string]func(Arm) bool{}
-
-// RegisterArmOption documents a --set key that changes the arms applies
-// accepts, in whichever experiment they are (python: the CPython arms).
-func RegisterArmOption(key, doc string, applies func(Arm) bool) {
-	Options[key] = doc
-	optionArms[key] = applies
-}
-
-// OptionsOf lists, sorted, the --set keys that change the experiment
-// name's arms: its own (name.key) and those that apply to one of arms.
-func OptionsOf(name string, arms []Arm) []string {
-	var out []string
-	for _, k := range OptionNames() {
-		own, _, scoped := strings.Cut(k, ".")
-		switch {
-		case scoped && own == name:
-			out = append(out, k)
-		case scoped:
-		case optionArms[k] == nil:
-			out = append(out, k)
-		default:
-			for _, a := range arms {
-				if optionArms[k](a) {
-					out = append(out, k)
-					break
-				}
-			}
-		}
-	}
-	return out
-}
-
-// OptionNames lists the --set keys, sorted.
-func OptionNames() []string {
-	var out []string
-	for k := range Options {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

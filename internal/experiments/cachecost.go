@@ -55,10 +55,28 @@ and shown side by side where the machine has them.`,
 		Findings: cachecostFindings,
 		Metrics:  cachecostMetrics,
 	})
-	exp.RegisterOption("cachecost.w", "sweep working-set sizes per worker, e.g. 16KiB,2MiB,32MiB (4KiB..1GiB; default 16KiB,256KiB,2MiB,8MiB,32MiB,128MiB)")
-	exp.RegisterOption("cachecost.t", "sweep: the many-workers count T ≫ cores (cores+1..4096; default 16× the run's CPUs)")
-	exp.RegisterOption("cachecost.pattern", "sweep access patterns: seq, random or seq,random (default both)")
+	exp.RegisterOption(cachecostW)
+	exp.RegisterOption(cachecostT)
+	exp.RegisterOption(cachecostPattern)
 }
+
+// cachecost's --set options. T's floor, more than the run's CPUs, is
+// checked with the run's CPUs (cachecostArms).
+var (
+	cachecostW = &exp.Option[[]int64]{Key: "cachecost.w", Parse: parseSizes,
+		Doc: "sweep working-set sizes per worker, e.g. 16KiB,2MiB,32MiB (4KiB..1GiB; default 16KiB,256KiB,2MiB,8MiB,32MiB,128MiB)"}
+	cachecostT = &exp.Option[int]{Key: "cachecost.t",
+		Doc: "sweep: the many-workers count T ≫ cores (cores+1..4096; default 16× the run's CPUs)",
+		Parse: func(s string) (int, error) {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 || n > maxSweepT {
+				return 0, fmt.Errorf("--set cachecost.t=%s: want a whole number of workers, more than the run's CPUs, to %d", s, maxSweepT)
+			}
+			return n, nil
+		}}
+	cachecostPattern = exp.WordsOption("cachecost.pattern", "sweep access patterns: seq, random or seq,random (default both)",
+		"pattern", []string{"seq", "random"}, "seq, random or seq,random")
+)
 
 // Sizes and defaults of the cachecost arms.
 const (
@@ -91,18 +109,13 @@ func cachecostArms(p exp.Params) ([]exp.Arm, error) {
 	if p.Suite == exp.SuiteQuick {
 		ws = quickSweepW
 	}
-	if s, ok := p.Extra["cachecost.w"]; ok {
-		var err error
-		if ws, err = parseSizes(s); err != nil {
-			return nil, err
-		}
-		wGiven = true
+	if w, ok := cachecostW.Get(p); ok {
+		ws, wGiven = w, true
 	}
 	many, tGiven := manyFactor*cores, false
-	if s, ok := p.Extra["cachecost.t"]; ok {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= cores || n > maxSweepT {
-			return nil, fmt.Errorf("--set cachecost.t=%s: want a whole number of workers from %d (more than the run's %d CPUs) to %d", s, cores+1, cores, maxSweepT)
+	if n, ok := cachecostT.Get(p); ok {
+		if n <= cores {
+			return nil, fmt.Errorf("--set cachecost.t=%d: want a whole number of workers from %d (more than the run's %d CPUs) to %d", n, cores+1, cores, maxSweepT)
 		}
 		many, tGiven = n, true
 	}
@@ -118,15 +131,7 @@ func cachecostArms(p exp.Params) ([]exp.Arm, error) {
 	if p.Suite == exp.SuiteQuick {
 		patterns = []string{"seq"}
 	}
-	if s, ok := p.Extra["cachecost.pattern"]; ok {
-		patterns = nil
-		for _, x := range strings.Split(s, ",") {
-			if x != "seq" && x != "random" {
-				return nil, fmt.Errorf("--set cachecost.pattern=%s: %q is not a pattern; want seq, random or seq,random", s, x)
-			}
-			patterns = append(patterns, x)
-		}
-	}
+	patterns = cachecostPattern.Or(p, patterns)
 	var memAvail int64
 	if p.Host != nil {
 		memAvail = p.Host.MemAvailableB

@@ -18,10 +18,7 @@ func ccParams(suite string, extra map[string]string, memAvail int64) exp.Params 
 	h := &sysinfo.Host{}
 	h.MemAvailableB = memAvail
 	h.ThreadsMax = 100000
-	if extra == nil {
-		extra = map[string]string{}
-	}
-	return exp.Params{Suite: suite, CPUs: []int{0, 1}, Host: h, Extra: extra}
+	return exp.Params{Suite: suite, CPUs: []int{0, 1}, Host: h, Options: settings(extra)}
 }
 
 func TestCachecostArmsQuick(t *testing.T) {
@@ -98,7 +95,7 @@ func TestCachecostOptionErrors(t *testing.T) {
 		{map[string]string{"cachecost.t": "99999"}, "to 4096"},
 		{map[string]string{"cachecost.pattern": "zigzag"}, `"zigzag" is not a pattern`},
 	} {
-		_, err := cachecostArms(ccParams(exp.SuiteDefault, tc.extra, 16<<30))
+		_, err := armsWith(cachecostArms, ccParams(exp.SuiteDefault, nil, 16<<30), tc.extra)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: err %v, want it to contain %q", tc.extra, err, tc.want)
 		}

@@ -46,9 +46,16 @@ asyncio task per item (op = task), with the memory each task takes.
 		Metrics: append(append(append([]exp.Metric(nil), callchainMetrics...), cpythonMetrics...),
 			exp.Metric{Name: "task-bytes", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "memory per asyncio task (tracemalloc)"}),
 	})
-	exp.RegisterOption("callchain.items", "callchain: items per round of the item arms, 1..10000000 (default 100000)")
-	exp.RegisterOption("callchain.batch", "callchain: items per goroutine of task-per-batch, 1..items (default 100)")
+	exp.RegisterOption(ccItemsOpt)
+	exp.RegisterOption(ccBatchOpt)
 }
+
+// callchain's --set options; batch's ceiling, the items, is checked
+// with them (callchainArms).
+var (
+	ccItemsOpt = exp.IntOption("callchain.items", "callchain: items per round of the item arms, 1..10000000 (default 100000)", 1, ccMaxItems)
+	ccBatchOpt = exp.IntOption("callchain.batch", "callchain: items per goroutine of task-per-batch, 1..items (default 100)", 1, ccMaxItems)
+)
 
 const (
 	ccDefaultItems = 100000
@@ -62,13 +69,9 @@ var quickCallchain = map[string]bool{
 }
 
 func callchainArms(p exp.Params) ([]exp.Arm, error) {
-	items, err := hopOptInt(p, "callchain.items", ccDefaultItems, 1, ccMaxItems)
-	if err != nil {
-		return nil, err
-	}
-	batch, err := hopOptInt(p, "callchain.batch", ccDefaultBatch, 1, items)
-	if err != nil {
-		return nil, err
+	items, batch := ccItemsOpt.Or(p, ccDefaultItems), ccBatchOpt.Or(p, ccDefaultBatch)
+	if batch > items {
+		return nil, fmt.Errorf("--set callchain.batch=%d: must be in 1..%d", batch, items)
 	}
 	gmps, gmpNames := hopGomaxprocs(p)
 	unp := exp.Unpinned(p)

@@ -49,9 +49,15 @@ ThreadPoolExecutor(C).map of the plain call (pythread/OP/pool-map/c=C).
 		Findings: cpythonFindings(concurrencyFindings, concurrencyPyFindings),
 		Metrics:  append(append([]exp.Metric(nil), concurrencyMetrics...), cpythonMetrics...),
 	})
-	exp.RegisterOption("concurrency.levels", "concurrency: lookups in flight C, a list like 1,10,50, each 1..1000 (or --workers)")
-	exp.RegisterOption("concurrency.pool", "concurrency: locked-thread workers N, 1..256 (default CPUs+4, at most 32)")
+	exp.RegisterOption(concLevelsOpt)
+	exp.RegisterOption(concPoolOpt)
 }
+
+// concurrency's --set options.
+var (
+	concLevelsOpt = exp.IntListOption("concurrency.levels", "concurrency: lookups in flight C, a list like 1,10,50, each 1..1000 (or --workers)", 1, concMaxLevel)
+	concPoolOpt   = exp.IntOption("concurrency.pool", "concurrency: locked-thread workers N, 1..256 (default CPUs+4, at most 32)", 1, concMaxPool)
+)
 
 const (
 	concMaxLevel = 1000 // each in-flight lookup holds its own connection
@@ -68,12 +74,15 @@ var (
 // --workers (the run's worker counts, as ring and yield take them), or
 // 1, 10, 50. Both at once must agree, so that neither is silently dropped.
 func concInFlight(p exp.Params) ([]int, error) {
-	levels, err := hopOptIntList(p, "concurrency.levels", concDefaultLevels, 1, concMaxLevel)
-	if err != nil || p.Workers == nil {
-		return levels, err
+	levels, set := concLevelsOpt.Get(p)
+	if !set {
+		levels = concDefaultLevels
 	}
-	if _, set := p.Extra["concurrency.levels"]; set && !slices.Equal(levels, p.Workers) {
-		return nil, fmt.Errorf("concurrency: --workers %s and --set concurrency.levels=%s disagree; give one of them", intsText(p.Workers), p.Extra["concurrency.levels"])
+	if p.Workers == nil {
+		return levels, nil
+	}
+	if text, _ := p.Options.Text(concLevelsOpt.Key); set && !slices.Equal(levels, p.Workers) {
+		return nil, fmt.Errorf("concurrency: --workers %s and --set concurrency.levels=%s disagree; give one of them", intsText(p.Workers), text)
 	}
 	for _, c := range p.Workers {
 		if c > concMaxLevel {
@@ -88,10 +97,7 @@ func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := hopOptInt(p, "concurrency.pool", min(len(p.CPUs)+4, 32), 1, concMaxPool)
-	if err != nil {
-		return nil, err
-	}
+	pool := concPoolOpt.Or(p, min(len(p.CPUs)+4, 32))
 	user, _, err := userOps(p)
 	if err != nil {
 		return nil, err

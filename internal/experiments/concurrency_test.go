@@ -134,11 +134,12 @@ func TestConcurrencyWorkersSetLevels(t *testing.T) {
 		{[]int{2000}, "", "--workers 2000: lookups in flight must be in 1..1000"},
 		{[]int{2, 7}, "1,10", "--workers 2,7 and --set concurrency.levels=1,10 disagree"},
 	} {
-		q := hopParams(exp.SuiteQuick, map[string]string{})
-		q.Workers = tc.workers
+		given := map[string]string{}
 		if tc.levels != "" {
-			q.Extra["concurrency.levels"] = tc.levels
+			given["concurrency.levels"] = tc.levels
 		}
+		q := hopParams(exp.SuiteQuick, given)
+		q.Workers = tc.workers
 		if _, err := concurrencyArms(q); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--workers %v levels %q: %v; want %q", tc.workers, tc.levels, err, tc.want)
 		}

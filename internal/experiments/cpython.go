@@ -27,7 +27,7 @@ import (
 // binds a driver bench to an arm and converts the driver's answer; the
 // experiments own their CPython arms, checks and references.
 func init() {
-	exp.RegisterArmOption("python", "which CPython runs the CPython arms (pythread, pytask, pyprocess): a command or path, or all (every python3.N/python3.Nt on PATH); default python3 (same as --python)",
+	exp.RegisterArmOption(exp.StringOption("python", "which CPython runs the CPython arms (pythread, pytask, pyprocess): a command or path, or all (every python3.N/python3.Nt on PATH); default python3 (same as --python)"),
 		func(a exp.Arm) bool { return cpythonSubstrates[a.Substrate] })
 	exp.RegisterSelector("python", "every CPython arm of every experiment: CPython threads, asyncio tasks and forked CPython processes",
 		"*/pythread", "*/pytask", "*/pyprocess")
@@ -157,22 +157,45 @@ func nativeDerive(derive func([]result.Arm)) func([]result.Arm) {
 	}
 }
 
-// pyBench is an opened CPython arm: a SelfTimed bench. The interpreter
-// starts in Measure and is gone when it returns.
+// pyBench is an opened CPython arm: a SelfTimed bench. The interpreter's
+// driver sets the bench up in Start and holds it until Close; the runner
+// sizes it through Batch.
 type pyBench struct {
-	measure func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error)
+	in  *pydriver.Interpreter
+	req pydriver.Request
+	arm *pydriver.Arm
+}
+
+func (b *pyBench) Start(ctx context.Context) (exp.SelfTiming, error) {
+	arm, err := b.in.Open(ctx, b.req)
+	if err != nil {
+		return exp.SelfTiming{}, pyErr(err)
+	}
+	b.arm = arm
+	return exp.SelfTiming{ClockNs: arm.Hello.ClockNs, UnitOps: arm.Unit, Sampled: arm.Sampled,
+		MinOps: b.req.MinOps, MaxSamples: maxPySamples}, nil
+}
+
+func (b *pyBench) Batch(ctx context.Context, n int) (int, int64, error) {
+	ops, ns, err := b.arm.Batch(ctx, n)
+	return ops, ns, pyErr(err)
 }
 
 func (b *pyBench) Measure(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
-	return b.measure(ctx, req)
+	return runPy(ctx, b.in, b.arm, req)
 }
 
-// Participants is an explicit empty list: the interpreter lives only
-// inside Measure, and the driver counts its own switches over its timed
-// repetitions (exp.DirectResult).
+// Participants is an explicit empty list: the interpreter is no thread or
+// child the runner watches, and the driver counts its own switches over
+// its timed repetitions (exp.DirectResult).
 func (b *pyBench) Participants() exp.Participants { return exp.Participants{} }
 
-func (b *pyBench) Close() error { return nil }
+func (b *pyBench) Close() error {
+	if b.arm != nil {
+		b.arm.Close()
+	}
+	return nil
+}
 
 // skipErr is an error whose text is the reason alone, classified by kind
 // (exp.ErrSkipped, exp.ErrUnsupported).
@@ -417,9 +440,7 @@ func pyArmOn(p exp.Params, pa pyArm, suffix string, get func(context.Context) (*
 			if pa.tempDB {
 				sqlop.SweepTemp()
 			}
-			return &pyBench{measure: func(ctx context.Context, dr exp.DirectRequest) (*exp.DirectResult, error) {
-				return runPy(ctx, in, req, dr)
-			}}, nil
+			return &pyBench{in: in, req: req}, nil
 		},
 	}
 }
@@ -446,41 +467,34 @@ func intsText(xs []int) string {
 // maxPySamples caps the latencies the driver sends back (JSON on a pipe).
 const maxPySamples = 50000
 
-// runPy asks the interpreter's driver to measure one arm and converts its
+// runPy asks the arm's driver for its timed repetitions and converts its
 // answer into the runner's terms.
-func runPy(ctx context.Context, in *pydriver.Interpreter, req pydriver.Request, dr exp.DirectRequest) (*exp.DirectResult, error) {
-	req.Reps = dr.Reps
-	req.BenchNs = int64(dr.BenchTime)
-	req.WarmUpNs = int64(dr.WarmUp)
-	req.WarmUpOps = dr.WarmUpOps
-	req.Policy = wirePolicy(dr.Policy.OrDefault())
-	req.MaxSamples = min(dr.MaxSamples, maxPySamples)
-	if req.MaxSamples <= 0 {
-		req.MaxSamples = maxPySamples
-	}
-	r, hello, err := in.Do(ctx, req)
+func runPy(ctx context.Context, in *pydriver.Interpreter, arm *pydriver.Arm, dr exp.DirectRequest) (*exp.DirectResult, error) {
+	r, err := arm.Measure(ctx, pydriver.Timed{Reps: dr.Reps, Ops: dr.OpsPerRep, Every: dr.SampleEvery, PerOpNs: dr.PerOpNs})
 	if err != nil {
-		return nil, err
+		return nil, pyErr(err)
 	}
-	if !r.OK {
-		if r.Unsupported != "" {
-			return nil, &skipErr{r.Unsupported, exp.ErrUnsupported}
-		}
-		msg := "python driver: " + r.Error
-		if r.Stderr != "" {
-			msg += "; stderr: " + lastLines(r.Stderr, 6)
-		}
-		return nil, errors.New(msg)
-	}
-	d := pyResult(r, hello)
+	d := pyResult(r, arm.Hello)
 	d.Params["python_build"] = in.Build()
 	return d, nil
 }
 
-// wirePolicy is the runner's policy as the driver reads it.
-func wirePolicy(p exp.Policy) *pydriver.Policy {
-	return &pydriver.Policy{Share: p.Share, GrowMax: p.GrowMax, Overshoot: p.Overshoot, MaxOpsPerRep: p.MaxOpsPerRep,
-		SampleClockFactor: p.SampleClockFactor}
+// pyErr is the arm's error for what the driver said: an unsupported arm
+// is exp.ErrUnsupported, a failed one names the driver and the end of its
+// stderr.
+func pyErr(err error) error {
+	var ref *pydriver.Refused
+	if !errors.As(err, &ref) {
+		return err
+	}
+	if ref.Unsupported {
+		return &skipErr{ref.Reason, exp.ErrUnsupported}
+	}
+	msg := "python driver: " + ref.Reason
+	if ref.Stderr != "" {
+		msg += "; stderr: " + lastLines(ref.Stderr, 6)
+	}
+	return errors.New(msg)
 }
 
 // pyResult converts a driver response (already checked for shape).

@@ -20,7 +20,7 @@ func pyParams(suite string, cpus ...int) exp.Params {
 	if len(cpus) == 0 {
 		cpus = []int{0, 1}
 	}
-	return exp.Params{Suite: suite, CPUs: cpus, Host: sysinfo.Detect(), Extra: map[string]string{}}
+	return exp.Params{Suite: suite, CPUs: cpus, Host: sysinfo.Detect()}
 }
 
 // pythonArms are the CPython arms of every experiment, as `ctxlab run
@@ -229,21 +229,29 @@ func TestPythonEndToEnd(t *testing.T) {
 	}
 }
 
-// TestPythonRunnerSendsPolicy: a CPython arm run by the runner hands the
-// driver the runner's warm-up, sizing and sampling policy (a request
-// without one means DefaultPolicy, the same). A fake driver
-// (a shell script standing in for python3) records the request it got.
-func TestPythonRunnerSendsPolicy(t *testing.T) {
+// TestPythonArmSizedByRunner: a CPython arm run by the runner is sized
+// by the runner — the driver gets the open arm, batches from one op up,
+// then the timed repetitions the runner's rule gives, and no policy of its
+// own to apply. A fake driver (a shell script standing in for python3)
+// whose ops take 1 µs records the messages it got. (runner's
+// TestRunnerSizesTheDriver holds the real driver to the rule itself.)
+func TestPythonArmSizedByRunner(t *testing.T) {
 	dir := t.TempDir()
-	got := filepath.Join(dir, "request.json")
+	log := filepath.Join(dir, "messages")
 	fake := filepath.Join(dir, "python3")
 	script := `#!/bin/sh
-echo '{"hello":{"protocol":1,"implementation":"cpython","version":"3.0.0"}}'
-read -r line
-printf '%s\n' "$line" > ` + got + `
-id=$(printf '%s' "$line" | sed 's/^{"id":\([0-9]*\).*/\1/')
-printf '{"id":%s,"ok":true,"rep_ns":[1000],"ops":[10]}\n' "$id"
-read -r line
+echo '{"hello":{"protocol":1,"implementation":"cpython","version":"3.0.0","clock_ns":30}}'
+while read -r line; do
+  printf '%s\n' "$line" >> ` + log + `
+  id=$(printf '%s' "$line" | sed 's/^{"id":\([0-9]*\).*/\1/')
+  case "$line" in
+  *'"do":"open"'*) printf '{"id":%s,"ok":true,"unit":1,"sampled":true}\n' "$id" ;;
+  *'"do":"batch"'*) n=$(printf '%s' "$line" | sed 's/.*"n":\([0-9]*\).*/\1/')
+    printf '{"id":%s,"ok":true,"batch":[%s,%s000]}\n' "$id" "$n" "$n" ;;
+  *'"do":"timed"'*) printf '{"id":%s,"ok":true,"rep_ns":[1000,1000,1000],"ops":[10,10,10]}\n' "$id" ;;
+  *) printf '{"id":%s,"ok":true}\n' "$id" ;;
+  esac
+done
 `
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -258,44 +266,32 @@ read -r line
 	if r := runner.Arm(context.Background(), cfg, spec, a); r.Status != result.StatusOK {
 		t.Fatalf("%s: %s: %s", r.Name, r.Status, r.Reason)
 	}
-	b, err := os.ReadFile(got)
+	b, err := os.ReadFile(log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var req pydriver.Request
-	if err := json.Unmarshal(b, &req); err != nil {
-		t.Fatalf("request %q: %v", b, err)
-	}
-	if req.Policy == nil || *req.Policy != *wirePolicy(exp.DefaultPolicy) {
-		t.Fatalf("the driver got policy %+v, want the runner's %+v", req.Policy, exp.DefaultPolicy)
-	}
-	if (exp.Policy{}).OrDefault() != exp.DefaultPolicy {
-		t.Fatal("the zero policy does not mean the default")
-	}
-}
-
-// TestPythonDriverDefaultPolicy: the driver's own default (for a request
-// without a policy) is the runner's, and the policy ctxlab sends is the
-// one the driver applies.
-func TestPythonDriverDefaultPolicy(t *testing.T) {
-	in, err := pydriver.Resolve("python3")
-	if err != nil {
-		t.Skipf("no usable python3: %v", err)
-	}
-	defer pydriver.CloseAll()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	req := pydriver.Request{Bench: "callchain.plain", Reps: 1, BenchNs: int64(time.Millisecond), WarmUpNs: int64(time.Millisecond),
-		WarmUpOps: 1000, MaxSamples: 10}
-	for _, pol := range []*pydriver.Policy{nil, wirePolicy(exp.DefaultPolicy)} {
-		req.Policy = pol
-		r, _, err := in.Do(ctx, req)
-		if err != nil || !r.OK {
-			t.Fatalf("r=%+v err=%v", r, err)
+	var msgs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("message %q: %v", line, err)
 		}
-		if r.Policy == nil || *r.Policy != *wirePolicy(exp.DefaultPolicy) {
-			t.Fatalf("sent %+v, driver applied %+v, runner's default %+v", pol, r.Policy, exp.DefaultPolicy)
+		if _, ok := m["policy"]; ok {
+			t.Fatalf("message %q carries a policy: the runner decides", line)
 		}
+		msgs = append(msgs, m)
+	}
+	last := msgs[len(msgs)-1]
+	if len(msgs) < 4 || msgs[0]["do"] != "open" || msgs[0]["bench"] != plan[0].bench || msgs[1]["do"] != "batch" || msgs[1]["n"] != 1.0 || last["do"] != "timed" {
+		t.Fatalf("messages %v: want open, batches from one op, then timed", msgs)
+	}
+	for _, m := range msgs[1 : len(msgs)-1] {
+		if m["do"] != "batch" {
+			t.Fatalf("message %v between the open arm and its repetitions", m)
+		}
+	}
+	if last["reps"] != float64(cfg.Reps) || last["ops"] != float64(cfg.BenchTime/time.Microsecond) || last["every"].(float64) < 1 {
+		t.Fatalf("timed %v: want %d repetitions of the benchtime at 1 µs an op, sampled", last, cfg.Reps)
 	}
 }
 

@@ -58,9 +58,15 @@ file and in :memory: (/db=memory).
 		},
 		Metrics: append(append([]exp.Metric(nil), hopMetrics...), cpythonMetrics...),
 	})
-	exp.RegisterOption("hop.callers", "hop: concurrent callers C of the pool way, 1..10000 (default 8)")
-	exp.RegisterOption("hop.pool", "hop: worker goroutines N of the pool way, 1..1000 (default 2)")
+	exp.RegisterOption(hopCallersOpt)
+	exp.RegisterOption(hopPoolOpt)
 }
+
+// hop's --set options.
+var (
+	hopCallersOpt = exp.IntOption("hop.callers", "hop: concurrent callers C of the pool way, 1..10000 (default 8)", 1, hopMaxCallers)
+	hopPoolOpt    = exp.IntOption("hop.pool", "hop: worker goroutines N of the pool way, 1..1000 (default 2)", 1, hopMaxPool)
+)
 
 // The operations hop wraps, and the ways it calls them. The SQLite lookups
 // run on a file (the seed's) and in :memory:, each a fresh query per call;
@@ -89,14 +95,7 @@ var quickHop = map[string]bool{
 }
 
 func hopArms(p exp.Params) ([]exp.Arm, error) {
-	callers, err := hopOptInt(p, "hop.callers", hopDefaultCallers, 1, hopMaxCallers)
-	if err != nil {
-		return nil, err
-	}
-	pool, err := hopOptInt(p, "hop.pool", hopDefaultPool, 1, hopMaxPool)
-	if err != nil {
-		return nil, err
-	}
+	callers, pool := hopCallersOpt.Or(p, hopDefaultCallers), hopPoolOpt.Or(p, hopDefaultPool)
 	user, _, err := userOps(p)
 	if err != nil {
 		return nil, err

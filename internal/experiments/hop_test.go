@@ -17,10 +17,27 @@ import (
 )
 
 func hopParams(suite string, extra map[string]string) exp.Params {
-	if extra == nil {
-		extra = map[string]string{}
+	return exp.Params{Suite: suite, CPUs: []int{0, 1}, Options: settings(extra)}
+}
+
+// settings are --set values parsed as a run parses them; it panics on a
+// value the options refuse (tests of refused values use armsWith).
+func settings(given map[string]string) exp.Settings {
+	s, err := exp.ParseSettings(given)
+	if err != nil {
+		panic(err)
 	}
-	return exp.Params{Suite: suite, CPUs: []int{0, 1}, Extra: extra}
+	return s
+}
+
+// armsWith builds arms from p with the --set values given, as a run
+// does: a value the options refuse is the error, before any arm is built.
+func armsWith(arms func(exp.Params) ([]exp.Arm, error), p exp.Params, given map[string]string) ([]exp.Arm, error) {
+	var err error
+	if p.Options, err = exp.ParseSettings(given); err != nil {
+		return nil, err
+	}
+	return arms(p)
 }
 
 // waitGoroutines waits until no more goroutines run than before (workers
@@ -246,7 +263,7 @@ func TestHopBadParameters(t *testing.T) {
 		{map[string]string{"callchain.items": "10", "callchain.batch": "11"}, callchainArms, []string{"callchain.batch=11", "in 1..10"}},
 	}
 	for _, c := range cases {
-		_, err := c.arms(hopParams(exp.SuiteDefault, c.extra))
+		_, err := armsWith(c.arms, hopParams(exp.SuiteDefault, nil), c.extra)
 		if err == nil {
 			t.Errorf("%v: no error", c.extra)
 			continue

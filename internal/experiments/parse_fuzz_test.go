@@ -35,12 +35,11 @@ func FuzzOptIntList(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p := exp.Params{Extra: map[string]string{"k": s}}
-		vs, err := hopOptIntList(p, "k", nil, 1, 1000)
+		vs, err := exp.IntListOption("k", "", 1, 1000).Parse(s)
 		if err != nil {
 			return
 		}
-		if len(vs) == 0 || len(vs) > maxOptList {
+		if len(vs) == 0 || len(vs) > exp.MaxOptionList {
 			t.Fatalf("%q: %d values", s, len(vs))
 		}
 		for _, v := range vs {
@@ -48,7 +47,7 @@ func FuzzOptIntList(f *testing.F) {
 				t.Fatalf("%q: %d out of range", s, v)
 			}
 		}
-		if _, err := hopOptInt(p, "k", 0, 1, 1000); err == nil && len(vs) != 1 {
+		if _, err := exp.IntOption("k", "", 1, 1000).Parse(s); err == nil && len(vs) != 1 {
 			t.Fatalf("%q: one int and a list of %d", s, len(vs))
 		}
 	})

@@ -63,7 +63,7 @@ CPython rings: pythread (threads over SimpleQueues, up to 10000) and pytask
 		Findings: cpythonFindings(ringFindings, ringPyRefs.findings),
 		Metrics:  append(append([]exp.Metric(nil), ringMetrics...), cpythonMetrics...),
 	})
-	exp.RegisterOption("ring.substrates", "ring: substrates to run, comma-separated from goroutine, thread, process, pythread, pytask (default all)")
+	exp.RegisterOption(ringSubstratesOpt)
 	child.Register("ring-node", ringNodeChild)
 }
 
@@ -93,10 +93,7 @@ var quickRing = map[string]bool{
 }
 
 func ringArms(p exp.Params) ([]exp.Arm, error) {
-	subs, err := ringSubstrates(p)
-	if err != nil {
-		return nil, err
-	}
+	subs := ringSubstrates(p)
 	host := p.Host
 	if host == nil {
 		host = sysinfo.Detect()
@@ -154,22 +151,23 @@ func ringArms(p exp.Params) ([]exp.Arm, error) {
 	return arms, nil
 }
 
+// ringSubstratesOpt is --set ring.substrates.
+var ringSubstratesOpt = exp.WordsOption("ring.substrates",
+	"ring: substrates to run, comma-separated from goroutine, thread, process, pythread, pytask (default all)",
+	"substrate", []string{"goroutine", "thread", "process", "pythread", "pytask"}, "goroutine, thread, process, pythread or pytask")
+
 // ringSubstrates is --set ring.substrates, or every substrate.
-func ringSubstrates(p exp.Params) (map[string]bool, error) {
+func ringSubstrates(p exp.Params) map[string]bool {
 	subs := map[string]bool{"goroutine": true, "thread": true, "process": true, "pythread": true, "pytask": true}
-	s, ok := p.Extra["ring.substrates"]
+	given, ok := ringSubstratesOpt.Get(p)
 	if !ok {
-		return subs, nil
+		return subs
 	}
 	want := map[string]bool{}
-	for _, x := range strings.Split(s, ",") {
-		x = strings.TrimSpace(x)
-		if !subs[x] {
-			return nil, fmt.Errorf("--set ring.substrates=%s: %q is not a substrate; want goroutine, thread, process, pythread or pytask", s, x)
-		}
+	for _, x := range given {
 		want[x] = true
 	}
-	return want, nil
+	return want
 }
 
 // Limits on CPython ring sizes: beyond them an arm is listed as unsupported.
@@ -181,7 +179,7 @@ const (
 // ringPyPlan is CPython's rings: threads over SimpleQueues and asyncio
 // tasks over asyncio.Queues (SPEC §5.9).
 func ringPyPlan(p exp.Params) []pyArm {
-	subs, _ := ringSubstrates(p) // ringArms has refused a bad list
+	subs := ringSubstrates(p)
 	var out []pyArm
 	ns := []int{2, 100, 1000}
 	if p.Workers != nil {

@@ -138,7 +138,7 @@ func TestRingLimits(t *testing.T) {
 	if _, err := ringArms(p); err == nil || !strings.Contains(err.Error(), "1000") {
 		t.Errorf("ringArms with 1000 threads over RLIMIT_NPROC 300: %v", err)
 	}
-	p.Extra = map[string]string{"ring.substrates": "goroutine"}
+	p.Options = settings(map[string]string{"ring.substrates": "goroutine"})
 	arms, err := ringArms(p)
 	if err != nil {
 		t.Fatalf("goroutines only: %v", err)
@@ -148,8 +148,7 @@ func TestRingLimits(t *testing.T) {
 			t.Errorf("ring.substrates=goroutine gave %s", a.Name)
 		}
 	}
-	p.Extra = map[string]string{"ring.substrates": "fibre"}
-	if _, err := ringArms(p); err == nil || !strings.Contains(err.Error(), "fibre") {
+	if _, err := armsWith(ringArms, p, map[string]string{"ring.substrates": "fibre"}); err == nil || !strings.Contains(err.Error(), "fibre") {
 		t.Errorf("bad substrate not named: %v", err)
 	}
 }

@@ -46,7 +46,7 @@ func TestSeedArmsPlanned(t *testing.T) {
 		t.Errorf("run_in_executor arm %+v: want the full suite only, how=executor", a)
 	}
 	q := pyParams(exp.SuiteDefault)
-	q.Extra["concurrency.levels"] = "2,7"
+	q.Options = settings(map[string]string{"concurrency.levels": "2,7"})
 	if _, ok := planKeys(concurrencyPyPlan(q))["concurrency/pythread/dict/pool-map/c=7"]; !ok {
 		t.Error("concurrency.levels does not set the CPython arms' C")
 	}

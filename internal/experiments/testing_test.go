@@ -20,7 +20,7 @@ func tinyConfig() runner.Config {
 // testParams are the run-wide params for a host.
 func testParams(suite string) exp.Params {
 	h := sysinfo.Detect()
-	return exp.Params{Suite: suite, CPUs: h.OnlineCPUs, Host: h, Extra: map[string]string{}}
+	return exp.Params{Suite: suite, CPUs: h.OnlineCPUs, Host: h}
 }
 
 // measureArms runs every native (Go and OS) arm of spec matching keep

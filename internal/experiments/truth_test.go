@@ -59,7 +59,7 @@ func TestTruthEveryArm(t *testing.T) {
 	pydriver.IdleClose = 20 * time.Millisecond
 	defer func() { pydriver.IdleClose = savedIdle }()
 	h := sysinfo.Detect()
-	p := exp.Params{Suite: exp.SuiteQuick, CPUs: h.OnlineCPUs, Host: h, Extra: map[string]string{}}
+	p := exp.Params{Suite: exp.SuiteQuick, CPUs: h.OnlineCPUs, Host: h}
 	var mu sync.Mutex
 	obs := map[string]runner.Observation{}
 	cfg := runner.Config{Reps: 2, BenchTime: 3 * time.Millisecond, WarmUp: time.Millisecond, WarmUpOps: 100,

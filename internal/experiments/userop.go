@@ -31,21 +31,54 @@ func init() {
 	applies := func(a exp.Arm) bool {
 		return strings.HasPrefix(a.Name, "hop/") || strings.HasPrefix(a.Name, "concurrency/")
 	}
-	exp.RegisterArmOption("db", "hop, concurrency: your SQLite database file, opened read-only (never written); with query and args", applies)
-	exp.RegisterArmOption("query", "hop, concurrency: your read-only query (SELECT or WITH) with one ? per call, run on db", applies)
-	exp.RegisterArmOption("py-call", "hop, concurrency: your Python function module:function, called with no arguments or with each of args", applies)
-	exp.RegisterArmOption("py-path", "hop, concurrency: a directory put first on sys.path for py-call", applies)
-	exp.RegisterArmOption("args", "hop, concurrency: the query's arguments, range:A..B or file:PATH (one value per line), one per call in turn", applies)
+	for _, o := range []exp.Declared{userDBOpt, userQueryOpt, userPyCallOpt, userPyPathOpt, userArgsOpt} {
+		exp.RegisterArmOption(o, applies)
+	}
 }
+
+// The user's --set options. Each value is checked alone here; how they
+// go together (db with query, py-path with py-call) and what the file
+// and query are is checked when the arms are built (userOp, userPyCall).
+var (
+	userDBOpt     = exp.StringOption("db", "hop, concurrency: your SQLite database file, opened read-only (never written); with query and args")
+	userQueryOpt  = exp.StringOption("query", "hop, concurrency: your read-only query (SELECT or WITH) with one ? per call, run on db")
+	userPyCallOpt = &exp.Option[string]{Key: "py-call", Doc: "hop, concurrency: your Python function module:function, called with no arguments or with each of args",
+		Parse: func(fn string) (string, error) {
+			mod, name, found := strings.Cut(fn, ":")
+			if !found || !pyModuleRe.MatchString(mod) || !pyNameRe.MatchString(name) {
+				return "", fmt.Errorf("--set py-call=%s: want module:function (e.g. mylib.pricing:quote)", fn)
+			}
+			return fn, nil
+		}}
+	userPyPathOpt = &exp.Option[string]{Key: "py-path", Doc: "hop, concurrency: a directory put first on sys.path for py-call",
+		Parse: func(dir string) (string, error) {
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return "", fmt.Errorf("--set py-path=%s: %v", dir, err)
+			}
+			if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+				return "", fmt.Errorf("--set py-path=%s: not a directory", dir)
+			}
+			return abs, nil
+		}}
+	userArgsOpt = &exp.Option[[]any]{Key: "args", Doc: "hop, concurrency: the query's arguments, range:A..B or file:PATH (one value per line), one per call in turn",
+		Parse: func(a string) ([]any, error) {
+			args, err := sqlop.ParseArgs(a)
+			if err != nil {
+				return nil, fmt.Errorf("--set args=%s: %v", a, err)
+			}
+			return args, nil
+		}}
+)
 
 // userOp is the user's operation of the run, nil when none was given; an
 // error (bad file, query or args) is a usage error: nothing has started.
 func userOp(p exp.Params) (*sqlop.UserOp, error) {
-	db, dbOK := p.Extra["db"]
-	q, qOK := p.Extra["query"]
-	a, aOK := p.Extra["args"]
+	db, dbOK := userDBOpt.Get(p)
+	q, qOK := userQueryOpt.Get(p)
+	a, aOK := p.Options.Text(userArgsOpt.Key) // CheckUser reads them with the query
 	if !dbOK && !qOK {
-		if _, call := p.Extra["py-call"]; call || !aOK {
+		if _, call := userPyCallOpt.Get(p); call || !aOK {
 			return nil, nil // args alone are py-call's
 		}
 	}
@@ -112,36 +145,17 @@ var (
 // userPyCall reads py-call, py-path and args; nil when py-call is not
 // given. What needs Python (the import) is checked later, by check.
 func userPyCall(p exp.Params) (*pyCall, error) {
-	fn, ok := p.Extra["py-call"]
-	dir, dirOK := p.Extra["py-path"]
+	fn, ok := userPyCallOpt.Get(p)
+	dir, dirOK := userPyPathOpt.Get(p)
 	if !ok {
 		if dirOK {
-			return nil, fmt.Errorf("--set py-path=%s needs --set py-call=module:function", dir)
+			given, _ := p.Options.Text(userPyPathOpt.Key)
+			return nil, fmt.Errorf("--set py-path=%s needs --set py-call=module:function", given)
 		}
 		return nil, nil
 	}
-	mod, name, found := strings.Cut(fn, ":")
-	if !found || !pyModuleRe.MatchString(mod) || !pyNameRe.MatchString(name) {
-		return nil, fmt.Errorf("--set py-call=%s: want module:function (e.g. mylib.pricing:quote)", fn)
-	}
-	c := &pyCall{fn: fn}
-	if dirOK {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return nil, fmt.Errorf("--set py-path=%s: %v", dir, err)
-		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("--set py-path=%s: not a directory", dir)
-		}
-		c.path = abs
-	}
-	if a, ok := p.Extra["args"]; ok {
-		args, err := sqlop.ParseArgs(a)
-		if err != nil {
-			return nil, fmt.Errorf("--set args=%s: %v", a, err)
-		}
-		c.args = args
-	}
+	c := &pyCall{fn: fn, path: dir}
+	c.args, _ = userArgsOpt.Get(p)
 	return c, nil
 }
 

@@ -136,7 +136,7 @@ func TestUserQueryCPython(t *testing.T) {
 	for _, name := range []string{"hop", "concurrency"} {
 		spec, _ := exp.Lookup(name)
 		p := pyParams(exp.SuiteDefault)
-		p.Python, p.Extra = py, userExtra(path)
+		p.Python, p.Options = py, settings(userExtra(path))
 		arms, err := spec.Arms(p)
 		if err != nil {
 			t.Fatal(err)
@@ -191,7 +191,7 @@ func TestUserPyCall(t *testing.T) {
 	arms := func(name string, extra map[string]string) []exp.Arm {
 		spec, _ := exp.Lookup(name)
 		p := pyParams(exp.SuiteDefault)
-		p.Python, p.Extra = py, extra
+		p.Python, p.Options = py, settings(extra)
 		as, err := spec.Arms(p)
 		if err != nil {
 			t.Fatal(err)

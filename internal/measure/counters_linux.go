@@ -71,23 +71,6 @@ func openAttr(ev EventSpec, tid, groupFD int, format uint64, disabled bool) (int
 	return unix.PerfEventOpen(&attr, tid, -1, groupFD, unix.PERF_FLAG_FD_CLOEXEC)
 }
 
-// eventReason is UnsupportedReason for ev, saying why a kernel-only event
-// is refused where user-space counting would be allowed.
-func eventReason(ev EventSpec, err error) string {
-	r := UnsupportedReason(err)
-	if kernelOnly(ev) && (errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)) {
-		r += "; " + ev.Name + " happen in the kernel, which perf_event_paranoid ≥ 2 hides from this user"
-	}
-	return r
-}
-
-// kernelOnly events happen in the kernel; counting them in user space
-// only would read 0.
-func kernelOnly(ev EventSpec) bool {
-	return ev.Config == unix.PERF_COUNT_SW_CONTEXT_SWITCHES && ev.Type == unix.PERF_TYPE_SOFTWARE ||
-		ev.Config == unix.PERF_COUNT_SW_CPU_MIGRATIONS && ev.Type == unix.PERF_TYPE_SOFTWARE
-}
-
 // ErrShortRead is wrapped by errors from parsing a perf read that is
 // shorter than its layout says.
 var ErrShortRead = errors.New("perf: short read")
@@ -143,20 +126,6 @@ func Scale(value, enabled, running uint64) (float64, bool) {
 	}
 	return float64(value) * float64(enabled) / float64(running), true
 }
-
-// zeroIsUnsupported says whether a zero count over real work means the
-// event is not really there (hardware counters on a VM without a PMU);
-// switches, migrations and faults can honestly be zero, task-clock cannot.
-func zeroIsUnsupported(ev EventSpec) bool {
-	return ev.Kind == "hardware" || ev.Name == "task-clock"
-}
-
-// Reasons shared by ProbeEvent, CounterSet and diagnose for counters that
-// open but do not count.
-const (
-	ReasonNeverRan  = "opened but never scheduled on the PMU (no counter time)"
-	ReasonZeroCount = "opened but counted 0 over real work (the hypervisor exposes no PMU)"
-)
 
 // CounterValue is one counter's total over the measured region, summed over
 // every thread it was opened on, or the reason it is unsupported.
@@ -367,24 +336,21 @@ func (s *CounterSet) Rollback() {
 }
 
 // Values returns each event's total over the regions measured, or why it
-// is unsupported. A counter never reads as 0 because it could not count:
-// an event that opened nowhere, never ran on the PMU, or (hardware) counted
-// nothing over real work is Unsupported.
+// is unsupported (Count.Unsupported, the regions being real work): a
+// counter never reads as 0 because it could not count.
 func (s *CounterSet) Values() []CounterValue {
 	out := make([]CounterValue, len(s.events))
 	for i, ev := range s.events {
 		v := CounterValue{Name: ev.Name, Kind: ev.Kind, Value: s.total[i]}
 		switch {
 		case s.openedOn[i] == 0 && s.openErr[i] != nil:
-			v.Unsupported = eventReason(ev, s.openErr[i])
+			v.Unsupported = Count{Event: ev, OpenErr: s.openErr[i]}.Unsupported()
 		case s.openedOn[i] == 0:
 			v.Unsupported = "no thread to count"
 		case s.regions == 0:
 			v.Unsupported = "nothing was measured"
-		case s.running[i] == 0:
-			v.Unsupported = ReasonNeverRan
-		case s.total[i] == 0 && zeroIsUnsupported(ev):
-			v.Unsupported = ReasonZeroCount
+		default:
+			v.Unsupported = Count{Event: ev, Running: s.running[i], Value: s.total[i], Work: true}.Unsupported()
 		}
 		if s.enabled[i] > 0 {
 			v.RunningFraction = float64(s.running[i]) / float64(s.enabled[i])

@@ -243,7 +243,7 @@ func TestCountersReal(t *testing.T) {
 	for i := 0; i < 5_000_000; i++ {
 		x += i ^ (x >> 3)
 	}
-	sinkInt = x
+	runtime.KeepAlive(x)
 	for i := 0; i < 5; i++ {
 		time.Sleep(time.Millisecond) // each sleep blocks: one voluntary switch
 	}

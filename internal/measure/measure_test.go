@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -202,7 +203,7 @@ func TestSamplerMarkRollback(t *testing.T) {
 
 func TestBTimerCountsOnlyTimedRegion(t *testing.T) {
 	var begins, ends int
-	b := NewB(nil, 10, nil, func(begin bool) {
+	b := NewB(context.Background(), 10, nil, func(begin bool) {
 		if begin {
 			begins++
 		} else {

@@ -23,7 +23,7 @@ func TestOpenInheritedTaskClock(t *testing.T) {
 	for i := 0; i < 2000000; i++ {
 		x += i ^ (x >> 3)
 	}
-	sinkInt = x
+	runtime.KeepAlive(x)
 	v, enabled, running, err := ReadCounter(fd)
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package measure
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -97,31 +98,36 @@ func UnsupportedReason(err error) string {
 }
 
 // ProbeEvent reports whether ev can be opened and read for the calling
-// thread; if not, why. A counter that opens but never counts is reported as
-// unsupported too, since a silent zero is not a measurement.
-func ProbeEvent(ev EventSpec) (ok bool, reason string) {
-	fd, err := OpenEvent(ev, 0, false)
+// thread; if not, why (Count.Unsupported over a little work): a counter
+// that opens but never counts is unsupported too, since a silent zero is
+// not a measurement.
+func ProbeEvent(ev EventSpec) (ok bool, reason string) { return probeEvent(PerfSource{}, ev) }
+
+// probeEvent is ProbeEvent on src.
+func probeEvent(src CounterSource, ev EventSpec) (ok bool, reason string) {
+	fd, err := src.Open(ev, 0, -1, false)
 	if err != nil {
-		return false, eventReason(ev, err)
+		return false, Count{Event: ev, OpenErr: err}.Unsupported()
 	}
-	defer closeEvent(fd)
+	defer src.Close(fd)
 	// Do a little work so a working counter moves.
 	x := 0
 	for i := 0; i < 200000; i++ {
 		x += i ^ (x >> 3)
 	}
-	sinkInt = x
-	val, _, running, err := ReadCounter(fd)
+	runtime.KeepAlive(x)
+	c := Count{Event: ev, Work: true}
+	var buf [24]byte
+	var g GroupRead
+	n, err := src.Read(fd, buf[:])
+	if err == nil {
+		err = ParseSingleRead(buf[:n], &g)
+	}
 	if err != nil {
-		return false, UnsupportedReason(err)
+		c.ReadErr = err
+	} else {
+		c.Running, c.Value = g.Running, float64(g.Values[0])
 	}
-	if running == 0 {
-		return false, ReasonNeverRan
-	}
-	if val == 0 && zeroIsUnsupported(ev) {
-		return false, ReasonZeroCount
-	}
-	return true, ""
+	why := c.Unsupported()
+	return why == "", why
 }
-
-var sinkInt int

@@ -38,10 +38,10 @@ func (PerfTree) Close(fd int) error { return unix.Close(fd) }
 
 // treeCounter is one counter opened on a process tree, or why not.
 type treeCounter struct {
-	ev          EventSpec
-	fd          int
-	userOnly    bool
-	unsupported string
+	ev       EventSpec
+	fd       int
+	userOnly bool
+	openErr  error
 }
 
 // TreeCounters are the counters opened on one process tree.
@@ -58,7 +58,7 @@ func OpenTree(src TreeSource, events []EventSpec, pid int) *TreeCounters {
 		c := &treeCounter{ev: ev, fd: -1}
 		fd, userOnly, err := src.OpenInherited(ev, pid)
 		if err != nil {
-			c.unsupported = UnsupportedReason(err)
+			c.openErr = err
 		} else {
 			c.fd, c.userOnly = fd, userOnly
 		}
@@ -91,51 +91,41 @@ type TreeReading struct {
 	Unsupported string
 }
 
-// ReasonUserOnlyZero is why a kernel event (switches, migrations) counted
-// in user mode only is no figure.
-const ReasonUserOnlyZero = "counted 0: perf_event_paranoid allows user-mode counting only here, and this event happens in the kernel"
-
 // Read reads every counter once the tree has exited, by the one rule for
-// what is unsupported: an open or read error gives its reason; a counter
-// that never ran on the PMU, ReasonNeverRan; a kernel event counted user
-// mode only that read 0, ReasonUserOnlyZero; a hardware counter that read
-// 0 while task-clock counted real work, ReasonZeroCount. Multiplexed
+// what is unsupported (Count.Unsupported), the tree's work being what its
+// task-clock counted: an open or read error gives its reason, a counter
+// that never ran on the PMU ReasonNeverRan, a kernel event counted user
+// mode only that read 0 ReasonUserOnlyZero, and a hardware counter that
+// read 0 while task-clock counted real work ReasonZeroCount. Multiplexed
 // counts are scaled as perf stat does, truncated as it prints them.
 func (t *TreeCounters) Read() []TreeReading {
 	if t == nil {
 		return nil
 	}
+	counts := make([]Count, len(t.cs))
 	var out []TreeReading
 	var taskClock uint64
-	for _, c := range t.cs {
-		r := TreeReading{Event: c.ev, UserOnly: c.userOnly, Unsupported: c.unsupported}
+	for i, c := range t.cs {
+		r := TreeReading{Event: c.ev, UserOnly: c.userOnly}
+		counts[i] = Count{Event: c.ev, OpenErr: c.openErr, UserOnlyTried: true, UserOnly: c.userOnly}
 		if c.fd >= 0 {
 			v, en, run, err := t.src.ReadCounter(c.fd)
-			switch {
-			case err != nil:
-				r.Unsupported = UnsupportedReason(err)
-			case run == 0 && en > 0:
-				r.Unsupported = ReasonNeverRan
-			default:
-				if s, ok := Scale(v, en, run); ok && run < en {
-					v, r.Scaled = uint64(s), true
-				}
-				r.Value = &v
-				if v == 0 && c.userOnly && kernelOnly(c.ev) {
-					r.Value = nil
-					r.Unsupported = ReasonUserOnlyZero
-				}
-				if c.ev.Name == "task-clock" {
-					taskClock = v
-				}
+			counts[i].ReadErr, counts[i].Running = err, run
+			if s, ok := Scale(v, en, run); ok && run < en {
+				v, r.Scaled = uint64(s), true
+			}
+			counts[i].Value = float64(v)
+			r.Value = &v
+			if err == nil && run > 0 && c.ev.Name == "task-clock" {
+				taskClock = v
 			}
 		}
 		out = append(out, r)
 	}
 	for i := range out {
-		if out[i].Event.Kind == "hardware" && out[i].Value != nil && *out[i].Value == 0 && taskClock > 0 {
-			out[i].Value = nil
-			out[i].Unsupported = ReasonZeroCount
+		counts[i].Work = taskClock > 0
+		if why := counts[i].Unsupported(); why != "" {
+			out[i].Value, out[i].Scaled, out[i].Unsupported = nil, false, why
 		}
 	}
 	return out

@@ -3,22 +3,29 @@
 # (docs/python.md):
 #
 #   stdout, first line: {"hello": {...}} — the interpreter's version and build.
-#   stdin:  one JSON request per line, one per arm: {"id", "bench", "params",
-#           "reps", "bench_ns", "warmup_ns", "warmup_ops", "max_samples",
-#           "min_ops", "policy", "cpus", "cpus_a", "cpus_b"}.
-#   stdout: exactly one JSON result line per request: {"id", "ok": true, ...}
-#           or {"id", "ok": false, "unsupported"|"error": "..."}.
+#   stdin:  one JSON message per line, {"id", "do", ...}, for one arm at a time:
+#             {"do": "open", "bench", "params", "cpus", "cpus_a", "cpus_b"}
+#               sets the bench up; answers {"unit", "sampled"};
+#             {"do": "batch", "n"} runs about n ops unsampled (the runner's
+#               warm-up and sizing); answers {"batch": [ops, ns]};
+#             {"do": "timed", "reps", "ops", "every", "per_op_ns"} runs the
+#               timed repetitions, timing every `every`-th unit on its own
+#               (0: none), and closes the arm;
+#             {"do": "close"} closes the arm without measuring it.
+#   stdout: exactly one JSON line per message: {"id", "ok": true, ...}
+#           or {"id", "ok": false, "unsupported"|"error": "..."}; an arm that
+#           fails or is refused is closed.
 #   stderr: diagnostics and tracebacks only.
 #   EOF on stdin: exit 0.
 #
-# Each arm times itself under the runner's policy (warm-up and testing.B-style
-# repetition sizing, sampling interval; see size()): batch timing per
-# repetition (mean = elapsed / ops), per-op latencies on a sample of ops, and
-# OS context switches from getrusage over exactly the timed repetitions.
+# The runner sizes every arm by its own rule (warm-up and testing.B-style
+# repetition sizing, sampling interval): the driver decides no size. It runs
+# what it is told and times it, batch timing per repetition (mean = elapsed /
+# ops), per-op latencies on the sample of ops it was told, and OS context
+# switches from getrusage over exactly the timed repetitions.
 import asyncio
 import itertools
 import json
-import math
 import os
 import queue
 import resource
@@ -1518,39 +1525,6 @@ class EventLoopLag(AsyncBench):
                 b.close()
 
 
-class Spin(Bench):
-    """Test bench: each op spins op_ns on the clock; the arm's very first op
-    spins first_ns more (lazy set-up that the clock sees)."""
-
-    def setup(self):
-        self.op_ns = int(self.p.get("op_ns", 1000))
-        self.extra = int(self.p.get("first_ns", 0))
-
-    def run(self, n, every, samples):
-        op_ns, extra = self.op_ns, self.extra
-        self.extra = 0
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        end = t0 + extra
-        while pc() < end:
-            pass
-        for _ in range(chunks):
-            s = pc()
-            end = s + op_ns
-            while pc() < end:
-                pass
-            samples.append(pc() - s)
-            for _ in range(every - 1):
-                end = pc() + op_ns
-                while pc() < end:
-                    pass
-        for _ in range(rest):
-            end = pc() + op_ns
-            while pc() < end:
-                pass
-        return pc() - t0, n
-
-
 BENCHES = {
     "pingpong.simplequeue": ThreadQueue,
     "pingpong.event": ThreadEvent,
@@ -1570,11 +1544,21 @@ BENCHES = {
     "concurrency.sem": ConcSem,
     "concurrency.pool": ConcPool,
     "eventloop.lag": EventLoopLag,
-    # Test benches for ctxlab's protocol tests.
-    "test.sleep": None,
-    "test.spin": Spin,
-    "test.crash": None,
 }
+
+
+def load_test_benches():
+    """Benches for ctxlab's own tests live outside the shipped driver: each
+    module named in CTXLAB_DRIVER_TEST_BENCHES (comma-separated, found on
+    PYTHONPATH) gets register(driver namespace) called, and adds its benches
+    to BENCHES (internal/pydriver/testdata/testbenches.py). Unset, nothing
+    is loaded."""
+    names = [n for n in os.environ.get("CTXLAB_DRIVER_TEST_BENCHES", "").split(",") if n]
+    if names:
+        import importlib
+
+        for n in names:
+            importlib.import_module(n).register(globals())
 
 
 # --- the measuring loop ---------------------------------------------------
@@ -1591,73 +1575,13 @@ def clock_cost():
 CLOCK_NS = clock_cost()
 
 
-# The runner's policy (exp.DefaultPolicy), used when a request carries none.
-DEFAULT_POLICY = {
-    "share": 0.1,
-    "grow_max": 100,
-    "overshoot": 1.2,
-    "max_ops_per_rep": 1_000_000_000,
-    "sample_clock_factor": 2000,
-}
 NEVER = 1 << 62  # a sampling interval no batch reaches: no op is timed alone
-
-
-def policy(given):
-    """The request's policy, each missing or zero field from DEFAULT_POLICY."""
-    pol = dict(DEFAULT_POLICY)
-    for k, v in (given or {}).items():
-        if k in pol and v:
-            pol[k] = type(pol[k])(v)
-    return pol
-
-
-def predict(goal, n, el, pol):
-    """testing.B's rule, as the runner's predictN: the ops that should take
-    goal ns if n took el ns, padded by overshoot, growing at most grow_max
-    times and at least by one, and at most max_ops_per_rep."""
-    nxt = int(goal * n / max(el, 1))
-    nxt += int(nxt * (pol["overshoot"] - 1))
-    nxt = min(nxt, int(pol["grow_max"] * n))
-    nxt = max(nxt, n + 1)
-    return min(nxt, pol["max_ops_per_rep"])
-
-
-def size(run, bench_ns, warm_ns, warm_ops, pol):
-    """The runner's warm-up and sizing (runner.size): run a batch, predict
-    the ops that fill its share of the benchtime, and run again, until the
-    warm-up time (or op count) is spent and a batch that is not the arm's
-    first filled its share. A one-op batch counts only when that op fills a
-    whole repetition, so a slow first op (lazy set-up the clock sees) cannot
-    size the repetitions. Returns the batches as [ops, ns] and ns per op."""
-    share = max(1, int(bench_ns * pol["share"]))
-    batches, n, ops = [], 1, 0
-    start = pc()
-    while True:
-        el, done = run(n)
-        batches.append([done, el])
-        ops += done
-        warm = pc() - start >= warm_ns or ops >= warm_ops
-        # A batch at the cap cannot grow: it is trusted too (else a cheap op
-        # under a low cap would loop for ever).
-        trusted = len(batches) > 1 and ((done > 1 and el >= share) or el >= bench_ns or done >= pol["max_ops_per_rep"])
-        if warm and trusted:
-            return batches, max(el / done, 1e-3)
-        n = predict(share, done, el, pol)
-
-
-def sample_every(total_ops, max_samples, per_op, pol, unit):
-    """The runner's sampling rule: keep at most max_samples, and time a unit
-    (an op, or a ring's lap) on its own no more often than every
-    ceil(sample_clock_factor x clock cost / unit cost)-th unit, so the two
-    timestamps stay far below what they time."""
-    units = max(1, total_ops // unit)
-    return max(1, math.ceil(units / max_samples), math.ceil(pol["sample_clock_factor"] * CLOCK_NS / (per_op * unit)))
 
 
 def overhead_notes(every, per_op, bench):
     """Say when the timestamps inside the batch add a visible share to the
     mean: the published (seed) figures were taken with plain loops."""
-    if not bench.sampled or every >= NEVER:
+    if not bench.sampled or every >= NEVER or per_op <= 0:
         return []
     share = 2 * CLOCK_NS / (every * bench.ops_per_unit * per_op)
     if share < 0.01:
@@ -1666,57 +1590,62 @@ def overhead_notes(every, per_op, bench):
             % (every, "st" if every == 1 else "th", 100 * share)]
 
 
-def measure(req):
-    name = req["bench"]
-    p = req.get("params") or {}
-    if name == "test.crash":
-        os._exit(3)
-    if name == "test.sleep":
-        time.sleep(float(p.get("seconds", 3600)))
-        return {"rep_ns": [1], "ops": [1]}
-    if name not in BENCHES:
-        raise ValueError("unknown bench %r" % name)
-    p = dict(p, cpus_b=req.get("cpus_b"))
-    bench = BENCHES[name](p)
-    reps = int(req.get("reps", 3))
-    bench_ns = int(req.get("bench_ns", 100_000_000))
-    warm_ns = int(req.get("warmup_ns", 50_000_000))
-    warm_ops = int(req.get("warmup_ops", 1 << 20))
-    max_samples = int(req.get("max_samples", 20000))
-    min_ops = int(req.get("min_ops", 1))
-    pol = policy(req.get("policy"))
+class Arm:
+    """One arm, from its open message to its timed repetitions: the bench set
+    up (pinned, with its switch interval and busy threads) until close()."""
 
-    old_si = sys.getswitchinterval()
-    si = p.get("switch_interval_s")
-    busy = []
-    ready = False
-    pin(req.get("cpus"))
-    pin(req.get("cpus_a"))
-    mask = sorted(os.sched_getaffinity(0)) if HAVE_AFFINITY else None
-    try:
-        if si:
-            sys.setswitchinterval(float(si))
-        bench.setup()
-        ready = True
-        if int(p.get("busy", 0)) > 0:
-            how = p.get("busy_in", "thread")
-            if how == "thread":
-                kind = Busy
-            elif how == "process":
-                kind = lambda: BusyProcess(req.get("cpus") or BASE_MASK)
-            else:
-                raise ValueError("unknown busy_in %r (want thread or process)" % how)
-            # One at a time into the list the finally closes: a start that
-            # fails (EAGAIN, RLIMIT_NPROC) must not leave the earlier ones
-            # spinning beside every later arm of this driver.
-            for _ in range(int(p["busy"])):
-                busy.append(kind())
-        unsampled = lambda k: bench.run(k, NEVER, [])
-        sizing, per_op = size(unsampled, bench_ns, warm_ns, warm_ops, pol)
-        ops_per_rep = max(min_ops, int(max(1, min(pol["max_ops_per_rep"], bench_ns / per_op))))
-        every = NEVER
-        if bench.sampled:
-            every = sample_every(reps * ops_per_rep, max_samples, per_op, pol, bench.ops_per_unit)
+    def __init__(self, req):
+        name = req.get("bench")
+        if name not in BENCHES:
+            raise ValueError("unknown bench %r" % name)
+        self.req = req
+        self.p = p = dict(req.get("params") or {}, cpus_b=req.get("cpus_b"))
+        self.bench = BENCHES[name](p)
+        self.busy = []
+        self.ready = False
+        self.old_si = sys.getswitchinterval()
+        pin(req.get("cpus"))
+        pin(req.get("cpus_a"))
+        self.mask = sorted(os.sched_getaffinity(0)) if HAVE_AFFINITY else None
+        try:
+            si = p.get("switch_interval_s")
+            if si:
+                sys.setswitchinterval(float(si))
+            self.bench.setup()
+            self.ready = True
+            self.start_busy()
+        except BaseException:
+            self.close()
+            raise
+
+    def start_busy(self):
+        n = int(self.p.get("busy", 0))
+        if n <= 0:
+            return
+        how = self.p.get("busy_in", "thread")
+        if how == "thread":
+            kind = Busy
+        elif how == "process":
+            kind = lambda: BusyProcess(self.req.get("cpus") or BASE_MASK)
+        else:
+            raise ValueError("unknown busy_in %r (want thread or process)" % how)
+        # One at a time into the list close() stops: a start that fails
+        # (EAGAIN, RLIMIT_NPROC) must not leave the earlier ones spinning
+        # beside every later arm of this driver.
+        for _ in range(n):
+            self.busy.append(kind())
+
+    def opened(self):
+        return {"unit": self.bench.ops_per_unit, "sampled": self.bench.sampled}
+
+    def batch(self, n):
+        el, done = self.bench.run(n, NEVER, [])
+        return {"batch": [done, el]}
+
+    def timed(self, reps, ops, every, per_op):
+        bench = self.bench
+        if not every or not bench.sampled:
+            every = NEVER
         samples, rep_ns, rep_ops = [], [], []
         vol = invol = tvol = tinvol = cvol = cinvol = 0
         migr, have_migr = 0, True
@@ -1727,7 +1656,7 @@ def measure(req):
             c0 = [proc_switches(k) for k in kids]
             s0 = rusage_self()
             t0 = rusage_thread()
-            el, done = bench.run(ops_per_rep, every, samples)
+            el, done = bench.run(ops, every, samples)
             t1 = rusage_thread()
             s1 = rusage_self()
             c1 = [proc_switches(k) for k in kids]
@@ -1746,33 +1675,65 @@ def measure(req):
                 have_migr = False
             else:
                 migr += sum(m1[t] - m0[t] for t in m1 if t in m0)
-        out = {
+        return {
             "rep_ns": rep_ns,
             "ops": rep_ops,
             "samples_ns": samples,
-            "sample_every": every if bench.sampled else 0,
-            "sizing": sizing,
-            "per_op_ns": per_op,
-            "policy": pol,
+            "sample_every": every if every < NEVER else 0,
             "switches": {"voluntary": vol, "involuntary": invol, "child_voluntary": cvol, "child_involuntary": cinvol},
             "thread_switches": {"voluntary": tvol, "involuntary": tinvol} if HAVE_RUSAGE_THREAD else None,
             "migrations": migr if have_migr else None,
             "switch_interval_s": sys.getswitchinterval(),
-            "affinity": mask,
+            "affinity": self.mask,
             "metrics": bench.metrics(),
             "notes": bench.notes() + overhead_notes(every, per_op, bench),
         }
-        return out
-    finally:
-        if busy:
-            for b in busy:
-                b.close()
+
+    def close(self):
+        busy, self.busy = self.busy, []
+        for b in busy:
+            b.close()
         try:
-            if ready:
-                bench.teardown()
+            if self.ready:
+                self.ready = False
+                self.bench.teardown()
         finally:
-            sys.setswitchinterval(old_si)
+            sys.setswitchinterval(self.old_si)
             pin(BASE_MASK)
+
+
+ARM = None  # the one arm open, or None
+
+
+def close_arm():
+    global ARM
+    arm, ARM = ARM, None
+    if arm is not None:
+        arm.close()
+
+
+def handle(req):
+    """One message's answer; the arm is closed when its repetitions are done
+    and when anything fails."""
+    global ARM
+    do = req.get("do")
+    if do == "open":
+        close_arm()
+        ARM = Arm(req)
+        return ARM.opened()
+    if do == "close":
+        close_arm()
+        return {}
+    if ARM is None:
+        raise ValueError("no arm is open for %r" % do)
+    if do == "batch":
+        return ARM.batch(int(req["n"]))
+    if do == "timed":
+        try:
+            return ARM.timed(int(req["reps"]), int(req["ops"]), int(req.get("every") or 0), float(req.get("per_op_ns") or 0))
+        finally:
+            close_arm()
+    raise ValueError("unknown message %r" % do)
 
 
 def hello():
@@ -1795,6 +1756,7 @@ def hello():
 
 
 def main():
+    load_test_benches()
     out = sys.stdout
     out.write(json.dumps({"hello": hello()}) + "\n")
     out.flush()
@@ -1806,14 +1768,16 @@ def main():
         try:
             req = json.loads(line)
             rid = req.get("id")
-            res = measure(req)
+            res = handle(req)
             res.update({"id": rid, "ok": True})
         except Unsupported as e:
+            close_arm()
             res = {"id": rid, "ok": False, "unsupported": str(e)}
         except Exception as e:  # reported on the arm; the driver goes on
             import traceback
 
             traceback.print_exc()
+            close_arm()
             res = {"id": rid, "ok": False, "error": "%s: %s" % (type(e).__name__, e)}
         out.write(json.dumps(res) + "\n")
         out.flush()

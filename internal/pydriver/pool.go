@@ -2,6 +2,7 @@ package pydriver
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -17,54 +18,72 @@ var pool struct {
 	sessions map[string]*pooled
 }
 
+// pooled is one interpreter's driver. use is held by whoever uses s: the
+// one arm open on it, or the idle close.
 type pooled struct {
-	mu    sync.Mutex // one request at a time
+	use   chan struct{}
 	s     *Session
 	timer *time.Timer
 }
 
-// Do runs one request on the interpreter's driver, starting the driver if
-// none is running. A driver that failed is dropped, so the next arm starts
-// a fresh one. Hello is the driver's hello (for the arm's params).
-func (in *Interpreter) Do(ctx context.Context, req Request) (*Response, Hello, error) {
+func poolFor(path string) *pooled {
 	pool.mu.Lock()
+	defer pool.mu.Unlock()
 	if pool.sessions == nil {
 		pool.sessions = map[string]*pooled{}
 	}
-	p := pool.sessions[in.Path]
+	p := pool.sessions[path]
 	if p == nil {
-		p = &pooled{}
-		pool.sessions[in.Path] = p
+		p = &pooled{use: make(chan struct{}, 1)}
+		pool.sessions[path] = p
 	}
-	pool.mu.Unlock()
+	return p
+}
 
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// acquire takes p for one arm, starting the driver if none is running;
+// ctx ending while another arm holds it is an error.
+func (p *pooled) acquire(ctx context.Context, in *Interpreter) (*Session, error) {
+	select {
+	case p.use <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("python driver %s still busy with an earlier arm: %w", in.Path, context.Cause(ctx))
+	}
 	if p.timer != nil {
 		p.timer.Stop()
 	}
 	if p.s == nil || p.s.dead {
 		s, err := StartSession(ctx, in.Path, []string{"-u", "-c", Source})
 		if err != nil {
-			return nil, Hello{}, err
+			<-p.use
+			return nil, err
 		}
 		p.s = s
 	}
+	return p.s, nil
+}
+
+// release gives p back: a driver that failed is dropped, so the next arm
+// starts a fresh one; a live one is closed after IdleClose unless an arm
+// takes it first.
+func (p *pooled) release() {
 	s := p.s
-	r, err := s.Do(ctx, req)
 	if s.dead {
 		p.s = nil
 	} else {
 		p.timer = time.AfterFunc(IdleClose, func() {
-			p.mu.Lock()
-			defer p.mu.Unlock()
+			select {
+			case p.use <- struct{}{}:
+			default:
+				return // an arm has it
+			}
 			if p.s == s {
 				s.Close()
 				p.s = nil
 			}
+			<-p.use
 		})
 	}
-	return r, s.Hello, err
+	<-p.use
 }
 
 // CloseAll closes every idle driver now (tests; the end of a run).
@@ -76,7 +95,7 @@ func CloseAll() {
 	}
 	pool.mu.Unlock()
 	for _, p := range ps {
-		p.mu.Lock()
+		p.use <- struct{}{}
 		if p.timer != nil {
 			p.timer.Stop()
 		}
@@ -84,6 +103,6 @@ func CloseAll() {
 			p.s.Close()
 			p.s = nil
 		}
-		p.mu.Unlock()
+		<-p.use
 	}
 }

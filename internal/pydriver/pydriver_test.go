@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,7 +76,7 @@ func TestProtocolGood(t *testing.T) {
 		t.Fatalf("hello = %+v", s.Hello)
 	}
 	for want := 1; want <= 2; want++ { // one driver serves several arms
-		r, err := s.Do(ctx, Request{Bench: "x", Reps: 2})
+		r, err := s.Do(ctx, Message{Do: "timed", Timed: &Timed{Reps: 2}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +103,7 @@ func TestProtocolGarbage(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := s.PID()
-	_, err = s.Do(context.Background(), Request{Bench: "x"})
+	_, err = s.Do(context.Background(), Message{Do: "open", Request: &Request{Bench: "x"}})
 	if !errors.Is(err, ErrProtocol) {
 		t.Fatalf("err = %v, want ErrProtocol", err)
 	}
@@ -116,7 +115,7 @@ func TestProtocolGarbage(t *testing.T) {
 	if !gone(pid) {
 		t.Fatalf("driver group %d not killed after garbage", pid)
 	}
-	if _, err := s.Do(context.Background(), Request{}); err == nil {
+	if _, err := s.Do(context.Background(), Message{Do: "close"}); err == nil {
 		t.Fatal("a dead session accepted a request")
 	}
 }
@@ -126,7 +125,7 @@ func TestProtocolCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Do(context.Background(), Request{Bench: "x"})
+	_, err = s.Do(context.Background(), Message{Do: "open", Request: &Request{Bench: "x"}})
 	if err == nil {
 		t.Fatal("no error from a crashed driver")
 	}
@@ -147,7 +146,7 @@ func TestProtocolHangKilledAtLimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = s.Do(ctx, Request{Bench: "x"})
+	_, err = s.Do(ctx, Message{Do: "open", Request: &Request{Bench: "x"}})
 	if err == nil {
 		t.Fatal("no error from a hung driver")
 	}
@@ -194,7 +193,7 @@ func TestProtocolBadShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Do(context.Background(), Request{})
+	_, err = s.Do(context.Background(), Message{Do: "timed", Timed: &Timed{Reps: 1, Ops: 1}})
 	if !errors.Is(err, ErrProtocol) {
 		t.Fatalf("err = %v, want ErrProtocol", err)
 	}
@@ -206,15 +205,15 @@ func TestProtocolFailedAndUnsupported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r, err := s.Do(context.Background(), Request{})
+	r, err := s.Do(context.Background(), Message{Do: "open", Request: &Request{}})
 	if err != nil || r.OK || !strings.Contains(r.Error, "unknown bench") || !strings.Contains(r.Stderr, "ValueError") {
 		t.Fatalf("failed bench: r=%+v err=%v", r, err)
 	}
-	r, err = s.Do(context.Background(), Request{})
+	r, err = s.Do(context.Background(), Message{Do: "open", Request: &Request{}})
 	if err != nil || r.OK || r.Unsupported == "" {
 		t.Fatalf("unsupported bench: r=%+v err=%v", r, err)
 	}
-	r, err = s.Do(context.Background(), Request{}) // the session goes on
+	r, err = s.Do(context.Background(), Message{Do: "timed", Timed: &Timed{Reps: 1, Ops: 1}}) // the session goes on
 	if err != nil || !r.OK {
 		t.Fatalf("third request: r=%+v err=%v", r, err)
 	}
@@ -261,32 +260,63 @@ func TestRealDriver(t *testing.T) {
 	defer CloseAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	req := Request{Bench: "pingpong.asyncio-queue", Reps: 2, BenchNs: int64(5 * time.Millisecond),
-		WarmUpNs: int64(2 * time.Millisecond), WarmUpOps: 1000, MaxSamples: 100}
-	r, h, err := in.Do(ctx, req)
+	r, h, err := runArm(ctx, in, Request{Bench: "pingpong.asyncio-queue"}, 2, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.OK || len(r.RepNs) != 2 || r.Ops[0] < 1 || len(r.SamplesNs) == 0 || len(r.SamplesNs) > 100+2 {
+	if !r.OK || len(r.RepNs) != 2 || r.Ops[0] != 50 || len(r.SamplesNs) != 100 || r.SampleEvery != 1 {
 		t.Fatalf("response = %+v", r)
 	}
 	if h.Version != in.Version || h.Implementation != "cpython" || h.ClockNs <= 0 {
 		t.Fatalf("hello = %+v, interpreter %+v", h, in)
 	}
 	pid := poolPID(in)
-	// A failing bench is an answer, not a dead driver: the same process goes on.
-	r, _, err = in.Do(ctx, Request{Bench: "no.such.bench", Reps: 1})
-	if err != nil || r.OK || !strings.Contains(r.Error, "unknown bench") || !strings.Contains(r.Stderr, "Traceback") {
-		t.Fatalf("unknown bench: r=%+v err=%v", r, err)
+	// A failing bench is a refusal, not a dead driver: the same process goes on.
+	_, err = in.Open(ctx, Request{Bench: "no.such.bench"})
+	var ref *Refused
+	if !errors.As(err, &ref) || ref.Unsupported || !strings.Contains(ref.Reason, "unknown bench") || !strings.Contains(ref.Stderr, "Traceback") {
+		t.Fatalf("unknown bench: err=%v (%+v)", err, ref)
 	}
 	if poolPID(in) != pid {
 		t.Fatal("the driver was restarted after a failed bench")
 	}
 	// A crash inside the real driver is reported with its exit status.
-	_, _, err = in.Do(ctx, Request{Bench: "test.crash", Reps: 1})
+	testBenches(t)
+	_, err = in.Open(ctx, Request{Bench: "test.crash"})
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") {
 		t.Fatalf("crash: err = %v", err)
 	}
+}
+
+// runArm runs one arm on in at fixed sizes, as the runner does once it
+// has sized it: set up, one warm-up batch of ops, then reps repetitions of
+// ops ops with every unit sampled (where the bench samples).
+func runArm(ctx context.Context, in *Interpreter, req Request, reps, ops int) (*Response, Hello, error) {
+	a, err := in.Open(ctx, req)
+	if err != nil {
+		return nil, Hello{}, err
+	}
+	defer a.Close()
+	if _, _, err := a.Batch(ctx, ops); err != nil {
+		return nil, a.Hello, err
+	}
+	r, err := a.Measure(ctx, Timed{Reps: reps, Ops: ops, Every: 1, PerOpNs: 1000})
+	return r, a.Hello, err
+}
+
+// testBenches makes the drivers the test starts load the test-only
+// benches (testdata/testbenches.py), and closes the pool's drivers, which
+// were started without them, now and when the test ends.
+func testBenches(t *testing.T) {
+	t.Helper()
+	dir, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	CloseAll()
+	t.Setenv("PYTHONPATH", dir)
+	t.Setenv("CTXLAB_DRIVER_TEST_BENCHES", "testbenches")
+	t.Cleanup(CloseAll)
 }
 
 func poolPID(in *Interpreter) int {
@@ -339,21 +369,17 @@ func TestRealDriverEveryBench(t *testing.T) {
 	}
 	for _, c := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		req := Request{Bench: c.bench, Params: c.params, Reps: 2, BenchNs: int64(2 * time.Millisecond),
-			WarmUpNs: int64(time.Millisecond), WarmUpOps: 100, MaxSamples: 1000, MinOps: 1, CPUs: nil}
-		r, h, err := in.Do(ctx, req)
+		r, h, err := runArm(ctx, in, Request{Bench: c.bench, Params: c.params}, 2, 20)
 		cancel()
-		if err != nil {
-			t.Fatalf("%s %v: %v", c.bench, c.params, err)
-		}
-		if c.params["switch_interval_s"] == "" && r.OK && r.SwitchInterval != h.SwitchInterval {
-			t.Errorf("%s: switch interval %v, want the default %v restored", c.bench, r.SwitchInterval, h.SwitchInterval)
-		}
-		if c.params["how"] == "aiosqlite" && r.Unsupported != "" {
+		var ref *Refused
+		if c.params["how"] == "aiosqlite" && errors.As(err, &ref) && ref.Unsupported {
 			continue // aiosqlite not installed: reported, not failed
 		}
-		if !r.OK {
-			t.Fatalf("%s %v: %s; stderr %s", c.bench, c.params, r.Error, r.Stderr)
+		if err != nil {
+			t.Fatalf("%s %v: %v; stderr %s", c.bench, c.params, err, stderrOf(err))
+		}
+		if c.params["switch_interval_s"] == "" && r.SwitchInterval != h.SwitchInterval {
+			t.Errorf("%s: switch interval %v, want the default %v restored", c.bench, r.SwitchInterval, h.SwitchInterval)
 		}
 		if len(r.RepNs) != 2 {
 			t.Fatalf("%s: %d repetitions", c.bench, len(r.RepNs))
@@ -396,10 +422,11 @@ func TestRealDriverHopBadParams(t *testing.T) {
 		{map[string]string{"how": "sideways"}, "how='sideways'; want one of: direct, executor, two-hop, aiosqlite"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		r, _, err := in.Do(ctx, Request{Bench: "hop", Params: c.params, Reps: 1})
+		_, err := in.Open(ctx, Request{Bench: "hop", Params: c.params})
 		cancel()
-		if err != nil || r.OK || !strings.Contains(r.Error, c.want) {
-			t.Errorf("%v: r=%+v err=%v; want an error naming %q", c.params, r, err, c.want)
+		var ref *Refused
+		if !errors.As(err, &ref) || !strings.Contains(ref.Reason, c.want) {
+			t.Errorf("%v: err=%v; want a refusal naming %q", c.params, err, c.want)
 		}
 	}
 	if left := hopTempDirs(poolPID(in)); len(left) > 0 {
@@ -433,18 +460,17 @@ func TestRealDriverAiosqlite(t *testing.T) {
 	defer CloseAll()
 	for _, db := range []string{"file", "memory"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		req := Request{Bench: "hop", Params: map[string]string{"how": "aiosqlite", "db": db}, Reps: 2,
-			BenchNs: int64(5 * time.Millisecond), WarmUpNs: int64(2 * time.Millisecond), WarmUpOps: 100, MaxSamples: 100, MinOps: 1}
-		r, _, err := in.Do(ctx, req)
+		r, _, err := runArm(ctx, in, Request{Bench: "hop", Params: map[string]string{"how": "aiosqlite", "db": db}}, 2, 20)
 		cancel()
+		var ref *Refused
+		if errors.As(err, &ref) && ref.Unsupported {
+			if ciRequires() {
+				t.Fatalf("aiosqlite in CI: %s (.ci/run installs python3-aiosqlite)", ref.Reason)
+			}
+			t.Skipf("%s: %s", in.Path, ref.Reason)
+		}
 		if err != nil {
 			t.Fatal(err)
-		}
-		if r.Unsupported != "" {
-			if ciRequires() {
-				t.Fatalf("aiosqlite in CI: %s (.ci/run installs python3-aiosqlite)", r.Unsupported)
-			}
-			t.Skipf("%s: %s", in.Path, r.Unsupported)
 		}
 		if !r.OK || len(r.RepNs) != 2 || r.Ops[0] < 1 {
 			t.Fatalf("aiosqlite db=%s: %+v", db, r)
@@ -538,111 +564,90 @@ func TestDriverLoopGap(t *testing.T) {
 	t.Fatalf("the driver's call-chain loop stayed above a plain loop in three attempts:\n%s", strings.Join(last, "\n"))
 }
 
-// TestDriverAppliesPolicy gives the driver a policy and checks its
-// warm-up, sizing and sampling against it, with a bench whose first op is
-// slow (lazy set-up the clock sees): the repetitions must not be sized
-// from that one op.
-func TestDriverAppliesPolicy(t *testing.T) {
+// stderrOf is a refusal's stderr, for a failure's message.
+func stderrOf(err error) string {
+	var ref *Refused
+	if errors.As(err, &ref) {
+		return ref.Stderr
+	}
+	return ""
+}
+
+// TestDriverRunsWhatItIsTold: the driver decides no size. A batch runs
+// the ops asked for (in whole units: a bench whose unit is 3 ops runs 12
+// for 10), the timed repetitions run the ops and sample the units they are
+// told to, and a bench whose latencies mean nothing samples none.
+// (runner's TestRunnerSizesTheDriver holds the sizes it is told to the
+// runner's own rule.)
+func TestDriverRunsWhatItIsTold(t *testing.T) {
 	in := realPython(t)
-	defer CloseAll()
-	pol := &Policy{Share: 0.2, GrowMax: 50, Overshoot: 1.3, MaxOpsPerRep: 1e9, SampleClockFactor: 500}
-	req := Request{Bench: "test.spin", Params: map[string]string{"op_ns": "20000", "first_ns": "60000000"},
-		Reps: 2, BenchNs: int64(8 * time.Millisecond), WarmUpNs: int64(2 * time.Millisecond), WarmUpOps: 1 << 20, MaxSamples: 1000, Policy: pol}
+	testBenches(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, h, err := in.Do(ctx, req)
-	if err != nil || !r.OK {
-		t.Fatalf("r=%+v err=%v", r, err)
+	a, err := in.Open(ctx, Request{Bench: "test.spin", Params: map[string]string{"op_ns": "1000", "unit": "3"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if r.Policy == nil || *r.Policy != *pol {
-		t.Fatalf("driver applied policy %+v, sent %+v", r.Policy, pol)
+	if a.Unit != 3 || !a.Sampled {
+		t.Fatalf("unit %d sampled %v, want 3 and true", a.Unit, a.Sampled)
 	}
-	checkSizing(t, r, req)
-	if r.Sizing[0][0] != 1 || r.Sizing[0][1] < 60e6 {
-		t.Fatalf("sizing %v: want the one slow op first", r.Sizing)
-	}
-	// Half the slow op: far above a 20 µs op even when a batch of a few ops
-	// is preempted on a busy machine, far below the 60 ms op it must not use.
-	if r.PerOpNs > 30e6 {
-		t.Fatalf("sized from the slow first op: %.0f ns per op, %d ops per repetition (sizing %v)", r.PerOpNs, r.Ops[0], r.Sizing)
-	}
-	// The sampling rule: keep at most max_samples, and sample no more often
-	// than every ⌈factor × clock ÷ op⌉-th op.
-	want := max(1, ceilDiv(int64(req.Reps)*r.Ops[0], int64(req.MaxSamples)), int64(math.Ceil(pol.SampleClockFactor*h.ClockNs/r.PerOpNs)))
-	if int64(r.SampleEvery) != want {
-		t.Fatalf("sample every %d, want %d (clock %.1f ns, op %.0f ns)", r.SampleEvery, want, h.ClockNs, r.PerOpNs)
-	}
-
-	// A cheap op: many batches, each growing by at most GrowMax.
-	req = Request{Bench: "callchain.plain", Reps: 2, BenchNs: int64(5 * time.Millisecond), WarmUpNs: int64(5 * time.Millisecond),
-		WarmUpOps: 1 << 30, MaxSamples: 1000, Policy: pol}
-	if r, _, err = in.Do(ctx, req); err != nil || !r.OK {
-		t.Fatalf("r=%+v err=%v", r, err)
-	}
-	checkSizing(t, r, req)
-	if len(r.Sizing) < 3 {
-		t.Fatalf("sizing %v: want several batches from one op up", r.Sizing)
-	}
-
-	// MaxOpsPerRep caps a repetition however cheap the op.
-	capped := *pol
-	capped.MaxOpsPerRep = 100
-	req.Policy = &capped
-	if r, _, err = in.Do(ctx, req); err != nil || !r.OK {
-		t.Fatalf("r=%+v err=%v", r, err)
-	}
-	checkSizing(t, r, req) // ops = min(cap, bench ÷ op): the cap unless a preempted batch made the op look slow
-	if last := r.Sizing[len(r.Sizing)-1]; r.Ops[0] > 100 || r.Ops[1] > 100 || last[0] > 100 {
-		t.Fatalf("ops per repetition %v, last sizing batch %v: want at most the cap 100", r.Ops, last)
-	}
-}
-
-// checkSizing asserts the sizing rule on a driver's answer: batches start
-// at one op and grow by at most GrowMax (and at most to the cap); the last
-// one, never the arm's first, filled its share of bench_ns (a one-op batch
-// the whole of it); the repetitions run bench_ns at that batch's rate.
-func checkSizing(t *testing.T, r *Response, req Request) {
-	t.Helper()
-	p := req.Policy
-	b := r.Sizing
-	if len(b) < 2 || b[0][0] != 1 {
-		t.Fatalf("sizing %v: want at least two batches, the first of one op", b)
-	}
-	share := int64(float64(req.BenchNs) * p.Share)
-	for i := 1; i < len(b); i++ {
-		// Each batch is testing.B's prediction from the one before (the
-		// runner's predictN), give or take float rounding.
-		want := predictN(p, share, b[i-1][0], b[i-1][1])
-		if d := b[i][0] - want; d < -2 || d > 2 {
-			t.Fatalf("sizing batch %v after %v: want %d ops (share %d ns, policy %+v): %v", b[i], b[i-1], want, share, *p, b)
+	for _, n := range []int{1, 10, 300} {
+		ops, ns, err := a.Batch(ctx, n)
+		if want := (n + 2) / 3 * 3; err != nil || ops != want || ns < int64(ops)*1000 {
+			t.Fatalf("batch of %d: %d ops in %d ns (%v), want %d ops of at least 1 µs", n, ops, ns, err, want)
 		}
 	}
-	last := b[len(b)-1]
-	if !((last[0] > 1 && last[1] >= share) || last[1] >= req.BenchNs || last[0] >= p.MaxOpsPerRep) {
-		t.Fatalf("the sizing batch %v did not fill its share %d ns of %d: %v", last, share, req.BenchNs, b)
+	r, err := a.Measure(ctx, Timed{Reps: 2, Ops: 60, Every: 4, PerOpNs: 1000})
+	if err != nil {
+		t.Fatal(err)
 	}
-	perOp := float64(last[1]) / float64(last[0])
-	if math.Abs(r.PerOpNs-perOp) > 1e-6*perOp {
-		t.Fatalf("per-op %v ns, the sizing batch says %v", r.PerOpNs, perOp)
+	// 60 ops are 20 units; every 4th unit: 5 samples a repetition.
+	if !slices.Equal(r.Ops, []int64{60, 60}) || r.SampleEvery != 4 || len(r.SamplesNs) != 10 {
+		t.Fatalf("ops %v, sample every %d, %d samples; want [60 60], 4, 10", r.Ops, r.SampleEvery, len(r.SamplesNs))
 	}
-	want := int64(max(1, min(float64(p.MaxOpsPerRep), float64(req.BenchNs)/perOp)))
-	for _, ops := range r.Ops {
-		if ops < want || ops > want+1 {
-			t.Fatalf("repetitions ran %v ops, want %d (%d ns at %.1f ns per op)", r.Ops, want, req.BenchNs, perOp)
+	a.Close()
+	if _, _, err := a.Batch(ctx, 1); err == nil {
+		t.Fatal("a batch on a closed arm")
+	}
+
+	for _, every := range []int{0, 5} { // unsampled when told so, or when the bench's samples mean nothing
+		bench := map[int]string{0: "test.spin", 5: "callchain.plain"}[every]
+		a, err := in.Open(ctx, Request{Bench: bench})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := a.Measure(ctx, Timed{Reps: 1, Ops: 50, Every: every, PerOpNs: 100})
+		a.Close()
+		if err != nil || r.Ops[0] != 50 || len(r.SamplesNs) != 0 || r.SampleEvery != 0 {
+			t.Fatalf("%s every %d: %+v (%v); want 50 ops and no samples", bench, every, r, err)
 		}
 	}
 }
 
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
-// predictN is testing.B's rule with the policy's parameters, as the
-// runner's predictN: the ops that should take goal ns if n took el ns,
-// padded by Overshoot, growing at most GrowMax times and at least by one,
-// and at most MaxOpsPerRep.
-func predictN(p *Policy, goal, n, el int64) int64 {
-	next := int64(float64(goal) * float64(n) / float64(max(el, 1)))
-	next += int64(float64(next) * (p.Overshoot - 1))
-	next = min(next, int64(p.GrowMax*float64(n)))
-	next = max(next, n+1)
-	return min(next, p.MaxOpsPerRep)
+// An arm closed before its repetitions is torn down on the driver, which
+// goes on serving the next arm; one that hangs while being set up is
+// killed at the limit.
+func TestDriverArmClosedEarly(t *testing.T) {
+	in := realPython(t)
+	testBenches(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, err := in.Open(ctx, Request{Bench: "test.spin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := poolPID(in)
+	a.Close()
+	a.Close()
+	if r, _, err := runArm(ctx, in, Request{Bench: "test.spin"}, 1, 10); err != nil || r.Ops[0] != 10 || poolPID(in) != pid {
+		t.Fatalf("the next arm: %+v (%v), driver %d then %d", r, err, pid, poolPID(in))
+	}
+	limit, cancel2 := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel2()
+	if _, err := in.Open(limit, Request{Bench: "test.sleep"}); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("a hung set-up: %v, want the driver killed", err)
+	}
+	if !gone(pid) {
+		t.Fatalf("driver group %d survived the limit", pid)
+	}
 }

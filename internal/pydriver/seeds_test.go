@@ -2,6 +2,7 @@ package pydriver
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -35,19 +36,14 @@ func TestRealDriverSeedBenches(t *testing.T) {
 	}
 	for _, c := range cases {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		bench := 2 * time.Millisecond
+		ops := 20
 		if c.bench == "eventloop.lag" {
-			bench = 100 * time.Millisecond // 1 ms timers must fire in each repetition
+			ops = 200 // 1 ms timers must fire in each repetition (every 10th request works 1 ms)
 		}
-		req := Request{Bench: c.bench, Params: c.params, Reps: 2, BenchNs: int64(bench),
-			WarmUpNs: int64(time.Millisecond), WarmUpOps: 10, MaxSamples: 1000, MinOps: 1}
-		r, _, err := in.Do(ctx, req)
+		r, _, err := runArm(ctx, in, Request{Bench: c.bench, Params: c.params}, 2, ops)
 		cancel()
 		if err != nil {
-			t.Fatalf("%s %v: %v", c.bench, c.params, err)
-		}
-		if !r.OK {
-			t.Fatalf("%s %v: %s; stderr %s", c.bench, c.params, r.Error, r.Stderr)
+			t.Fatalf("%s %v: %v; stderr %s", c.bench, c.params, err, stderrOf(err))
 		}
 		if len(r.RepNs) != 2 {
 			t.Fatalf("%s: %d repetitions", c.bench, len(r.RepNs))
@@ -101,10 +97,11 @@ func TestRealDriverSeedBadParams(t *testing.T) {
 		{"eventloop.lag", map[string]string{"work_ms": "1", "how": "celery"}, "'celery'"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		r, _, err := in.Do(ctx, Request{Bench: c.bench, Params: c.params, Reps: 1, BenchNs: 1e6, WarmUpNs: 1e6, WarmUpOps: 10, MaxSamples: 10})
+		_, _, err := runArm(ctx, in, Request{Bench: c.bench, Params: c.params}, 1, 10)
 		cancel()
-		if err != nil || r.OK || !strings.Contains(r.Error, c.want) {
-			t.Errorf("%s %v: r=%+v err=%v; want an error naming %s", c.bench, c.params, r, err, c.want)
+		var ref *Refused
+		if !errors.As(err, &ref) || !strings.Contains(ref.Reason, c.want) {
+			t.Errorf("%s %v: err=%v; want a refusal naming %s", c.bench, c.params, err, c.want)
 		}
 	}
 }
@@ -116,16 +113,17 @@ func TestRealDriverEventLoopPoolCrash(t *testing.T) {
 	defer CloseAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	req := Request{Bench: "pingpong.future", Reps: 1, BenchNs: 1e6, WarmUpNs: 1e6, WarmUpOps: 10, MaxSamples: 10}
-	if _, _, err := in.Do(ctx, req); err != nil {
+	req := Request{Bench: "pingpong.future"}
+	if _, _, err := runArm(ctx, in, req, 1, 10); err != nil {
 		t.Fatal(err)
 	}
 	pid := poolPID(in)
 	// period 1: every request is a CPU one, the first included.
 	req.Bench, req.Params = "eventloop.lag", map[string]string{"work_ms": "0.1", "how": "process", "period": "1", "fault": "crash"}
-	r, _, err := in.Do(ctx, req)
-	if err != nil || r.OK || !strings.Contains(r.Error, "BrokenProcessPool") {
-		t.Fatalf("r=%+v err=%v; want the arm to fail with BrokenProcessPool", r, err)
+	_, _, err := runArm(ctx, in, req, 1, 10)
+	var ref *Refused
+	if !errors.As(err, &ref) || !strings.Contains(ref.Reason, "BrokenProcessPool") {
+		t.Fatalf("err=%v; want the arm to fail with BrokenProcessPool", err)
 	}
 	if poolPID(in) != pid {
 		t.Fatal("the driver was restarted after a pool worker crashed")
@@ -142,8 +140,8 @@ func TestRealDriverEventLoopPoolHangKilled(t *testing.T) {
 	defer CloseAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	req := Request{Bench: "pingpong.future", Reps: 1, BenchNs: 1e6, WarmUpNs: 1e6, WarmUpOps: 10, MaxSamples: 10}
-	if _, _, err := in.Do(ctx, req); err != nil {
+	req := Request{Bench: "pingpong.future"}
+	if _, _, err := runArm(ctx, in, req, 1, 10); err != nil {
 		t.Fatal(err)
 	}
 	pid := poolPID(in)
@@ -151,7 +149,7 @@ func TestRealDriverEventLoopPoolHangKilled(t *testing.T) {
 	defer cancel2()
 	req.Bench, req.Params = "eventloop.lag", map[string]string{"work_ms": "0.1", "how": "process", "period": "1", "fault": "hang"}
 	start := time.Now()
-	_, _, err := in.Do(limit, req)
+	_, _, err := runArm(limit, in, req, 1, 10)
 	if err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("err = %v; want the driver killed at the limit", err)
 	}

@@ -32,35 +32,41 @@ type Hello struct {
 	Affinity       bool    `json:"affinity"`
 }
 
-// Request asks the driver to measure one arm (one line on its stdin).
+// Request opens one arm on the driver: the bench, its params, and where
+// its threads run. The driver sets the bench up, then runs what it is
+// told (Message): the runner's sizing batches, then its timed repetitions.
 type Request struct {
-	ID         int               `json:"id"`
-	Bench      string            `json:"bench"`
-	Params     map[string]string `json:"params,omitempty"`
-	Reps       int               `json:"reps"`
-	BenchNs    int64             `json:"bench_ns"`
-	WarmUpNs   int64             `json:"warmup_ns"`
-	WarmUpOps  int               `json:"warmup_ops"`
-	MaxSamples int               `json:"max_samples"`
-	MinOps     int               `json:"min_ops,omitempty"`
-	Policy     *Policy           `json:"policy,omitempty"` // nil: the driver's copy of the runner's default
-	CPUs       []int             `json:"cpus,omitempty"`   // the interpreter's CPU set for the arm
-	CPUsA      []int             `json:"cpus_a,omitempty"` // the measuring (main) thread
-	CPUsB      []int             `json:"cpus_b,omitempty"` // partner threads
+	Bench  string            `json:"bench"`
+	Params map[string]string `json:"params,omitempty"`
+	CPUs   []int             `json:"cpus,omitempty"`   // the interpreter's CPU set for the arm
+	CPUsA  []int             `json:"cpus_a,omitempty"` // the measuring (main) thread
+	CPUsB  []int             `json:"cpus_b,omitempty"` // partner threads
+	// MinOps is the fewest ops a timed repetition of the arm runs: the
+	// runner's sizing applies it (exp.SelfTiming); it is not sent.
+	MinOps int `json:"-"`
 }
 
-// Policy is the runner's warm-up, sizing and sampling policy on the wire
-// (exp.Policy); the driver applies it as the runner does (docs/python.md).
-type Policy struct {
-	Share             float64 `json:"share"`
-	GrowMax           float64 `json:"grow_max"`
-	Overshoot         float64 `json:"overshoot"`
-	MaxOpsPerRep      int64   `json:"max_ops_per_rep"`
-	SampleClockFactor float64 `json:"sample_clock_factor"`
+// Timed asks for an arm's timed repetitions: Reps of Ops ops each, every
+// Every-th unit (a ring's lap) timed on its own (0: none), the op's cost
+// from sizing being PerOpNs (for the driver's note on what its timestamps
+// add). The arm is closed after them.
+type Timed struct {
+	Reps    int     `json:"reps"`
+	Ops     int     `json:"ops"`
+	Every   int     `json:"every"`
+	PerOpNs float64 `json:"per_op_ns"`
 }
 
-// Batch is one untimed batch the driver ran before the repetitions: [ops, ns].
-type Batch [2]int64
+// Message is one line to the driver: Do is "open" (Request), "batch" (N
+// ops, untimed by the runner, unsampled), "timed" (Timed) or "close" (the
+// open arm, without measuring it).
+type Message struct {
+	ID       int    `json:"id"`
+	Do       string `json:"do"`
+	*Request        // do=open
+	N        int    `json:"n,omitempty"` // do=batch
+	*Timed          // do=timed
+}
 
 // Counts are switch counts over the timed repetitions.
 type Counts struct {
@@ -70,23 +76,23 @@ type Counts struct {
 	ChildInvoluntary int64 `json:"child_involuntary"`
 }
 
-// Response is the driver's one line of answer to a Request.
+// Response is the driver's one line of answer to a Message.
 type Response struct {
-	ID          int     `json:"id"`
-	OK          bool    `json:"ok"`
-	Unsupported string  `json:"unsupported"`
-	Error       string  `json:"error"`
+	ID          int    `json:"id"`
+	OK          bool   `json:"ok"`
+	Unsupported string `json:"unsupported"`
+	Error       string `json:"error"`
+	// An open arm's answer: the ops one sample times (a ring's lap), and
+	// whether per-op latencies mean anything for its bench.
+	Unit    int  `json:"unit"`
+	Sampled bool `json:"sampled"`
+	// A batch's answer: [ops done, ns].
+	Batch [2]int64 `json:"batch"`
+	// The timed repetitions' answer.
 	RepNs       []int64 `json:"rep_ns"` // elapsed ns of each timed repetition
 	Ops         []int64 `json:"ops"`    // ops done in each repetition
 	SamplesNs   []int64 `json:"samples_ns"`
 	SampleEvery int     `json:"sample_every"`
-	// Sizing are the untimed batches that warmed the arm up and sized its
-	// repetitions, in order; the last one filled its share of bench_ns.
-	Sizing []Batch `json:"sizing"`
-	// PerOpNs is the op's cost from that batch; the ops per repetition and
-	// the sampling interval follow from it. Policy is the policy applied.
-	PerOpNs float64 `json:"per_op_ns"`
-	Policy  *Policy `json:"policy"`
 	// Switches: getrusage(RUSAGE_SELF) over every driver thread, plus
 	// forked children from /proc/<pid>/status.
 	Switches Counts `json:"switches"`
@@ -105,8 +111,8 @@ type Response struct {
 // ErrProtocol is wrapped by errors about a driver that broke the protocol.
 var ErrProtocol = errors.New("driver protocol error")
 
-// check validates a successful response's shape.
-func (r *Response) check() error {
+// checkTimed validates the shape of a timed repetitions' answer.
+func (r *Response) checkTimed() error {
 	if len(r.RepNs) == 0 || len(r.RepNs) != len(r.Ops) {
 		return fmt.Errorf("%w: %d repetition times for %d op counts", ErrProtocol, len(r.RepNs), len(r.Ops))
 	}
@@ -240,10 +246,10 @@ func (s *Session) next(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// Do sends one request and waits for its answer. A driver that exits,
+// Do sends one message and waits for its answer. A driver that exits,
 // hangs past ctx or answers with garbage is killed and the session is dead;
 // an answer that says the bench failed or is unsupported leaves it usable.
-func (s *Session) Do(ctx context.Context, req Request) (*Response, error) {
+func (s *Session) Do(ctx context.Context, req Message) (*Response, error) {
 	if s.dead {
 		return nil, errors.New("python driver session is closed")
 	}
@@ -279,8 +285,8 @@ func (s *Session) Do(ctx context.Context, req Request) (*Response, error) {
 		}
 		r.Stderr = s.stderr.String()
 	}
-	if r.OK {
-		if err := r.check(); err != nil {
+	if r.OK && req.Do == "timed" {
+		if err := r.checkTimed(); err != nil {
 			s.Kill()
 			return nil, fmt.Errorf("%w%s", err, s.stderrTail())
 		}

@@ -117,7 +117,7 @@ func TestCPUTimeFallsBackToThreadClock(t *testing.T) {
 
 	fixed := t.TempDir()
 	fakeTask(t, fixed, selfPID, s.tid, 1, 1, "5000 700 3\n")
-	r, rec = probeOnce(fixed, exp.Threads(s.tid), 100, spin)
+	r, _ = probeOnce(fixed, exp.Threads(s.tid), 100, spin)
 	if r.CPUNsPerOp == nil || *r.CPUNsPerOp != 0 || r.RunqNsPerOp == nil || *r.RunqNsPerOp != 0 {
 		t.Errorf("with schedstat: CPU %v, run queue %v per op, want the frozen fixture's 0 and 0", r.CPUNsPerOp, r.RunqNsPerOp)
 	}

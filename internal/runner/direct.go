@@ -14,31 +14,20 @@ import (
 // selfTimed measures a bench that times itself (exp.SelfTimed, the
 // CPython driver) and turns what it returns into the same result as a Go
 // arm: the same summary, percentiles, histogram, switch and noise fields.
+// The runner sizes it by its own rule, as it sizes a Loop: the bench runs
+// the batches and the repetitions it is told to.
 func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
 	closeBench := closeOnce(bench)
-	req := exp.DirectRequest{Reps: reps, BenchTime: cfg.BenchTime, WarmUp: cfg.WarmUp,
-		WarmUpOps: cfg.WarmUpOps, MaxSamples: cfg.MaxSamples, Policy: policy}
 	type measured struct {
 		d   *exp.DirectResult
 		err error
 	}
-	ch := make(chan measured, 1)
-	go func() {
-		d, err := bench.Measure(actx, req)
-		ch <- measured{d, err}
-	}()
-	var m measured
-	select {
-	case m = <-ch:
-	case <-actx.Done():
-		closeBench()
-		select {
-		case m = <-ch:
-		case <-time.After(abandonAfter):
-			endStatus(&r, ctx, actx, limit, nil)
-			r.Reason += "; " + errAbandoned.Error()
-			return r
-		}
+	m, gone := await(actx, func() measured {
+		d, err := measureSelfTimed(actx, cfg, bench, reps)
+		return measured{d, err}
+	}, func() { closeBench() }, abandonAfter, nil)
+	if gone {
+		return abandoned(r, ctx, actx, limit)
 	}
 	if err := closeBench(); err != nil && m.err == nil {
 		r.Notes = append(r.Notes, "teardown: "+err.Error())
@@ -59,6 +48,11 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 	if d == nil || len(d.RepMeans) == 0 {
 		return r
 	}
+	return directResult(r, cfg, d, before, after)
+}
+
+// directResult fills r from what a self-timed bench measured.
+func directResult(r result.Arm, cfg Config, d *exp.DirectResult, before, after sysinfo.Noise) result.Arm {
 	if len(d.Params) > 0 {
 		params := map[string]string{}
 		for k, v := range r.Params {
@@ -69,16 +63,7 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 		}
 		r.Params = params
 	}
-	var s *measure.Sampler
-	if len(d.Samples) > 0 {
-		s = measure.NewSampler(len(d.Samples), len(d.Samples), 1)
-		for _, v := range d.Samples {
-			s.Record(v)
-		}
-	}
-	// fill summarises the means and samples; the counts are per op of the
-	// driver's own total, which may differ from reps × ops per rep.
-	fill(&r, cfg, d.RepMeans, 0, s)
+	fill(&r, cfg, d.RepMeans, 0, samplerOf(d.Samples))
 	r.Ops = d.OpsPerRep
 	if d.TotalOps > 0 {
 		n := float64(d.TotalOps)
@@ -105,4 +90,39 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 	}
 	addReasons(&r.Noise, sizingReasons(int(d.OpsPerRep), walls, cfg.BenchTime))
 	return r
+}
+
+// measureSelfTimed starts the bench, sizes it (size, over its own
+// batches) and asks for the repetitions that sizing gives, sampled as the
+// runner samples a Loop but by the bench's own clock and units.
+func measureSelfTimed(actx context.Context, cfg Config, bench exp.SelfTimed, reps int) (*exp.DirectResult, error) {
+	t, err := bench.Start(actx)
+	if err != nil {
+		return nil, err
+	}
+	perOp, err := size(actx, cfg, func(n int) (int, int64, error) { return bench.Batch(actx, n) })
+	if err != nil {
+		return nil, err
+	}
+	req := exp.DirectRequest{Reps: reps, OpsPerRep: opsPerRep(cfg.BenchTime, perOp, t.MinOps), PerOpNs: perOp}
+	if t.Sampled {
+		maxSamples := cfg.MaxSamples
+		if t.MaxSamples > 0 && (maxSamples <= 0 || t.MaxSamples < maxSamples) {
+			maxSamples = t.MaxSamples
+		}
+		req.SampleEvery = sampleEvery(reps*req.OpsPerRep, t.UnitOps, maxSamples, t.ClockNs, perOp)
+	}
+	return bench.Measure(actx, req)
+}
+
+// samplerOf holds a self-timed bench's samples, for fill.
+func samplerOf(samples []int64) *measure.Sampler {
+	if len(samples) == 0 {
+		return nil
+	}
+	s := measure.NewSampler(len(samples), len(samples), 1)
+	for _, v := range samples {
+		s.Record(v)
+	}
+	return s
 }

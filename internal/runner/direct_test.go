@@ -13,9 +13,18 @@ import (
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
-// measureFunc is a SelfTimed bench made of one function.
+// measureFunc is a SelfTimed bench made of one function, whose ops cost
+// fakeOpNs each by its own clock (fakeTiming's, which costs 25 ns a reading).
 type measureFunc func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error)
 
+const fakeOpNs = 1000
+
+var fakeTiming = exp.SelfTiming{ClockNs: 25, UnitOps: 1, Sampled: true}
+
+func (f measureFunc) Start(context.Context) (exp.SelfTiming, error) { return fakeTiming, nil }
+func (f measureFunc) Batch(_ context.Context, n int) (int, int64, error) {
+	return n, int64(n) * fakeOpNs, nil
+}
 func (f measureFunc) Measure(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
 	return f(ctx, req)
 }
@@ -30,6 +39,7 @@ func directArm(f measureFunc) exp.Arm {
 func directConfig() Config {
 	c := ForSuite(exp.SuiteQuick)
 	c.Timeout = 300 * time.Millisecond
+	c.WarmUpOps = 1000 // the fake's batches take no time: warm by ops
 	c.Host = sysinfo.Detect()
 	return c
 }
@@ -48,8 +58,12 @@ func TestDirectArmResult(t *testing.T) {
 	if r.Status != result.StatusOK {
 		t.Fatalf("status %s: %s", r.Status, r.Reason)
 	}
-	if got.Reps != cfg.Reps || got.BenchTime != cfg.BenchTime || got.MaxSamples != cfg.MaxSamples {
-		t.Fatalf("request = %+v, config %+v", got, cfg)
+	// Sized by the runner's rule from the bench's own batches and clock.
+	ops := int(cfg.BenchTime / fakeOpNs)
+	want := exp.DirectRequest{Reps: cfg.Reps, OpsPerRep: ops, PerOpNs: fakeOpNs,
+		SampleEvery: sampleEvery(cfg.Reps*ops, 1, cfg.MaxSamples, fakeTiming.ClockNs, fakeOpNs)}
+	if got != want || want.SampleEvery < 2 {
+		t.Fatalf("request = %+v, want %+v", got, want)
 	}
 	if r.Median != 200 || r.Min != 100 || r.Max != 300 || r.Ops != 10 || len(r.RepMeans) != 3 {
 		t.Fatalf("summary: median %v min %v max %v ops %v", r.Median, r.Min, r.Max, r.Ops)
@@ -133,6 +147,10 @@ func (b *blockedUntilClose) Close() error {
 	}
 	return nil
 }
+func (b *blockedUntilClose) Start(context.Context) (exp.SelfTiming, error) { return fakeTiming, nil }
+func (b *blockedUntilClose) Batch(_ context.Context, n int) (int, int64, error) {
+	return n, int64(n) * fakeOpNs, nil
+}
 func (b *blockedUntilClose) Measure(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
 	<-b.closed
 	return nil, errors.New("closed")
@@ -161,6 +179,42 @@ func TestStuckBenchClosedOnce(t *testing.T) {
 		}
 		if b.closes != 1 {
 			t.Errorf("%s: closed %d times, want once", kind, b.closes)
+		}
+	}
+}
+
+// timedBy is measureFunc with its own SelfTiming.
+type timedBy struct {
+	measureFunc
+	t exp.SelfTiming
+}
+
+func (b timedBy) Start(context.Context) (exp.SelfTiming, error) { return b.t, nil }
+
+// The bench's timing goes into the runner's rule: a floor on the ops, a
+// unit of several ops, a cap on the samples, and no sampling where
+// samples mean nothing.
+func TestDirectArmTiming(t *testing.T) {
+	cfg := directConfig()
+	for _, tt := range []exp.SelfTiming{
+		{ClockNs: 25, UnitOps: 10, Sampled: true, MinOps: 1e6, MaxSamples: 50},
+		{ClockNs: 25, UnitOps: 1, Sampled: false},
+	} {
+		var got exp.DirectRequest
+		b := timedBy{func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
+			got = req
+			return &exp.DirectResult{RepMeans: []float64{1}, OpsPerRep: 1}, nil
+		}, tt}
+		a := exp.Arm{Name: "t/timed", Open: func(context.Context) (exp.Bench, error) { return b, nil }}
+		if r := Arm(context.Background(), cfg, &exp.Spec{Name: "t"}, a); r.Status != result.StatusOK {
+			t.Fatalf("%+v: %s (%s)", tt, r.Status, r.Reason)
+		}
+		want := exp.DirectRequest{Reps: cfg.Reps, OpsPerRep: max(tt.MinOps, int(cfg.BenchTime/fakeOpNs)), PerOpNs: fakeOpNs}
+		if tt.Sampled {
+			want.SampleEvery = sampleEvery(cfg.Reps*want.OpsPerRep, tt.UnitOps, tt.MaxSamples, tt.ClockNs, fakeOpNs)
+		}
+		if got != want {
+			t.Errorf("%+v: request %+v, want %+v", tt, got, want)
 		}
 	}
 }

@@ -24,24 +24,13 @@ func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm,
 	metrics := map[string][]float64{}
 	var ops int64
 	var failed error
-	abandoned := false
 	for rep := 0; rep < reps && failed == nil; rep++ {
-		ch := make(chan read, 1)
-		go func() {
+		got, gone := await(actx, func() read {
 			rd, err := bench.Read(actx)
-			ch <- read{rd, err}
-		}()
-		var got read
-		select {
-		case got = <-ch:
-		case <-actx.Done():
-			closeBench()
-			select {
-			case got = <-ch:
-			case <-time.After(abandonAfter):
-				abandoned = true
-				got.err = errAbandoned
-			}
+			return read{rd, err}
+		}, func() { closeBench() }, abandonAfter, nil)
+		if gone {
+			return abandoned(r, ctx, actx, limit)
 		}
 		if got.err == nil && actx.Err() != nil {
 			got.err = actx.Err() // stop here: the bench is closed
@@ -55,11 +44,6 @@ func gauge(ctx, actx context.Context, cfg Config, bench exp.Gauge, r result.Arm,
 		for k, v := range got.rd.Metrics {
 			metrics[k] = append(metrics[k], v)
 		}
-	}
-	if abandoned {
-		endStatus(&r, ctx, actx, limit, failed)
-		r.Reason += "; " + errAbandoned.Error()
-		return r
 	}
 	if err := closeBench(); err != nil && failed == nil {
 		r.Notes = append(r.Notes, "teardown: "+err.Error())

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"runtime"
 	"sort"
 	"strings"
@@ -191,25 +190,11 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 		reps = a.Reps
 	}
 
-	// Placement: GOMAXPROCS and the process's CPU mask for the arm's life.
-	// Setting GOMAXPROCS, even to its current value, also stops Go (1.25
-	// on) from resizing it to the CPU mask: once PinProcess has confined
-	// the harness to the CPUs the workers leave, sysmon would otherwise cut
-	// GOMAXPROCS to their count within a second, and two locked threads at
-	// GOMAXPROCS=1 queue for the one P at every runtime-aware wait (a plain
-	// eventfd ping-pong, pinned so, went from 7.2 to 155–226 µs a round
-	// trip). The arm is flagged if it did not hold.
-	prevProcs := runtime.GOMAXPROCS(r.GOMAXPROCS)
-	defer runtime.GOMAXPROCS(prevProcs)
-	if len(a.CPUs) > 0 {
-		prevMask, err := measure.Affinity()
-		if err == nil {
-			defer measure.PinProcess(prevMask)
-		}
-		if err := measure.PinProcess(a.CPUs); err != nil {
-			r.Status, r.Reason = result.StatusFailed, err.Error()
-			return r
-		}
+	unplace, err := place(&r, a.CPUs)
+	defer unplace()
+	if err != nil {
+		r.Status, r.Reason = result.StatusFailed, err.Error()
+		return r
 	}
 
 	before := sysinfo.Sample(cfg.Host)
@@ -222,24 +207,7 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 
 	bench, err := open(actx, a)
 	if err != nil {
-		if ctx.Err() != nil {
-			// Ctrl-C during set-up: the run was interrupted, not the arm
-			// broken (open closes whatever the set-up still brings up).
-			r.Status, r.Reason = result.StatusInterrupted, "interrupted during setup"
-			return r
-		}
-		if actx.Err() != nil {
-			r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("setup did not finish within %v", limit)
-			return r
-		}
-		r.Status, r.Reason = result.StatusFailed, "setup: "+err.Error()
-		switch {
-		case errors.Is(err, exp.ErrSkipped):
-			r.Status, r.Reason = result.StatusSkipped, err.Error()
-		case errors.Is(err, exp.ErrUnsupported):
-			r.Status = result.StatusUnsupported
-		}
-		return r
+		return setupFailed(r, ctx, actx, limit, err)
 	}
 	switch b := bench.(type) {
 	case exp.Loop:
@@ -255,6 +223,45 @@ func arm(ctx context.Context, cfg Config, spec *exp.Spec, a exp.Arm) result.Arm 
 	}
 	if got := runtime.GOMAXPROCS(0); got != r.GOMAXPROCS {
 		addReasons(&r.Noise, []string{fmt.Sprintf("GOMAXPROCS was %d when the arm ended, not its %d: the figure may not be the arm's", got, r.GOMAXPROCS)})
+	}
+	return r
+}
+
+// place sets GOMAXPROCS and the process's CPU mask for the arm's life,
+// and returns what puts them back. Setting GOMAXPROCS, even to its current
+// value, also stops Go (1.25 on) from resizing it to the CPU mask: once
+// PinProcess has confined the harness to the CPUs the workers leave,
+// sysmon would otherwise cut GOMAXPROCS to their count within a second,
+// and two locked threads at GOMAXPROCS=1 queue for the one P at every
+// runtime-aware wait (a plain eventfd ping-pong, pinned so, went from 7.2
+// to 155–226 µs a round trip). The arm is flagged if it did not hold.
+func place(r *result.Arm, cpus []int) (undo func(), err error) {
+	prevProcs := runtime.GOMAXPROCS(r.GOMAXPROCS)
+	undo = func() { runtime.GOMAXPROCS(prevProcs) }
+	if len(cpus) == 0 {
+		return undo, nil
+	}
+	if prevMask, err := measure.Affinity(); err == nil {
+		undo = func() { measure.PinProcess(prevMask); runtime.GOMAXPROCS(prevProcs) }
+	}
+	return undo, measure.PinProcess(cpus)
+}
+
+// setupFailed is the result of an arm whose set-up (Open) returned err.
+func setupFailed(r result.Arm, ctx, actx context.Context, limit time.Duration, err error) result.Arm {
+	switch {
+	case ctx.Err() != nil:
+		// Ctrl-C during set-up: the run was interrupted, not the arm
+		// broken (open closes whatever the set-up still brings up).
+		r.Status, r.Reason = result.StatusInterrupted, "interrupted during setup"
+	case actx.Err() != nil:
+		r.Status, r.Reason = result.StatusTimedOut, fmt.Sprintf("setup did not finish within %v", limit)
+	case errors.Is(err, exp.ErrSkipped):
+		r.Status, r.Reason = result.StatusSkipped, err.Error()
+	case errors.Is(err, exp.ErrUnsupported):
+		r.Status, r.Reason = result.StatusUnsupported, "setup: "+err.Error()
+	default:
+		r.Status, r.Reason = result.StatusFailed, "setup: "+err.Error()
 	}
 	return r
 }
@@ -287,207 +294,6 @@ func closeOnce(b exp.Bench) func() error {
 	}
 }
 
-// MinOpsPerRep is the fewest ops a repetition may hold before its mean is
-// flagged noisy: below it one slow op moves the mean.
-const MinOpsPerRep = 10
-
-// loop measures a bench the runner times: warm-up and sizing, then the
-// repetitions, each bracketed by the probes.
-func loop(ctx, actx context.Context, cfg Config, a exp.Arm, bench exp.Loop, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
-	closeBench := closeOnce(bench)
-	parts := bench.Participants()
-	task := newTaskProbe(parts)
-	ps := probes{task, newSchedProbe()}
-	ac := openArmCounters(cfg, a, parts)
-	if ac != nil {
-		ps = append(ps, ac)
-	}
-
-	var sampler *measure.Sampler
-	var means []float64
-	var walls []int64
-	var opsPerRep int
-	var cpus []int
-	type outcome struct{ err error }
-	done := make(chan outcome, 1)
-	go func() {
-		perOp, err := size(actx, cfg, bench)
-		if err != nil {
-			done <- outcome{fmt.Errorf("warm-up: %w", err)}
-			return
-		}
-		opsPerRep = int(math.Max(1, math.Min(float64(policy.MaxOpsPerRep), float64(cfg.BenchTime)/perOp)))
-		if tp, ok := bench.(exp.TimedPhase); ok {
-			tp.StartTimed(opsPerRep)
-		}
-		// Timestamps cost more than the calibrated clock read around a
-		// blocking op (measured: sampling every 6 µs pipe round trip added
-		// 3–10% to the mean, every 10th op under 1%), so sample no more
-		// often than every (2000 × clock / op)-th op: every op only from ~50 µs up.
-		minEvery := int(math.Ceil(policy.SampleClockFactor * cfg.ClockCost / perOp))
-		sampler = measure.NewSampler(reps*opsPerRep, cfg.MaxSamples, minEvery)
-		for rep := 0; rep < reps; rep++ {
-			if actx.Err() != nil {
-				done <- outcome{actx.Err()}
-				return
-			}
-			ps.mark()
-			sampler.Mark()
-			b := measure.NewB(actx, opsPerRep, sampler, ps.snap)
-			b.StartTimer()
-			err := bench.Run(b)
-			b.StopTimer()
-			if err != nil {
-				// Only finished repetitions count: drop what the probes
-				// and the sampler saw of this one, whose ops are not
-				// counted either. When none finished because the arm's
-				// time ran out, the sampled ops of this one are all the
-				// arm has (a starved timer): they stay, and a note says
-				// so. A repetition that broke keeps nothing.
-				ps.rollback()
-				if rep > 0 || actx.Err() == nil {
-					sampler.Rollback()
-				}
-				done <- outcome{err}
-				return
-			}
-			walls = append(walls, b.Elapsed())
-			means = append(means, float64(b.Elapsed())/float64(opsPerRep))
-		}
-		// The workers are still there: read where they may run.
-		cpus = participantCPUs(parts)
-		done <- outcome{nil}
-	}()
-
-	var out outcome
-	abandoned := false
-	select {
-	case out = <-done:
-	case <-actx.Done():
-		// Unblock a stuck arm (starved partner, hung child), then give it a
-		// moment to return what it has.
-		closeBench()
-		select {
-		case out = <-done:
-		case <-time.After(abandonAfter):
-			abandoned = true
-		}
-	}
-	if abandoned {
-		// The measuring goroutine may still read the probes (perf counter
-		// fds): close them only once it has returned, if it ever does.
-		go func() { <-done; ps.close() }()
-	} else {
-		if err := closeBench(); err != nil && out.err == nil {
-			r.Notes = append(r.Notes, "teardown: "+err.Error())
-		}
-		defer ps.close()
-	}
-	after := sysinfo.Sample(cfg.Host)
-
-	endStatus(&r, ctx, actx, limit, out.err)
-	if r.Status == result.StatusTimedOut && abandoned {
-		r.Reason += "; " + errAbandoned.Error()
-	}
-	if abandoned {
-		// The measuring goroutine may still write its slices.
-		return r
-	}
-	if len(cpus) > 0 {
-		r.CPUs = cpus
-	}
-	if len(means) == 0 && (sampler == nil || sampler.Len() == 0) {
-		return r
-	}
-	if r.Status != result.StatusOK && len(means) > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d repetitions finished before it stopped", len(means), reps))
-	}
-	if len(means) == 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("no repetition finished: the percentiles are the %d sampled ops of the one that did not", sampler.Len()))
-	}
-	rec := &exp.Record{Ops: int64(opsPerRep) * int64(len(means)), SampleEvery: sampler.Every()}
-	for _, w := range walls {
-		rec.WallNs += w
-	}
-	fill(&r, cfg, means, opsPerRep, sampler)
-	if sampler.Len() > 0 {
-		rec.Samples = sampler.Sorted()
-	}
-	ps.fill(&r, rec)
-	if an, ok := bench.(exp.Analyzer); ok {
-		an.Analyze(rec, &r)
-	}
-	r.Noise = Noise(r, before, after, cfg.Host, cfg.StartLoad)
-	addReasons(&r.Noise, sizingReasons(opsPerRep, walls, cfg.BenchTime))
-	if cfg.Observe != nil {
-		o := Observation{Arm: r.Name, Participants: parts, RepWallNs: walls}
-		o.Switches, o.WholeSwitches = task.totals()
-		if ac != nil {
-			o.CounterTIDs = ac.tids
-		}
-		cfg.Observe(o)
-	}
-	return r
-}
-
-// size warms the bench up and finds its cost per op the way testing.B
-// sizes b.N: run a batch, predict from it how many ops fill the batch's
-// share of the benchtime (a tenth), grow at most 100× and at least by one,
-// and run again, until the warm-up time (or op count) is spent and a batch
-// that is not the first filled its share. A batch of one op counts only
-// when that op fills a whole repetition. So a slow first op (a child's
-// start-up, a cold cache) cannot size the repetitions.
-func size(ctx context.Context, cfg Config, bench exp.Loop) (perOp float64, err error) {
-	share := max(int64(policy.Share*float64(cfg.BenchTime)), 1)
-	n, ops := 1, 0
-	start := measure.Now()
-	for i := 0; ; i++ {
-		b := measure.NewB(ctx, n, nil, nil)
-		b.StartTimer()
-		if err := bench.Run(b); err != nil {
-			return 0, err
-		}
-		b.StopTimer()
-		el := b.Elapsed()
-		ops += n
-		warm := measure.Now()-start >= int64(cfg.WarmUp) || ops >= cfg.WarmUpOps
-		// A batch at the op cap is as large as a repetition may be: accept
-		// it even if it falls short of its share (an op of a few ns under a
-		// long --benchtime), or sizing would never end.
-		atCap := n >= int(policy.MaxOpsPerRep)
-		trusted := i > 0 && ((n > 1 && el >= share) || el >= int64(cfg.BenchTime) || atCap)
-		if warm && trusted {
-			return math.Max(float64(el)/float64(n), 1e-3), nil
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		n = predictN(share, n, el)
-	}
-}
-
-// policy is the runner's sizing and sampling rule, the one the CPython
-// driver is sent too, so the two cannot drift apart.
-var policy = exp.DefaultPolicy
-
-// predictN is testing.B's rule: the ops that should take goal ns if the
-// last n took el ns, padded by the policy's overshoot, growing at most
-// GrowMax times and at least by one, and at most MaxOpsPerRep.
-func predictN(goal int64, n int, el int64) int {
-	if el <= 0 {
-		el = 1
-	}
-	next := float64(goal) * float64(n) / float64(el) * policy.Overshoot
-	next = min(next, policy.GrowMax*float64(n), float64(policy.MaxOpsPerRep))
-	return int(min(max(int64(next), int64(n)+1), policy.MaxOpsPerRep))
-}
-
-// abandonAfter is how long a closed arm gets to return what it has before
-// the runner gives up on it (a worker stuck where Close cannot reach).
-var abandonAfter = 5 * time.Second
-
-var errAbandoned = errors.New("a worker did not stop and was abandoned")
-
 // endStatus says how an arm ended: interrupted (the run's context),
 // timed out (the arm's limit), or what its error says (skipped,
 // unsupported, failed). Nothing is set when it ran to the end.
@@ -504,26 +310,6 @@ func endStatus(r *result.Arm, ctx, actx context.Context, limit time.Duration, er
 	case err != nil:
 		r.Status, r.Reason = result.StatusFailed, err.Error()
 	}
-}
-
-// sizingReasons flags repetitions too short to trust: too few ops, or a
-// wall time far from the benchtime they were sized for (the op's cost
-// changed after sizing, or sizing was misled).
-func sizingReasons(opsPerRep int, walls []int64, benchTime time.Duration) []string {
-	var out []string
-	if len(walls) == 0 {
-		return nil
-	}
-	if opsPerRep < MinOpsPerRep {
-		out = append(out, fmt.Sprintf("only %d ops per repetition (< %d): one slow op moves the mean", opsPerRep, MinOpsPerRep))
-	}
-	s := append([]int64(nil), walls...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	med := time.Duration(s[len(s)/2])
-	if med < benchTime/4 || med > 4*benchTime {
-		out = append(out, fmt.Sprintf("repetitions lasted %s, not the %s they were sized for", result.FormatNs(float64(med)), result.FormatNs(float64(benchTime))))
-	}
-	return out
 }
 
 func addReasons(n *result.Noise, reasons []string) {
@@ -637,20 +423,16 @@ func open(ctx context.Context, a exp.Arm) (exp.Bench, error) {
 		b   exp.Bench
 		err error
 	}
-	ch := make(chan opened, 1)
-	go func() {
+	o, gone := await(ctx, func() opened {
 		b, err := a.Open(ctx)
-		ch <- opened{b, err}
-	}()
-	select {
-	case o := <-ch:
-		return o.b, o.err
-	case <-ctx.Done():
-		go func() {
-			if o := <-ch; o.err == nil && o.b != nil {
-				o.b.Close()
-			}
-		}()
+		return opened{b, err}
+	}, nil, 0, func(o opened) {
+		if o.err == nil && o.b != nil {
+			o.b.Close()
+		}
+	})
+	if gone {
 		return nil, ctx.Err()
 	}
+	return o.b, o.err
 }

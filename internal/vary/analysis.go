@@ -143,70 +143,77 @@ func (a *Analysis) Arms() []result.Arm {
 			arms = append(arms, r)
 			continue
 		}
-		r.Ops = 1
-		if a.PerUnit {
-			var ws []float64
-			for _, s := range v.OKRuns {
-				ws = append(ws, s.Work)
-			}
-			r.Ops = int64(math.Round(measure.Summarize(ws).Median))
-		}
-		r.RepMeans = v.Wall.Values
-		r.Median, r.Min, r.Max = v.Wall.Median, v.Wall.Min, v.Wall.Max
-		r.Noise = v.Noise
-		if vo, in := v.Fig(KeyVoluntary), v.Fig(KeyInvoluntary); vo.OK() && in.OK() {
-			r.Switches = &result.Switches{Voluntary: vo.Median, Involuntary: in.Median}
-		}
-		if m := v.Fig(KeyMigrations); m.OK() {
-			r.Migrations = ptr(m.Median)
-		}
-		if c := v.Fig(KeyCPU); c.OK() {
-			r.CPUNsPerOp = ptr(c.Median)
-		}
-		if q := v.Fig(KeyRunq); q.OK() {
-			r.RunqNsPerOp = ptr(q.Median)
-		}
-		for _, ev := range measure.Events {
-			st := statOf(Figure{Total: true, Get: perf(ev.Name)}, v.OKRuns, a.PerUnit)
-			c := result.Counter{Name: ev.Name, Unsupported: st.Unsupported}
-			if st.OK() {
-				c.PerOp = ptr(st.Median)
-			}
-			r.Counters = append(r.Counters, c)
-		}
-		for _, f := range Figures {
-			st := v.Fig(f.Key)
-			if !st.OK() {
-				continue
-			}
-			if f.Total {
-				if r.RepMetrics == nil {
-					r.RepMetrics = map[string][]float64{}
-				}
-				r.RepMetrics[f.Key] = st.Values
-			}
-			r.SetMetric(f.Key, st.Median)
-		}
-		if a.PerUnit && v.Wall.Median > 0 {
-			r.SetMetric("throughput-units/s", 1e9/v.Wall.Median)
-		}
-		if s, ok := splitOf[v.Point.Label()]; ok && s.CPUA > 0 {
-			r.SetMetric("extra-cpu-ns/op", s.ExtraCPU)
-			r.SetMetric("extra-switches/op", s.ExtraSwitches)
-			if s.Priced && s.ExtraCPU > 0 && !s.DirectOverflows {
-				r.SetMetric("direct-ns/op", s.DirectNs)
-				r.SetMetric("not-in-switch-path-ns/op", s.RestNs)
-				r.SetMetric("direct-share-ratio", s.DirectShare)
-			}
-		}
-		for _, f := range Figures {
-			if st := v.Fig(f.Key); st.OK() && st.Source != "" {
-				r.Notes = appendOnce(r.Notes, sourceNote(f, st.Source))
-			}
-		}
+		a.figures(&r, v, splitOf)
 		arms = append(arms, r)
 	}
 	return arms
+}
+
+// figures fills the arm of a value whose runs count: its summary, the
+// switches, CPU and counters per op, every figure as a metric, the split
+// of its extra time, and where each figure came from.
+func (a *Analysis) figures(r *result.Arm, v Value, splitOf map[string]Split) {
+	r.Ops = 1
+	if a.PerUnit {
+		var ws []float64
+		for _, s := range v.OKRuns {
+			ws = append(ws, s.Work)
+		}
+		r.Ops = int64(math.Round(measure.Summarize(ws).Median))
+	}
+	r.RepMeans = v.Wall.Values
+	r.Median, r.Min, r.Max = v.Wall.Median, v.Wall.Min, v.Wall.Max
+	r.Noise = v.Noise
+	if vo, in := v.Fig(KeyVoluntary), v.Fig(KeyInvoluntary); vo.OK() && in.OK() {
+		r.Switches = &result.Switches{Voluntary: vo.Median, Involuntary: in.Median}
+	}
+	if m := v.Fig(KeyMigrations); m.OK() {
+		r.Migrations = ptr(m.Median)
+	}
+	if c := v.Fig(KeyCPU); c.OK() {
+		r.CPUNsPerOp = ptr(c.Median)
+	}
+	if q := v.Fig(KeyRunq); q.OK() {
+		r.RunqNsPerOp = ptr(q.Median)
+	}
+	for _, ev := range measure.Events {
+		st := statOf(Figure{Total: true, Get: perf(ev.Name)}, v.OKRuns, a.PerUnit)
+		c := result.Counter{Name: ev.Name, Unsupported: st.Unsupported}
+		if st.OK() {
+			c.PerOp = ptr(st.Median)
+		}
+		r.Counters = append(r.Counters, c)
+	}
+	for _, f := range Figures {
+		st := v.Fig(f.Key)
+		if !st.OK() {
+			continue
+		}
+		if f.Total {
+			if r.RepMetrics == nil {
+				r.RepMetrics = map[string][]float64{}
+			}
+			r.RepMetrics[f.Key] = st.Values
+		}
+		r.SetMetric(f.Key, st.Median)
+	}
+	if a.PerUnit && v.Wall.Median > 0 {
+		r.SetMetric("throughput-units/s", 1e9/v.Wall.Median)
+	}
+	if s, ok := splitOf[v.Point.Label()]; ok && s.CPUA > 0 {
+		r.SetMetric("extra-cpu-ns/op", s.ExtraCPU)
+		r.SetMetric("extra-switches/op", s.ExtraSwitches)
+		if s.Priced && s.ExtraCPU > 0 && !s.DirectOverflows {
+			r.SetMetric("direct-ns/op", s.DirectNs)
+			r.SetMetric("not-in-switch-path-ns/op", s.RestNs)
+			r.SetMetric("direct-share-ratio", s.DirectShare)
+		}
+	}
+	for _, f := range Figures {
+		if st := v.Fig(f.Key); st.OK() && st.Source != "" {
+			r.Notes = appendOnce(r.Notes, sourceNote(f, st.Source))
+		}
+	}
 }
 
 // sourceNote says where a figure came from, where it is not perf's own.

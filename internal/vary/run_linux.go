@@ -147,8 +147,35 @@ func (c *Command) Run(ctx context.Context, p Point) Sample {
 	if note != "" {
 		s.Notes = append(s.Notes, note)
 	}
-	pid := cmd.Process.Pid
-	cmdProc, _ := c.Root.ReadProc(pid) // its start time tells its leftovers from older processes
+	cmdProc, _ := c.Root.ReadProc(cmd.Process.Pid) // its start time tells its leftovers from older processes
+	c.watch(ctx, &s, cmd.Process.Pid, grace, began)
+	if n := stopLeftovers(c.Root, cmdProc); n != "" {
+		s.Notes = append(s.Notes, n)
+	}
+	waitErr := cmd.Wait()
+	reapLeftovers(c.Root, cmdProc)
+	s.After = sysinfo.Sample(c.Host)
+	s.Counters = counters.Read()
+	s.exited(cmd, waitErr, args[0], lastLine(errOut.Bytes()))
+	if s.Status == result.StatusOK {
+		s.Work = c.Work
+		if c.WorkFrom != nil {
+			n, err := WorkIn(out.Bytes(), c.WorkFrom)
+			if err != nil {
+				s.Status, s.Reason = result.StatusFailed, err.Error()
+			}
+			s.Work = n
+		}
+	}
+	return s
+}
+
+// watch reads the command's threads every Interval until it exits,
+// without reaping it, and stops it when ctx ends (SIGINT) or Timeout
+// passes (SIGTERM), then SIGKILL after grace. The wall time from began
+// ends when it exits; the last readings are taken after: a zombie's
+// counts are still readable.
+func (c *Command) watch(ctx context.Context, s *Sample, pid int, grace time.Duration, began time.Time) {
 	exited := make(chan struct{})
 	go func() { // tells when the command has exited, without reaping it
 		var info unix.Siginfo
@@ -169,11 +196,14 @@ func (c *Command) Run(ctx context.Context, p Point) Sample {
 	defer limit.Stop()
 	var kill <-chan time.Time
 	stop := ctx.Done()
-loop:
 	for {
 		select {
 		case <-exited:
-			break loop
+			s.WallNs = int64(time.Since(began))
+			if w != nil {
+				s.add(w.Step())
+			}
+			return
 		case <-tick.C:
 			if w != nil {
 				s.add(w.Step())
@@ -193,51 +223,35 @@ loop:
 			kill = nil
 		}
 	}
-	s.WallNs = int64(time.Since(began))
-	if w != nil {
-		s.add(w.Step()) // the exited command is a zombie until reaped: its last counts are still readable
-	}
-	if n := stopLeftovers(c.Root, cmdProc); n != "" {
-		s.Notes = append(s.Notes, n)
-	}
-	waitErr := cmd.Wait()
-	reapLeftovers(c.Root, cmdProc)
-	s.After = sysinfo.Sample(c.Host)
-	s.Counters = counters.Read()
-	if ps := cmd.ProcessState; ps != nil {
-		if r, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			s.Rusage = Rusage{UserNs: (r.Utime.Sec*1e6 + r.Utime.Usec) * 1e3, SysNs: (r.Stime.Sec*1e6 + r.Stime.Usec) * 1e3,
-				Vol: r.Nvcsw, Invol: r.Nivcsw, MinFlt: r.Minflt, MajFlt: r.Majflt, MaxRSSKiB: r.Maxrss}
+}
+
+// exited records how the reaped command ended: its rusage, its exit
+// status or signal, and a failure (with the last line of its stderr).
+func (s *Sample) exited(cmd *exec.Cmd, waitErr error, name, lastErr string) {
+	ps := cmd.ProcessState
+	if ps == nil {
+		if waitErr != nil && s.Status == result.StatusOK {
+			s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("waiting for %s: %v", name, waitErr)
 		}
+		return
+	}
+	if r, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		s.Rusage = Rusage{UserNs: (r.Utime.Sec*1e6 + r.Utime.Usec) * 1e3, SysNs: (r.Stime.Sec*1e6 + r.Stime.Usec) * 1e3,
+			Vol: r.Nvcsw, Invol: r.Nivcsw, MinFlt: r.Minflt, MajFlt: r.Majflt, MaxRSSKiB: r.Maxrss}
 	}
 	signal := ""
-	if ps := cmd.ProcessState; ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			s.ExitStatus = 128 + int(ws.Signal())
-			signal = fmt.Sprintf(" (killed by signal %d, %v)", int(ws.Signal()), ws.Signal())
-		} else {
-			s.ExitStatus = ps.ExitCode()
-		}
-	} else if waitErr != nil && s.Status == result.StatusOK {
-		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("waiting for %s: %v", args[0], waitErr)
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		s.ExitStatus = 128 + int(ws.Signal())
+		signal = fmt.Sprintf(" (killed by signal %d, %v)", int(ws.Signal()), ws.Signal())
+	} else {
+		s.ExitStatus = ps.ExitCode()
 	}
 	if s.Status == result.StatusOK && s.ExitStatus != 0 {
 		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("exit status %d%s", s.ExitStatus, signal)
-		if l := lastLine(errOut.Bytes()); l != "" {
-			s.Reason += ": " + l
+		if lastErr != "" {
+			s.Reason += ": " + lastErr
 		}
 	}
-	if s.Status == result.StatusOK {
-		s.Work = c.Work
-		if c.WorkFrom != nil {
-			n, err := WorkIn(out.Bytes(), c.WorkFrom)
-			if err != nil {
-				s.Status, s.Reason = result.StatusFailed, err.Error()
-			}
-			s.Work = n
-		}
-	}
-	return s
 }
 
 // add counts one interval's readings: every thread whose schedstat was

@@ -151,7 +151,7 @@ func (s Split) Lines() []string {
 	direct := fmt.Sprintf("  direct (in the switch path): %s switches × %s per switch = %s", signedCount(s.ExtraSwitches),
 		result.FormatNs(s.PerSwitchNs), signedNs(s.DirectNs))
 	if s.DirectOverflows {
-		out = append(out, direct+fmt.Sprintf(", more than the extra CPU time: the cost per switch measured here (a thread round trip) overstates these switches, or the difference is within noise; no rest is shown"),
+		out = append(out, direct+", more than the extra CPU time: the cost per switch measured here (a thread round trip) overstates these switches, or the difference is within noise; no rest is shown",
 			"  "+from)
 		return out
 	}
