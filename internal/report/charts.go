@@ -925,7 +925,7 @@ func paramCharts(exp string, arms []result.Arm) []*Chart {
 		}
 		p.X.Min, p.X.Max = slices.Min(xs), slices.Max(xs)
 		xUnit := "count"
-		if sizeParam[key] {
+		if isSizeParam(exp, key) {
 			xlo := 0.0
 			if logX {
 				xlo = slices.Min(xs)
@@ -1088,6 +1088,9 @@ func (percentTicks) Ticks(min, max float64) []plot.Tick {
 
 // sizeParam: parameters that are sizes in bytes (working sets).
 var sizeParam = map[string]bool{"w": true, "ws": true, "size": true, "bytes": true, "W_bytes": true}
+
+// isSizeParam says whether the experiment's parameter key is a size in bytes.
+func isSizeParam(experiment, key string) bool { return sizeParam[key] }
 
 // paramAxisLabel names the swept parameter and its unit.
 func paramAxisLabel(key, unit string, log bool) string {
