@@ -106,3 +106,14 @@ func ShortNameIn(experiment, name string) string {
 	}
 	return JoinSegments(segs)
 }
+
+// ShortSegmentsIn are the segments ShortNameIn(experiment, name) writes:
+// the name's after its experiment, or every part of a name that belongs
+// to another experiment (or has no segments).
+func ShortSegmentsIn(experiment, name string) []Segment {
+	e, segs := splitName(name)
+	if e != experiment || len(segs) == 0 {
+		return append([]Segment{Seg(e)}, segs...)
+	}
+	return segs
+}

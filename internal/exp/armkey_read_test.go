@@ -61,6 +61,12 @@ func TestReadersAgreeWithTheCutsTheyReplace(t *testing.T) {
 		if got, want := exp.ShortNameIn(e, name), strings.TrimPrefix(name, e+"/"); got != want {
 			t.Errorf("ShortNameIn(%q, %q) = %q, want %q", e, name, got, want)
 		}
+		if got := exp.JoinSegments(exp.ShortSegmentsIn(e, name)); got != strings.TrimPrefix(name, e+"/") {
+			t.Errorf("ShortSegmentsIn(%q, %q) joins to %q", e, name, got)
+		}
+		if got := exp.JoinSegments(exp.ShortSegmentsIn("other", name)); got != name {
+			t.Errorf("ShortSegmentsIn(other, %q) joins to %q", name, got)
+		}
 		if got := exp.ShortNameIn("other", name); got != name {
 			t.Errorf("ShortNameIn(other, %q) = %q", name, got)
 		}

@@ -241,16 +241,16 @@ func Charts(run *result.Run) []*Chart {
 // ExperimentCharts builds the charts of one experiment's arms. Names,
 // titles and readings are drawn escaped (termsafe): an SVG escapes markup,
 // not control characters.
-func ExperimentCharts(exp string, arms []result.Arm) []*Chart {
-	exp, arms = termsafe.String(exp), termsafe.Strings(arms)
+func ExperimentCharts(experiment string, arms []result.Arm) []*Chart {
+	experiment, arms = termsafe.String(experiment), termsafe.Strings(arms)
 	var out []*Chart
-	if c := wallCPUChart(exp, arms); c != nil { // diagnose --vary: wall and CPU time per value
+	if c := wallCPUChart(experiment, arms); c != nil { // diagnose --vary: wall and CPU time per value
 		out = append(out, c)
-	} else if c := barsChart(exp, arms); c != nil {
+	} else if c := barsChart(experiment, arms); c != nil {
 		out = append(out, c)
 	}
-	out = append(out, paramCharts(exp, arms)...)
-	out = append(out, cdfCharts(exp, arms)...)
+	out = append(out, paramCharts(experiment, arms)...)
+	out = append(out, cdfCharts(experiment, arms)...)
 	return out
 }
 
@@ -278,12 +278,12 @@ func lineStyle(i int) (color.Color, []vg.Length) {
 	return lineColors[i%len(lineColors)], plotutil.Dashes(i)
 }
 
-// splitLines partitions the lines of a chart, named by their arms' names
-// within the experiment, into parts of at most MaxLines, in order. Names
-// that share a leading part stay together where they fit (all thread arms
-// in one part, else thread/chan with thread/cond …), and small groups
-// share a part.
-func splitLines(names []string) [][]int {
+// splitLines partitions the lines of a chart, named by the segments of
+// their arms' names within the experiment, into parts of at most
+// MaxLines, in order. Names that share leading segments stay together
+// where they fit (all thread arms in one part, else thread/chan with
+// thread/cond …), and small groups share a part.
+func splitLines(names [][]exp.Segment) [][]int {
 	idx := make([]int, len(names))
 	for i := range idx {
 		idx[i] = i
@@ -291,7 +291,7 @@ func splitLines(names []string) [][]int {
 	return splitAt(names, idx, 0)
 }
 
-func splitAt(names []string, idx []int, depth int) [][]int {
+func splitAt(names [][]exp.Segment, idx []int, depth int) [][]int {
 	if len(idx) <= MaxLines {
 		return [][]int{idx}
 	}
@@ -299,9 +299,9 @@ func splitAt(names []string, idx []int, depth int) [][]int {
 	groups := map[string][]int{}
 	deepest := 0
 	for _, i := range idx {
-		segs := strings.Split(names[i], "/")
+		segs := names[i]
 		deepest = max(deepest, len(segs))
-		k := strings.Join(segs[:min(depth+1, len(segs))], "/")
+		k := exp.JoinSegments(segs[:min(depth+1, len(segs))])
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -340,33 +340,32 @@ func splitAt(names []string, idx []int, depth int) [][]int {
 	return out
 }
 
-// partLabel says which arms a part holds: their common leading name
-// ("thread arms", "thread/futex arms"), else their first name parts.
-func partLabel(names []string) string {
-	common := strings.Split(names[0], "/")
+// partLabel says which arms a part holds: their common leading segments
+// ("thread arms", "thread/futex arms"), else their first segments.
+func partLabel(names [][]exp.Segment) string {
+	common := names[0]
 	var firsts []string
-	for _, n := range names {
-		segs := strings.Split(n, "/")
+	for _, segs := range names {
 		k := 0
 		for k < len(common) && k < len(segs) && common[k] == segs[k] {
 			k++
 		}
 		common = common[:k]
-		if !slices.Contains(firsts, segs[0]) {
-			firsts = append(firsts, segs[0])
+		if first := segs[0].String(); !slices.Contains(firsts, first) {
+			firsts = append(firsts, first)
 		}
 	}
 	switch {
 	case len(names) == 1:
-		return names[0]
+		return exp.JoinSegments(names[0])
 	case len(common) > 0:
-		return strings.Join(common, "/") + " arms"
+		return exp.JoinSegments(common) + " arms"
 	}
 	return strings.Join(firsts, ", ") + " arms"
 }
 
 // partTitle adds to a split chart's title which part it is and what it holds.
-func partTitle(title string, part, parts int, names []string) string {
+func partTitle(title string, part, parts int, names [][]exp.Segment) string {
 	if parts <= 1 {
 		return title
 	}
@@ -377,7 +376,8 @@ func measured(a result.Arm) bool {
 	return a.Median > 0 && (a.Status == result.StatusOK || len(a.RepMeans) > 0)
 }
 
-func short(exp, name string) string { return strings.TrimPrefix(name, exp+"/") }
+// short is the arm named name within its experiment (exp.ShortNameIn).
+func short(experiment, name string) string { return exp.ShortNameIn(experiment, name) }
 
 // axisUnit picks one unit for an axis from lo to hi (in unit), so that
 // its typical tick reads between 1 and 1000: the divisor for tick values
@@ -556,7 +556,7 @@ func wide(vs []float64) bool {
 
 // barsChart: one horizontal bar per measured arm (median), with a
 // whisker from min to max, per unit (the first unit of the experiment).
-func barsChart(exp string, arms []result.Arm) *Chart {
+func barsChart(experiment string, arms []result.Arm) *Chart {
 	var sel []result.Arm
 	unit := ""
 	for _, a := range arms {
@@ -574,12 +574,12 @@ func barsChart(exp string, arms []result.Arm) *Chart {
 		return nil
 	}
 	op := sel[0].Op
-	p := newPlot(fmt.Sprintf("%s: %s per %s (bar: median; whisker: min–max)", exp, quantity(unit), opLabel(op)))
+	p := newPlot(fmt.Sprintf("%s: %s per %s (bar: median; whisker: min–max)", experiment, quantity(unit), opLabel(op)))
 	n := len(sel)
 	names := make([]string, n)
 	var all []float64
 	for i, a := range sel {
-		names[n-1-i] = short(exp, a.Name)
+		names[n-1-i] = short(experiment, a.Name)
 		all = append(all, a.Min, a.Median, a.Max)
 	}
 	log := wide(all)
@@ -635,7 +635,7 @@ func barsChart(exp string, arms []result.Arm) *Chart {
 	}
 	p.NominalY(names...)
 	p.Y.Padding = vg.Points(6)
-	return &Chart{Experiment: exp, Kind: ChartBars, Title: p.Title.Text, Reading: barsReading(exp, sel),
+	return &Chart{Experiment: experiment, Kind: ChartBars, Title: p.Title.Text, Reading: barsReading(experiment, sel),
 		plot: p, legend: colors.legend(), w: chartWidth, h: vg.Length(n)*0.28*vg.Inch + 1.1*vg.Inch}
 }
 
@@ -794,13 +794,13 @@ func barsReading(experiment string, arms []result.Arm) string {
 // numeric parameter qualifies too, except these configuration ones.
 var notSweep = map[string]bool{"gomaxprocs": true, "cpus": true, "cpu": true}
 
-// armParams is exp.ArmParams under a name the functions below, whose
-// experiment-name parameter is called exp, can still reach.
+// armParams are an arm's parameters (exp.ArmParams).
 var armParams = exp.ArmParams
 
 // sweepParam picks the numeric parameter along which the most arms of a
-// group (arms equal but for it) vary, or "".
-func sweepParam(exp string, arms []result.Arm) (string, map[string][]result.Arm) {
+// group (arms equal but for it) vary, or "": the groups by name, and each
+// name's segments.
+func sweepParam(experiment string, arms []result.Arm) (string, map[string][]result.Arm, map[string][]exp.Segment) {
 	keys := map[string]bool{}
 	for _, a := range arms {
 		for k, v := range armParams(a) {
@@ -811,6 +811,7 @@ func sweepParam(exp string, arms []result.Arm) (string, map[string][]result.Arm)
 	}
 	var best string
 	var bestGroups map[string][]result.Arm
+	var bestSegs map[string][]exp.Segment
 	bestN := 0
 	var ks []string
 	for k := range keys {
@@ -818,15 +819,15 @@ func sweepParam(exp string, arms []result.Arm) (string, map[string][]result.Arm)
 	}
 	sort.Strings(ks)
 	for _, k := range ks {
-		groups := map[string][]result.Arm{}
+		groups, segs := map[string][]result.Arm{}, map[string][]exp.Segment{}
 		n := 0
 		for _, a := range arms {
 			v, ok := armParams(a)[k]
 			if !ok || !measured(a) {
 				continue
 			}
-			g := groupName(exp, a, k, v)
-			groups[g] = append(groups[g], a)
+			g, gs := groupName(experiment, a, k, v)
+			groups[g], segs[g] = append(groups[g], a), gs
 		}
 		for _, g := range groups {
 			if len(g) >= 2 {
@@ -834,25 +835,26 @@ func sweepParam(exp string, arms []result.Arm) (string, map[string][]result.Arm)
 			}
 		}
 		if n > bestN {
-			best, bestGroups, bestN = k, groups, n
+			best, bestGroups, bestSegs, bestN = k, groups, segs, n
 		}
 	}
-	return best, bestGroups
+	return best, bestGroups, bestSegs
 }
 
-// groupName is the arm's name without the swept parameter.
-func groupName(exp string, a result.Arm, key, val string) string {
-	var parts []string
-	for _, p := range strings.Split(short(exp, a.Name), "/") {
-		if p == key+"="+val || p == val {
+// groupName is the arm's name within its experiment without the swept
+// parameter (its segment key=val, or a bare val), and those segments.
+func groupName(experiment string, a result.Arm, key, val string) (string, []exp.Segment) {
+	var parts []exp.Segment
+	for _, s := range exp.ShortSegmentsIn(experiment, a.Name) {
+		if s == (exp.Segment{Key: key, Value: val}) || s == exp.Seg(val) {
 			continue
 		}
-		parts = append(parts, p)
+		parts = append(parts, s)
 	}
 	if len(parts) == 0 {
-		return exp
+		return experiment, []exp.Segment{exp.Seg(experiment)}
 	}
-	return strings.Join(parts, "/")
+	return exp.JoinSegments(parts), parts
 }
 
 func paramValue(a result.Arm, key string) float64 {
@@ -884,8 +886,8 @@ func parseNum(s string) (float64, bool) {
 
 // paramCharts: median against a swept numeric parameter, one line per
 // group, in parts of at most MaxLines lines that share their axes.
-func paramCharts(exp string, arms []result.Arm) []*Chart {
-	key, groups := sweepParam(exp, arms)
+func paramCharts(experiment string, arms []result.Arm) []*Chart {
+	key, groups, groupSegs := sweepParam(experiment, arms)
 	if key == "" {
 		return nil
 	}
@@ -898,7 +900,7 @@ func paramCharts(exp string, arms []result.Arm) []*Chart {
 	sort.Strings(names)
 	unit := groups[names[0]][0].Unit
 	op := groups[names[0]][0].Op
-	title := fmt.Sprintf("%s: %s per %s against %s", exp, quantity(unit), opLabel(op), key)
+	title := fmt.Sprintf("%s: %s per %s against %s", experiment, quantity(unit), opLabel(op), key)
 	var xs, ys []float64
 	for _, g := range names {
 		for _, a := range groups[g] {
@@ -911,21 +913,26 @@ func paramCharts(exp string, arms []result.Arm) []*Chart {
 	for _, y := range ys {
 		lo, hi = math.Min(lo, y), math.Max(hi, y)
 	}
-	parts := splitLines(names)
+	segs := make([][]exp.Segment, len(names))
+	for i, g := range names {
+		segs[i] = groupSegs[g]
+	}
+	parts := splitLines(segs)
 	var out []*Chart
 	for pi, part := range parts {
 		var pnames []string
+		var psegs [][]exp.Segment
 		for _, i := range part {
-			pnames = append(pnames, names[i])
+			pnames, psegs = append(pnames, names[i]), append(psegs, segs[i])
 		}
-		p := newPlot(partTitle(title, pi+1, len(parts), pnames))
+		p := newPlot(partTitle(title, pi+1, len(parts), psegs))
 		if logX {
 			p.X.Scale = plot.LogScale{}
 			p.X.Tick.Marker = logTicks{}
 		}
 		p.X.Min, p.X.Max = slices.Min(xs), slices.Max(xs)
 		xUnit := "count"
-		if isSizeParam(exp, key) {
+		if isSizeParam(experiment, key) {
 			xlo := 0.0
 			if logX {
 				xlo = slices.Min(xs)
@@ -966,7 +973,7 @@ func paramCharts(exp string, arms []result.Arm) []*Chart {
 				result.FormatValue(first.Median, unit), result.FormatValue(last.Median, unit),
 				key, armParams(first)[key], key, armParams(last)[key], last.Median/first.Median))
 		}
-		out = append(out, &Chart{Experiment: exp, Kind: ChartParam, Title: p.Title.Text, Part: pi + 1, Parts: len(parts),
+		out = append(out, &Chart{Experiment: experiment, Kind: ChartParam, Title: p.Title.Text, Part: pi + 1, Parts: len(parts),
 			Reading: strings.Join(readings, "; ") + ".", plot: p, legend: legend, w: chartWidth, h: 3.4 * vg.Inch})
 	}
 	if len(out) == 1 {
@@ -987,9 +994,10 @@ func minPositive(xs []float64) bool {
 // cdfCharts: the cumulative share of sampled ops at or below each
 // latency, from the arms' histograms, in parts of at most MaxLines arms
 // that share their axes.
-func cdfCharts(exp string, arms []result.Arm) []*Chart {
+func cdfCharts(experiment string, arms []result.Arm) []*Chart {
 	var sel []result.Arm
 	var names []string
+	var segs [][]exp.Segment
 	for _, a := range arms {
 		var total int64
 		for _, b := range a.Histogram {
@@ -997,27 +1005,28 @@ func cdfCharts(exp string, arms []result.Arm) []*Chart {
 		}
 		if total > 0 {
 			sel = append(sel, a)
-			names = append(names, short(exp, a.Name))
+			names = append(names, short(experiment, a.Name))
+			segs = append(segs, exp.ShortSegmentsIn(experiment, a.Name))
 		}
 	}
 	if len(sel) == 0 {
 		return nil
 	}
-	title := fmt.Sprintf("%s: latency distribution per %s (share of sampled ops ≤ x)", exp, opLabel(sel[0].Op))
+	title := fmt.Sprintf("%s: latency distribution per %s (share of sampled ops ≤ x)", experiment, opLabel(sel[0].Op))
 	lo, hi := math.Inf(1), 0.0
 	for _, a := range sel {
 		lo = math.Min(lo, math.Max(a.Histogram[0].LowNs, 1))
 		hi = math.Max(hi, a.Histogram[len(a.Histogram)-1].HighNs)
 	}
 	div, unitName := axisUnit("ns/op", lo, hi)
-	parts := splitLines(names)
+	parts := splitLines(segs)
 	var out []*Chart
 	for pi, part := range parts {
-		var pnames []string
+		var psegs [][]exp.Segment
 		for _, i := range part {
-			pnames = append(pnames, names[i])
+			psegs = append(psegs, segs[i])
 		}
-		p := newPlot(partTitle(title, pi+1, len(parts), pnames))
+		p := newPlot(partTitle(title, pi+1, len(parts), psegs))
 		p.X.Scale = plot.LogScale{}
 		p.X.Min, p.X.Max = lo, hi
 		p.X.Tick.Marker = axisTicker(true, div)
@@ -1056,13 +1065,13 @@ func cdfCharts(exp string, arms []result.Arm) []*Chart {
 		reading := fmt.Sprintf("%d arms with sampled latencies.", len(part))
 		if worstRatio > 0 {
 			pc := worst.Percentiles
-			reading = fmt.Sprintf("the widest tail is %s: p50 %s, p99 %s (%.1f× p50), p99.9 %s.", short(exp, worst.Name),
+			reading = fmt.Sprintf("the widest tail is %s: p50 %s, p99 %s (%.1f× p50), p99.9 %s.", short(experiment, worst.Name),
 				result.FormatNs(pc.P50), result.FormatNs(pc.P99), worstRatio, result.FormatNs(pc.P999))
 			if len(parts) > 1 {
 				reading = "of these, " + reading
 			}
 		}
-		out = append(out, &Chart{Experiment: exp, Kind: ChartCDF, Title: p.Title.Text, Reading: reading, Part: pi + 1, Parts: len(parts),
+		out = append(out, &Chart{Experiment: experiment, Kind: ChartCDF, Title: p.Title.Text, Reading: reading, Part: pi + 1, Parts: len(parts),
 			plot: p, legend: legend, w: chartWidth, h: 3.4 * vg.Inch})
 	}
 	if len(out) == 1 {

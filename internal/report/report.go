@@ -164,7 +164,7 @@ func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 	var notes []string
 	tail := false
 	for _, a := range arms {
-		name := strings.TrimPrefix(a.Name, exp+"/")
+		name := short(exp, a.Name)
 		if a.Status != result.StatusOK && a.Median == 0 {
 			rows = append(rows, []string{name, a.Status, a.Reason, "", "", "", "", "", ""})
 			continue

@@ -307,7 +307,7 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 		row := []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}
 		figure := func(a result.Arm, where string) string {
 			s := exp.Figure(a)
-			if _, py, ok := strings.Cut(a.Name, "/py="); ok {
+			if py := exp.Interpreter(a.Name); py != "" {
 				s += " (py=" + py + ")" // --python all: say whose figure it is
 			}
 			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio {
