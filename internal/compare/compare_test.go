@@ -105,9 +105,15 @@ func TestGoldenFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range Formats {
+	// The table also as a terminal 100 columns wide shows it: arms under
+	// their experiment's heading, columns dropped to fit.
+	for _, f := range append(append([]string{}, Formats...), "table-100") {
 		var b bytes.Buffer
-		if err := Write(&b, c, f, 0); err != nil {
+		format, width := f, 0
+		if f == "table-100" {
+			format, width = "table", 100
+		}
+		if err := Write(&b, c, format, width); err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join("testdata", "compare."+f+".golden")
