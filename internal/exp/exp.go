@@ -56,6 +56,9 @@ type Spec struct {
 	Name    string // "pingpong"; arms are named "pingpong/…"
 	Summary string // one line for `ctxlab list`
 	Op      string // what one op is, e.g. "round trip"
+	// OpLabels name what one op of the arms is in one word, for serve's
+	// "op" label, the first that names an arm winning (OpLabelOf).
+	OpLabels []OpLabel
 	// Doc is a longer description for `ctxlab list EXPERIMENT`.
 	Doc string
 	// Arms returns the configurations to measure for these params. An

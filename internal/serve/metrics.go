@@ -388,7 +388,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // latencyValues are an arm's values of latencyLabels.
 func latencyValues(a *result.Arm) []string {
 	e, arm := splitName(a.Name)
-	return []string{e, arm, a.Substrate, a.Mechanism, a.Placement, opLabel(a.Op)}
+	return []string{e, arm, a.Substrate, a.Mechanism, a.Placement, opLabel(a)}
 }
 
 func b2f(b bool) float64 {
