@@ -75,6 +75,9 @@ type Spec struct {
 	// Metrics declares every figure the arms add to result.Arm.Metrics
 	// (besides the runner's counter-derived ones, CounterMetrics).
 	Metrics []Metric
+	// SizeParams are the arms' parameters (result.Arm.Params keys) whose
+	// values are sizes in bytes: the report draws them on a bytes axis.
+	SizeParams []string
 	// Probes names the arms `ctxlab serve` re-measures by default: cheap,
 	// steady, and telling when hosts are compared. Most experiments have none.
 	Probes []string

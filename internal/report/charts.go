@@ -646,20 +646,18 @@ func opLabel(op string) string {
 	return op
 }
 
-// substrateColor keeps one colour per substrate across charts.
-func substrateColor(s string) color.Color {
-	switch {
-	case strings.Contains(s, "goroutine"):
-		return color.RGBA{0x2b, 0x8c, 0xbe, 0xff}
-	case strings.Contains(s, "process"):
-		return color.RGBA{0xd9, 0x5f, 0x0e, 0xff}
-	case strings.Contains(s, "thread") && !strings.HasPrefix(s, "py"):
-		return color.RGBA{0x7b, 0x3a, 0x96, 0xff}
-	case strings.Contains(s, "py") || strings.Contains(s, "task"):
-		return color.RGBA{0x31, 0xa3, 0x54, 0xff}
-	}
-	return color.RGBA{0x66, 0x66, 0x66, 0xff}
+// workerColors are the colours of the kinds of worker (exp.Worker).
+var workerColors = map[exp.Worker]color.Color{
+	exp.WorkerGoroutine: color.RGBA{0x2b, 0x8c, 0xbe, 0xff}, // blue
+	exp.WorkerProcess:   color.RGBA{0xd9, 0x5f, 0x0e, 0xff}, // orange
+	exp.WorkerThread:    color.RGBA{0x7b, 0x3a, 0x96, 0xff}, // purple
+	exp.WorkerCPython:   color.RGBA{0x31, 0xa3, 0x54, 0xff}, // green
+	exp.WorkerOther:     color.RGBA{0x66, 0x66, 0x66, 0xff}, // grey
 }
+
+// substrateColor keeps one colour per kind of worker across charts: the
+// kind the substrate declares (exp.SubstrateWorker).
+func substrateColor(s string) color.Color { return workerColors[exp.SubstrateWorker(s)] }
 
 // placementShades: a bar's colour names its substrate, its shade its
 // placement (unpinned as is, same CPU lighter, across CPUs darker).
@@ -1095,11 +1093,9 @@ func (percentTicks) Ticks(min, max float64) []plot.Tick {
 	return ts
 }
 
-// sizeParam: parameters that are sizes in bytes (working sets).
-var sizeParam = map[string]bool{"w": true, "ws": true, "size": true, "bytes": true, "W_bytes": true}
-
-// isSizeParam says whether the experiment's parameter key is a size in bytes.
-func isSizeParam(experiment, key string) bool { return sizeParam[key] }
+// isSizeParam says whether the experiment's parameter key is a size in
+// bytes, as the experiment declares (exp.SizeParam).
+func isSizeParam(experiment, key string) bool { return exp.SizeParam(experiment, key) }
 
 // paramAxisLabel names the swept parameter and its unit.
 func paramAxisLabel(key, unit string, log bool) string {

@@ -42,9 +42,10 @@ func TestSubstrateColours(t *testing.T) {
 }
 
 // TestSizeParams pins which swept parameters the param chart draws on a
-// bytes axis: cachecost's working set in bytes, and the generic names a
-// diagnose --vary axis may carry; not a count, and not cachecost's W
-// (written 16KiB, drawn as its number of bytes on a count axis).
+// bytes axis: what the experiment declares (cachecost's working set in
+// bytes), and, for a run of no registered experiment, the conventional
+// names a diagnose --vary axis may carry; not a count, and not cachecost's
+// W (written 16KiB, drawn as its number of bytes on a count axis).
 func TestSizeParams(t *testing.T) {
 	for _, tc := range []struct {
 		experiment, key string
@@ -52,7 +53,9 @@ func TestSizeParams(t *testing.T) {
 	}{
 		{"cachecost", "W_bytes", true}, {"cachecost", "W", false}, {"cachecost", "T", false},
 		{"diagnose", "size", true}, {"diagnose", "bytes", true}, {"diagnose", "w", true}, {"diagnose", "ws", true},
-		{"diagnose", "n", false}, {"ring", "n", false}, {"yield", "k", false},
+		// Declared by cachecost alone: a diagnose --vary variable called
+		// W_bytes is a count like any other.
+		{"diagnose", "W_bytes", false}, {"diagnose", "n", false}, {"ring", "n", false}, {"yield", "k", false},
 	} {
 		if got := isSizeParam(tc.experiment, tc.key); got != tc.want {
 			t.Errorf("isSizeParam(%s, %s) = %v, want %v", tc.experiment, tc.key, got, tc.want)
