@@ -304,57 +304,13 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 	var tails, pubs []string
 	anyAcross, confined := false, false
 	for _, r := range rows {
-		row := []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}
-		figure := func(a result.Arm, where string) string {
-			s := exp.Figure(a)
-			if py := exp.Interpreter(a.Name); py != "" {
-				s += " (py=" + py + ")" // --python all: say whose figure it is
-			}
-			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio {
-				kind, _, _ := strings.Cut(r.Label, ",")
-				tails = append(tails, fmt.Sprintf("%s %s %s", kind, where, result.FormatNs(p.P50)))
-			}
-			return s
-		}
-		one, ok1 := v.Pick(r.One...)
-		if ok1 {
-			row[1] = figure(one, "one CPU")
-		}
-		var across result.Arm
-		ok2 := false
-		for _, name := range r.Across {
-			a, ok := v.Pick(name)
-			if !ok {
-				continue
-			}
-			if !acrossCPUs(a, v.Run.Env) {
-				confined = true
-				continue
-			}
-			across, ok2 = a, true
-			break
-		}
-		if ok2 {
-			anyAcross = true
-			row[2] = figure(across, "across CPUs")
-			row[3] = "unpinned"
-			if pinned(across) {
-				row[3] = "pinned"
-			}
-		}
-		if r.PublishedP50 && (ok1 || ok2) {
-			a := one
-			if !ok1 {
-				a = across
-			}
-			if a.Percentiles != nil && a.Percentiles.Samples > 0 {
-				row[4] += " (here " + result.FormatNs(a.Percentiles.P50) + ")"
-			}
-		}
+		h := newHandoffRow(v, r)
+		tails = append(tails, h.tails...)
+		anyAcross, confined = anyAcross || h.across, confined || h.confined
 		if r.Published != "" {
-			pubs = append(pubs, r.Label+" "+row[4])
+			pubs = append(pubs, r.Label+" "+h.cells[4])
 		}
-		cells = append(cells, row)
+		cells = append(cells, h.cells)
 	}
 	if !anyAcross {
 		for i := range cells {
@@ -367,9 +323,7 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 			cells[i] = cells[i][:len(cells[i])-1]
 		}
 		table = writeCells(cells)
-		if len(pubs) > 0 {
-			published = []string{"  published, on other machines (" + PublishedSource + "): " + strings.Join(pubs, " · ")}
-		}
+		published = []string{"  published, on other machines (" + PublishedSource + "): " + strings.Join(pubs, " · ")}
 	}
 	if !anyAcross && confined {
 		table = append(table, "  across CPUs: not measured, the run was confined to one CPU (--cpus)")
@@ -378,6 +332,66 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 		notes = append(notes, "  slow tail: these medians (means per op) stand well above the typical op, p50: "+strings.Join(tails, " · "))
 	}
 	return table, notes, published
+}
+
+// handoffRow is one Headline row of the handoff table: its cells (label,
+// one CPU, across CPUs, how the across-CPUs workers were placed, the
+// published figure), the figures that carry a slow tail, whether it has
+// an across-CPUs figure, and whether one was measured only on one CPU (a
+// run confined to one).
+type handoffRow struct {
+	cells            []string
+	tails            []string
+	across, confined bool
+}
+
+func newHandoffRow(v *exp.VerdictRun, r exp.Headline) handoffRow {
+	h := handoffRow{cells: []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}}
+	figure := func(a result.Arm, where string) string {
+		s := exp.Figure(a)
+		if py := exp.Interpreter(a.Name); py != "" {
+			s += " (py=" + py + ")" // --python all: say whose figure it is
+		}
+		if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio {
+			kind, _, _ := strings.Cut(r.Label, ",")
+			h.tails = append(h.tails, fmt.Sprintf("%s %s %s", kind, where, result.FormatNs(p.P50)))
+		}
+		return s
+	}
+	one, ok1 := v.Pick(r.One...)
+	if ok1 {
+		h.cells[1] = figure(one, "one CPU")
+	}
+	var across result.Arm
+	for _, name := range r.Across {
+		a, ok := v.Pick(name)
+		if !ok {
+			continue
+		}
+		if !acrossCPUs(a, v.Run.Env) {
+			h.confined = true
+			continue
+		}
+		across, h.across = a, true
+		break
+	}
+	if h.across {
+		h.cells[2] = figure(across, "across CPUs")
+		h.cells[3] = "unpinned"
+		if pinned(across) {
+			h.cells[3] = "pinned"
+		}
+	}
+	if r.PublishedP50 && (ok1 || h.across) {
+		a := one
+		if !ok1 {
+			a = across
+		}
+		if a.Percentiles != nil && a.Percentiles.Samples > 0 {
+			h.cells[4] += " (here " + result.FormatNs(a.Percentiles.P50) + ")"
+		}
+	}
+	return h
 }
 
 // writeCells lines cells up in columns (textcol.Write) as lines.
