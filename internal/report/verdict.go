@@ -89,11 +89,10 @@ var giveWay = []lineKind{publishedLine, checkLine, spacerLine, noteLine, firstCh
 const firstChecks = 2
 
 // screenLine is one logical line of the screen, already wrapped to the
-// width; checks is how many failed checks a check line stands for.
+// width. A check line stands for one check (by name).
 type screenLine struct {
-	rows   []string
-	kind   lineKind
-	checks int
+	rows []string
+	kind lineKind
 }
 
 // screen collects the lines of the suite's verdict at one width.
@@ -137,7 +136,7 @@ func (s *screen) assemble(drop []bool) []string {
 		if l.kind == checkLine || l.kind == firstCheckLine {
 			last = i
 			if drop[i] {
-				more += l.checks
+				more++
 			}
 		}
 	}
@@ -167,14 +166,14 @@ func screenLines(run *result.Run, specs []*exp.Spec, stored bool, width int) []s
 		s.lines = append(s.lines, blk.lines...)
 	}
 	s.add(spacerLine, "")
-	head, bad, counts := verdictChecks(run)
+	head, bad := verdictChecks(run)
 	s.add(keepLine, head)
 	for i, b := range bad {
 		kind := checkLine
 		if i < firstChecks {
 			kind = firstCheckLine
 		}
-		s.lines = append(s.lines, screenLine{rows: textcol.WrapLines(b, width, 2), kind: kind, checks: counts[i]})
+		s.lines = append(s.lines, screenLine{rows: textcol.WrapLines(b, width, 2), kind: kind})
 	}
 	s.lines = append(s.lines, screenLine{rows: textcol.WrapLines(verdictNoise(run.Arms, "noise"), width, 2)})
 	s.add(keepLine, closing(run, stored)...)
@@ -420,44 +419,52 @@ func orDash(s string) string {
 }
 
 // verdictChecks lists the checks that did not hold, each name once per
-// experiment, under a head that counts them; counts[i] is how many failed
-// checks bad[i] stands for, so the head, the lines and a shortened list's
-// "… N more" agree.
-func verdictChecks(run *result.Run) (head string, bad []string, counts []int) {
-	total, failed := 0, 0
+// experiment with the number of arms it failed on, under a head that
+// counts checks the same way: by name, one per line (so a shortened
+// list's "… N more" agrees), and, where a check was evaluated more than
+// once (per arm, per pair), also the evaluations: "3 of 20 (4 of 32
+// evaluations)".
+func verdictChecks(run *result.Run) (head string, bad []string) {
+	evaluated, failed, names, failedNames := 0, 0, 0, 0
 	for _, e := range run.Experiments {
 		details := map[string][]string{} // a check evaluated on several arms is said once
-		var names []string
+		seen := map[string]bool{}
+		var order []string
 		for _, c := range e.Checks {
 			if c.Skipped {
 				continue
 			}
-			total++
+			evaluated++
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				names++
+			}
 			if c.Holds {
 				continue
 			}
 			failed++
 			if details[c.Name] == nil {
-				names = append(names, c.Name)
+				order = append(order, c.Name)
 			}
 			details[c.Name] = append(details[c.Name], c.Detail)
 		}
-		for _, n := range names {
+		failedNames += len(order)
+		for _, n := range order {
 			times := ""
 			if k := len(details[n]); k > 1 {
 				times = fmt.Sprintf(" (on %d arms)", k)
 			}
 			bad = append(bad, fmt.Sprintf("  %s: %s%s — %s", e.Name, n, times, strings.Join(details[n], " | ")))
-			counts = append(counts, len(details[n]))
 		}
 	}
-	if total == 0 {
-		return "checks: none evaluated", nil, nil
+	if evaluated == 0 {
+		return "checks: none evaluated", nil
 	}
-	// The count is of checks; a line is a check's name, said once, with
-	// the number of arms it failed on.
-	head = fmt.Sprintf("checks that did not hold on this machine: %d of %d", failed, total)
-	return head, bad, counts
+	head = fmt.Sprintf("checks that did not hold on this machine: %d of %d", failedNames, names)
+	if failed != failedNames || evaluated != names {
+		head += fmt.Sprintf(" (%d of %d evaluations)", failed, evaluated)
+	}
+	return head, bad
 }
 
 // verdictNoise says once how many of arms are noisy and why: each kind of
