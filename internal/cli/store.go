@@ -249,7 +249,7 @@ func readRun(ctx context.Context, r io.Reader) (*result.Run, error) {
 	}
 	done := make(chan read, 1)
 	go func() {
-		run, err := result.Read(r)
+		run, err := store.ReadRun(r) // older ctxlab's names mapped to today's
 		done <- read{run, err}
 	}()
 	select {

@@ -2,17 +2,20 @@ package compare
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/store"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -105,9 +108,15 @@ func TestGoldenFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range Formats {
+	// The table also as a terminal 100 columns wide shows it: arms under
+	// their experiment's heading, columns dropped to fit.
+	for _, f := range append(append([]string{}, Formats...), "table-100") {
 		var b bytes.Buffer
-		if err := Write(&b, c, f, 0); err != nil {
+		format, width := f, 0
+		if f == "table-100" {
+			format, width = "table", 100
+		}
+		if err := Write(&b, c, format, width); err != nil {
 			t.Fatal(err)
 		}
 		path := filepath.Join("testdata", "compare."+f+".golden")
@@ -129,15 +138,37 @@ func TestGoldenFormats(t *testing.T) {
 }
 
 // A run stored under the former python experiment's arm names compares
-// arm by arm with a run under today's: result.Read maps the old names.
+// arm by arm with a run under today's, read back from the history as from
+// a file: the reader of stored runs (store.ReadRun) maps the old names.
 func TestCompareAcrossThePythonRename(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "result", "testdata", "python-legacy.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "store", "testdata", "python-legacy.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, err := result.Read(bytes.NewReader(raw))
+	// The old run as an older ctxlab stored it: its names as they were.
+	var stored result.Run
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "history.db"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Save(ctx, &stored, store.SourceRun); err != nil {
+		t.Fatal(err)
+	}
+	old, err := db.Get(ctx, stored.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := store.ReadRun(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(old.Arms, fromFile.Arms) || !reflect.DeepEqual(old.Experiments, fromFile.Experiments) {
+		t.Error("the old run reads back from the history otherwise than from its file")
 	}
 	// The new run: the same arms as a current ctxlab names and stores them.
 	var doc map[string]any
@@ -166,7 +197,7 @@ func TestCompareAcrossThePythonRename(t *testing.T) {
 	if bytes.Contains(b, []byte(`"python/`)) {
 		t.Fatal("the new run still has old names")
 	}
-	cur, err := result.Read(bytes.NewReader(b))
+	cur, err := store.ReadRun(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
@@ -218,22 +219,41 @@ func Table(w io.Writer, c *Comparison, width int) error {
 	for _, l := range Lead(c) {
 		out(l)
 	}
-	// One table line per arm. On a terminal (width > 0) arms sit under
-	// their experiment's heading without its name, and a heading names a
-	// unit other than a time per op once (the arm's figures are then
-	// plain times); elsewhere every line has the whole arm name, for grep.
-	group := width > 0
-	type line struct {
-		heading string // printed on its own line first, when set
-		name    string
-		cells   func(cols []column) []string
+	lines := tableLines(c, width > 0)
+	cols := fitColumns(lines, width)
+	rows := [][]string{append([]string{"arm"}, headsOf(cols)...)}
+	for _, l := range lines {
+		if l.heading != "" {
+			rows = append(rows, []string{l.heading})
+		}
+		rows = append(rows, append([]string{l.name}, l.cells(cols)...))
 	}
+	textcol.Fit(w, rows, width, func(col, n int) bool { return col > 0 && cols[col-1].right })
+	tail(w, c, "", out)
+	for _, l := range legend(cols) {
+		out(l)
+	}
+	return nil
+}
+
+// tableLine is one line of the table: an arm's, or a geomean's.
+type tableLine struct {
+	heading string // printed on its own line first, when set
+	name    string
+	cells   func(cols []column) []string
+}
+
+// tableLines are the table's lines, one per arm, then the geomeans. With
+// group (a terminal) arms sit under their experiment's heading without
+// its name, and a heading names a unit other than a time per op once (the
+// arm's figures are then plain times); without, every line has the whole
+// arm name, for grep.
+func tableLines(c *Comparison, group bool) []tableLine {
 	expOf := func(r Row) string {
 		if r.Experiment != "" {
 			return r.Experiment
 		}
-		e, _, _ := strings.Cut(r.Arm, "/")
-		return e
+		return exp.ExperimentOf(r.Arm)
 	}
 	units := map[string]map[string]bool{}
 	for _, r := range c.Rows {
@@ -245,20 +265,20 @@ func Table(w io.Writer, c *Comparison, width int) error {
 			units[e][r.Unit] = true
 		}
 	}
-	var lines []line
-	exp := ""
+	var lines []tableLine
+	last := ""
 	for _, r := range c.Rows {
 		e := expOf(r)
 		f := full(r.Unit)
 		if group && len(units[e]) == 1 {
 			f = short(r.Unit)
 		}
-		l := line{name: r.Arm}
-		if rest, ok := strings.CutPrefix(r.Arm, e+"/"); ok && group {
+		l := tableLine{name: r.Arm}
+		if rest := exp.ShortNameIn(e, r.Arm); rest != r.Arm && group {
 			l.name = "  " + rest
 		}
-		if e != exp && group {
-			exp, l.heading = e, e
+		if e != last && group {
+			last, l.heading = e, e
 			if len(units[e]) == 1 {
 				for u := range units[e] {
 					if u != "ns/op" {
@@ -277,29 +297,38 @@ func Table(w io.Writer, c *Comparison, width int) error {
 		lines = append(lines, l)
 	}
 	for _, g := range c.Geomeans {
-		f := full(g.Unit)
-		if group {
-			f = short(g.Unit)
-		}
-		lines = append(lines, line{name: fmt.Sprintf("geomean (%s, %d arms)", g.Unit, g.Arms), cells: func(cols []column) []string {
-			var cs []string
-			for _, col := range cols {
-				if col.geo != nil {
-					cs = append(cs, col.geo(g, f))
-				} else {
-					cs = append(cs, "")
-				}
-			}
-			return cs
-		}})
+		lines = append(lines, geomeanLine(g, group))
 	}
+	return lines
+}
+
+// geomeanLine is the table's line for one geomean.
+func geomeanLine(g Geomean, group bool) tableLine {
+	f := full(g.Unit)
+	if group {
+		f = short(g.Unit)
+	}
+	return tableLine{name: fmt.Sprintf("geomean (%s, %d arms)", g.Unit, g.Arms), cells: func(cols []column) []string {
+		var cs []string
+		for _, col := range cols {
+			if col.geo != nil {
+				cs = append(cs, col.geo(g, f))
+			} else {
+				cs = append(cs, "")
+			}
+		}
+		return cs
+	}}
+}
+
+// fitColumns is the most columns that leave the names their room in
+// width columns (≤ 0: every column).
+func fitColumns(lines []tableLine, width int) []column {
 	longest := 0
 	for _, l := range lines {
 		longest = max(longest, len([]rune(l.name)))
 	}
-	// The most columns that leave the names their room.
 	var cols []column
-	figures := 0
 	for drop := 0; drop <= maxDrop; drop++ {
 		cols = nil
 		for _, col := range columns {
@@ -316,7 +345,7 @@ func Table(w io.Writer, c *Comparison, width int) error {
 				wd[i] = max(wd[i], len([]rune(cell)))
 			}
 		}
-		figures = 0
+		figures := 0
 		for _, x := range wd {
 			figures += 2 + x
 		}
@@ -324,19 +353,7 @@ func Table(w io.Writer, c *Comparison, width int) error {
 			break
 		}
 	}
-	rows := [][]string{append([]string{"arm"}, headsOf(cols)...)}
-	for _, l := range lines {
-		if l.heading != "" {
-			rows = append(rows, []string{l.heading})
-		}
-		rows = append(rows, append([]string{l.name}, l.cells(cols)...))
-	}
-	textcol.Fit(w, rows, width, func(col, n int) bool { return col > 0 && cols[col-1].right })
-	tail(w, c, "", out)
-	for _, l := range legend(cols) {
-		out(l)
-	}
-	return nil
+	return cols
 }
 
 func headsOf(cols []column) []string {

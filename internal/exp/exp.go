@@ -57,6 +57,9 @@ type Spec struct {
 	Name    string // "pingpong"; arms are named "pingpong/…"
 	Summary string // one line for `ctxlab list`
 	Op      string // what one op is, e.g. "round trip"
+	// OpLabels name what one op of the arms is in one word, for serve's
+	// "op" label, the first that names an arm winning (OpLabelOf).
+	OpLabels []OpLabel
 	// Doc is a longer description for `ctxlab list EXPERIMENT`.
 	Doc string
 	// Arms returns the configurations to measure for these params. An
@@ -73,6 +76,9 @@ type Spec struct {
 	// Metrics declares every figure the arms add to result.Arm.Metrics
 	// (besides the runner's counter-derived ones, CounterMetrics).
 	Metrics []Metric
+	// SizeParams are the arms' parameters (result.Arm.Params keys) whose
+	// values are sizes in bytes: the report draws them on a bytes axis.
+	SizeParams []string
 	// Probes names the arms `ctxlab serve` re-measures by default: cheap,
 	// steady, and telling when hosts are compared. Most experiments have none.
 	Probes []string
@@ -377,26 +383,64 @@ type Selection struct {
 // nothing is an error naming the choices. A selector ("python") selects
 // like an experiment's name, across every experiment.
 func Select(patterns []string, p Params) ([]Selection, error) {
-	type pick struct {
-		all  bool
-		pats []Pattern
-		sels []Pattern // selectors alone: like all, over the arms they match
+	ps, err := parsePicks(patterns)
+	if err != nil {
+		return nil, err
 	}
-	picks := map[string]*pick{}
-	var order []string
-	add := func(name string) *pick {
-		if picks[name] == nil {
-			picks[name] = &pick{}
-			order = append(order, name)
+	hits, inSuiteHits := map[string]int{}, map[string]int{}
+	var out []Selection
+	for _, name := range ps.order {
+		s := registry[name]
+		arms, err := s.Arms(p)
+		if err != nil {
+			return nil, err
 		}
-		return picks[name]
+		if keep := ps.picks[name].keep(arms, p.Suite, hits, inSuiteHits); len(keep) > 0 {
+			out = append(out, Selection{Spec: s, Arms: keep})
+		}
 	}
+	for _, pat := range ps.pats {
+		if err := unmatched(pat, hits[pat.String()], inSuiteHits[pat.String()]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// pick is what the patterns ask of one experiment: all its arms (in the
+// suite), those some patterns match, and those selectors match (like
+// all, over the arms they match).
+type pick struct {
+	all  bool
+	pats []Pattern
+	sels []Pattern
+}
+
+// picks are the experiments the patterns name, in the order first named,
+// and every pattern parsed.
+type picks struct {
+	picks map[string]*pick
+	order []string
+	pats  []Pattern
+}
+
+func (ps *picks) add(name string) *pick {
+	if ps.picks[name] == nil {
+		ps.picks[name] = &pick{}
+		ps.order = append(ps.order, name)
+	}
+	return ps.picks[name]
+}
+
+// parsePicks reads the patterns into picks; no patterns is every
+// experiment. An unknown experiment is an error naming the choices.
+func parsePicks(patterns []string) (*picks, error) {
+	ps := &picks{picks: map[string]*pick{}}
 	if len(patterns) == 0 {
 		for _, s := range All() {
-			add(s.Name).all = true
+			ps.add(s.Name).all = true
 		}
 	}
-	var pats []Pattern
 	for _, text := range patterns {
 		pat, err := ParsePattern(text)
 		if err != nil {
@@ -405,74 +449,73 @@ func Select(patterns []string, p Params) ([]Selection, error) {
 		name := pat.Experiment()
 		switch _, known := registry[name]; {
 		case pat.Selector() != "" && known: // "python/pingpong": like "pingpong", within the selector
-			add(name).sels = append(add(name).sels, pat)
+			ps.add(name).sels = append(ps.add(name).sels, pat)
 		case pat.Selector() != "" && name == "":
 			for _, s := range All() {
-				add(s.Name).sels = append(add(s.Name).sels, pat)
+				ps.add(s.Name).sels = append(ps.add(s.Name).sels, pat)
 			}
 		case known && text == name:
-			add(name).all = true
+			ps.add(name).all = true
 			continue
 		case known:
-			add(name).pats = append(add(name).pats, pat)
+			ps.add(name).pats = append(ps.add(name).pats, pat)
 		case name != "":
 			return nil, fmt.Errorf("unknown experiment or arm %q; experiments are %s%s (see `ctxlab list`)", text, strings.Join(names(), ", "), selectorsText())
 		default: // a glob in the first part may select arms of any experiment
 			for _, s := range All() {
-				add(s.Name).pats = append(add(s.Name).pats, pat)
+				ps.add(s.Name).pats = append(ps.add(s.Name).pats, pat)
 			}
 		}
-		pats = append(pats, pat)
+		ps.pats = append(ps.pats, pat)
 	}
-	hits, inSuiteHits := map[string]int{}, map[string]int{}
-	var out []Selection
-	for _, name := range order {
-		s := registry[name]
-		pk := picks[name]
-		arms, err := s.Arms(p)
-		if err != nil {
-			return nil, err
+	return ps, nil
+}
+
+// keep is the arms of one experiment the pick selects in suite, counting
+// each pattern's matches in hits (and, for selectors, those in the suite
+// in inSuiteHits). In the quick suite only arms marked Quick are kept,
+// unless a pattern names them.
+func (pk *pick) keep(arms []Arm, suite string, hits, inSuiteHits map[string]int) []Arm {
+	var keep []Arm
+	for _, a := range arms {
+		matched := false
+		for _, pat := range pk.pats {
+			if pat.Match(a.Name) {
+				hits[pat.String()]++
+				matched = true
+			}
 		}
-		var keep []Arm
-		for _, a := range arms {
-			matched := false
-			for _, pat := range pk.pats {
-				if pat.Match(a.Name) {
-					hits[pat.String()]++
-					matched = true
+		inSuite := suite != SuiteQuick || a.Quick
+		for _, pat := range pk.sels {
+			if pat.Match(a.Name) {
+				hits[pat.String()]++
+				if inSuite {
+					inSuiteHits[pat.String()]++
 				}
-			}
-			inSuite := p.Suite != SuiteQuick || a.Quick
-			for _, pat := range pk.sels {
-				if pat.Match(a.Name) {
-					hits[pat.String()]++
-					if inSuite {
-						inSuiteHits[pat.String()]++
-					}
-					matched = matched || inSuite
-				}
-			}
-			if matched || pk.all && inSuite {
-				keep = append(keep, a)
+				matched = matched || inSuite
 			}
 		}
-		if len(keep) > 0 {
-			out = append(out, Selection{Spec: s, Arms: keep})
+		if matched || pk.all && inSuite {
+			keep = append(keep, a)
 		}
 	}
-	for _, pat := range pats {
-		if n := hits[pat.String()]; n > 0 {
-			if pat.Selector() != "" && pat.Experiment() != "" && inSuiteHits[pat.String()] == 0 {
-				return nil, fmt.Errorf("%s selects %d arm(s), none of them in the quick suite; run it without --quick, or name arms (`ctxlab list %s` shows them)", pat, n, pat)
-			}
-			continue
+	return keep
+}
+
+// unmatched is the error for a pattern that matched n arms, inSuite of
+// them in the suite: none at all, or, for a selector over one experiment,
+// none in the quick suite; nil when it matched.
+func unmatched(pat Pattern, n, inSuite int) error {
+	if n > 0 {
+		if pat.Selector() != "" && pat.Experiment() != "" && inSuite == 0 {
+			return fmt.Errorf("%s selects %d arm(s), none of them in the quick suite; run it without --quick, or name arms (`ctxlab list %s` shows them)", pat, n, pat)
 		}
-		if name := pat.Experiment(); name != "" {
-			return nil, fmt.Errorf("no arm of %s matches %s; `ctxlab list %s` shows its arms", name, pat, name)
-		}
-		return nil, fmt.Errorf("no arm matches %s; `ctxlab list` shows every arm", pat)
+		return nil
 	}
-	return out, nil
+	if name := pat.Experiment(); name != "" {
+		return fmt.Errorf("no arm of %s matches %s; `ctxlab list %s` shows its arms", name, pat, name)
+	}
+	return fmt.Errorf("no arm matches %s; `ctxlab list` shows every arm", pat)
 }
 
 // Resolve runs the Resolve of every selected arm that has one, in order,

@@ -76,9 +76,9 @@ func (r Reference) Matches(a result.Arm) bool {
 // overridden by its recorded params.
 func ArmParams(a result.Arm) map[string]string {
 	m := map[string]string{}
-	for _, part := range strings.Split(a.Name, "/") {
-		if k, v, ok := strings.Cut(part, "="); ok {
-			m[k] = v
+	for _, s := range NameSegments(a.Name) {
+		if s.Key != "" {
+			m[s.Key] = s.Value
 		}
 	}
 	for k, v := range a.Params {
@@ -137,8 +137,9 @@ type VerdictSection struct {
 type VerdictRun struct {
 	Run  *result.Run
 	arms map[string]result.Arm
-	// plan holds the arms by their name without --python all's "/py=…"
-	// suffix, the first in run order, for Pick to fall back on.
+	// plan holds the arms run on one of several interpreters (--python
+	// all) by their plan name (ArmKey.Plan), the first in run order, for
+	// Pick to fall back on.
 	plan map[string]result.Arm
 }
 
@@ -149,9 +150,9 @@ func NewVerdictRun(run *result.Run) *VerdictRun {
 	for _, a := range run.Arms {
 		if Measured(a) {
 			v.arms[a.Name] = a
-			if plan, _, ok := strings.Cut(a.Name, "/py="); ok {
-				if _, seen := v.plan[plan]; !seen {
-					v.plan[plan] = a
+			if k, err := ParseArmKey(a.Name); err == nil && k.Interpreter != "" {
+				if _, seen := v.plan[k.Plan().String()]; !seen {
+					v.plan[k.Plan().String()] = a
 				}
 			}
 		}
@@ -164,9 +165,9 @@ func Measured(a result.Arm) bool {
 	return a.Median > 0 && (a.Status == result.StatusOK || len(a.RepMeans) > 0)
 }
 
-// Pick returns the first measured arm of names. A name that was run under
-// --python all, and so carries a "/py=VERSION" suffix, is found by its
-// plain name too (the first interpreter's arm in run order).
+// Pick returns the first measured arm of names. An arm run under
+// --python all, whose key carries an interpreter, is found by its plan
+// name too (the first interpreter's arm in run order).
 func (v *VerdictRun) Pick(names ...string) (result.Arm, bool) {
 	for _, n := range names {
 		if a, ok := v.arms[n]; ok {
@@ -300,8 +301,8 @@ func Multiple(r float64) string {
 	return strconv.FormatFloat(r, 'f', 0, 64) + "×"
 }
 
-// ShortName is an arm's name without its experiment.
-func ShortName(a result.Arm) string { return strings.TrimPrefix(a.Name, a.Experiment+"/") }
+// ShortName is an arm's name without its experiment (ShortNameIn).
+func ShortName(a result.Arm) string { return ShortNameIn(a.Experiment, a.Name) }
 
 // CostPoint is the indirect cost of one context switch at one working-set
 // size: what a switch costs on top of the direct cost once the caches are

@@ -33,6 +33,8 @@ func init() {
 		IndirectCost: cachecostCurve,
 		Summary:      "the indirect cost of switching: cold caches after other workers ran (sweep, per-switch, slice)",
 		Op:           "element visited",
+		OpLabels:     []exp.OpLabel{{Label: "elementvisited", Has: "sweep"}, {Label: "roundtrip", Has: "pingpong"}},
+		SizeParams:   []string{"W_bytes"},
 		Doc: `sweep: T locked threads each follow their own W-byte working set (one
 4-byte element per load, sequential or a shuffled cycle of dependent loads),
 the same total work at T = cores and at T ≫ cores (16× by default), with

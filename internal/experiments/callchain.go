@@ -24,6 +24,7 @@ func init() {
 		Harness:    []exp.HarnessRef{{Arm: "callchain/pythread/plain", Reference: exp.RefPyChain}},
 		Summary:    "the per-call and per-task floor: a 3-level call chain plain, dynamic and as goroutines; a goroutine per item vs per batch",
 		Op:         "chain (3 nested calls) or item",
+		OpLabels:   []exp.OpLabel{{Label: "levelcall", Has: "pythread"}, {Label: "levelcall", Has: "coroutine"}, {Label: "task", Has: "create-task"}, {Label: "chain", Has: "plain"}, {Label: "chain", Has: "inlined"}, {Label: "chain", Has: "interface"}, {Label: "chain", Has: "closure"}, {Label: "chain", Has: "goroutine"}, {Label: "item"}},
 		Doc: `Chain arms (op = one chain of 3 nested calls, each doing one arithmetic step):
 plain (each level marked //go:noinline, so the three calls really happen),
 inlined (the same code left to the compiler, which folds it into the loop),

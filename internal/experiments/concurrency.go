@@ -43,6 +43,7 @@ asyncio.to_thread (pytask/OP/to_thread/c=C) or loop.run_in_executor
 (min(32, CPUs + 4) threads, whatever C is), against
 ThreadPoolExecutor(C).map of the plain call (pythread/OP/pool-map/c=C).
 ` + cpythonDoc,
+		OpLabels: []exp.OpLabel{{Label: "op", Has: "user"}, {Label: "op", Has: "py-call"}, {Label: "lookup"}},
 		Arms:     withCPython(concurrencyArms, concurrencyPyPlan),
 		Derive:   concurrencyDerive,
 		Checks:   cpythonChecks(concurrencyChecks, concurrencyPyChecks),

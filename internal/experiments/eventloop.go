@@ -37,6 +37,7 @@ Its own experiment rather than an interference shape: the CPU work is the
 loop's own handler, not a hog beside it.
 Arm names: eventloop/pytask/HOW/work=Xms.
 ` + cpythonDoc,
+		OpLabels: []exp.OpLabel{{Label: "request"}},
 		Arms:     eventloopArms,
 		Derive:   eventloopDerive,
 		Checks:   eventloopChecks,

@@ -27,6 +27,7 @@ func init() {
 		Verdict:    hopVerdict,
 		Summary:    "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
 		Op:         "call",
+		OpLabels:   []exp.OpLabel{{Label: "op", Has: "user"}, {Label: "op", Has: "py-call"}, {Label: "query", Has: "pytask"}, {Label: "call"}},
 		Doc: `One op is one call of a fast local operation: a SQLite lookup by
 primary key (select v from t where id = ?, 1 000 rows, a fresh query per
 call) in a database file in a temp dir (-file) or in :memory: (-memory),

@@ -38,6 +38,7 @@ func init() {
 		Hogged:     interferenceHogged,
 		Summary:    "tail latency of a wake-up while CPU hogs run, and the scheduling quantum behind it",
 		Op:         "wake-up (each arm says which)",
+		OpLabels:   []exp.OpLabel{{Label: "mstimersleep", Has: "timer"}, {Label: "roundtrip", Has: "futex"}, {Label: "roundtrip", Has: "procpipe"}, {Label: "roundtrip", Has: "pythread"}, {Label: "roundtrip", Has: "pytask"}},
 		Doc: `A latency-sensitive worker is woken while H hogs burn CPU (--hogs, default
 0,1; full suite 0,1,2,6). Shapes:
   timer     a goroutine sleeping 1 ms; latency = the wake delay beyond the 1 ms

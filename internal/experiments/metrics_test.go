@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
-	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/store"
 )
 
 // Every experiment's metric declarations follow the one naming convention.
@@ -107,7 +107,7 @@ func quickRunMetricsDeclared(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	run, err := result.Read(f)
+	run, err := store.ReadRun(f) // older ctxlab's names mapped to today's
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 // that may equal an experiment's name or begin with one and "/", and why
 // none of them is knowledge of that experiment.
 var namedElsewhere = map[string]string{
-	"internal/result/result.go:hop/half-rt": "a legacy metric name that stored runs may carry, renamed on reading; not an arm",
-	"internal/result/result.go:hop/pytask/": "the prefix of stored legacy CPython arm names (python/…) whose lookups ran in :memory:, renamed on reading; no arm today",
+	"internal/store/legacy.go:hop/half-rt": "a legacy metric name that stored runs may carry, renamed on reading; not an arm",
+	"internal/store/legacy.go:hop":         "the experiment of stored legacy CPython arm names (python/hop/pytask/…) whose lookups ran in :memory:, renamed on reading",
 }
 
 // TestNoPackageNamesAnExperiment fails when production code outside

@@ -37,6 +37,7 @@ func init() {
 		SwitchCost: pingpongSwitchCost,
 		Summary:    "two-party handoff: goroutines, locked threads and processes over every mechanism",
 		Op:         "round trip",
+		OpLabels:   []exp.OpLabel{{Label: "roundtrip"}},
 		Doc: `A sends a value to B, B sends it back; one op is that round trip.
 Substrates: goroutine (Go scheduler only), thread (goroutine locked to its own
 OS thread), process (ctxlab re-executed as the partner), pythread (two CPython

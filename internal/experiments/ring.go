@@ -36,6 +36,7 @@ func init() {
 		References: ringRefs,
 		Summary:    "N workers pass a token around a ring: how a handoff's cost grows with the number of workers",
 		Op:         "hop",
+		OpLabels:   []exp.OpLabel{{Label: "roundtrip", Has: "pingpong"}, {Label: "hop"}},
 		Doc: `N workers (goroutines, locked OS threads, or processes) pass one token
 around a ring; one op is one hop from a worker to the next. Worker 0 is the
 driver, so N=2 is a ping-pong and a hop is half a round trip.

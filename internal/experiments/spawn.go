@@ -37,6 +37,7 @@ func init() {
 		References: spawnRefs,
 		Summary:    "creating and joining a goroutine, a locked thread, a process; memory per idle worker",
 		Op:         "create + join",
+		OpLabels:   []exp.OpLabel{{Label: "idleworker", Has: "idle-memory"}, {Label: "createjoin"}},
 		Doc: `One op creates a worker that does nothing and waits until it has ended:
 goroutine (go + channel), thread (a goroutine that locks its OS thread and
 exits, so the runtime destroys the thread and the next op needs a new one),

@@ -31,6 +31,7 @@ func init() {
 		References: yieldRefs,
 		Summary:    "K workers yielding in a loop: the cheapest switch, and how it changes with K",
 		Op:         "yield",
+		OpLabels:   []exp.OpLabel{{Label: "yield"}},
 		Doc: `K goroutines each call runtime.Gosched() in a loop (K = 1…10000, at
 GOMAXPROCS 1 and all CPUs); K locked OS threads each call sched_yield(2),
 all on one CPU (K = 2…1000) or one per CPU. One thread alone on a CPU

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/perf/benchfmt"
 
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/store"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -27,7 +28,7 @@ func loadRunFile(t *testing.T, name string) *result.Run {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	r, err := result.Read(f)
+	r, err := store.ReadRun(f) // quick.json and quick2.json are runs older ctxlab stored
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ var levels = []rune("▁▂▃▄▅▆▇█")
 // long tail, so a pile at a scheduling quantum shows at a glance. Bar
 // heights follow the log of the count: three samples at 20 ms stay
 // visible next to thousands at 30 µs.
-func writeHistograms(w io.Writer, exp string, arms []result.Arm) {
+func writeHistograms(w io.Writer, experiment string, arms []result.Arm) {
 	var rows [][]string
 	for _, a := range arms {
 		line, lo, hi := HistogramLine(a.Histogram)
@@ -28,7 +28,7 @@ func writeHistograms(w io.Writer, exp string, arms []result.Arm) {
 		if line == "" || p == nil || p.P50 <= 0 || p.Max < tailFactor*p.P50 {
 			continue
 		}
-		rows = append(rows, []string{strings.TrimPrefix(a.Name, exp+"/"), lo, line + " " + hi})
+		rows = append(rows, []string{short(experiment, a.Name), lo, line + " " + hi})
 	}
 	if len(rows) == 0 {
 		return

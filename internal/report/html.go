@@ -75,8 +75,8 @@ type htmlChart struct {
 	SVG                 template.HTML
 }
 
-func htmlArmRow(exp string, a result.Arm) []string {
-	row := []string{short(exp, a.Name), "", "", "", "", "", a.Status}
+func htmlArmRow(experiment string, a result.Arm) []string {
+	row := []string{short(experiment, a.Name), "", "", "", "", "", a.Status}
 	if measured(a) {
 		row[1] = result.FormatValue(a.Median, a.Unit)
 		row[2] = result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit)

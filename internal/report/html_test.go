@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -373,7 +374,11 @@ func TestSplitLines(t *testing.T) {
 	}
 	for _, c := range cases {
 		var sizes []int
-		for _, p := range splitLines(c.in) {
+		var segs [][]exp.Segment
+		for _, n := range c.in {
+			segs = append(segs, exp.ShortSegmentsIn("e", "e/"+n))
+		}
+		for _, p := range splitLines(segs) {
 			sizes = append(sizes, len(p))
 		}
 		if got := fmt.Sprint(sizes); got != c.want {

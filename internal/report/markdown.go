@@ -29,7 +29,7 @@ func Markdown(w io.Writer, run *result.Run) error {
 		fmt.Fprintln(w, "| arm | median | min–max | p50 | p99 | switches/op | migr/op | status |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
 		for _, a := range arms {
-			cells := []string{strings.TrimPrefix(a.Name, name+"/"), "", "", "", "", "", "", a.Status}
+			cells := []string{short(name, a.Name), "", "", "", "", "", "", a.Status}
 			if a.Status == result.StatusOK || a.Median > 0 {
 				cells[1] = result.FormatValue(a.Median, a.Unit)
 				cells[2] = result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit)
@@ -98,10 +98,10 @@ func experimentOrder(run *result.Run) []string {
 	return out
 }
 
-func armsOf(run *result.Run, exp string) []result.Arm {
+func armsOf(run *result.Run, experiment string) []result.Arm {
 	var out []result.Arm
 	for _, a := range run.Arms {
-		if a.Experiment == exp {
+		if a.Experiment == experiment {
 			out = append(out, a)
 		}
 	}

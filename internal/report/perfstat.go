@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
@@ -16,7 +17,7 @@ import (
 // first arm is the baseline); other arms with counters get one row each.
 // Counters that could not be opened are listed once with their reason —
 // never as 0.
-func writePerfStat(w io.Writer, exp string, arms []result.Arm) {
+func writePerfStat(w io.Writer, experiment string, arms []result.Arm) {
 	groups := map[string][]result.Arm{}
 	var keys []string
 	var loose []result.Arm
@@ -47,7 +48,7 @@ func writePerfStat(w io.Writer, exp string, arms []result.Arm) {
 		writeComparison(w, k, g[0], g[1])
 	}
 	if len(loose) > 0 {
-		writeCounterRows(w, exp, loose)
+		writeCounterRows(w, experiment, loose)
 	}
 	var reasons []string
 	for r := range unsupported {
@@ -99,10 +100,7 @@ func comparisonRows(unit string) []statRow {
 }
 
 func writeComparison(w io.Writer, key string, base, other result.Arm) {
-	col := func(a result.Arm) string {
-		parts := strings.Split(a.Name, "/")
-		return parts[len(parts)-1]
-	}
+	col := func(a result.Arm) string { return exp.LastSegment(a.Name) }
 	table := [][]string{{key, col(base), col(other), "delta"}}
 	for _, r := range comparisonRows(base.Unit) {
 		b, ok1 := r.get(base)
@@ -120,7 +118,7 @@ func writeComparison(w io.Writer, key string, base, other result.Arm) {
 	textcol.Write(w, table, "  ", textcol.Middle)
 }
 
-func writeCounterRows(w io.Writer, exp string, arms []result.Arm) {
+func writeCounterRows(w io.Writer, experiment string, arms []result.Arm) {
 	var names []string
 	for _, a := range arms {
 		for _, c := range a.Counters {
@@ -141,7 +139,7 @@ func writeCounterRows(w io.Writer, exp string, arms []result.Arm) {
 	}
 	table := [][]string{head}
 	for _, a := range arms {
-		row := []string{strings.TrimPrefix(a.Name, exp+"/")}
+		row := []string{short(experiment, a.Name)}
 		for _, n := range names {
 			v, ok := counterPerOp(n)(a)
 			row = append(row, statCell(n, v, ok))

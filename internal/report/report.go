@@ -144,18 +144,19 @@ func sharedNoise(arms []result.Arm) []string {
 	return out
 }
 
-func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
+// writeArms is an experiment's table of arms: each arm's figures, its
+// multiple of the fastest arm of its unit and a bar, then the notes under
+// the table (noise that is the arm's own, the arms' notes, failures) and
+// what the marks mean.
+func writeArms(w io.Writer, experiment string, arms []result.Arm, shared []string) {
 	// Fastest per unit, so ratios compare like with like.
-	fastest := map[string]float64{}
+	fastest, slowest := map[string]float64{}, map[string]float64{}
 	for _, a := range arms {
 		if a.Status == result.StatusOK && a.Median > 0 {
 			if f, ok := fastest[a.Unit]; !ok || a.Median < f {
 				fastest[a.Unit] = a.Median
 			}
 		}
-	}
-	slowest := map[string]float64{}
-	for _, a := range arms {
 		if a.Status == result.StatusOK && a.Median > slowest[a.Unit] {
 			slowest[a.Unit] = a.Median
 		}
@@ -164,59 +165,15 @@ func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 	var notes []string
 	tail := false
 	for _, a := range arms {
-		name := strings.TrimPrefix(a.Name, exp+"/")
+		name := short(experiment, a.Name)
 		if a.Status != result.StatusOK && a.Median == 0 {
 			rows = append(rows, []string{name, a.Status, a.Reason, "", "", "", "", "", ""})
 			continue
 		}
-		row := []string{name, result.FormatValue(a.Median, a.Unit),
-			result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit), "", "", "", "", "", ""}
-		var marks []string // words, explained once under the table
-		if p := a.Percentiles; p != nil {
-			row[3], row[4] = result.FormatNs(p.P50), result.FormatNs(p.P99)
-			if p.NearClock {
-				marks = append(marks, clockBoundMark)
-			}
-			if p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio && (a.Unit == "" || a.Unit == "ns/op") {
-				marks = append(marks, slowTailMark)
-				tail = true
-			}
-		}
-		if s := a.Switches; s != nil {
-			row[5] = fmt.Sprintf("%.2f+%.2f", s.Voluntary, s.Involuntary)
-		}
-		if a.Migrations != nil {
-			row[6] = fmt.Sprintf("%.2f", *a.Migrations)
-		}
-		if f := fastest[a.Unit]; f > 0 {
-			row[7] = fmt.Sprintf("%.1f×", a.Median/f)
-			row[8] = bar(a.Median, slowest[a.Unit])
-		}
-		if a.Status != result.StatusOK {
-			row[8] += " " + a.Status
-		}
-		for _, m := range marks {
-			row[8] += " " + m
-		}
-		if a.Noise.Noisy {
-			row[8] += " noisy"
-			var own []string
-			for _, r := range a.Noise.Reasons {
-				if !containsStr(shared, r) {
-					own = append(own, r)
-				}
-			}
-			if len(own) > 0 {
-				notes = append(notes, fmt.Sprintf("%s is noisy: %s", name, strings.Join(own, "; ")))
-			}
-		}
+		row, slow := armRow(a, name, fastest[a.Unit], slowest[a.Unit])
+		tail = tail || slow
 		rows = append(rows, row)
-		for _, n := range a.Notes {
-			notes = append(notes, name+": "+n)
-		}
-		if a.Status != result.StatusOK && a.Reason != "" {
-			notes = append(notes, name+": "+a.Status+": "+a.Reason)
-		}
+		notes = append(notes, armNotes(a, name, shared)...)
 	}
 	textcol.Write(w, rows, "  ", textcol.Middle)
 	sort.Strings(notes)
@@ -232,6 +189,69 @@ func writeArms(w io.Writer, exp string, arms []result.Arm, shared []string) {
 			break
 		}
 	}
+}
+
+// armRow is a measured arm's row of the table, its multiple of fastest
+// and its bar against slowest (of its unit), and the marks after the bar;
+// slowTail says it carries the slow-tail mark.
+func armRow(a result.Arm, name string, fastest, slowest float64) (row []string, slowTail bool) {
+	row = []string{name, result.FormatValue(a.Median, a.Unit),
+		result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit), "", "", "", "", "", ""}
+	var marks []string // words, explained once under the table
+	if p := a.Percentiles; p != nil {
+		row[3], row[4] = result.FormatNs(p.P50), result.FormatNs(p.P99)
+		if p.NearClock {
+			marks = append(marks, clockBoundMark)
+		}
+		if p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio && (a.Unit == "" || a.Unit == "ns/op") {
+			marks = append(marks, slowTailMark)
+			slowTail = true
+		}
+	}
+	if s := a.Switches; s != nil {
+		row[5] = fmt.Sprintf("%.2f+%.2f", s.Voluntary, s.Involuntary)
+	}
+	if a.Migrations != nil {
+		row[6] = fmt.Sprintf("%.2f", *a.Migrations)
+	}
+	if fastest > 0 {
+		row[7] = fmt.Sprintf("%.1f×", a.Median/fastest)
+		row[8] = bar(a.Median, slowest)
+	}
+	if a.Status != result.StatusOK {
+		row[8] += " " + a.Status
+	}
+	for _, m := range marks {
+		row[8] += " " + m
+	}
+	if a.Noise.Noisy {
+		row[8] += " noisy"
+	}
+	return row, slowTail
+}
+
+// armNotes are what the table says under it about arm a: the noise
+// reasons that are its own (not shared), its notes, and why it failed.
+func armNotes(a result.Arm, name string, shared []string) []string {
+	var notes []string
+	if a.Noise.Noisy {
+		var own []string
+		for _, r := range a.Noise.Reasons {
+			if !containsStr(shared, r) {
+				own = append(own, r)
+			}
+		}
+		if len(own) > 0 {
+			notes = append(notes, fmt.Sprintf("%s is noisy: %s", name, strings.Join(own, "; ")))
+		}
+	}
+	for _, n := range a.Notes {
+		notes = append(notes, name+": "+n)
+	}
+	if a.Status != result.StatusOK && a.Reason != "" {
+		notes = append(notes, name+": "+a.Status+": "+a.Reason)
+	}
+	return notes
 }
 
 func dedupe(xs []string) []string {

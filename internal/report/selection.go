@@ -138,6 +138,51 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 		}
 		byOp[op] = append(byOp[op], a)
 	}
+	cols, tail := tableColumns(arms)
+	marks := column{"", armMark, false}
+	names := map[string]string{}
+	nameWidth := textcol.Width("per " + groups[0])
+	for _, g := range groups {
+		nameWidth = max(nameWidth, textcol.Width("per "+g))
+	}
+	for _, a := range arms {
+		names[a.Name] = exp.ShortName(a)
+		nameWidth = max(nameWidth, textcol.Width(names[a.Name]))
+	}
+	const indent = 2
+	if tail != nil && indent+nameWidth+columnsSpan(append(append(append([]column{}, cols...), tail...), marks), arms) <= width {
+		cols = append(cols, tail...)
+	}
+	cols = append(cols, marks)
+	room := width - indent - columnsSpan(cols, arms)
+	if room < 12 {
+		room = 12
+	}
+	shown := fitNames(arms, names, room)
+	rows := [][]string{append([]string{"per " + groups[0]}, headsOf(cols)...)}
+	for i, g := range groups {
+		if i > 0 {
+			rows = append(rows, cellsOf("per "+g, cols, nil))
+		}
+		for _, a := range byOp[g] {
+			parts := shown[a.Name]
+			rows = append(rows, cellsOf(parts[0], cols, &a))
+			for _, p := range parts[1:] {
+				rows = append(rows, cellsOf("  "+p, cols, nil))
+			}
+		}
+	}
+	right := func(col, ncols int) bool { return col > 0 && col <= len(cols) && cols[col-1].right }
+	var b strings.Builder
+	textcol.Write(&b, rows, strings.Repeat(" ", indent), right)
+	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+}
+
+// tableColumns are the compact table's figure columns: median, range,
+// repetitions and, where any arm has them, switches; tail is the sampled
+// p50 and p99, where any arm has samples, for the caller to add when the
+// width has room.
+func tableColumns(arms []result.Arm) (cols, tail []column) {
 	has := func(ok func(a result.Arm) bool) bool {
 		for _, a := range arms {
 			if ok(a) {
@@ -146,7 +191,7 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 		}
 		return false
 	}
-	cols := []column{
+	cols = []column{
 		{"median", func(a result.Arm) string { return cellValue(a.Median, a.Unit) }, true},
 		{"min–max", exp.Spread, true},
 		{"n", func(a result.Arm) string { return repetitions(a) }, true},
@@ -159,7 +204,6 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 			return switchesText(a.Switches.Total())
 		}, true})
 	}
-	var tail []column
 	if has(func(a result.Arm) bool { return a.Percentiles != nil && a.Percentiles.Samples > 0 }) {
 		pct := func(get func(p *result.Percentiles) float64) func(a result.Arm) string {
 			return func(a result.Arm) string {
@@ -174,73 +218,47 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 			{"p99", pct(func(p *result.Percentiles) float64 { return p.P99 }), true},
 		}
 	}
-	marks := column{"", armMark, false}
-	names := map[string]string{}
-	nameWidth := textcol.Width("per " + groups[0])
-	for _, g := range groups {
-		nameWidth = max(nameWidth, textcol.Width("per "+g))
-	}
-	for _, a := range arms {
-		names[a.Name] = exp.ShortName(a)
-		nameWidth = max(nameWidth, textcol.Width(names[a.Name]))
-	}
-	const indent, gap = 2, 2
-	span := func(cs []column) int {
-		w := 0
-		for _, c := range cs {
-			cw := textcol.Width(c.head)
-			for _, a := range arms {
-				cw = max(cw, textcol.Width(c.cell(a)))
-			}
-			if cw > 0 {
-				w += gap + cw
-			}
-		}
-		return w
-	}
-	if tail != nil && indent+nameWidth+span(append(append(append([]column{}, cols...), tail...), marks)) <= width {
-		cols = append(cols, tail...)
-	}
-	cols = append(cols, marks)
-	room := width - indent - span(cols)
-	if room < 12 {
-		room = 12
-	}
-	shown := fitNames(arms, names, room)
-	var rows [][]string
-	row := func(label string, a *result.Arm) {
-		r := []string{label}
-		for _, c := range cols {
-			if a == nil {
-				r = append(r, "")
-			} else {
-				r = append(r, c.cell(*a))
-			}
-		}
-		rows = append(rows, r)
-	}
-	headRow := []string{"per " + groups[0]}
+	return cols, tail
+}
+
+// columnsSpan is the width cols take beside the names, a gap before each
+// column that is not empty for every arm.
+func columnsSpan(cols []column, arms []result.Arm) int {
+	const gap = 2
+	w := 0
 	for _, c := range cols {
-		headRow = append(headRow, c.head)
-	}
-	rows = append(rows, headRow)
-	for i, g := range groups {
-		if i > 0 {
-			row("per "+g, nil)
+		cw := textcol.Width(c.head)
+		for _, a := range arms {
+			cw = max(cw, textcol.Width(c.cell(a)))
 		}
-		for _, a := range byOp[g] {
-			a := a
-			parts := shown[a.Name]
-			row(parts[0], &a)
-			for _, p := range parts[1:] {
-				row("  "+p, nil)
-			}
+		if cw > 0 {
+			w += gap + cw
 		}
 	}
-	right := func(col, ncols int) bool { return col > 0 && col <= len(cols) && cols[col-1].right }
-	var b strings.Builder
-	textcol.Write(&b, rows, strings.Repeat(" ", indent), right)
-	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	return w
+}
+
+// headsOf are the columns' heads.
+func headsOf(cols []column) []string {
+	var out []string
+	for _, c := range cols {
+		out = append(out, c.head)
+	}
+	return out
+}
+
+// cellsOf is a row: label, then each column's cell of a (empty cells
+// for a row of no arm: a heading, a name's continuation).
+func cellsOf(label string, cols []column, a *result.Arm) []string {
+	r := []string{label}
+	for _, c := range cols {
+		if a == nil {
+			r = append(r, "")
+		} else {
+			r = append(r, c.cell(*a))
+		}
+	}
+	return r
 }
 
 // fitNames gives each arm's short name as the table shows it, in room

@@ -89,11 +89,10 @@ var giveWay = []lineKind{publishedLine, checkLine, spacerLine, noteLine, firstCh
 const firstChecks = 2
 
 // screenLine is one logical line of the screen, already wrapped to the
-// width; checks is how many failed checks a check line stands for.
+// width. A check line stands for one check (by name).
 type screenLine struct {
-	rows   []string
-	kind   lineKind
-	checks int
+	rows []string
+	kind lineKind
 }
 
 // screen collects the lines of the suite's verdict at one width.
@@ -137,7 +136,7 @@ func (s *screen) assemble(drop []bool) []string {
 		if l.kind == checkLine || l.kind == firstCheckLine {
 			last = i
 			if drop[i] {
-				more += l.checks
+				more++
 			}
 		}
 	}
@@ -167,14 +166,14 @@ func screenLines(run *result.Run, specs []*exp.Spec, stored bool, width int) []s
 		s.lines = append(s.lines, blk.lines...)
 	}
 	s.add(spacerLine, "")
-	head, bad, counts := verdictChecks(run)
+	head, bad := verdictChecks(run)
 	s.add(keepLine, head)
 	for i, b := range bad {
 		kind := checkLine
 		if i < firstChecks {
 			kind = firstCheckLine
 		}
-		s.lines = append(s.lines, screenLine{rows: textcol.WrapLines(b, width, 2), kind: kind, checks: counts[i]})
+		s.lines = append(s.lines, screenLine{rows: textcol.WrapLines(b, width, 2), kind: kind})
 	}
 	s.lines = append(s.lines, screenLine{rows: textcol.WrapLines(verdictNoise(run.Arms, "noise"), width, 2)})
 	s.add(keepLine, closing(run, stored)...)
@@ -304,57 +303,13 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 	var tails, pubs []string
 	anyAcross, confined := false, false
 	for _, r := range rows {
-		row := []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}
-		figure := func(a result.Arm, where string) string {
-			s := exp.Figure(a)
-			if _, py, ok := strings.Cut(a.Name, "/py="); ok {
-				s += " (py=" + py + ")" // --python all: say whose figure it is
-			}
-			if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio {
-				kind, _, _ := strings.Cut(r.Label, ",")
-				tails = append(tails, fmt.Sprintf("%s %s %s", kind, where, result.FormatNs(p.P50)))
-			}
-			return s
-		}
-		one, ok1 := v.Pick(r.One...)
-		if ok1 {
-			row[1] = figure(one, "one CPU")
-		}
-		var across result.Arm
-		ok2 := false
-		for _, name := range r.Across {
-			a, ok := v.Pick(name)
-			if !ok {
-				continue
-			}
-			if !acrossCPUs(a, v.Run.Env) {
-				confined = true
-				continue
-			}
-			across, ok2 = a, true
-			break
-		}
-		if ok2 {
-			anyAcross = true
-			row[2] = figure(across, "across CPUs")
-			row[3] = "unpinned"
-			if pinned(across) {
-				row[3] = "pinned"
-			}
-		}
-		if r.PublishedP50 && (ok1 || ok2) {
-			a := one
-			if !ok1 {
-				a = across
-			}
-			if a.Percentiles != nil && a.Percentiles.Samples > 0 {
-				row[4] += " (here " + result.FormatNs(a.Percentiles.P50) + ")"
-			}
-		}
+		h := newHandoffRow(v, r)
+		tails = append(tails, h.tails...)
+		anyAcross, confined = anyAcross || h.across, confined || h.confined
 		if r.Published != "" {
-			pubs = append(pubs, r.Label+" "+row[4])
+			pubs = append(pubs, r.Label+" "+h.cells[4])
 		}
-		cells = append(cells, row)
+		cells = append(cells, h.cells)
 	}
 	if !anyAcross {
 		for i := range cells {
@@ -367,9 +322,7 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 			cells[i] = cells[i][:len(cells[i])-1]
 		}
 		table = writeCells(cells)
-		if len(pubs) > 0 {
-			published = []string{"  published, on other machines (" + PublishedSource + "): " + strings.Join(pubs, " · ")}
-		}
+		published = []string{"  published, on other machines (" + PublishedSource + "): " + strings.Join(pubs, " · ")}
 	}
 	if !anyAcross && confined {
 		table = append(table, "  across CPUs: not measured, the run was confined to one CPU (--cpus)")
@@ -378,6 +331,66 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 		notes = append(notes, "  slow tail: these medians (means per op) stand well above the typical op, p50: "+strings.Join(tails, " · "))
 	}
 	return table, notes, published
+}
+
+// handoffRow is one Headline row of the handoff table: its cells (label,
+// one CPU, across CPUs, how the across-CPUs workers were placed, the
+// published figure), the figures that carry a slow tail, whether it has
+// an across-CPUs figure, and whether one was measured only on one CPU (a
+// run confined to one).
+type handoffRow struct {
+	cells            []string
+	tails            []string
+	across, confined bool
+}
+
+func newHandoffRow(v *exp.VerdictRun, r exp.Headline) handoffRow {
+	h := handoffRow{cells: []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}}
+	figure := func(a result.Arm, where string) string {
+		s := exp.Figure(a)
+		if py := exp.Interpreter(a.Name); py != "" {
+			s += " (py=" + py + ")" // --python all: say whose figure it is
+		}
+		if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio {
+			kind, _, _ := strings.Cut(r.Label, ",")
+			h.tails = append(h.tails, fmt.Sprintf("%s %s %s", kind, where, result.FormatNs(p.P50)))
+		}
+		return s
+	}
+	one, ok1 := v.Pick(r.One...)
+	if ok1 {
+		h.cells[1] = figure(one, "one CPU")
+	}
+	var across result.Arm
+	for _, name := range r.Across {
+		a, ok := v.Pick(name)
+		if !ok {
+			continue
+		}
+		if !acrossCPUs(a, v.Run.Env) {
+			h.confined = true
+			continue
+		}
+		across, h.across = a, true
+		break
+	}
+	if h.across {
+		h.cells[2] = figure(across, "across CPUs")
+		h.cells[3] = "unpinned"
+		if pinned(across) {
+			h.cells[3] = "pinned"
+		}
+	}
+	if r.PublishedP50 && (ok1 || h.across) {
+		a := one
+		if !ok1 {
+			a = across
+		}
+		if a.Percentiles != nil && a.Percentiles.Samples > 0 {
+			h.cells[4] += " (here " + result.FormatNs(a.Percentiles.P50) + ")"
+		}
+	}
+	return h
 }
 
 // writeCells lines cells up in columns (textcol.Write) as lines.
@@ -406,44 +419,52 @@ func orDash(s string) string {
 }
 
 // verdictChecks lists the checks that did not hold, each name once per
-// experiment, under a head that counts them; counts[i] is how many failed
-// checks bad[i] stands for, so the head, the lines and a shortened list's
-// "… N more" agree.
-func verdictChecks(run *result.Run) (head string, bad []string, counts []int) {
-	total, failed := 0, 0
+// experiment with the number of arms it failed on, under a head that
+// counts checks the same way: by name, one per line (so a shortened
+// list's "… N more" agrees), and, where a check was evaluated more than
+// once (per arm, per pair), also the evaluations: "3 of 20 (4 of 32
+// evaluations)".
+func verdictChecks(run *result.Run) (head string, bad []string) {
+	evaluated, failed, names, failedNames := 0, 0, 0, 0
 	for _, e := range run.Experiments {
 		details := map[string][]string{} // a check evaluated on several arms is said once
-		var names []string
+		seen := map[string]bool{}
+		var order []string
 		for _, c := range e.Checks {
 			if c.Skipped {
 				continue
 			}
-			total++
+			evaluated++
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				names++
+			}
 			if c.Holds {
 				continue
 			}
 			failed++
 			if details[c.Name] == nil {
-				names = append(names, c.Name)
+				order = append(order, c.Name)
 			}
 			details[c.Name] = append(details[c.Name], c.Detail)
 		}
-		for _, n := range names {
+		failedNames += len(order)
+		for _, n := range order {
 			times := ""
 			if k := len(details[n]); k > 1 {
 				times = fmt.Sprintf(" (on %d arms)", k)
 			}
 			bad = append(bad, fmt.Sprintf("  %s: %s%s — %s", e.Name, n, times, strings.Join(details[n], " | ")))
-			counts = append(counts, len(details[n]))
 		}
 	}
-	if total == 0 {
-		return "checks: none evaluated", nil, nil
+	if evaluated == 0 {
+		return "checks: none evaluated", nil
 	}
-	// The count is of checks; a line is a check's name, said once, with
-	// the number of arms it failed on.
-	head = fmt.Sprintf("checks that did not hold on this machine: %d of %d", failed, total)
-	return head, bad, counts
+	head = fmt.Sprintf("checks that did not hold on this machine: %d of %d", failedNames, names)
+	if failed != failedNames || evaluated != names {
+		head += fmt.Sprintf(" (%d of %d evaluations)", failed, evaluated)
+	}
+	return head, bad
 }
 
 // verdictNoise says once how many of arms are noisy and why: each kind of

@@ -330,10 +330,11 @@ func TestVerdictBudgetFromCPUTime(t *testing.T) {
 	}
 }
 
-// The count of checks that did not hold agrees with the lines listed: a
-// check that failed on several arms is one line that says on how many,
-// and a list cut to fit the screen says how many checks, not lines, are
-// left.
+// The count of checks that did not hold says what it counts and agrees
+// with the lines listed: it counts checks by name, one per line (a check
+// that failed on several arms is one line that says on how many), and,
+// where a check was evaluated more than once, the evaluations too; a list
+// cut to fit the screen says how many checks are left.
 func TestVerdictCheckCountMatchesLines(t *testing.T) {
 	chk := func(name string, holds bool, detail string) result.Check {
 		return result.Check{Name: name, Holds: holds, Detail: detail}
@@ -346,12 +347,14 @@ func TestVerdictCheckCountMatchesLines(t *testing.T) {
 		{[]result.Check{chk("a", false, "x"), chk("b", false, "y"), chk("c", true, "")},
 			"checks that did not hold on this machine: 2 of 3", 2},
 		{[]result.Check{chk("same", false, "arm 1"), chk("same", false, "arm 2"), chk("other", true, ""), chk("third", false, "z")},
-			"checks that did not hold on this machine: 3 of 4", 2},
+			"checks that did not hold on this machine: 2 of 3 (3 of 4 evaluations)", 2},
 		{[]result.Check{chk("same", false, "arm 1"), chk("same", false, "arm 2")},
-			"checks that did not hold on this machine: 2 of 2", 1},
+			"checks that did not hold on this machine: 1 of 1 (2 of 2 evaluations)", 1},
+		{[]result.Check{chk("same", false, "arm 1"), chk("same", true, "arm 2"), chk("other", true, "")},
+			"checks that did not hold on this machine: 1 of 2 (1 of 3 evaluations)", 1},
 	} {
 		run := &result.Run{Schema: 1, ID: "r", Experiments: []result.Experiment{{Name: "e", Checks: tc.checks}}}
-		head, bad, _ := verdictChecks(run)
+		head, bad := verdictChecks(run)
 		if head != tc.head {
 			t.Errorf("head %q, want %q", head, tc.head)
 		}
@@ -363,8 +366,10 @@ func TestVerdictCheckCountMatchesLines(t *testing.T) {
 	// Real runs, whose lists are grouped, wrapped and cut to fit the screen.
 	for _, name := range []string{"quick", "quick2"} {
 		lines := VerdictLines(loadRunFile(t, name+".json"), true, 80)
+		found := false
 		for i, l := range lines {
 			if strings.HasPrefix(l, "checks that did not hold") {
+				found = true
 				end := i + 1
 				for end < len(lines) && strings.HasPrefix(lines[end], "  ") {
 					end++
@@ -372,33 +377,47 @@ func TestVerdictCheckCountMatchesLines(t *testing.T) {
 				checkCountAgrees(t, lines[i:end])
 			}
 		}
+		if !found {
+			t.Errorf("%s: no line of checks that did not hold", name)
+		}
 	}
 }
 
-// checkCountAgrees: the head's count of failed checks is the sum over the
-// lines under it (a line "(on k arms)" is k checks, "… N more" is N; a
-// line indented further continues the one above).
+// checkCountAgrees: the head's count of failed checks is the number of
+// check lines under it ("… N more" is N; a line indented further
+// continues the one above), and when every line is there, its count of
+// failed evaluations, if it gives one, is the sum of their "(on k arms)".
 func checkCountAgrees(t *testing.T, lines []string) {
 	t.Helper()
-	var failed int
-	fmt.Sscanf(strings.TrimPrefix(lines[0], "checks that did not hold on this machine: "), "%d", &failed)
-	sum := 0
+	var failed, evals, of int
+	head := strings.TrimPrefix(lines[0], "checks that did not hold on this machine: ")
+	fmt.Sscanf(head, "%d of %d (%d of", &failed, &of, &evals)
+	checks, sum, cut := 0, 0, false
 	on := regexp.MustCompile(`\(on (\d+) arms\) — `)
 	text := strings.Join(lines[1:], "\n")
 	for _, l := range strings.Split(strings.ReplaceAll(text, "\n   ", " "), "\n") {
 		if l == "" {
 			continue
 		}
-		k := 1
 		if rest, ok := strings.CutPrefix(l, "  … "); ok {
+			k := 0
 			fmt.Sscan(rest, &k)
-		} else if m := on.FindStringSubmatch(l); m != nil {
+			checks += k
+			cut = true
+			continue
+		}
+		k := 1
+		if m := on.FindStringSubmatch(l); m != nil {
 			fmt.Sscan(m[1], &k)
 		}
+		checks++
 		sum += k
 	}
-	if sum != failed {
-		t.Errorf("the lines stand for %d checks, the head says %d:\n%s", sum, failed, strings.Join(lines, "\n"))
+	if checks != failed {
+		t.Errorf("the lines stand for %d checks, the head says %d:\n%s", checks, failed, strings.Join(lines, "\n"))
+	}
+	if evals > 0 && !cut && sum != evals {
+		t.Errorf("the lines stand for %d evaluations, the head says %d:\n%s", sum, evals, strings.Join(lines, "\n"))
 	}
 }
 

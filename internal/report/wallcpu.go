@@ -28,7 +28,7 @@ var (
 // CPU time (median, whisker min–max): more CPU than wall is parallel
 // work, CPU rising with the wall time is slower work, not waiting. It is
 // the experiment's bars chart; nil when no arm has both.
-func wallCPUChart(exp string, arms []result.Arm) *Chart {
+func wallCPUChart(experiment string, arms []result.Arm) *Chart {
 	type pair struct {
 		a   result.Arm
 		cpu measure.Summary
@@ -43,7 +43,7 @@ func wallCPUChart(exp string, arms []result.Arm) *Chart {
 		return nil
 	}
 	op := sel[0].a.Op
-	p := newPlot(fmt.Sprintf("%s: wall and CPU time per %s (bar: median; whisker: min–max)", exp, opLabel(op)))
+	p := newPlot(fmt.Sprintf("%s: wall and CPU time per %s (bar: median; whisker: min–max)", experiment, opLabel(op)))
 	n := len(sel)
 	hi := 0.0
 	for _, s := range sel {
@@ -68,7 +68,7 @@ func wallCPUChart(exp string, arms []result.Arm) *Chart {
 	}
 	for i, s := range sel {
 		y := float64(n - 1 - i)
-		names[n-1-i] = short(exp, s.a.Name)
+		names[n-1-i] = short(experiment, s.a.Name)
 		bar(y+0.17, s.a.Median, s.a.Min, s.a.Max, wallColor)
 		bar(y-0.17, s.cpu.Median, s.cpu.Min, s.cpu.Max, cpuColor)
 	}
@@ -82,7 +82,7 @@ func wallCPUChart(exp string, arms []result.Arm) *Chart {
 		{label: "wall time", thumbs: []plot.Thumbnailer{swatch{wallColor}}},
 		{label: "CPU time (every thread and child)", thumbs: []plot.Thumbnailer{swatch{cpuColor}}},
 	}
-	return &Chart{Experiment: exp, Kind: ChartBars, Title: p.Title.Text, Reading: wallCPUReading(exp, sel[0].a, sel[len(sel)-1].a, sel[0].cpu, sel[len(sel)-1].cpu),
+	return &Chart{Experiment: experiment, Kind: ChartBars, Title: p.Title.Text, Reading: wallCPUReading(experiment, sel[0].a, sel[len(sel)-1].a, sel[0].cpu, sel[len(sel)-1].cpu),
 		plot: p, legend: legend, w: chartWidth, h: vg.Length(n)*0.42*vg.Inch + 1.1*vg.Inch}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -258,7 +257,8 @@ const maxIDLen = 128
 
 // Read decodes one run document and refuses anything that is not one: a
 // schema outside 1..SchemaVersion, a missing or odd id, data after the
-// document, or more than MaxFileBytes.
+// document, or more than MaxFileBytes. It reads the names as they are:
+// store.ReadRun, the reader of stored runs, maps those older ctxlab wrote.
 func Read(rd io.Reader) (*Run, error) {
 	var r Run
 	lr := &io.LimitedReader{R: rd, N: MaxFileBytes + 1}
@@ -287,155 +287,7 @@ func Read(rd io.Reader) (*Run, error) {
 	if len(r.ID) > maxIDLen || !printableID(r.ID) {
 		return nil, fmt.Errorf("decode run: id %q: want 1..%d printable characters", r.ID, maxIDLen)
 	}
-	for i := range r.Arms {
-		r.Arms[i].Metrics = RenameLegacyMetrics(r.Arms[i].Metrics)
-	}
-	renameLegacyPython(&r)
 	return &r, nil
-}
-
-// LegacyPythonName maps an arm name of the former "python" experiment
-// (before CPython became a substrate of each experiment) to today's:
-// "python/EXPERIMENT/pythread/…" is "EXPERIMENT/pythread/…", and the
-// forked process, "python/EXPERIMENT/process/…", is
-// "EXPERIMENT/pyprocess/…" (EXPERIMENT/process/… is Go's). Other names
-// are returned as they are, with ok false.
-func LegacyPythonName(name string) (string, bool) {
-	rest, ok := strings.CutPrefix(name, "python/")
-	if !ok || !strings.Contains(rest, "/") {
-		return name, false
-	}
-	// The old substrate "process" (os.fork) is "pyprocess" now: the Go
-	// experiment has its own process arms under the same mechanism names.
-	parts := strings.SplitN(rest, "/", 3)
-	if len(parts) == 3 && parts[1] == "process" {
-		parts[1] = "pyprocess"
-		rest = strings.Join(parts, "/")
-	}
-	// The former sqlite3 lookups ran in :memory:; the arm of the same name
-	// runs on a database file now, and the :memory: one is …/db=memory.
-	if strings.HasPrefix(rest, legacyMemoryLookups) {
-		rest += "/db=memory"
-	}
-	return rest, true
-}
-
-// legacyMemoryLookups: the former python experiment's arms that ran in
-// :memory: and are named with /db=memory today (see LegacyPythonName).
-const legacyMemoryLookups = "hop/pytask/"
-
-// renameLegacyPython rewrites a run stored before the rename: the arms of
-// experiment "python" join the experiments their names now lead with, and
-// the python experiment's checks and findings go with them, so a stored
-// run compares arm by arm with a new one.
-func renameLegacyPython(r *Run) {
-	renamed := false
-	for i := range r.Arms {
-		a := &r.Arms[i]
-		if a.Experiment != "python" {
-			continue
-		}
-		n, ok := LegacyPythonName(a.Name)
-		if !ok {
-			continue
-		}
-		renamed = true
-		a.Name = n
-		if strings.HasSuffix(n, "/db=memory") && a.Params != nil && a.Params["db"] == "" {
-			a.Params["db"] = "memory"
-		}
-		a.Experiment, _, _ = strings.Cut(n, "/")
-		if a.Substrate == "process" {
-			a.Substrate = "pyprocess"
-		}
-		renameCheckArms(a.Checks)
-	}
-	if !renamed {
-		return
-	}
-	var exps []Experiment
-	at := map[string]int{}
-	var old *Experiment
-	for _, e := range r.Experiments {
-		if e.Name == "python" {
-			e := e
-			old = &e
-			continue
-		}
-		at[e.Name] = len(exps)
-		exps = append(exps, e)
-	}
-	if old != nil {
-		target := func(name string) *Experiment {
-			i, ok := at[name]
-			if !ok {
-				i = len(exps)
-				at[name] = i
-				exps = append(exps, Experiment{Name: name, Op: "per arm"})
-			}
-			return &exps[i]
-		}
-		renameCheckArms(old.Checks)
-		for _, c := range old.Checks {
-			if len(c.Arms) == 0 {
-				continue
-			}
-			e, _, _ := strings.Cut(c.Arms[0], "/")
-			target(e).Checks = append(target(e).Checks, c)
-		}
-		// A finding goes to the experiment of the first arm it names; one
-		// that names none goes with the next that does (a heading), else
-		// with the one before.
-		owner := make([]string, len(old.Findings))
-		for i, f := range old.Findings {
-			owner[i] = findingOwner(f, r.Arms)
-		}
-		for i := len(owner) - 2; i >= 0; i-- {
-			if owner[i] == "" {
-				owner[i] = owner[i+1]
-			}
-		}
-		for i := range owner {
-			if owner[i] == "" && i > 0 {
-				owner[i] = owner[i-1]
-			}
-		}
-		for i, f := range old.Findings {
-			if owner[i] != "" {
-				target(owner[i]).Findings = append(target(owner[i]).Findings, f)
-			}
-		}
-	}
-	r.Experiments = exps
-}
-
-// renameCheckArms renames the arms a stored check names, in its list and
-// in its detail.
-func renameCheckArms(cs []Check) {
-	for i := range cs {
-		for j, n := range cs[i].Arms {
-			if nn, ok := LegacyPythonName(n); ok {
-				cs[i].Arms[j] = nn
-				cs[i].Detail = strings.ReplaceAll(cs[i].Detail, n, nn)
-			}
-		}
-	}
-}
-
-// findingOwner is the experiment of the longest arm name (old or new)
-// that a stored python finding names, or "".
-func findingOwner(f string, arms []Arm) string {
-	best, owner := 0, ""
-	for _, a := range arms {
-		if len(a.Name) <= best || !strings.Contains(a.Name, "/py") {
-			continue
-		}
-		key, _, _ := strings.Cut(a.Name, "/py=")
-		if strings.Contains(f, key) {
-			best, owner = len(a.Name), a.Experiment
-		}
-	}
-	return owner
 }
 
 // printableID: letters, digits and punctuation, no spaces or control
@@ -447,64 +299,6 @@ func printableID(id string) bool {
 		}
 	}
 	return utf8.ValidString(id)
-}
-
-// LegacyMetricNames maps the metric names runs stored before the one
-// naming convention (exp.NameConvention) to today's, so a run read back
-// from the history or a file compares with a new one.
-var LegacyMetricNames = map[string]string{
-	"oncpu_ns/element":                 "oncpu-ns/element",
-	"runq_wait_ns/element":             "runq-wait-ns/element",
-	"worker_oncpu_ns/element":          "worker-oncpu-ns/element",
-	"vol_switches/ms":                  "voluntary-switches/ms",
-	"invol_switches/ms":                "involuntary-switches/ms",
-	"turn_elements":                    "turn-elements",
-	"p50_in_pile":                      "p50-in-pile",
-	"p50_go_preempt_periods":           "p50-go-preempt-periods",
-	"max_go_preempt_periods":           "max-go-preempt-periods",
-	"go_preempt_samples":               "go-preempt-samples",
-	"starve_samples":                   "starve-samples",
-	"starve_samples_after_hog":         "starve-samples-after-hog",
-	"go_sched_wakeups":                 "go-sched-wakeups",
-	"go_sched_latency_p50_ns":          "go-sched-latency-p50-ns",
-	"go_sched_latency_p99_ns":          "go-sched-latency-p99-ns",
-	"go_sched_latency_max_ns":          "go-sched-latency-max-ns",
-	"latency_clusters":                 "latency-clusters",
-	"throughput_ops_per_s":             "throughput-ops/s",
-	"hop/half-rt":                      "half-rt-ratio",
-	"x-direct":                         "direct-ratio",
-	"x-plain":                          "plain-ratio",
-	"x-inline":                         "inline-ratio",
-	"ms/10000-lookups":                 "elapsed-ms/10000-lookups",
-	"measuring_thread_switches/op":     "measuring-thread-switches/op",
-	"py_clock_ns":                      "py-clock-ns",
-	"task_bytes":                       "task-bytes",
-	"IPC":                              "ipc",
-	"LLC-load-misses/1k-instructions":  "llc-load-misses/1k-instructions",
-	"dTLB-load-misses/1k-instructions": "dtlb-load-misses/1k-instructions",
-}
-
-// RenameLegacyMetrics returns m with legacy names replaced (m itself when
-// nothing needs renaming).
-func RenameLegacyMetrics(m map[string]float64) map[string]float64 {
-	old := false
-	for k := range m {
-		if _, ok := LegacyMetricNames[k]; ok {
-			old = true
-			break
-		}
-	}
-	if !old {
-		return m
-	}
-	out := make(map[string]float64, len(m))
-	for k, v := range m {
-		if n, ok := LegacyMetricNames[k]; ok {
-			k = n
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // Find returns the arm with the given name, or nil.

@@ -2,8 +2,6 @@ package result
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -130,27 +128,6 @@ func FuzzRead(f *testing.F) {
 	})
 }
 
-// A run stored before the metric naming convention reads back with today's names.
-func TestReadRenamesLegacyMetrics(t *testing.T) {
-	doc := `{"schema":1,"id":"old","arms":[{"name":"hop/x","metrics":{"x-direct":3.5,"added-ns/op":20}}]}`
-	r, err := Read(strings.NewReader(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := r.Arms[0].Metrics
-	if m["direct-ratio"] != 3.5 || m["added-ns/op"] != 20 || len(m) != 2 {
-		t.Fatalf("metrics after read = %v", m)
-	}
-	for old, n := range LegacyMetricNames {
-		if old == n {
-			t.Errorf("%q maps to itself", old)
-		}
-		if _, chained := LegacyMetricNames[n]; chained {
-			t.Errorf("%q → %q is itself a legacy name", old, n)
-		}
-	}
-}
-
 func TestFormatCount(t *testing.T) {
 	for n, want := range map[float64]string{3: "3", 61.4: "61.4", 467.3: "467", 9999: "9999", 134484: "134k", 1.152e6: "1.15M", 2e9: "2G"} {
 		if got := FormatCount(n); got != want {
@@ -159,108 +136,6 @@ func TestFormatCount(t *testing.T) {
 	}
 	if got := FormatValue(38440, "ns/element"); got != "38.4 µs/element" {
 		t.Errorf("FormatValue ns/element = %q", got)
-	}
-}
-
-// A run stored before CPython became a substrate of each experiment (the
-// "python" experiment, arms python/<experiment>/…) reads back under
-// today's names: each arm in the experiment its name now leads with, the
-// forked-process pipe as pyprocess (beside Go's process pipe, not on it),
-// and the python experiment's checks and findings with their arms.
-func TestReadMapsLegacyPythonArms(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "python-legacy.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{ // name → experiment/substrate
-		"pingpong/pythread/simplequeue/unpinned":                        "pingpong/pythread",
-		"pingpong/pythread/simplequeue/same-cpu":                        "pingpong/pythread",
-		"pingpong/pyprocess/pipe/unpinned":                              "pingpong/pyprocess",
-		"pingpong/process/pipe/unpinned":                                "pingpong/process",
-		"pingpong/pytask/asyncio-queue/unpinned":                        "pingpong/pytask",
-		"interference/pythread/simplequeue/busy=1/si=default/cross-cpu": "interference/pythread",
-		"hop/pytask/direct/db=memory":                                   "hop/pytask",
-		"hop/pytask/executor/db=memory":                                 "hop/pytask",
-		"hop/pytask/two-hop/db=memory":                                  "hop/pytask",
-	}
-	for name, es := range want {
-		a := r.Find(name)
-		if a == nil {
-			t.Errorf("no arm %s after reading", name)
-			continue
-		}
-		if got := a.Experiment + "/" + a.Substrate; got != es {
-			t.Errorf("%s: experiment/substrate %s, want %s", name, got, es)
-		}
-		for _, c := range a.Checks {
-			if strings.Contains(c.Detail+strings.Join(c.Arms, " "), "python/") {
-				t.Errorf("%s: its check keeps an old name: %+v", name, c)
-			}
-		}
-	}
-	exps := map[string]Experiment{}
-	for _, e := range r.Experiments {
-		exps[e.Name] = e
-		for _, c := range e.Checks {
-			for _, n := range c.Arms {
-				if strings.HasPrefix(n, "python/") || !strings.HasPrefix(n, e.Name+"/") {
-					t.Errorf("%s: check %q names arm %s", e.Name, c.Name, n)
-				}
-			}
-			if strings.Contains(c.Detail, "python/") {
-				t.Errorf("%s: check detail keeps the old name: %s", e.Name, c.Detail)
-			}
-		}
-	}
-	if _, ok := exps["python"]; ok {
-		t.Error("the python experiment is still there")
-	}
-	// The former sqlite3 lookups ran in :memory: (the arms without /db= run
-	// on a file now), and say so in their params.
-	if a := r.Find("hop/pytask/direct/db=memory"); a != nil && a.Params["db"] != "memory" {
-		t.Errorf("hop/pytask/direct/db=memory: params %v", a.Params)
-	}
-	checks := func(e string) int { return len(exps[e].Checks) }
-	if checks("pingpong") != 3 || checks("interference") != 1 || checks("hop") != 1 {
-		t.Errorf("checks per experiment: pingpong %d (want 1+2), interference %d, hop %d", checks("pingpong"), checks("interference"), checks("hop"))
-	}
-	n := 0
-	for _, e := range r.Experiments {
-		n += len(e.Findings)
-	}
-	if n != 1+9 {
-		t.Errorf("%d findings after the move, want all 10 kept", n)
-	}
-	// A new run reads as it is.
-	var buf bytes.Buffer
-	if err := r.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	again, err := Read(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf2 bytes.Buffer
-	if err := again.Write(&buf2); err != nil {
-		t.Fatal(err)
-	}
-	if first := buf.String(); first != buf2.String() {
-		t.Error("reading a renamed run again changes it")
-	}
-	for _, tc := range [][2]string{
-		{"python/ring/pytask/asyncio-queue/n=2/py=3.13t", "ring/pytask/asyncio-queue/n=2/py=3.13t"},
-		{"python/pingpong/process/pipe/unpinned/py=3.11", "pingpong/pyprocess/pipe/unpinned/py=3.11"},
-		{"pingpong/process/pipe/unpinned", "pingpong/process/pipe/unpinned"},
-		{"python/x", "python/x"},
-	} {
-		if got, _ := LegacyPythonName(tc[0]); got != tc[1] {
-			t.Errorf("LegacyPythonName(%s) = %s, want %s", tc[0], got, tc[1])
-		}
 	}
 }
 

@@ -87,6 +87,27 @@ func (a *Arm) validate(v *validator) {
 	}
 	v.intIn("duration_ns", a.DurationNs, 0, MaxCount)
 	v.intIn("ops_per_rep", a.Ops, 0, MaxCount)
+	a.validateFigures(v)
+	switch a.Status {
+	case StatusOK, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted, "":
+	default:
+		v.fail("status %q: want one of %s, %s, %s, %s, %s, %s", a.Status, StatusOK, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted)
+	}
+	a.validateLatencies(v)
+	a.validatePerOp(v)
+	a.validateMetrics(v)
+	n := a.Noise
+	v.nonNeg("noise.spread", n.Spread)
+	v.nonNeg("noise.load1_before", n.Load1Before)
+	v.nonNeg("noise.load1_after", n.Load1After)
+	v.floatIn("noise.steal_pct", n.StealPct, -100, 100)
+	v.intIn("noise.throttled_periods", n.Throttled, 0, MaxCount)
+	v.intIn("noise.throttled_us", n.ThrottledUs, 0, MaxCount)
+}
+
+// validateFigures: the repetitions' means, the median and the range, in
+// the arm's unit, with min ≤ median ≤ max.
+func (a *Arm) validateFigures(v *validator) {
 	// A time per op cannot be negative; other quantities (a memory
 	// delta per worker) can.
 	fig := v.figure
@@ -103,11 +124,10 @@ func (a *Arm) validate(v *validator) {
 	if a.Min > a.Median*(1+1e-9)+1e-12 || a.Median > a.Max*(1+1e-9)+1e-12 {
 		v.fail("min %s, median %s, max %s: want min ≤ median ≤ max", num(a.Min), num(a.Median), num(a.Max))
 	}
-	switch a.Status {
-	case StatusOK, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted, "":
-	default:
-		v.fail("status %q: want one of %s, %s, %s, %s, %s, %s", a.Status, StatusOK, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted)
-	}
+}
+
+// validateLatencies: the sampled percentiles and the histogram.
+func (a *Arm) validateLatencies(v *validator) {
 	if p := a.Percentiles; p != nil {
 		v.intIn("percentiles.samples", p.Samples, 0, MaxCount)
 		for _, f := range []struct {
@@ -123,6 +143,11 @@ func (a *Arm) validate(v *validator) {
 		v.floatIn(at+"high_ns", b.HighNs, b.LowNs, MaxFigure)
 		v.intIn(at+"count", b.Count, 0, MaxCount)
 	}
+}
+
+// validatePerOp: switches, migrations, counters, CPU and run-queue time
+// per op, none negative.
+func (a *Arm) validatePerOp(v *validator) {
 	if s := a.Switches; s != nil {
 		v.nonNeg("switches_per_op.voluntary", s.Voluntary)
 		v.nonNeg("switches_per_op.involuntary", s.Involuntary)
@@ -143,11 +168,16 @@ func (a *Arm) validate(v *validator) {
 	if a.RunqNsPerOp != nil {
 		v.nonNeg("runq_ns_per_op", *a.RunqNsPerOp)
 	}
+}
+
+// validateMetrics: the metrics, and the repetitions' metrics, one figure
+// per repetition; the first bad one by name, the same one every time.
+func (a *Arm) validateMetrics(v *validator) {
 	names := make([]string, 0, len(a.Metrics))
 	for k := range a.Metrics {
 		names = append(names, k)
 	}
-	sort.Strings(names) // the first bad one, the same one every time
+	sort.Strings(names)
 	for _, k := range names {
 		v.figure(fmt.Sprintf("metrics[%q]", k), a.Metrics[k])
 	}
@@ -167,13 +197,6 @@ func (a *Arm) validate(v *validator) {
 			v.figure(fmt.Sprintf("rep_metrics[%q][%d]", k, i), x)
 		}
 	}
-	n := a.Noise
-	v.nonNeg("noise.spread", n.Spread)
-	v.nonNeg("noise.load1_before", n.Load1Before)
-	v.nonNeg("noise.load1_after", n.Load1After)
-	v.floatIn("noise.steal_pct", n.StealPct, -100, 100)
-	v.intIn("noise.throttled_periods", n.Throttled, 0, MaxCount)
-	v.intIn("noise.throttled_us", n.ThrottledUs, 0, MaxCount)
 }
 
 // validator keeps the first failure; at says where in the run it is.

@@ -3,8 +3,8 @@ package selfcheck
 import (
 	"slices"
 	"strconv"
-	"strings"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -21,17 +21,22 @@ const (
 func Arms(rows []Row, cpu int) []result.Arm {
 	var out []result.Arm
 	for _, r := range rows {
-		parts := strings.Split(r.Arm, "/")
+		// The arm's own name nested under the experiment: its experiment
+		// is the first segment, so its substrate the second.
+		segs := append([]exp.Segment{exp.Seg(exp.ExperimentOf(r.Arm))}, exp.NameSegments(r.Arm)...)
 		a := result.Arm{
-			Name: Experiment + "/" + r.Arm, Experiment: Experiment, Substrate: parts[1],
+			Name: exp.Key(Experiment, segs...).String(), Experiment: Experiment,
 			Params: map[string]string{"arm": r.Arm, "reference": r.Reference, "limit": strconv.FormatFloat(r.Limit, 'f', -1, 64)},
 			Op:     "ctxlab's median ÷ the reference's, one round", Unit: "×",
 			Placement: "cpu=" + strconv.Itoa(cpu), CPUs: []int{cpu},
 			Status: r.Status, Reason: r.Reason,
 			Ops: int64(len(r.Ratios)), RepMeans: r.Ratios, Median: r.Ratio, Min: r.Min, Max: r.Max,
 		}
-		if len(parts) > 2 {
-			a.Mechanism = parts[2]
+		if len(segs) > 1 {
+			a.Substrate = segs[1].String()
+		}
+		if len(segs) > 2 {
+			a.Mechanism = segs[2].String()
 		}
 		if r.Status == result.StatusOK {
 			a.Metrics = map[string]float64{"ctxlab-ns/op": medianOf(r.CtxlabNs), "reference-ns/op": medianOf(r.RefNs)}

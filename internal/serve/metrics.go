@@ -298,97 +298,117 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
-	counter := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
-	}
-	gauge(descInfo, 1, m.version, m.goVersion)
-	gauge(descInterval, m.interval.Seconds())
-	gauge(descBudget, m.budget)
+	e := emitter{ch}
+	e.gauge(descInfo, 1, m.version, m.goVersion)
+	e.gauge(descInterval, m.interval.Seconds())
+	e.gauge(descBudget, m.budget)
 	if m.selfCPU != nil {
-		counter(descSelfCPU, m.selfCPU())
+		e.counter(descSelfCPU, m.selfCPU())
 	}
 	if m.history {
-		// Both from the start. The alert reads last_save_success: a
-		// scrape that comes after the first cycle would see a first
-		// failure as a counter already at 1, which increase() misses.
-		counter(descHistorySaves, m.saves["ok"], "ok")
-		counter(descHistorySaves, m.saves["failed"], "failed")
-		if m.lastOK != nil {
-			gauge(descHistoryLastOK, b2f(*m.lastOK))
-		}
-		if !m.lastSave.IsZero() {
-			gauge(descHistoryLastSave, float64(m.lastSave.UnixNano())/1e9)
-		}
-		counter(descHistoryPruned, m.pruned)
-		if m.dbBytes > 0 {
-			gauge(descHistoryBytes, float64(m.dbBytes))
-		}
+		m.collectHistory(e)
 	}
 	for _, n := range m.order {
-		p := m.probes[n]
-		e, arm := p.experiment, p.arm
-		counter(descProbeCPU, p.cpu, e, arm)
-		counter(descSkipped, p.skipped, e, arm)
-		counter(descExceeded, p.exceeded, e, arm)
-		if p.bench > 0 {
-			gauge(descBenchTime, p.bench.Seconds(), e, arm)
-		}
-		statuses := make([]string, 0, len(p.runs))
-		for s := range p.runs {
-			statuses = append(statuses, s)
-		}
-		sort.Strings(statuses)
-		for _, s := range statuses {
-			counter(descRuns, p.runs[s], e, arm, s)
-		}
-		a := p.last
-		if a == nil {
-			continue
-		}
-		gauge(descSuccess, b2f(a.Status == result.StatusOK), e, arm)
-		gauge(descDuration, p.run.Wall.Seconds(), e, arm)
-		gauge(descLastRun, float64(p.run.End.UnixNano())/1e9, e, arm)
-		if a.Status != result.StatusOK {
-			continue
-		}
-		gauge(descNoisy, b2f(a.Noise.Noisy), e, arm)
-		if a.Noise.Spread > 0 {
-			gauge(descSpread, a.Noise.Spread, e, arm)
-		}
-		if a.Switches != nil {
-			gauge(descSwitches, a.Switches.Voluntary, e, arm, "voluntary")
-			gauge(descSwitches, a.Switches.Involuntary, e, arm, "involuntary")
-		}
-		if a.Migrations != nil {
-			gauge(descMigrations, *a.Migrations, e, arm)
-		}
-		if a.RunqNsPerOp != nil && a.Switches != nil && a.Switches.Total() > 0 {
-			gauge(descRunqWait, *a.RunqNsPerOp/1e9/a.Switches.Total(), e, arm)
-		}
-		if a.Unit != "ns/op" {
-			continue // not a time: no latency metrics
-		}
-		lv := latencyValues(a)
-		gauge(descOpMean, a.Median/1e9, lv...)
-		// Per switch only where the op is a bare handoff: with a CPU hog in
-		// the arm the op time holds the hog's slices too.
-		if a.Switches != nil && a.Switches.Total() >= 1 && !hogged(a) {
-			gauge(descSwitchCost, a.Median/1e9/a.Switches.Total(), lv[:5]...)
-		}
-		if q := a.Percentiles; q != nil {
-			gauge(descOpMax, q.Max/1e9, lv...)
-		}
+		m.probes[n].collect(e)
 	}
 	m.ops.Collect(ch)
+}
+
+// emitter sends const metrics to a scrape.
+type emitter struct{ ch chan<- prometheus.Metric }
+
+func (e emitter) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	e.ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
+func (e emitter) counter(d *prometheus.Desc, v float64, labels ...string) {
+	e.ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+}
+
+// collectHistory: the saves to the history database (--db).
+func (m *Metrics) collectHistory(e emitter) {
+	// Both from the start. The alert reads last_save_success: a scrape
+	// that comes after the first cycle would see a first failure as a
+	// counter already at 1, which increase() misses.
+	e.counter(descHistorySaves, m.saves["ok"], "ok")
+	e.counter(descHistorySaves, m.saves["failed"], "failed")
+	if m.lastOK != nil {
+		e.gauge(descHistoryLastOK, b2f(*m.lastOK))
+	}
+	if !m.lastSave.IsZero() {
+		e.gauge(descHistoryLastSave, float64(m.lastSave.UnixNano())/1e9)
+	}
+	e.counter(descHistoryPruned, m.pruned)
+	if m.dbBytes > 0 {
+		e.gauge(descHistoryBytes, float64(m.dbBytes))
+	}
+}
+
+// collect: one probe's metrics, its budget and runs, then those of its
+// last run.
+func (p *probeState) collect(e emitter) {
+	ex, arm := p.experiment, p.arm
+	e.counter(descProbeCPU, p.cpu, ex, arm)
+	e.counter(descSkipped, p.skipped, ex, arm)
+	e.counter(descExceeded, p.exceeded, ex, arm)
+	if p.bench > 0 {
+		e.gauge(descBenchTime, p.bench.Seconds(), ex, arm)
+	}
+	statuses := make([]string, 0, len(p.runs))
+	for s := range p.runs {
+		statuses = append(statuses, s)
+	}
+	sort.Strings(statuses)
+	for _, s := range statuses {
+		e.counter(descRuns, p.runs[s], ex, arm, s)
+	}
+	if p.last != nil {
+		p.collectLast(e)
+	}
+}
+
+// collectLast: the figures of the probe's last run.
+func (p *probeState) collectLast(e emitter) {
+	a, ex, arm := p.last, p.experiment, p.arm
+	e.gauge(descSuccess, b2f(a.Status == result.StatusOK), ex, arm)
+	e.gauge(descDuration, p.run.Wall.Seconds(), ex, arm)
+	e.gauge(descLastRun, float64(p.run.End.UnixNano())/1e9, ex, arm)
+	if a.Status != result.StatusOK {
+		return
+	}
+	e.gauge(descNoisy, b2f(a.Noise.Noisy), ex, arm)
+	if a.Noise.Spread > 0 {
+		e.gauge(descSpread, a.Noise.Spread, ex, arm)
+	}
+	if a.Switches != nil {
+		e.gauge(descSwitches, a.Switches.Voluntary, ex, arm, "voluntary")
+		e.gauge(descSwitches, a.Switches.Involuntary, ex, arm, "involuntary")
+	}
+	if a.Migrations != nil {
+		e.gauge(descMigrations, *a.Migrations, ex, arm)
+	}
+	if a.RunqNsPerOp != nil && a.Switches != nil && a.Switches.Total() > 0 {
+		e.gauge(descRunqWait, *a.RunqNsPerOp/1e9/a.Switches.Total(), ex, arm)
+	}
+	if a.Unit != "ns/op" {
+		return // not a time: no latency metrics
+	}
+	lv := latencyValues(a)
+	e.gauge(descOpMean, a.Median/1e9, lv...)
+	// Per switch only where the op is a bare handoff: with a CPU hog in
+	// the arm the op time holds the hog's slices too.
+	if a.Switches != nil && a.Switches.Total() >= 1 && !hogged(a) {
+		e.gauge(descSwitchCost, a.Median/1e9/a.Switches.Total(), lv[:5]...)
+	}
+	if q := a.Percentiles; q != nil {
+		e.gauge(descOpMax, q.Max/1e9, lv...)
+	}
 }
 
 // latencyValues are an arm's values of latencyLabels.
 func latencyValues(a *result.Arm) []string {
 	e, arm := splitName(a.Name)
-	return []string{e, arm, a.Substrate, a.Mechanism, a.Placement, opLabel(a.Op)}
+	return []string{e, arm, a.Substrate, a.Mechanism, a.Placement, opLabel(a)}
 }
 
 func b2f(b bool) float64 {

@@ -212,22 +212,32 @@ func TestRegisteredProbes(t *testing.T) {
 	}
 }
 
+// The op label is what the arm's experiment declares for it, whatever its
+// op's description says: rewording "round trip" renames nothing. An arm run
+// on one of several interpreters has its plan's label; an experiment not
+// registered, or a name that does not parse, gets the default.
 func TestOpLabel(t *testing.T) {
-	for op, want := range map[string]string{
-		"round trip": "roundtrip",
-		"round trip (2 switches, each side follows its whole array)": "roundtrip",
-		"futex round trip between two locked threads on one CPU":     "roundtrip",
-		"pipe round trip between two processes on one CPU":           "roundtrip",
-		"burst of 100 channel round trips":                           "op",
-		"hop":                                                        "hop",
-		"yield":                                                      "yield",
-		"create + join":                                              "createjoin",
-		"element visited":                                            "elementvisited",
-		"1 ms timer sleep (percentiles: wake delay beyond the 1 ms)": "mstimersleep",
-		"": "op",
+	for _, tc := range []struct {
+		a    result.Arm
+		want string
+	}{
+		{result.Arm{Name: "pingpong/thread/futex/same-cpu", Experiment: "pingpong", Op: "a reworded round trip"}, "roundtrip"},
+		{result.Arm{Name: "pingpong/pythread/simplequeue/unpinned/py=3.13t", Experiment: "pingpong"}, "roundtrip"},
+		{result.Arm{Name: "ring/thread/futex/pingpong/same-cpu", Experiment: "ring", Op: "hop"}, "roundtrip"},
+		{result.Arm{Name: "ring/thread/futex/n=2", Experiment: "ring", Op: "round trip"}, "hop"},
+		{result.Arm{Name: "interference/timer/none/hogs=0/gomaxprocs=1", Experiment: "interference"}, "mstimersleep"},
+		{result.Arm{Name: "interference/chanpair/none/hogs=0/gomaxprocs=1", Experiment: "interference", Op: "round trip"}, "op"},
+		{result.Arm{Name: "hop/user/direct/gomaxprocs=1", Experiment: "hop", Op: "your query"}, "op"},
+		{result.Arm{Name: "nosuch/a/b", Experiment: "nosuch", Op: "round trip"}, exp.DefaultOpLabel},
+		{result.Arm{Name: "pingpong//x", Experiment: "pingpong"}, exp.DefaultOpLabel},
 	} {
-		if got := opLabel(op); got != want {
-			t.Errorf("opLabel(%q) = %q, want %q", op, got, want)
+		if got := opLabel(&tc.a); got != tc.want {
+			t.Errorf("opLabel(%s) = %q, want %q", tc.a.Name, got, tc.want)
+		}
+	}
+	for _, s := range exp.All() {
+		if err := s.CheckOpLabels(); err != nil {
+			t.Error(err)
 		}
 	}
 }

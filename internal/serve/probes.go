@@ -3,10 +3,10 @@ package serve
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // Probe is one registered arm that the exporter re-measures on its schedule.
@@ -166,9 +166,11 @@ func match(pat string, p exp.Params, specs []*exp.Spec) ([]Probe, error) {
 
 // splitName splits an arm's full name into the experiment and arm labels:
 // "pingpong/thread/futex/same-cpu" → "pingpong", "thread/futex/same-cpu".
-// The experiment is its own label, so the arm label does not repeat it.
+// The experiment is its own label, so the arm label does not repeat it. A
+// name of one part is all arm label.
 func splitName(name string) (experiment, arm string) {
-	if e, a, ok := strings.Cut(name, "/"); ok {
+	e := exp.ExperimentOf(name)
+	if a := exp.ShortNameIn(e, name); a != name {
 		return e, a
 	}
 	return "", name
@@ -176,31 +178,14 @@ func splitName(name string) (experiment, arm string) {
 
 func armLabel(name string) string { _, a := splitName(name); return a }
 
-// roundTripOp matches an op that is one round trip, with at most a
-// mechanism named before it: "round trip", "futex round trip between …",
-// "round trip (2 switches …)"; not "burst of 100 channel round trips".
-var roundTripOp = regexp.MustCompile(`^(\w+ )?round trip\b`)
-
-// opLabel makes an op's description one lower-case word for the "op"
-// label: "roundtrip" for a round trip, else the description up to any
-// parenthesis with its letters joined when that is short ("hop", "yield",
-// "createjoin"), else "op" (ctxlab list EXPERIMENT says what it is).
-func opLabel(op string) string {
-	op = strings.ToLower(strings.TrimSpace(op))
-	if roundTripOp.MatchString(op) {
-		return "roundtrip"
+// opLabel is the "op" label of arm a: the word its experiment declares
+// for what one of its ops is (exp.Spec.OpLabels), never read from the op's
+// description, so rewording a description renames no label.
+func opLabel(a *result.Arm) string {
+	s, ok := exp.Lookup(a.Experiment)
+	k, err := exp.ParseArmKey(a.Name)
+	if !ok || err != nil {
+		return exp.DefaultOpLabel
 	}
-	if i := strings.IndexAny(op, "(,;:"); i >= 0 {
-		op = op[:i]
-	}
-	w := strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' {
-			return r
-		}
-		return -1
-	}, op)
-	if w == "" || len(w) > 16 {
-		return "op"
-	}
-	return w
+	return s.OpLabelOf(k)
 }

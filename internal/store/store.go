@@ -556,7 +556,7 @@ func (s *Store) Get(ctx context.Context, ref string) (*result.Run, error) {
 	if err := s.db.QueryRowContext(ctx, `SELECT doc FROM runs WHERE id = ?`, id).Scan(&doc); err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
-	run, err := result.Read(strings.NewReader(doc))
+	run, err := ReadRun(strings.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
