@@ -3,6 +3,7 @@ package vary
 import (
 	"time"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/watch"
@@ -11,10 +12,11 @@ import (
 // ArmName is the stored arm of the point: diagnose/T=2, or diagnose
 // alone for a plain diagnose run, whose one point has no values.
 func (p Point) ArmName() string {
-	if l := p.Label(); l != "" {
-		return Experiment + "/" + l
+	k := exp.Key(Experiment)
+	for i, n := range p.Names {
+		k = k.With(exp.KV(n, p.Values[i]))
 	}
-	return Experiment
+	return k.String()
 }
 
 // AddProfile counts one /proc reading of the command into the sample, as
