@@ -1,0 +1,43 @@
+package experiments
+
+import (
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/mech"
+	"github.com/ctxlab/ctxlab/internal/quantum"
+)
+
+// goldenTID is the slice arm's worker thread in the analyzer golden.
+const goldenTID = 4242
+
+// goldenIfAnalyzer is an interference arm's analysis as its bench holds
+// it after a run: the starve shape's counts (the hog started after 20 of
+// 37 wake-ups, or never).
+func goldenIfAnalyzer(a ifArm, qs []quantum.Quantum, qnote string, started bool) exp.Analyzer {
+	x := &ifBench{arm: a, quanta: qs, qnote: qnote, hogAfter: -1}
+	if a.shape == shapeStarve {
+		x.starveSamples = 37
+		if started {
+			x.hogAfter = 20
+		}
+	}
+	return x
+}
+
+// goldenOtherAnalyzers are the other experiments' analyses.
+func goldenOtherAnalyzers() []struct {
+	name string
+	a    exp.Analyzer
+} {
+	return []struct {
+		name string
+		a    exp.Analyzer
+	}{
+		{"ring n=10", &Ring{N: 10}},
+		{"cachecost sweep", &sweep{}},
+		{"cachecost slice", &pairBench{slice: true, chunkA: 4096, a: &mech.Thread{TID: goldenTID}}},
+		{"cachecost per-switch", &pairBench{chunkA: 4096, a: &mech.Thread{TID: goldenTID}}},
+		{"yield thread k=1", &Yield{K: 1, threads: true}},
+		{"yield thread k=10", &Yield{K: 10, threads: true}},
+		{"yield goroutine k=10", &Yield{K: 10}},
+	}
+}
