@@ -749,13 +749,6 @@ func cachecostChecks(arms []result.Arm) []result.Check {
 	return out
 }
 
-func pct(a, b float64) string {
-	if b <= 0 {
-		return "?"
-	}
-	return fmt.Sprintf("%+.0f%%", 100*(a/b-1))
-}
-
 func cachecostFindings(arms []result.Arm) []string {
 	var out []string
 	for _, sp := range sweepPairs(arms) {

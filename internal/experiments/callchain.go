@@ -21,7 +21,7 @@ func init() {
 		Name:       "callchain",
 		Order:      70,
 		References: callchainRefs,
-		Harness:    []exp.HarnessRef{{Arm: "callchain/pythread/plain", Reference: exp.RefPyChain}},
+		Harness:    []exp.HarnessRef{{Arm: ccKey(exp.Seg("pythread"), exp.Seg("plain")).String(), Reference: exp.RefPyChain}},
 		Summary:    "the per-call and per-task floor: a 3-level call chain plain, dynamic and as goroutines; a goroutine per item vs per batch",
 		Op:         "chain (3 nested calls) or item",
 		Doc: `Chain arms (op = one chain of 3 nested calls, each doing one arithmetic step):
@@ -56,10 +56,15 @@ const (
 	ccMaxItems     = 10000000
 )
 
-var quickCallchain = map[string]bool{
-	"plain": true, "interface": true, "goroutine/gomaxprocs=all": true,
-	"items-inline": true, "task-per-item/gomaxprocs=all": true, "task-per-batch/gomaxprocs=all": true,
-}
+// ccKey is a callchain arm's key: callchain/plain, callchain/goroutine/gomaxprocs=all.
+func ccKey(segs ...exp.Segment) exp.ArmKey { return exp.Key("callchain", segs...) }
+
+// quickCallchain are the quick suite's arms (task-per-batch at any batch).
+var quickCallchain = keysOf(
+	ccKey(exp.Seg("plain")), ccKey(exp.Seg("interface")), ccKey(exp.Seg("goroutine"), exp.KV("gomaxprocs", "all")),
+	ccKey(exp.Seg("items-inline")), ccKey(exp.Seg("task-per-item"), exp.KV("gomaxprocs", "all")),
+	ccKey(exp.Seg("task-per-batch"), exp.KV("gomaxprocs", "all")),
+)
 
 func callchainArms(p exp.Params) ([]exp.Arm, error) {
 	items, err := hopOptInt(p, "callchain.items", ccDefaultItems, 1, ccMaxItems)
@@ -70,27 +75,30 @@ func callchainArms(p exp.Params) ([]exp.Arm, error) {
 	if err != nil {
 		return nil, err
 	}
-	gmps, gmpNames := hopGomaxprocs(p)
+	gmps, gmpNames := gomaxprocsSweep(p)
 	unp := exp.Unpinned(p)
 	var arms []exp.Arm
 	for _, kind := range []string{"plain", "inlined", "interface", "closure"} {
+		key := ccKey(exp.Seg(kind))
 		arms = append(arms, exp.Arm{
-			Name: "callchain/" + kind, Substrate: "caller", Mechanism: kind, Op: "chain",
+			Name: key.String(), Substrate: "caller", Mechanism: kind, Op: "chain",
 			Params: map[string]string{"kind": kind, "levels": "3"}, Placement: unp.Name, CPUs: unp.Process,
-			Quick: quickCallchain[kind],
+			Quick: quickCallchain.has(key),
 			Open:  func(context.Context) (exp.Bench, error) { return newChainBench(kind), nil },
 		})
 	}
 	for i, g := range gmps {
-		key := "goroutine/gomaxprocs=" + gmpNames[i]
+		key := ccKey(exp.Seg("goroutine"), exp.KV("gomaxprocs", gmpNames[i]))
 		arms = append(arms, exp.Arm{
-			Name: "callchain/" + key, Substrate: "goroutine", Mechanism: "chan", Op: "chain",
+			Name: key.String(), Substrate: "goroutine", Mechanism: "chan", Op: "chain",
 			Params:     map[string]string{"kind": "goroutine", "levels": "3", "gomaxprocs": strconv.Itoa(g)},
-			GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain[key],
+			GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain.has(key),
 			Open: func(context.Context) (exp.Bench, error) { return newChainBench("goroutine"), nil },
 		})
 	}
-	itemArm := func(mode, name, key string, g int) exp.Arm {
+	// An item arm is named for its mode (task-per-batch-B for a batch of
+	// B); quick is the key the quick suite knows it by.
+	itemArm := func(mode string, name, quick exp.ArmKey, g int) exp.Arm {
 		params := map[string]string{"kind": mode, "items": strconv.Itoa(items)}
 		if mode == "task-per-batch" {
 			params["batch"] = strconv.Itoa(batch)
@@ -103,15 +111,19 @@ func callchainArms(p exp.Params) ([]exp.Arm, error) {
 			sub = "caller"
 		}
 		return exp.Arm{
-			Name: "callchain/" + name, Substrate: sub, Mechanism: "go+waitgroup", Op: "item",
-			Params: params, GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain[key],
+			Name: name.String(), Substrate: sub, Mechanism: "go+waitgroup", Op: "item",
+			Params: params, GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain.has(quick),
 			Open: func(context.Context) (exp.Bench, error) { return newTaskBench(mode, items, batch), nil },
 		}
 	}
-	arms = append(arms, itemArm("items-inline", "items-inline", "items-inline", 0))
+	inline := ccKey(exp.Seg("items-inline"))
+	arms = append(arms, itemArm("items-inline", inline, inline, 0))
 	for i, g := range gmps {
-		arms = append(arms, itemArm("task-per-item", "task-per-item/gomaxprocs="+gmpNames[i], "task-per-item/gomaxprocs="+gmpNames[i], g))
-		arms = append(arms, itemArm("task-per-batch", fmt.Sprintf("task-per-batch-%d/gomaxprocs=%s", batch, gmpNames[i]), "task-per-batch/gomaxprocs="+gmpNames[i], g))
+		gmp := exp.KV("gomaxprocs", gmpNames[i])
+		perItem := ccKey(exp.Seg("task-per-item"), gmp)
+		arms = append(arms, itemArm("task-per-item", perItem, perItem, g))
+		arms = append(arms, itemArm("task-per-batch", ccKey(exp.Seg("task-per-batch-"+strconv.Itoa(batch)), gmp),
+			ccKey(exp.Seg("task-per-batch"), gmp), g))
 	}
 	return arms, nil
 }
@@ -485,17 +497,17 @@ var callchainMetrics = []exp.Metric{
 // task per item (SPEC §5.9).
 func callchainPyPlan(exp.Params) []pyArm {
 	return []pyArm{
-		{key: "callchain/pythread/plain", sub: "pythread", mech: "call", op: "3-level call", bench: "callchain.plain", place: "unpinned"},
-		{key: "callchain/pytask/coroutine", sub: "pytask", mech: "await", op: "3-level call", bench: "callchain.coroutine", place: "unpinned"},
-		{key: "callchain/pytask/create-task", sub: "pytask", mech: "create_task", op: "task", bench: "callchain.task", place: "unpinned"},
+		{key: ccKey(exp.Seg("pythread"), exp.Seg("plain")), sub: "pythread", mech: "call", op: "3-level call", bench: "callchain.plain", place: "unpinned"},
+		{key: ccKey(exp.Seg("pytask"), exp.Seg("coroutine")), sub: "pytask", mech: "await", op: "3-level call", bench: "callchain.coroutine", place: "unpinned"},
+		{key: ccKey(exp.Seg("pytask"), exp.Seg("create-task")), sub: "pytask", mech: "create_task", op: "task", bench: "callchain.task", place: "unpinned"},
 	}
 }
 
 // callchainPyRefs are SPEC §8's figures for the CPython chains.
-var callchainPyRefs = pyRefs{GIL: map[string]string{
-	"callchain/pythread/plain":     "55 ns",
-	"callchain/pytask/coroutine":   "149 ns",
-	"callchain/pytask/create-task": "~2 µs per task, ~2.2 KiB per task",
+var callchainPyRefs = pyRefs{GIL: []pyRef{
+	{ccKey(exp.Seg("pythread"), exp.Seg("plain")), "55 ns"},
+	{ccKey(exp.Seg("pytask"), exp.Seg("coroutine")), "149 ns"},
+	{ccKey(exp.Seg("pytask"), exp.Seg("create-task")), "~2 µs per task, ~2.2 KiB per task"},
 }}
 
 // callchainRefs: SPEC §8's published call chain, about the experiment as a whole.

@@ -13,12 +13,13 @@ const goldenTID = 4242
 // it after a run: the starve shape's counts (the hog started after 20 of
 // 37 wake-ups, or never).
 func goldenIfAnalyzer(a ifArm, qs []quantum.Quantum, qnote string, started bool) exp.Analyzer {
-	x := &ifBench{arm: a, quanta: qs, qnote: qnote, hogAfter: -1}
+	x := &ifBench{arm: a, quanta: qs, qnote: qnote}
 	if a.shape == shapeStarve {
-		x.starveSamples = 37
+		s := &starveShape{kind: a.hog.Kind, samples: 37, hogAfter: -1}
 		if started {
-			x.hogAfter = 20
+			s.hogAfter = 20
 		}
+		x.shape = s
 	}
 	return x
 }

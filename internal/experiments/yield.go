@@ -54,11 +54,20 @@ CPython: K asyncio tasks each await asyncio.sleep(0) (pytask/sleep0, K = 1,
 var yieldDefaultK = []int{1, 10, 100, 1000, 10000}
 var yieldThreadK = []int{2, 10, 100, 1000}
 
-var quickYield = map[string]bool{
-	"goroutine/gosched/k=1/gomaxprocs=1": true, "goroutine/gosched/k=100/gomaxprocs=1": true,
-	"goroutine/gosched/k=10000/gomaxprocs=1": true, "goroutine/gosched/k=100/gomaxprocs=all": true,
-	"thread/sched_yield/k=1/alone": true, "thread/sched_yield/k=10/same-cpu": true,
+// yieldGoKey is a goroutine arm's key: yield/goroutine/gosched/k=K/gomaxprocs=G.
+func yieldGoKey(k int, gomaxprocs string) exp.ArmKey {
+	return exp.Key("yield", exp.Seg("goroutine"), exp.Seg("gosched"), exp.KV("k", k), exp.KV("gomaxprocs", gomaxprocs))
 }
+
+// yieldThreadKey is a thread arm's key: yield/thread/sched_yield/k=K/PLACEMENT.
+func yieldThreadKey(k int, placement string) exp.ArmKey {
+	return exp.Key("yield", exp.Seg("thread"), exp.Seg("sched_yield"), exp.KV("k", k), exp.Seg(placement))
+}
+
+var quickYield = keysOf(
+	yieldGoKey(1, "1"), yieldGoKey(100, "1"), yieldGoKey(10000, "1"), yieldGoKey(100, "all"),
+	yieldThreadKey(1, "alone"), yieldThreadKey(10, "same-cpu"),
+)
 
 func yieldArms(p exp.Params) ([]exp.Arm, error) {
 	host := p.Host
@@ -89,12 +98,11 @@ func yieldArms(p exp.Params) ([]exp.Arm, error) {
 			name string
 			n    int
 		}{{"1", 1}, {"all", all}} {
-			key := fmt.Sprintf("goroutine/gosched/k=%d/gomaxprocs=%s", k, g.name)
-			k := k
+			key := yieldGoKey(k, g.name)
 			arms = append(arms, exp.Arm{
-				Name: "yield/" + key, Substrate: "goroutine", Mechanism: "gosched",
+				Name: key.String(), Substrate: "goroutine", Mechanism: "gosched",
 				Params:     map[string]string{"k": strconv.Itoa(k), "gomaxprocs": strconv.Itoa(g.n)},
-				GOMAXPROCS: g.n, Placement: unp.Name, CPUs: unp.Process, Quick: quickYield[key],
+				GOMAXPROCS: g.n, Placement: unp.Name, CPUs: unp.Process, Quick: quickYield.has(key),
 				Open: func(ctx context.Context) (exp.Bench, error) { return OpenYield(ctx, k, false, nil) },
 			})
 		}
@@ -117,12 +125,11 @@ func yieldArms(p exp.Params) ([]exp.Arm, error) {
 		tas = append(tas, tarm{k, "same-cpu", c0, nil})
 	}
 	for _, t := range tas {
-		key := fmt.Sprintf("thread/sched_yield/k=%d/%s", t.k, t.placement)
-		t := t
+		key := yieldThreadKey(t.k, t.placement)
 		arms = append(arms, exp.Arm{
-			Name: "yield/" + key, Substrate: "thread", Mechanism: "sched_yield",
+			Name: key.String(), Substrate: "thread", Mechanism: "sched_yield",
 			Params:     map[string]string{"k": strconv.Itoa(t.k), "placement": t.placement},
-			GOMAXPROCS: t.k + 1, Placement: t.placement, CPUs: t.cpus, Quick: quickYield[key],
+			GOMAXPROCS: t.k + 1, Placement: t.placement, CPUs: t.cpus, Quick: quickYield.has(key),
 			Open: func(ctx context.Context) (exp.Bench, error) { return OpenYield(ctx, t.k, true, t.pins) },
 		})
 	}
@@ -425,19 +432,24 @@ var yieldMetrics = []exp.Metric{
 func yieldPyPlan(exp.Params) []pyArm {
 	var out []pyArm
 	for _, k := range []int{1, 10, 100, 1000, 10000} {
-		out = append(out, pyArm{key: fmt.Sprintf("yield/pytask/sleep0/k=%d", k), sub: "pytask", mech: "sleep0", op: "yield",
+		out = append(out, pyArm{key: yieldPyKey(k), sub: "pytask", mech: "sleep0", op: "yield",
 			bench: "yield.task", params: map[string]string{"k": strconv.Itoa(k)}, place: "unpinned", full: k == 10 || k == 1000})
 	}
 	return out
 }
 
+// yieldPyKey is an asyncio arm's key: yield/pytask/sleep0/k=K.
+func yieldPyKey(k int) exp.ArmKey {
+	return exp.Key("yield", exp.Seg("pytask"), exp.Seg("sleep0"), exp.KV("k", k))
+}
+
 // yieldPyRefs are SPEC §8's figures for asyncio yields.
-var yieldPyRefs = pyRefs{GIL: map[string]string{
-	"yield/pytask/sleep0/k=1":     "1.61 µs per yield",
-	"yield/pytask/sleep0/k=10":    "0.76 µs per yield",
-	"yield/pytask/sleep0/k=100":   "0.67 µs per yield",
-	"yield/pytask/sleep0/k=1000":  "0.67 µs per yield",
-	"yield/pytask/sleep0/k=10000": "1.78 µs per yield",
+var yieldPyRefs = pyRefs{GIL: []pyRef{
+	{yieldPyKey(1), "1.61 µs per yield"},
+	{yieldPyKey(10), "0.76 µs per yield"},
+	{yieldPyKey(100), "0.67 µs per yield"},
+	{yieldPyKey(1000), "0.67 µs per yield"},
+	{yieldPyKey(10000), "1.78 µs per yield"},
 }}
 
 // yieldRefs are SPEC §8's published yields per task, beside the asyncio arms.
