@@ -35,8 +35,8 @@ func goldenOtherAnalyzers() []struct {
 	}{
 		{"ring n=10", &Ring{N: 10}},
 		{"cachecost sweep", &sweep{}},
-		{"cachecost slice", &pairBench{slice: true, chunkA: 4096, a: &mech.Thread{TID: goldenTID}}},
-		{"cachecost per-switch", &pairBench{chunkA: 4096, a: &mech.Thread{TID: goldenTID}}},
+		{"cachecost slice", &sliceBench{cachePair: cachePair{a: &mech.Thread{TID: goldenTID}}, chunkA: 4096}},
+		{"cachecost per-switch", &perSwitchBench{cachePair{a: &mech.Thread{TID: goldenTID}}}},
 		{"yield thread k=1", &Yield{K: 1, threads: true}},
 		{"yield thread k=10", &Yield{K: 10, threads: true}},
 		{"yield goroutine k=10", &Yield{K: 10}},
