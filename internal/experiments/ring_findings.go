@@ -73,7 +73,8 @@ func growth(s []result.Arm, lo, hi int) (float64, result.Arm, result.Arm, bool) 
 func ringDerive(arms []result.Arm) {
 	refs := indexArms(arms, func(a result.Arm) bool { return isRingRef(a) && a.Status == result.StatusOK && a.Median > 0 })
 	for i := range arms {
-		if isRingRef(arms[i]) {
+		// The reference arms are thread pairs, beside the 2-thread rings.
+		if isRingRef(arms[i]) || arms[i].Substrate != "thread" {
 			continue
 		}
 		ref, ok := refs.get(keyOf(arms[i]).Replace(ringTwo, ringRef))

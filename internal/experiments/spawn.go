@@ -96,7 +96,7 @@ func spawnArms(p exp.Params) ([]exp.Arm, error) {
 	for _, k := range kinds {
 		k := k
 		arms = append(arms, exp.Arm{
-			Name: "spawn/" + k.sub + "/" + k.mech, Substrate: k.sub, Mechanism: k.mech,
+			Name: exp.Key("spawn", exp.Seg(k.sub), exp.Seg(k.mech)).String(), Substrate: k.sub, Mechanism: k.mech,
 			Placement: unp.Name, CPUs: unp.Process, Quick: k.quick, Unsupported: k.unsup,
 			Open: func(ctx context.Context) (exp.Bench, error) {
 				return OpenSpawn(ctx, k.sub, k.mech, trueExe), nil
@@ -110,7 +110,7 @@ func spawnArms(p exp.Params) ([]exp.Arm, error) {
 			continue
 		}
 		arms = append(arms, exp.Arm{
-			Name: "spawn/" + k.sub + "/idle-memory", Substrate: k.sub, Mechanism: "idle",
+			Name: exp.Key("spawn", exp.Seg(k.sub), exp.Seg("idle-memory")).String(), Substrate: k.sub, Mechanism: "idle",
 			Op: "idle worker", Unit: "B/op", Params: map[string]string{"idle-workers": strconv.Itoa(k.m)},
 			Placement: unp.Name, CPUs: unp.Process, Quick: k.quick,
 			Open: func(ctx context.Context) (exp.Bench, error) {
@@ -531,16 +531,18 @@ func spawnChecks(arms []result.Arm) []result.Check {
 }
 
 func spawnFindings(arms []result.Arm) []string {
-	by := map[string]result.Arm{}
+	// By substrate and mechanism: the spawn arms, and each kind's idle-memory.
+	type kind struct{ sub, mech string }
+	by := map[kind]result.Arm{}
 	for _, a := range arms {
 		if a.Status == result.StatusOK {
-			by[a.Substrate+"/"+a.Mechanism] = a
+			by[kind{a.Substrate, a.Mechanism}] = a
 		}
 	}
 	var out []string
-	g, ok1 := by["goroutine/go"]
-	t, ok2 := by["thread/locked"]
-	p, ok3 := by["process/exec"]
+	g, ok1 := by[kind{"goroutine", "go"}]
+	t, ok2 := by[kind{"thread", "locked"}]
+	p, ok3 := by[kind{"process", "exec"}]
 	if ok1 && ok2 && g.Median > 0 {
 		out = append(out, fmt.Sprintf("creating and joining a locked OS thread (%s) costs %.0f× a goroutine (%s)",
 			result.FormatNs(t.Median), t.Median/g.Median, result.FormatNs(g.Median)))
@@ -548,13 +550,13 @@ func spawnFindings(arms []result.Arm) []string {
 	if ok2 && ok3 && t.Median > 0 {
 		out = append(out, fmt.Sprintf("a process (exec of ctxlab, %s) costs %.0f× a thread", result.FormatNs(p.Median), p.Median/t.Median))
 	}
-	if tr, ok := by["process/true"]; ok && ok3 {
+	if tr, ok := by[kind{"process", "true"}]; ok && ok3 {
 		out = append(out, fmt.Sprintf("/bin/true takes %s to start and reap; ctxlab's child mode %s (the Go runtime's start-up is the difference)",
 			result.FormatNs(tr.Median), result.FormatNs(p.Median)))
 	}
 	var mem []string
-	for _, k := range []string{"goroutine/idle", "thread/idle", "process/idle"} {
-		if a, ok := by[k]; ok {
+	for _, sub := range []string{"goroutine", "thread", "process"} {
+		if a, ok := by[kind{sub, "idle"}]; ok {
 			if v, ok := a.Metrics["rss-bytes/worker"]; ok {
 				s := fmt.Sprintf("%s %s (%s–%s over %d weighings)", a.Substrate, result.FormatBytes(v), result.FormatBytes(a.Min), result.FormatBytes(a.Max), len(a.RepMeans))
 				if pss, ok := a.Metrics["pss-bytes/worker"]; ok {
