@@ -37,8 +37,8 @@ func goldenOtherAnalyzers() []struct {
 		{"cachecost sweep", &sweep{}},
 		{"cachecost slice", &sliceBench{cachePair: cachePair{a: &mech.Thread{TID: goldenTID}}, chunkA: 4096}},
 		{"cachecost per-switch", &perSwitchBench{cachePair{a: &mech.Thread{TID: goldenTID}}}},
-		{"yield thread k=1", &Yield{K: 1, threads: true}},
-		{"yield thread k=10", &Yield{K: 10, threads: true}},
-		{"yield goroutine k=10", &Yield{K: 10}},
+		{"yield thread k=1", &Yield{K: 1, kind: &threadYields{}}},
+		{"yield thread k=10", &Yield{K: 10, kind: &threadYields{}}},
+		{"yield goroutine k=10", &Yield{K: 10, kind: goroutineYields{}}},
 	}
 }
