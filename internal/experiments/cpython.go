@@ -159,11 +159,12 @@ func nativeDerive(derive func([]result.Arm)) func([]result.Arm) {
 // pyBench is an opened CPython arm: a SelfTimed bench. The interpreter
 // starts in Measure and is gone when it returns.
 type pyBench struct {
-	measure func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error)
+	in  *pydriver.Interpreter
+	req pydriver.Request
 }
 
-func (b *pyBench) Measure(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
-	return b.measure(ctx, req)
+func (b *pyBench) Measure(ctx context.Context, dr exp.DirectRequest) (*exp.DirectResult, error) {
+	return runPy(ctx, b.in, b.req, dr)
 }
 
 // Participants is an explicit empty list: the interpreter lives only
@@ -416,9 +417,7 @@ func pyArmOn(p exp.Params, pa pyArm, tag string, get func(context.Context) (*pyd
 			if pa.tempDB {
 				sqlop.SweepTemp()
 			}
-			return &pyBench{measure: func(ctx context.Context, dr exp.DirectRequest) (*exp.DirectResult, error) {
-				return runPy(ctx, in, req, dr)
-			}}, nil
+			return &pyBench{in: in, req: req}, nil
 		},
 	}
 }

@@ -360,7 +360,7 @@ func TestHopThreadWorkersLeaveNoThread(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, th := range h.workers.threads {
+		for _, th := range h.workers.host.(*threadHost).threads {
 			tids = append(tids, th.TID)
 		}
 		b := measure.NewB(context.Background(), 100, nil, nil)

@@ -41,7 +41,7 @@ type ifShape interface {
 type ifBench struct {
 	arm      ifArm
 	shape    ifShape
-	hogs     *hogSet
+	hogs     hogSet
 	quanta   []quantum.Quantum
 	qnote    string
 	once     sync.Once

@@ -190,20 +190,27 @@ func serveHop(h sqlop.Handle, reqs <-chan hopReq) {
 }
 
 // hopWorkers are n workers sharing one request channel, each with its own
-// handle (its own connection). Locked workers are mech.Threads: goroutines
-// locked to their own OS thread, destroyed on stop.
+// handle (its own connection), on goroutines or locked threads (host).
 type hopWorkers struct {
 	reqs    chan hopReq
 	handles []sqlop.Handle
-	threads []*mech.Thread
-	fins    []<-chan struct{}
-	wg      sync.WaitGroup
+	host    workerHost
+}
+
+// workerHost is where the workers run: goroutines, or mech.Threads —
+// goroutines locked to their own OS thread, destroyed on stop.
+type workerHost interface {
+	run(f func()) error
+	wait()
 }
 
 // startHopWorkers starts n workers; a cancelled ctx (timeout, Ctrl-C) stops
 // a long start-up between two workers.
 func startHopWorkers(ctx context.Context, src *sqlop.Source, n int, locked bool) (*hopWorkers, error) {
-	w := &hopWorkers{reqs: make(chan hopReq)}
+	w := &hopWorkers{reqs: make(chan hopReq), host: &goroutineHost{}}
+	if locked {
+		w.host = &threadHost{}
+	}
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
 			w.stop()
@@ -215,18 +222,9 @@ func startHopWorkers(ctx context.Context, src *sqlop.Source, n int, locked bool)
 			return nil, err
 		}
 		w.handles = append(w.handles, h)
-		if locked {
-			t, err := mech.StartThread(nil)
-			if err != nil {
-				w.stop()
-				return nil, fmt.Errorf("start worker thread: %w", err)
-			}
-			w.threads = append(w.threads, t)
-			fin, _ := t.Go(func() { serveHop(h, w.reqs) }) // t is new: never stopped here
-			w.fins = append(w.fins, fin)
-		} else {
-			w.wg.Add(1)
-			go func() { defer w.wg.Done(); serveHop(h, w.reqs) }()
+		if err := w.host.run(func() { serveHop(h, w.reqs) }); err != nil {
+			w.stop()
+			return nil, err
 		}
 	}
 	return w, nil
@@ -236,18 +234,49 @@ func startHopWorkers(ctx context.Context, src *sqlop.Source, n int, locked bool)
 // destroys their threads and closes their handles.
 func (w *hopWorkers) stop() error {
 	close(w.reqs)
-	w.wg.Wait()
-	for _, f := range w.fins {
-		<-f
-	}
-	for _, t := range w.threads {
-		t.Stop()
-	}
+	w.host.wait()
 	var errs []error
 	for _, h := range w.handles {
 		errs = append(errs, h.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// goroutineHost runs each worker on a goroutine of its own.
+type goroutineHost struct{ wg sync.WaitGroup }
+
+func (g *goroutineHost) run(f func()) error {
+	g.wg.Add(1)
+	go func() { defer g.wg.Done(); f() }()
+	return nil
+}
+
+func (g *goroutineHost) wait() { g.wg.Wait() }
+
+// threadHost runs each worker on a locked thread of its own.
+type threadHost struct {
+	threads []*mech.Thread
+	fins    []<-chan struct{}
+}
+
+func (t *threadHost) run(f func()) error {
+	th, err := mech.StartThread(nil)
+	if err != nil {
+		return fmt.Errorf("start worker thread: %w", err)
+	}
+	t.threads = append(t.threads, th)
+	fin, _ := th.Go(f) // th is new: never stopped here
+	t.fins = append(t.fins, fin)
+	return nil
+}
+
+func (t *threadHost) wait() {
+	for _, f := range t.fins {
+		<-f
+	}
+	for _, th := range t.threads {
+		th.Stop()
+	}
 }
 
 // hopCaller is one caller's side of the hops: its reply channel and, for
