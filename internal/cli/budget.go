@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/experiments"
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
@@ -130,20 +131,22 @@ func fmtRate(r float64) string {
 	return s
 }
 
-// budgetRow is one arm priced: its CPU per op and where that came from.
-type budgetRow struct {
-	arm    result.Arm
-	perOp  float64
-	source string
-}
-
 // inExperiment is the arm's name without its experiment's, for rows
 // listed under the experiment.
-func inExperiment(a result.Arm) string {
-	if rest, ok := strings.CutPrefix(a.Name, a.Experiment+"/"); ok {
-		return rest
+func inExperiment(a result.Arm) string { return within(a, "") }
+
+// within is the arm's name without its experiment and, when it is the
+// first segment, without substrate sub ("futex/cross-cpu"); a name that
+// is not its experiment's (an imported file's) stays whole.
+func within(a result.Arm, sub string) string {
+	k, err := exp.ParseArmKey(a.Name)
+	if err != nil || k.Experiment != a.Experiment {
+		return a.Name
 	}
-	return a.Name
+	if sub != "" && len(k.Segments) > 1 && k.Segments[0] == exp.Seg(sub) {
+		k.Segments = k.Segments[1:]
+	}
+	return k.InExperiment()
 }
 
 // perExperiment names arms compactly: per experiment, how many, and the
@@ -184,7 +187,8 @@ func perExperiment(arms []result.Arm, what func(result.Arm) string) string {
 // (≤ 0: not a terminal). Arms that are no CPU cost of a handoff are left
 // out and named, each group with its reason: arms that run CPU hogs
 // beside their workers (their time per op holds the hogs' turns), arms
-// without CPU time per op, and figures that are not a time per op.
+// without CPU time per op, and figures that are not a time per op. Each
+// arm is priced as pingpong's verdict prices it (experiments.PriceAt).
 func writeBudget(w io.Writer, run *result.Run, rate float64, glob string, width int) error {
 	out := func(s string) {
 		for _, l := range textcol.Wrap(s, width) {
@@ -195,78 +199,106 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string, width 
 	// them as they are, and everything is printed escaped (termsafe).
 	raw := run.Arms
 	run = termsafe.Strings(run)
-	var rows []budgetRow
-	var wall, hogged, notTime []result.Arm
+	b, err := priceBudget(run, raw, rate, glob)
+	if err != nil {
+		return err
+	}
+	sources := experiments.PriceSources(b.rows)
+	head := fmt.Sprintf("at %s ops/s, from run %s (%s, %s): share of one core = CPU per op × rate", fmtRate(rate), run.ID, run.Env.Hostname, run.Time.UTC().Format("2006-01-02 15:04"))
+	if len(sources) == 1 {
+		head += "; CPU per op: " + b.rows[0].Source
+	}
+	out(head)
+	if b.byWall {
+		out("this run recorded no CPU time per op (run it again, or with --counters): priced by WALL time, which overstates a blocking handoff's CPU")
+	}
+	cheapest := writeBudgetTable(w, b.rows, len(sources) > 1, width)
+	for _, r := range b.rows {
+		if r.Share > 1 {
+			out("a share above 100% is more than one core: one worker cannot sustain that rate")
+			break
+		}
+	}
+	fmt.Fprintln(w)
+	for _, l := range cheapest {
+		out(l)
+	}
+	out("priced: per experiment, op and substrate, the arm with the least CPU per op (the cheapest way this machine offers)")
+	for _, l := range unpriced(b.wall, b.hogged, b.notTime) {
+		out("not priced: " + l)
+	}
+	return nil
+}
+
+// budget is a run's matching arms priced, and the ones left out by reason.
+type budget struct {
+	rows                  []experiments.Priced
+	byWall                bool // no arm had CPU time: rows are priced by wall time
+	wall, hogged, notTime []result.Arm
+}
+
+// priceBudget prices run's measured arms that match glob (by their raw
+// names) at rate; with no CPU time at all it prices by wall time, and
+// with nothing to price it is a usage error that says why.
+func priceBudget(run *result.Run, raw []result.Arm, rate float64, glob string) (budget, error) {
+	var b budget
 	for i, a := range run.Arms {
 		if !armMatches(glob, raw[i]) || a.Status != result.StatusOK || a.Median <= 0 {
 			continue
 		}
 		switch {
 		case a.Unit != "" && a.Unit != "ns/op":
-			notTime = append(notTime, a)
+			b.notTime = append(b.notTime, a)
 		case price.Hogged(a):
-			hogged = append(hogged, a)
+			b.hogged = append(b.hogged, a)
 		default:
-			if c, src, ok := price.CPUPerOp(a); ok {
-				rows = append(rows, budgetRow{a, c, src})
+			if p, ok := experiments.PriceAt(a, rate); ok {
+				b.rows = append(b.rows, p)
 			} else {
-				wall = append(wall, a)
+				b.wall = append(b.wall, a)
 			}
 		}
 	}
-	byWall := false
-	if len(rows) == 0 {
-		if len(wall) == 0 {
-			if len(hogged)+len(notTime) > 0 {
-				return usagef("--arm %q: no matching arm of run %s can be priced: %s", glob, run.ID, strings.Join(unpriced(nil, hogged, notTime), "; "))
-			}
-			var names []string
-			seen := map[string]bool{}
-			for _, a := range run.Arms {
-				if !seen[a.Experiment] {
-					seen[a.Experiment] = true
-					names = append(names, a.Experiment)
-				}
-			}
-			return usagef("--arm %q: no measured ns/op arm in run %s matches; its experiments are %s", glob, run.ID, strings.Join(names, ", "))
+	if len(b.rows) > 0 {
+		return b, nil
+	}
+	if len(b.wall) == 0 {
+		if len(b.hogged)+len(b.notTime) > 0 {
+			return b, usagef("--arm %q: no matching arm of run %s can be priced: %s", glob, run.ID, strings.Join(unpriced(nil, b.hogged, b.notTime), "; "))
 		}
-		byWall = true
-		for _, a := range wall {
-			rows = append(rows, budgetRow{a, a.Median, "wall time (no CPU time recorded)"})
+		var names []string
+		for _, a := range run.Arms {
+			if !slices.Contains(names, a.Experiment) {
+				names = append(names, a.Experiment)
+			}
 		}
-		wall = nil
+		return b, usagef("--arm %q: no measured ns/op arm in run %s matches; its experiments are %s", glob, run.ID, strings.Join(names, ", "))
 	}
-	sources := map[string]bool{}
-	for _, r := range rows {
-		sources[r.source] = true
+	b.byWall = true
+	for _, a := range b.wall {
+		b.rows = append(b.rows, experiments.PriceByWall(a, rate, "wall time (no CPU time recorded)"))
 	}
-	head := fmt.Sprintf("at %s ops/s, from run %s (%s, %s): share of one core = CPU per op × rate", fmtRate(rate), run.ID, run.Env.Hostname, run.Time.UTC().Format("2006-01-02 15:04"))
-	if len(sources) == 1 {
-		head += "; CPU per op: " + rows[0].source
-	}
-	out(head)
-	if byWall {
-		out("this run recorded no CPU time per op (run it again, or with --counters): priced by WALL time, which overstates a blocking handoff's CPU")
-	}
+	b.wall = nil
+	return b, nil
+}
+
+// writeBudgetTable writes the priced arms, with the source of each CPU
+// time when they have several, and returns the summary: per experiment
+// and op, each substrate's cheapest arm.
+func writeBudgetTable(w io.Writer, rows []experiments.Priced, sourced bool, width int) []string {
 	table := [][]string{{"arm", "CPU/op", "wall/op", "share"}}
-	if len(sources) > 1 {
+	if sourced {
 		table[0] = append(table[0], "CPU time from")
 	}
-	type cheapest struct {
-		row  budgetRow
-		frac float64
-	}
 	type group struct{ exp, op string }
-	best := map[group]map[string]cheapest{} // → substrate
+	best := map[group]map[string]experiments.Priced{} // → substrate
 	var groups []group
 	// On a terminal, arms sit under their experiment's name without it;
 	// elsewhere each row has the whole arm name, for grep.
 	grouped := width > 0
-	exp, overCore := "", false
+	exp := ""
 	for _, r := range rows {
-		a := r.arm
-		frac := r.perOp * rate / 1e9
-		overCore = overCore || frac > 1
+		a := r.Arm
 		name := a.Name
 		if grouped {
 			if a.Experiment != exp {
@@ -275,51 +307,40 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string, width 
 			}
 			name = "  " + inExperiment(a)
 		}
-		cells := []string{name, result.FormatNs(r.perOp), result.FormatNs(a.Median), pct(frac)}
-		if len(sources) > 1 {
-			cells = append(cells, r.source)
+		cells := []string{name, result.FormatNs(r.PerOp), result.FormatNs(a.Median), pct(r.Share)}
+		if sourced {
+			cells = append(cells, r.Source)
 		}
 		table = append(table, cells)
 		g := group{a.Experiment, result.ShortOp(a.Op)}
 		if best[g] == nil {
-			best[g] = map[string]cheapest{}
+			best[g] = map[string]experiments.Priced{}
 			groups = append(groups, g)
 		}
 		sub := a.Substrate
 		if sub == "" {
 			sub = "?"
 		}
-		if c, ok := best[g][sub]; !ok || frac < c.frac {
-			best[g][sub] = cheapest{r, frac}
+		if c, ok := best[g][sub]; !ok || r.Share < c.Share {
+			best[g][sub] = r
 		}
 	}
 	textcol.Fit(w, table, width, func(col, n int) bool { return col > 0 && col < 4 })
-	if overCore {
-		out("a share above 100% is more than one core: one worker cannot sustain that rate")
-	}
-	fmt.Fprintln(w)
+	var lines []string
 	for _, g := range groups {
 		var subs []string
 		for s := range best[g] {
 			subs = append(subs, s)
 		}
-		sort.Slice(subs, func(i, j int) bool { return best[g][subs[i]].frac < best[g][subs[j]].frac })
+		sort.Slice(subs, func(i, j int) bool { return best[g][subs[i]].Share < best[g][subs[j]].Share })
 		var parts []string
 		for _, s := range subs {
 			c := best[g][s]
-			name := inExperiment(c.row.arm)
-			if rest, ok := strings.CutPrefix(name, s+"/"); ok {
-				name = rest
-			}
-			parts = append(parts, fmt.Sprintf("%s %s (%s)", s, pct(c.frac), name))
+			parts = append(parts, fmt.Sprintf("%s %s (%s)", s, pct(c.Share), within(c.Arm, s)))
 		}
-		out(fmt.Sprintf("%s, per %s: %s of a core", g.exp, g.op, strings.Join(parts, ", ")))
+		lines = append(lines, fmt.Sprintf("%s, per %s: %s of a core", g.exp, g.op, strings.Join(parts, ", ")))
 	}
-	out("priced: per experiment, op and substrate, the arm with the least CPU per op (the cheapest way this machine offers)")
-	for _, l := range unpriced(wall, hogged, notTime) {
-		out("not priced: " + l)
-	}
-	return nil
+	return lines
 }
 
 // unpriced says which arms were left out and why, compactly.

@@ -51,33 +51,10 @@ import (
 // namesAllowed lists, by file (FILE) or by function (FILE:FUNC), what
 // still breaks a rule, and why.
 var namesAllowed = map[string]string{
-	// internal/experiments is converted to build and find arms by
-	// exp.ArmKey in a parallel change (the wt-exps part of issue 31):
-	// these files still format or cut names today. The lead empties this
-	// part when the branches merge; the test fails on an entry that no
-	// longer breaks a rule.
-	"internal/experiments/cachecost.go":           "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/callchain.go":           "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/concurrency.go":         "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/concurrency_py.go":      "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/cpython.go":             "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/eventloop.go":           "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/hop.go":                 "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/interference.go":        "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/interference_checks.go": "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/pingpong.go":            "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/ring.go":                "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/spawn.go":               "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/userop.go":              "converted to ArmKey in parallel (issue 31)",
-	"internal/experiments/yield.go":               "converted to ArmKey in parallel (issue 31)",
-
-	// Outside the readers' part of issue 31, for their owners at merge.
-	"internal/cli/budget.go:inExperiment": "the arm's name without its experiment: exp.ShortName(a) says it (cli/budget.go is with the experiments' part)",
-	"internal/vary/analysis.go:Select":    "diagnose --vary's arms, named by its variables (K=V/K=V): cut and rejoined without the selected ones; exp.NameSegments and exp.JoinSegments do it",
-
 	// Not name handling, though the rule cannot tell.
-	"internal/cli/completion.go:completeArms":     "shell completion offers the names that begin with what was typed: a prefix of text, not a part of a name",
-	"internal/cli/completion.go:completeSelector": "shell completion offers the names that begin with what was typed: a prefix of text, not a part of a name",
+	"internal/experiments/ring_findings.go:ringFindings": "a growth finding's prose label (goroutine/chan same-cpu), the substrate and mechanism as the reader knows them, not an arm's name",
+	"internal/cli/completion.go:completeArms":            "shell completion offers the names that begin with what was typed: a prefix of text, not a part of a name",
+	"internal/cli/completion.go:completeSelector":        "shell completion offers the names that begin with what was typed: a prefix of text, not a part of a name",
 }
 
 const modPath = "github.com/ctxlab/ctxlab/"

@@ -213,16 +213,6 @@ func TestCachecostChecks(t *testing.T) {
 	}
 }
 
-func runBench(t *testing.T, bn exp.Bench, n int) {
-	t.Helper()
-	b := measure.NewB(context.Background(), n, measure.NewSampler(n, 100, 1), nil)
-	b.StartTimer()
-	if err := bn.(exp.Loop).Run(b); err != nil {
-		t.Fatal(err)
-	}
-	b.StopTimer()
-}
-
 // measureBench runs an opened bench through the runner with tiny
 // repetitions, the only way its figures are taken.
 func measureBench(t *testing.T, name string, open func() (exp.Bench, error)) (result.Arm, []int) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
-	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // callchain: the per-call and per-task floor (SPEC §5.7). A 3-level chain
@@ -21,7 +20,7 @@ func init() {
 		Name:       "callchain",
 		Order:      70,
 		References: callchainRefs,
-		Harness:    []exp.HarnessRef{{Arm: "callchain/pythread/plain", Reference: exp.RefPyChain}},
+		Harness:    []exp.HarnessRef{{Arm: ccKey(exp.Seg("pythread"), exp.Seg("plain")).String(), Reference: exp.RefPyChain}},
 		Summary:    "the per-call and per-task floor: a 3-level call chain plain, dynamic and as goroutines; a goroutine per item vs per batch",
 		Op:         "chain (3 nested calls) or item",
 		OpLabels:   []exp.OpLabel{{Label: "levelcall", Has: "pythread"}, {Label: "levelcall", Has: "coroutine"}, {Label: "task", Has: "create-task"}, {Label: "chain", Has: "plain"}, {Label: "chain", Has: "inlined"}, {Label: "chain", Has: "interface"}, {Label: "chain", Has: "closure"}, {Label: "chain", Has: "goroutine"}, {Label: "item"}},
@@ -64,37 +63,45 @@ const (
 	ccMaxItems     = 10000000
 )
 
-var quickCallchain = map[string]bool{
-	"plain": true, "interface": true, "goroutine/gomaxprocs=all": true,
-	"items-inline": true, "task-per-item/gomaxprocs=all": true, "task-per-batch/gomaxprocs=all": true,
-}
+// ccKey is a callchain arm's key: callchain/plain, callchain/goroutine/gomaxprocs=all.
+func ccKey(segs ...exp.Segment) exp.ArmKey { return exp.Key("callchain", segs...) }
+
+// quickCallchain are the quick suite's arms (task-per-batch at any batch).
+var quickCallchain = keysOf(
+	ccKey(exp.Seg("plain")), ccKey(exp.Seg("interface")), ccKey(exp.Seg("goroutine"), exp.KV("gomaxprocs", "all")),
+	ccKey(exp.Seg("items-inline")), ccKey(exp.Seg("task-per-item"), exp.KV("gomaxprocs", "all")),
+	ccKey(exp.Seg("task-per-batch"), exp.KV("gomaxprocs", "all")),
+)
 
 func callchainArms(p exp.Params) ([]exp.Arm, error) {
 	items, batch := ccItemsOpt.Or(p, ccDefaultItems), ccBatchOpt.Or(p, ccDefaultBatch)
 	if batch > items {
 		return nil, fmt.Errorf("--set callchain.batch=%d: must be in 1..%d", batch, items)
 	}
-	gmps, gmpNames := hopGomaxprocs(p)
+	gmps, gmpNames := gomaxprocsSweep(p)
 	unp := exp.Unpinned(p)
 	var arms []exp.Arm
 	for _, kind := range []string{"plain", "inlined", "interface", "closure"} {
+		key := ccKey(exp.Seg(kind))
 		arms = append(arms, exp.Arm{
-			Name: "callchain/" + kind, Substrate: "caller", Mechanism: kind, Op: "chain",
+			Name: key.String(), Substrate: "caller", Mechanism: kind, Op: "chain",
 			Params: map[string]string{"kind": kind, "levels": "3"}, Placement: unp.Name, CPUs: unp.Process,
-			Quick: quickCallchain[kind],
+			Quick: quickCallchain.has(key),
 			Open:  func(context.Context) (exp.Bench, error) { return newChainBench(kind), nil },
 		})
 	}
 	for i, g := range gmps {
-		key := "goroutine/gomaxprocs=" + gmpNames[i]
+		key := ccKey(exp.Seg("goroutine"), exp.KV("gomaxprocs", gmpNames[i]))
 		arms = append(arms, exp.Arm{
-			Name: "callchain/" + key, Substrate: "goroutine", Mechanism: "chan", Op: "chain",
+			Name: key.String(), Substrate: "goroutine", Mechanism: "chan", Op: "chain",
 			Params:     map[string]string{"kind": "goroutine", "levels": "3", "gomaxprocs": strconv.Itoa(g)},
-			GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain[key],
+			GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain.has(key),
 			Open: func(context.Context) (exp.Bench, error) { return newChainBench("goroutine"), nil },
 		})
 	}
-	itemArm := func(mode, name, key string, g int) exp.Arm {
+	// An item arm is named for its mode (task-per-batch-B for a batch of
+	// B); quick is the key the quick suite knows it by.
+	itemArm := func(mode string, name, quick exp.ArmKey, g int) exp.Arm {
 		params := map[string]string{"kind": mode, "items": strconv.Itoa(items)}
 		if mode == "task-per-batch" {
 			params["batch"] = strconv.Itoa(batch)
@@ -107,15 +114,19 @@ func callchainArms(p exp.Params) ([]exp.Arm, error) {
 			sub = "caller"
 		}
 		return exp.Arm{
-			Name: "callchain/" + name, Substrate: sub, Mechanism: "go+waitgroup", Op: "item",
-			Params: params, GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain[key],
+			Name: name.String(), Substrate: sub, Mechanism: "go+waitgroup", Op: "item",
+			Params: params, GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process, Quick: quickCallchain.has(quick),
 			Open: func(context.Context) (exp.Bench, error) { return newTaskBench(mode, items, batch), nil },
 		}
 	}
-	arms = append(arms, itemArm("items-inline", "items-inline", "items-inline", 0))
+	inline := ccKey(exp.Seg("items-inline"))
+	arms = append(arms, itemArm("items-inline", inline, inline, 0))
 	for i, g := range gmps {
-		arms = append(arms, itemArm("task-per-item", "task-per-item/gomaxprocs="+gmpNames[i], "task-per-item/gomaxprocs="+gmpNames[i], g))
-		arms = append(arms, itemArm("task-per-batch", fmt.Sprintf("task-per-batch-%d/gomaxprocs=%s", batch, gmpNames[i]), "task-per-batch/gomaxprocs="+gmpNames[i], g))
+		gmp := exp.KV("gomaxprocs", gmpNames[i])
+		perItem := ccKey(exp.Seg("task-per-item"), gmp)
+		arms = append(arms, itemArm("task-per-item", perItem, perItem, g))
+		arms = append(arms, itemArm("task-per-batch", ccKey(exp.Seg("task-per-batch-"+strconv.Itoa(batch)), gmp),
+			ccKey(exp.Seg("task-per-batch"), gmp), g))
 	}
 	return arms, nil
 }
@@ -191,79 +202,21 @@ func (c *ccAsync) call(x int64) int64 {
 	return <-c.ch[0]
 }
 
-// chainBench runs b.N chains of one kind and checks the last result
-// against the plain chain, so the work provably ran.
-type chainBench struct {
-	kind    string
-	iface   ccLevel
-	closure func(int64) int64
-	async   *ccAsync
-	sink    int64
-	closed  atomic.Bool
+// A chain arm is one small type per kind, each with its own loop (a call
+// through a func value in a shared loop would add a call of its own to
+// every chain). chain is what they share: the kind, and the check that
+// the last result is the plain chain's, so the work provably ran. The
+// call-only kinds are not sampled per op: a chain of a few ns is below
+// the clock's resolution, and the sampler's own bookkeeping would cost
+// more than the chain.
+type chain struct {
+	kind string
+	sink int64
 }
 
-func newChainBench(kind string) *chainBench {
-	c := &chainBench{kind: kind}
-	switch kind {
-	case "interface":
-		c.iface = &ccI1{next: &ccI2{next: &ccI3{}}}
-	case "closure":
-		c.closure = ccClosures()
-	case "goroutine":
-		c.async = &ccAsync{}
-		for i := range c.async.ch {
-			c.async.ch[i] = make(chan int64, 1)
-		}
-	}
-	return c
-}
-
-// Run makes b.N chains. The call-only kinds are not sampled per op: a
-// chain of a few ns is below the clock's resolution, and the sampler's own
-// bookkeeping would cost more than the chain.
-func (c *chainBench) Run(b *measure.B) error {
-	var sum, last, x int64
-	n := b.N
-	switch c.kind {
-	case "plain":
-		for i := 0; i < n; i++ {
-			x = int64(i)
-			last = ccPlain1(x)
-			sum += last
-		}
-	case "inlined":
-		for i := 0; i < n; i++ {
-			x = int64(i)
-			last = ccInl1(x)
-			sum += last
-		}
-	case "interface":
-		for i := 0; i < n; i++ {
-			x = int64(i)
-			last = c.iface.call(x)
-			sum += last
-		}
-	case "closure":
-		for i := 0; i < n; i++ {
-			x = int64(i)
-			last = c.closure(x)
-			sum += last
-		}
-	case "goroutine":
-		s := b.S
-		for i := 0; i < n; i++ {
-			if i&1023 == 0 && c.closed.Load() {
-				return errHopClosed
-			}
-			x = int64(i)
-			t := s.Start(i)
-			last = c.async.call(x)
-			s.Stop(t)
-			sum += last
-		}
-	default:
-		return fmt.Errorf("unknown chain kind %q", c.kind)
-	}
+// done ends a batch of n chains whose results summed to sum, the last
+// one being last for input x.
+func (c *chain) done(b *measure.B, n int, sum, last, x int64) error {
 	b.StopTimer()
 	c.sink = sum
 	if n > 0 && last != ccPlain1(x) {
@@ -274,30 +227,158 @@ func (c *chainBench) Run(b *measure.B) error {
 
 // Participants: plain calls and goroutines alike run on the Go
 // runtime's threads, so the whole process takes part.
-func (c *chainBench) Participants() exp.Participants { return exp.WholeProcess() }
+func (c *chain) Participants() exp.Participants { return exp.WholeProcess() }
 
-func (c *chainBench) Close() error { c.closed.Store(true); return nil }
+func (c *chain) Close() error { return nil }
+
+func newChainBench(kind string) exp.Loop {
+	c := chain{kind: kind}
+	switch kind {
+	case "plain":
+		return &plainChain{c}
+	case "inlined":
+		return &inlinedChain{c}
+	case "interface":
+		return &ifaceChain{c, &ccI1{next: &ccI2{next: &ccI3{}}}}
+	case "closure":
+		return &closureChain{c, ccClosures()}
+	case "goroutine":
+		a := &asyncChain{chain: c, async: &ccAsync{}}
+		for i := range a.async.ch {
+			a.async.ch[i] = make(chan int64, 1)
+		}
+		return a
+	}
+	return &unknownChain{c}
+}
+
+// plainChain: three calls kept out of line.
+type plainChain struct{ chain }
+
+func (c *plainChain) Run(b *measure.B) error {
+	var sum, last, x int64
+	for i := 0; i < b.N; i++ {
+		x = int64(i)
+		last = ccPlain1(x)
+		sum += last
+	}
+	return c.done(b, b.N, sum, last, x)
+}
+
+// inlinedChain: the same code, which the compiler folds into the loop.
+type inlinedChain struct{ chain }
+
+func (c *inlinedChain) Run(b *measure.B) error {
+	var sum, last, x int64
+	for i := 0; i < b.N; i++ {
+		x = int64(i)
+		last = ccInl1(x)
+		sum += last
+	}
+	return c.done(b, b.N, sum, last, x)
+}
+
+// ifaceChain: each level calls the next through an interface.
+type ifaceChain struct {
+	chain
+	first ccLevel
+}
+
+func (c *ifaceChain) Run(b *measure.B) error {
+	var sum, last, x int64
+	for i := 0; i < b.N; i++ {
+		x = int64(i)
+		last = c.first.call(x)
+		sum += last
+	}
+	return c.done(b, b.N, sum, last, x)
+}
+
+// closureChain: each level calls the next through a func value.
+type closureChain struct {
+	chain
+	first func(int64) int64
+}
+
+func (c *closureChain) Run(b *measure.B) error {
+	var sum, last, x int64
+	for i := 0; i < b.N; i++ {
+		x = int64(i)
+		last = c.first(x)
+		sum += last
+	}
+	return c.done(b, b.N, sum, last, x)
+}
+
+// asyncChain: every level a goroutine; sampled per op, and stopped by
+// Close between chains.
+type asyncChain struct {
+	chain
+	async  *ccAsync
+	closed atomic.Bool
+}
+
+func (c *asyncChain) Run(b *measure.B) error {
+	var sum, last, x int64
+	s := b.S
+	for i := 0; i < b.N; i++ {
+		if i&1023 == 0 && c.closed.Load() {
+			return errHopClosed
+		}
+		x = int64(i)
+		t := s.Start(i)
+		last = c.async.call(x)
+		s.Stop(t)
+		sum += last
+	}
+	return c.done(b, b.N, sum, last, x)
+}
+
+func (c *asyncChain) Close() error { c.closed.Store(true); return nil }
+
+// unknownChain is a kind no plan has.
+type unknownChain struct{ chain }
+
+func (c *unknownChain) Run(*measure.B) error { return fmt.Errorf("unknown chain kind %q", c.kind) }
 
 // ccItem is one tiny item's work.
 func ccItem(i int, round int64) int64 { return int64(i)*int64(i) + round + 1 }
 
-// taskBench processes b.N items in rounds of `items`: inline, one goroutine
-// per item or one per batch, all started and then awaited. Items are not
-// sampled one by one: an item's cost only exists as a share of its round.
+// taskBench processes b.N items in rounds of `items` as its mode says
+// (itemRounds): inline, one goroutine per item or one per batch, all
+// started and then awaited. Items are not sampled one by one: an item's
+// cost only exists as a share of its round.
 type taskBench struct {
-	mode         string
-	items, batch int
-	res          []int64
-	round        int64
-	closed       atomic.Bool
-	wg           sync.WaitGroup
+	mode   string
+	items  int
+	res    []int64
+	round  int64
+	closed atomic.Bool
+	how    itemRounds
 }
 
-func newTaskBench(mode string, items, batch int) *taskBench {
-	return &taskBench{mode: mode, items: items, batch: batch, res: make([]int64, items)}
+// itemRounds is how a mode processes a round of n items into res.
+type itemRounds interface {
+	process(res []int64, n int, round int64)
+}
+
+func newTaskBench(mode string, items, batch int) exp.Loop {
+	t := &taskBench{mode: mode, items: items, res: make([]int64, items)}
+	switch mode {
+	case "items-inline":
+		t.how = inlineItems{}
+	case "task-per-item":
+		t.how = &taskPerItem{}
+	case "task-per-batch":
+		t.how = &taskPerBatch{batch: batch}
+	}
+	return t
 }
 
 func (t *taskBench) Run(b *measure.B) error {
+	if t.how == nil {
+		return fmt.Errorf("unknown task mode %q", t.mode)
+	}
 	res := t.res
 	var n int
 	for done := 0; done < b.N; done += n {
@@ -306,36 +387,7 @@ func (t *taskBench) Run(b *measure.B) error {
 		}
 		n = min(t.items, b.N-done)
 		t.round++
-		round := t.round
-		switch t.mode {
-		case "items-inline":
-			for i := 0; i < n; i++ {
-				res[i] = ccItem(i, round)
-			}
-		case "task-per-item":
-			t.wg.Add(n)
-			for i := 0; i < n; i++ {
-				go func() {
-					res[i] = ccItem(i, round)
-					t.wg.Done()
-				}()
-			}
-			t.wg.Wait()
-		case "task-per-batch":
-			t.wg.Add((n + t.batch - 1) / t.batch)
-			for lo := 0; lo < n; lo += t.batch {
-				hi := min(lo+t.batch, n)
-				go func() {
-					for i := lo; i < hi; i++ {
-						res[i] = ccItem(i, round)
-					}
-					t.wg.Done()
-				}()
-			}
-			t.wg.Wait()
-		default:
-			return fmt.Errorf("unknown task mode %q", t.mode)
-		}
+		t.how.process(res, n, t.round)
 	}
 	b.StopTimer()
 	for i := 0; i < n; i++ {
@@ -351,158 +403,45 @@ func (t *taskBench) Participants() exp.Participants { return exp.WholeProcess() 
 
 func (t *taskBench) Close() error { t.closed.Store(true); return nil }
 
-// callchainDerive adds each chain arm's multiple of the plain chain and each
-// item arm's multiple of the inline loop ("plain-ratio", "inline-ratio").
-func callchainDerive(arms []result.Arm) {
-	var plain, inline float64
-	for _, a := range arms {
-		if a.Status != result.StatusOK {
-			continue
-		}
-		switch a.Params["kind"] {
-		case "plain":
-			plain = a.Median
-		case "items-inline":
-			inline = a.Median
-		}
-	}
-	for i := range arms {
-		a := &arms[i]
-		if a.Status != result.StatusOK || a.Median <= 0 {
-			continue
-		}
-		base, key := plain, "plain-ratio"
-		if a.Op == "item" {
-			base, key = inline, "inline-ratio"
-		}
-		if base > 0 {
-			a.SetMetric(key, a.Median/base)
-		}
+// inlineItems: a plain loop.
+type inlineItems struct{}
+
+func (inlineItems) process(res []int64, n int, round int64) {
+	for i := 0; i < n; i++ {
+		res[i] = ccItem(i, round)
 	}
 }
 
-// Check thresholds for callchain.
-const (
-	ccMinAsyncMultiple   = 10 // a goroutine per level ≫ three calls
-	ccMaxDynamicMultiple = 4  // an interface or closure call stays near a plain call
-)
+// taskPerItem: a goroutine per item, all started, then all awaited.
+type taskPerItem struct{ wg sync.WaitGroup }
 
-func callchainChecks(arms []result.Arm) []result.Check {
-	by := ccByKind(arms)
-	var out []result.Check
-	plain, ok := by["plain"]
-	if ok {
-		for _, kind := range []string{"interface", "closure"} {
-			if a, ok := by[kind]; ok {
-				r := a.Median / plain.Median
-				out = append(out, result.Check{
-					Name:   fmt.Sprintf("a chain through %ss costs about what plain calls cost (within %d×)", kind, ccMaxDynamicMultiple),
-					Holds:  r <= ccMaxDynamicMultiple,
-					Detail: fmt.Sprintf("%s %s vs plain %s (%.2f×)", kind, result.FormatNs(a.Median), result.FormatNs(plain.Median), r),
-					Arms:   []string{plain.Name, a.Name},
-				})
-			}
-		}
-		for _, a := range arms {
-			if a.Status == result.StatusOK && a.Params["kind"] == "goroutine" {
-				r := a.Median / plain.Median
-				out = append(out, result.Check{
-					Name:   fmt.Sprintf("a goroutine per level costs far more than plain calls (≥ %d×)", ccMinAsyncMultiple),
-					Holds:  r >= ccMinAsyncMultiple,
-					Detail: fmt.Sprintf("%s %s vs plain %s (%.0f×)", a.Name, result.FormatNs(a.Median), result.FormatNs(plain.Median), r),
-					Arms:   []string{plain.Name, a.Name},
-				})
-			}
-		}
+func (t *taskPerItem) process(res []int64, n int, round int64) {
+	t.wg.Add(n)
+	for i := 0; i < n; i++ {
+		go func() {
+			res[i] = ccItem(i, round)
+			t.wg.Done()
+		}()
 	}
-	for _, a := range arms {
-		if a.Status != result.StatusOK || a.Params["kind"] != "task-per-item" {
-			continue
-		}
-		for _, bt := range arms {
-			if bt.Status == result.StatusOK && bt.Params["kind"] == "task-per-batch" && bt.GOMAXPROCS == a.GOMAXPROCS {
-				out = append(out, result.Check{
-					Name:  "batching amortises the task: a goroutine per batch costs less per item than a goroutine per item",
-					Holds: bt.Median < a.Median,
-					Detail: fmt.Sprintf("GOMAXPROCS=%d: %s per item per batch of %s vs %s per item alone (%.1f×)",
-						a.GOMAXPROCS, result.FormatNs(bt.Median), bt.Params["batch"], result.FormatNs(a.Median), a.Median/bt.Median),
-					Arms: []string{a.Name, bt.Name},
-				})
-			}
-		}
-	}
-	return out
+	t.wg.Wait()
 }
 
-func ccByKind(arms []result.Arm) map[string]result.Arm {
-	by := map[string]result.Arm{}
-	for _, a := range arms {
-		if a.Status == result.StatusOK && a.Median > 0 {
-			by[a.Params["kind"]] = a
-		}
-	}
-	return by
+// taskPerBatch: a goroutine per batch of items.
+type taskPerBatch struct {
+	batch int
+	wg    sync.WaitGroup
 }
 
-func callchainFindings(arms []result.Arm) []string {
-	var out []string
-	by := ccByKind(arms)
-	if plain, ok := by["plain"]; ok {
-		line := fmt.Sprintf("a chain of 3 calls: plain %s (//go:noinline)", result.FormatNs(plain.Median))
-		for _, a := range arms {
-			if a.Status != result.StatusOK || a.Op != "chain" || a.Params["kind"] == "plain" {
-				continue
+func (t *taskPerBatch) process(res []int64, n int, round int64) {
+	t.wg.Add((n + t.batch - 1) / t.batch)
+	for lo := 0; lo < n; lo += t.batch {
+		hi := min(lo+t.batch, n)
+		go func() {
+			for i := lo; i < hi; i++ {
+				res[i] = ccItem(i, round)
 			}
-			label := a.Params["kind"]
-			if g := a.Params["gomaxprocs"]; g != "" {
-				label += " at GOMAXPROCS=" + g
-			}
-			line += fmt.Sprintf(" · %s %s (%.1f×)", label, result.FormatNs(a.Median), a.Median/plain.Median)
-		}
-		out = append(out, line)
+			t.wg.Done()
+		}()
 	}
-	if in, ok := by["items-inline"]; ok {
-		for _, a := range arms {
-			if a.Status != result.StatusOK || a.Params["kind"] != "task-per-item" {
-				continue
-			}
-			line := fmt.Sprintf("%s tiny items at GOMAXPROCS=%d: inline %s per item · a goroutine per item %s (%.0f×, so starting and awaiting one costs ≈ %s)",
-				a.Params["items"], a.GOMAXPROCS, result.FormatNs(in.Median), result.FormatNs(a.Median), a.Median/in.Median, result.FormatNs(a.Median-in.Median))
-			for _, bt := range arms {
-				if bt.Status == result.StatusOK && bt.Params["kind"] == "task-per-batch" && bt.GOMAXPROCS == a.GOMAXPROCS {
-					line += fmt.Sprintf(" · a goroutine per batch of %s %s per item (%.1f×)", bt.Params["batch"], result.FormatNs(bt.Median), bt.Median/in.Median)
-				}
-			}
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-// callchainMetrics declares the figures callchain arms add beside the median.
-var callchainMetrics = []exp.Metric{
-	{Name: "plain-ratio", Unit: "ratio", Better: exp.LowerIsBetter, Doc: "the chain as a multiple of plain calls"},
-	{Name: "inline-ratio", Unit: "ratio", Better: exp.LowerIsBetter, Doc: "the item as a multiple of doing it inline"},
-}
-
-// callchainPyPlan is the chain in CPython: plain calls, coroutines, and a
-// task per item (SPEC §5.9).
-func callchainPyPlan(exp.Params) []pyArm {
-	return []pyArm{
-		{key: "callchain/pythread/plain", sub: "pythread", mech: "call", op: "3-level call", bench: "callchain.plain", place: "unpinned"},
-		{key: "callchain/pytask/coroutine", sub: "pytask", mech: "await", op: "3-level call", bench: "callchain.coroutine", place: "unpinned"},
-		{key: "callchain/pytask/create-task", sub: "pytask", mech: "create_task", op: "task", bench: "callchain.task", place: "unpinned"},
-	}
-}
-
-// callchainPyRefs are SPEC §8's figures for the CPython chains.
-var callchainPyRefs = pyRefs{GIL: map[string]string{
-	"callchain/pythread/plain":     "55 ns",
-	"callchain/pytask/coroutine":   "149 ns",
-	"callchain/pytask/create-task": "~2 µs per task, ~2.2 KiB per task",
-}}
-
-// callchainRefs: SPEC §8's published call chain, about the experiment as a whole.
-var callchainRefs = []exp.Reference{
-	{Text: "CPython 3.14: 3-level call chain 55 ns plain, 149 ns as coroutines; ~2 µs per task"},
+	t.wg.Wait()
 }

@@ -37,11 +37,11 @@ func TestCallchainChainsAgree(t *testing.T) {
 			case "inlined":
 				got = ccInl1(x)
 			case "interface":
-				got = c.iface.call(x)
+				got = c.(*ifaceChain).first.call(x)
 			case "closure":
-				got = c.closure(x)
+				got = c.(*closureChain).first(x)
 			case "goroutine":
-				got = c.async.call(x)
+				got = c.(*asyncChain).async.call(x)
 			}
 			if want := ((x + 1) ^ 5 + 7 + 1) * 3; got != want {
 				t.Errorf("%s(%d) = %d, want %d", kind, x, got, want)

@@ -2,13 +2,11 @@ package experiments
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
@@ -66,9 +64,16 @@ const (
 	concTotal    = 10000
 )
 
+// concKeyOf is a Go arm's key: its op, way (threadpool-nN for the pool)
+// and C, lookups in flight: concurrency/modernc-file/sem/c=10.
+func concKeyOf(op, way string, c int) exp.ArmKey {
+	return exp.Key("concurrency", exp.Seg(op), exp.Seg(way), exp.KV("c", c))
+}
+
 var (
 	concDefaultLevels = []int{1, 10, 50}
-	quickConcurrency  = map[string]bool{"modernc-file/sem/c=10": true, "modernc-file/threadpool/c=10": true}
+	// quickConcurrency are the quick suite's arms (the pool at any size).
+	quickConcurrency = keysOf(concKeyOf("modernc-file", "sem", 10), concKeyOf("modernc-file", "threadpool", 10))
 )
 
 // concInFlight is C, the lookups in flight: --set concurrency.levels, or
@@ -123,26 +128,26 @@ func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
 					wayName := way
 					sub := "goroutine"
 					if way == "threadpool" {
-						wayName = fmt.Sprintf("threadpool-n%d", pool)
+						wayName = "threadpool-n" + strconv.Itoa(pool)
 						sub = "thread"
 					}
-					name := fmt.Sprintf("concurrency/%s/%s/c=%d", op, wayName, c)
+					name := concKeyOf(op, wayName, c)
 					if p.GOMAXPROCS != nil {
-						name += "/gomaxprocs=" + strconv.Itoa(g)
+						name = name.With(exp.KV("gomaxprocs", g))
 					}
 					params := map[string]string{"op": op, "way": way, "c": strconv.Itoa(c)}
 					if way == "threadpool" {
 						params["pool"] = strconv.Itoa(pool)
 					}
 					a := exp.Arm{
-						Name: name, Substrate: sub, Mechanism: "chan", Params: params,
+						Name: name.String(), Substrate: sub, Mechanism: "chan", Params: params,
 						GOMAXPROCS: g, Placement: unp.Name, CPUs: unp.Process,
-						Quick: quickConcurrency[fmt.Sprintf("%s/%s/c=%d", op, way, c)],
+						Quick: quickConcurrency.has(concKeyOf(op, way, c)),
 						Open: func(ctx context.Context) (exp.Bench, error) {
 							if way == "sem" {
 								return openConcSem(ctx, op, user, c)
 							}
-							return openHop(ctx, hopConfig{op: op, way: "threadpool", callers: c, pool: pool, user: user})
+							return openConcPool(ctx, op, user, c, pool)
 						},
 					}
 					if op == userOpName {
@@ -162,14 +167,11 @@ func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
 // concSem runs one goroutine per lookup; a goroutine must first take one
 // of the c connections from conns (the semaphore) and gives it back after.
 type concSem struct {
-	src     *sqlop.Source
+	sqlBench
 	handles []sqlop.Handle
 	conns   chan sqlop.Handle
-	closed  atomic.Bool
-	runMu   sync.Mutex
-	once    sync.Once
 	errMu   sync.Mutex
-	err     error
+	runErr  error
 }
 
 func openConcSem(ctx context.Context, op string, user *sqlop.UserOp, c int) (_ *concSem, err error) {
@@ -177,7 +179,7 @@ func openConcSem(ctx context.Context, op string, user *sqlop.UserOp, c int) (_ *
 	if err != nil {
 		return nil, err
 	}
-	s := &concSem{src: src, conns: make(chan sqlop.Handle, c)}
+	s := &concSem{sqlBench: sqlBench{src: src}, conns: make(chan sqlop.Handle, c)}
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -199,8 +201,8 @@ func openConcSem(ctx context.Context, op string, user *sqlop.UserOp, c int) (_ *
 
 func (s *concSem) fail(err error) {
 	s.errMu.Lock()
-	if s.err == nil {
-		s.err = err
+	if s.runErr == nil {
+		s.runErr = err
 	}
 	s.errMu.Unlock()
 }
@@ -232,26 +234,28 @@ func (s *concSem) Run(b *measure.B) error {
 	wg.Wait()
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
-	return s.err
+	return s.runErr
 }
 
-// Participants: the whole process (a goroutine per query).
-func (s *concSem) Participants() exp.Participants { return exp.WholeProcess() }
-
+// Close closes every connection and the source.
 func (s *concSem) Close() error {
-	var err error
-	s.once.Do(func() {
-		s.closed.Store(true)
-		s.runMu.Lock()
-		defer s.runMu.Unlock()
+	return s.close(func() []error {
 		var errs []error
 		for _, h := range s.handles {
 			errs = append(errs, h.Close())
 		}
-		errs = append(errs, s.src.Close())
-		err = errors.Join(errs...)
+		return errs
 	})
-	return err
+}
+
+// openConcPool opens the threadpool way: c callers hand their lookups to
+// pool workers locked to their own OS threads.
+func openConcPool(ctx context.Context, op string, user *sqlop.UserOp, c, pool int) (*poolBench, error) {
+	src, err := hopSource(op, user)
+	if err != nil {
+		return nil, err
+	}
+	return openPool(ctx, src, c, pool, true)
 }
 
 // concurrencyDerive adds the total for 10 000 lookups.
@@ -286,7 +290,7 @@ func concIndex(arms []result.Arm) map[concKey]result.Arm {
 		}
 		k := concKey{op: a.Params["op"], way: a.Params["way"], c: c, gmp: a.GOMAXPROCS}
 		if isCPython(a) {
-			_, k.py = pyKey(a.Name)
+			k.py = exp.Interpreter(a.Name)
 			k.gmp = 0
 		}
 		out[k] = a

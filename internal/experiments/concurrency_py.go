@@ -21,6 +21,11 @@ var concPyWays = []struct{ way, sub, bench, how, label string }{
 	{"pool-map", "pythread", "concurrency.pool", "", "ThreadPoolExecutor(C).map"},
 }
 
+// concPyKey is a CPython arm's key: concurrency/SUB/OP/WAY/c=C.
+func concPyKey(sub, op, way string, c int) exp.ArmKey {
+	return exp.Key("concurrency", exp.Seg(sub), exp.Seg(op), exp.Seg(way), exp.KV("c", c))
+}
+
 func concurrencyPyPlan(p exp.Params) []pyArm {
 	levels, err := concInFlight(p)
 	if err != nil {
@@ -31,8 +36,8 @@ func concurrencyPyPlan(p exp.Params) []pyArm {
 	if user, err := userOp(p); err == nil && user != nil {
 		for _, w := range concPyWays {
 			for _, c := range levels {
-				for _, pa := range userPyArms(user, w.bench, []string{w.how}, func(string) string {
-					return fmt.Sprintf("concurrency/%s/user/%s/c=%d", w.sub, w.way, c)
+				for _, pa := range userPyArms(user, w.bench, []string{w.how}, func(string) exp.ArmKey {
+					return concPyKey(w.sub, userOpName, w.way, c)
 				}) {
 					pa.sub, pa.mech, pa.full = w.sub, w.way, w.way == "run_in_executor"
 					pa.params["op"], pa.params["way"], pa.params["c"] = "user", w.way, strconv.Itoa(c)
@@ -47,8 +52,8 @@ func concurrencyPyPlan(p exp.Params) []pyArm {
 	if call, err := userPyCall(p); err == nil && call != nil {
 		for _, w := range concPyWays {
 			for _, c := range levels {
-				for _, pa := range pyCallArms(call, w.bench, []string{w.how}, func(string) string {
-					return fmt.Sprintf("concurrency/%s/py-call/%s/c=%d", w.sub, w.way, c)
+				for _, pa := range pyCallArms(call, w.bench, []string{w.how}, func(string) exp.ArmKey {
+					return concPyKey(w.sub, "py-call", w.way, c)
 				}) {
 					pa.sub, pa.mech, pa.full = w.sub, w.way, w.way == "run_in_executor"
 					pa.params["way"], pa.params["c"] = w.way, strconv.Itoa(c)
@@ -67,7 +72,7 @@ func concurrencyPyPlan(p exp.Params) []pyArm {
 				if w.how != "" {
 					params["how"] = w.how
 				}
-				out = append(out, pyArm{key: fmt.Sprintf("concurrency/%s/%s/%s/c=%d", w.sub, op, w.way, c),
+				out = append(out, pyArm{key: concPyKey(w.sub, op, w.way, c),
 					sub: w.sub, mech: w.way, op: "lookup", bench: w.bench, params: params, place: "unpinned",
 					quick: op == "sqlite-file" && c == 10 && (w.way == "to_thread" || w.way == "pool-map"),
 					full:  w.way == "run_in_executor", tempDB: op == "sqlite-file"})
@@ -100,7 +105,7 @@ func concurrencyPyChecks(arms []result.Arm) []result.Check {
 		out = append(out, result.Check{
 			Name:  "CPython: ThreadPoolExecutor(C).map of the plain call beats a task per call under a Semaphore(C) hopping to a thread (per lookup, same C)",
 			Holds: t.Median < s.Median,
-			Detail: fmt.Sprintf("%s at C=%d%s: pool map %s per lookup%s; semaphore + %s %s%s", k.op, k.c, pySuffixText(k.py),
+			Detail: fmt.Sprintf("%s at C=%d%s: pool map %s per lookup%s; semaphore + %s %s%s", k.op, k.c, onInterpreter(k.py),
 				result.FormatNs(t.Median), concSwitches(t), k.way, result.FormatNs(s.Median), concSwitches(s)),
 			Arms: []string{t.Name, s.Name},
 		})
@@ -112,7 +117,7 @@ func concurrencyPyChecks(arms []result.Arm) []result.Check {
 func concurrencyPyFindings(arms []result.Arm) []string {
 	idx := concIndex(arms)
 	var out []string
-	for _, py := range pyTags(arms) {
+	for _, py := range interpreterTags(arms) {
 		for _, op := range []string{"sqlite-file", "dict"} {
 			for _, w := range concPyWays {
 				k := concKey{op: op, way: w.way, py: py}
@@ -126,7 +131,7 @@ func concurrencyPyFindings(arms []result.Arm) []string {
 					parts = append(parts, part)
 				}
 				if len(parts) > 0 {
-					out = append(out, fmt.Sprintf("CPython%s: 10 000 %s lookups through %s: %s", pySuffixText(py), op, w.label, strings.Join(parts, " · ")))
+					out = append(out, fmt.Sprintf("CPython%s: 10 000 %s lookups through %s: %s", onInterpreter(py), op, w.label, strings.Join(parts, " · ")))
 				}
 			}
 		}

@@ -73,7 +73,7 @@ func TestConcurrencyIndexPythonAll(t *testing.T) {
 			Params: map[string]string{"op": "dict", "way": "sem", "c": "10"}},
 	}
 	idx := concIndex(arms)
-	if _, ok := idx[concKey{op: "dict", way: "pool-map", py: "py=3.11.7", c: 10}]; !ok {
+	if _, ok := idx[concKey{op: "dict", way: "pool-map", py: "3.11.7", c: 10}]; !ok {
 		t.Errorf("index %v lacks 3.11.7's pool-map at C=10 under GOMAXPROCS 0", idx)
 	}
 	if _, ok := idx[concKey{op: "dict", way: "sem", c: 10, gmp: 2}]; !ok {
@@ -116,10 +116,10 @@ func TestConcurrencyWorkersSetLevels(t *testing.T) {
 	py := concurrencyPyPlan(p)
 	pyUsers := 0
 	for _, a := range py {
-		if !strings.HasSuffix(a.key, "/c=2") && !strings.HasSuffix(a.key, "/c=7") {
+		if !strings.HasSuffix(a.key.String(), "/c=2") && !strings.HasSuffix(a.key.String(), "/c=7") {
 			t.Errorf("CPython arm %s: want c=2 or c=7", a.key)
 		}
-		if strings.Contains(a.key, "/user/") {
+		if strings.Contains(a.key.String(), "/user/") {
 			pyUsers++
 		}
 	}

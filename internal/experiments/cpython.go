@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,7 +50,7 @@ var cpythonMetrics = []exp.Metric{
 
 // pyArm is one CPython arm before it is bound to an interpreter.
 type pyArm struct {
-	key       string // "pingpong/pythread/simplequeue/unpinned"
+	key       exp.ArmKey // pingpong/pythread/simplequeue/unpinned
 	sub, mech string
 	op        string
 	bench     string
@@ -267,9 +266,9 @@ func resolveInterpreters(ctx context.Context, choice string) ([]*pydriver.Interp
 // when no interpreter found is a free-threaded build.
 const noFreeThreaded = "no free-threaded CPython found (python3.Nt on PATH)"
 
-// freeThreadedSuffix names the placeholder arms --python all lists for the
-// free-threaded build when there is none.
-const freeThreadedSuffix = "/py=free-threaded"
+// freeThreadedTag is the interpreter of the placeholder arms --python all
+// lists for the free-threaded build when there is none.
+const freeThreadedTag = "free-threaded"
 
 // cpythonArms binds an experiment's CPython plan to the run's interpreter.
 // One interpreter (python3, or --python PATH) leaves the arms' names as
@@ -312,7 +311,7 @@ func cpythonArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 				}
 				if check != nil {
 					if err != nil {
-						return fmt.Errorf("%s needs a CPython: %w", pa.key, err)
+						return fmt.Errorf("%s needs a CPython: %w", pa.key.String(), err)
 					}
 					return check(ctx, in)
 				}
@@ -338,7 +337,7 @@ func cpythonAllArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 			}
 			reason := skip
 			arms = append(arms, exp.Arm{
-				Name: pa.key, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: pa.params,
+				Name: pa.key.String(), Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: pa.params,
 				Placement: pa.place, Quick: pa.quick,
 				Open: func(context.Context) (exp.Bench, error) { return nil, &skipErr{reason, exp.ErrSkipped} },
 			})
@@ -352,18 +351,18 @@ func cpythonAllArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 		ft = ft || in.FreeThreaded
 	}
 	for i, in := range ins {
-		suffix := ""
+		tag := "" // one interpreter: the plan's names
 		if len(ins) > 1 {
-			suffix = "/py=" + in.Tag()
+			tag = in.Tag()
 			if tags[in.Tag()] > 1 {
-				suffix += "-" + strconv.Itoa(i+1)
+				tag += "-" + strconv.Itoa(i+1)
 			}
 		}
 		for _, pa := range plan {
 			if pa.full && p.Suite != exp.SuiteFull {
 				continue
 			}
-			arms = append(arms, bindPyArm(p, in, pa, suffix))
+			arms = append(arms, bindPyArm(p, in, pa, tag))
 		}
 	}
 	if !ft {
@@ -376,7 +375,7 @@ func cpythonAllArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 				params[k] = v
 			}
 			arms = append(arms, exp.Arm{
-				Name: pa.key + freeThreadedSuffix, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
+				Name: pa.key.WithInterpreter(freeThreadedTag).String(), Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
 				Placement: pa.place, Unsupported: noFreeThreaded,
 				Open: func(context.Context) (exp.Bench, error) {
 					return nil, &skipErr{noFreeThreaded, exp.ErrUnsupported}
@@ -388,18 +387,18 @@ func cpythonAllArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 }
 
 // bindPyArm makes the runner's arm for one CPython arm on an interpreter
-// already found.
-func bindPyArm(p exp.Params, in *pydriver.Interpreter, pa pyArm, suffix string) exp.Arm {
-	a := pyArmOn(p, pa, suffix, func(context.Context) (*pydriver.Interpreter, error) { return in, nil })
+// already found, named for it by tag under --python all ("" otherwise).
+func bindPyArm(p exp.Params, in *pydriver.Interpreter, pa pyArm, tag string) exp.Arm {
+	a := pyArmOn(p, pa, tag, func(context.Context) (*pydriver.Interpreter, error) { return in, nil })
 	a.Params["python"], a.Params["python_build"] = in.Tag(), in.Build()
 	return a
 }
 
 // pyArmOn makes the runner's arm for one CPython arm on the interpreter
-// get finds when the arm opens, placed as the experiment's Go arms are
-// (exp.Placements): the driver pins its two workers to A and B and the
-// interpreter to the placement's CPUs.
-func pyArmOn(p exp.Params, pa pyArm, suffix string, get func(context.Context) (*pydriver.Interpreter, error)) exp.Arm {
+// get finds when the arm opens (tagged tag under --python all), placed as
+// the experiment's Go arms are (exp.Placements): the driver pins its two
+// workers to A and B and the interpreter to the placement's CPUs.
+func pyArmOn(p exp.Params, pa pyArm, tag string, get func(context.Context) (*pydriver.Interpreter, error)) exp.Arm {
 	params := map[string]string{"placement": pa.place}
 	for k, v := range pa.params {
 		params[k] = v
@@ -430,7 +429,7 @@ func pyArmOn(p exp.Params, pa pyArm, suffix string, get func(context.Context) (*
 		params["cpus"] = intsText(req.CPUs)
 	}
 	return exp.Arm{
-		Name: pa.key + suffix, Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
+		Name: pa.key.WithInterpreter(tag).String(), Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
 		Placement: pa.place, Quick: pa.quick, Unsupported: unsup,
 		Open: func(ctx context.Context) (exp.Bench, error) {
 			in, err := get(ctx)
@@ -454,14 +453,6 @@ func union(a, b []int) []int {
 		}
 	}
 	return out
-}
-
-func intsText(xs []int) string {
-	var s []string
-	for _, x := range xs {
-		s = append(s, strconv.Itoa(x))
-	}
-	return strings.Join(s, ",")
 }
 
 // maxPySamples caps the latencies the driver sends back (JSON on a pipe).
@@ -539,120 +530,4 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
-}
-
-// pyKey strips any "/py=…" suffix: the arm's name in its experiment's plan.
-func pyKey(name string) (key, py string) {
-	if i := strings.Index(name, "/py="); i >= 0 {
-		return name[:i], name[i+1:]
-	}
-	return name, ""
-}
-
-// pyTags lists the "py=…" suffixes among the arms ("" when one interpreter).
-func pyTags(arms []result.Arm) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, a := range arms {
-		if _, py := pyKey(a.Name); !seen[py] {
-			seen[py] = true
-			out = append(out, py)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func withPy(name, py string) string {
-	if py == "" {
-		return name
-	}
-	return name + "/" + py
-}
-
-func pySuffixText(py string) string {
-	if py == "" {
-		return ""
-	}
-	return " (" + py + ")"
-}
-
-// okArms indexes the arms that measured by name.
-func okArms(arms []result.Arm) map[string]result.Arm {
-	by := map[string]result.Arm{}
-	for _, a := range arms {
-		if a.Status == result.StatusOK {
-			by[a.Name] = a
-		}
-	}
-	return by
-}
-
-// pyRefs are an experiment's published figures (SPEC §8) for its CPython
-// arms, by arm name without "/py=…": GIL is the default build's, FT a
-// free-threaded build's where published.
-type pyRefs struct {
-	GIL, FT map[string]string
-}
-
-// pyReferenceSource says where the figures come from.
-const pyReferenceSource = "CPython 3.14 on 24-core Linux unless noted (README: Published figures)"
-
-// findings puts the published figure beside each CPython arm that
-// measured, and says where a free-threaded arm could not run.
-func (r pyRefs) findings(arms []result.Arm) []string {
-	var refs []string
-	for _, a := range arms {
-		key, _ := pyKey(a.Name)
-		ref, has := r.GIL[key]
-		ft, hasFT := r.FT[key]
-		if hasFT && (a.Params["gil"] == "disabled" || strings.HasSuffix(a.Name, freeThreadedSuffix)) {
-			ref, has = ft, true
-		}
-		if !has {
-			continue
-		}
-		if a.Status == result.StatusUnsupported && strings.HasSuffix(a.Name, freeThreadedSuffix) {
-			refs = append(refs, fmt.Sprintf("%s: unsupported: %s; published %s", a.Name, a.Reason, ref))
-			continue
-		}
-		if a.Status != result.StatusOK {
-			continue
-		}
-		here := result.FormatNs(a.Median)
-		if a.Percentiles != nil && strings.HasPrefix(key, "interference/") {
-			here = "median " + result.FormatNs(a.Percentiles.P50) + ", p99 " + result.FormatNs(a.Percentiles.P99)
-		}
-		if a.Switches != nil && strings.HasPrefix(key, "pingpong/") {
-			here += fmt.Sprintf(", %.1f OS switches", a.Switches.Total())
-		}
-		line := fmt.Sprintf("%s: here %s; published %s", a.Name, here, ref)
-		if notComparable(a) {
-			line += " — not comparable: this arm carries harness cost the published plain loop did not (its note says which)"
-		}
-		refs = append(refs, line)
-	}
-	if len(refs) == 0 {
-		return nil
-	}
-	return append([]string{"published figures for the CPython arms, " + pyReferenceSource + ", beside ours:"}, refs...)
-}
-
-// notComparable reports whether the driver said that the arm carries
-// harness cost a plain loop (the published figures') would not: its notes
-// then start with "not comparable".
-func notComparable(a result.Arm) bool {
-	for _, n := range a.Notes {
-		if strings.HasPrefix(n, "not comparable") {
-			return true
-		}
-	}
-	return false
-}
-
-func swText(a result.Arm) string {
-	if a.Switches == nil {
-		return "?"
-	}
-	return fmt.Sprintf("%.1f", a.Switches.Total())
 }

@@ -102,10 +102,10 @@ func TestPythonPlan(t *testing.T) {
 		seen := map[string]bool{}
 		quick := 0
 		for _, a := range plan {
-			if seen[a.key] {
+			if seen[a.key.String()] {
 				t.Fatalf("duplicate arm %s", a.key)
 			}
-			seen[a.key] = true
+			seen[a.key.String()] = true
 			if a.quick {
 				quick++
 			}
@@ -129,7 +129,7 @@ func TestPythonPlan(t *testing.T) {
 	p := pyParams(exp.SuiteDefault)
 	p.Workers = []int{1, 200000}
 	for _, a := range pythonPlan(p) {
-		if strings.HasPrefix(a.key, "ring/") && !strings.Contains(a.key, "same-cpu") && a.unsup == "" {
+		if strings.HasPrefix(a.key.String(), "ring/") && !strings.Contains(a.key.String(), "same-cpu") && a.unsup == "" {
 			t.Errorf("%s should be unsupported", a.key)
 		}
 	}
@@ -407,14 +407,14 @@ func TestPythonAllWithoutFreeThreaded(t *testing.T) {
 	}
 	ft := map[string]string{}
 	for _, a := range arms {
-		if strings.HasSuffix(a.Name, freeThreadedSuffix) {
+		if strings.HasSuffix(a.Name, "/py="+freeThreadedTag) {
 			ft[a.Name] = a.Unsupported
 		}
 	}
 	for _, n := range []string{"ring/pythread/simplequeue/n=2", "ring/pythread/simplequeue/n=100",
 		"interference/pythread/simplequeue/busy=1/si=default", "interference/pythread/simplequeue/busy=1/si=default/cross-cpu"} {
-		if r, ok := ft[n+freeThreadedSuffix]; !ok || !strings.Contains(r, "no free-threaded CPython found") {
-			t.Errorf("%s%s: listed %v, reason %q", n, freeThreadedSuffix, ok, r)
+		if r, ok := ft[n+"/py="+freeThreadedTag]; !ok || !strings.Contains(r, "no free-threaded CPython found") {
+			t.Errorf("%s%s: listed %v, reason %q", n, "/py="+freeThreadedTag, ok, r)
 		}
 	}
 	if len(ft) != 4 {
@@ -425,7 +425,7 @@ func TestPythonAllWithoutFreeThreaded(t *testing.T) {
 	cfg.Host = sysinfo.Detect()
 	var got []result.Arm
 	for _, a := range arms {
-		if strings.HasSuffix(a.Name, freeThreadedSuffix) {
+		if strings.HasSuffix(a.Name, "/py="+freeThreadedTag) {
 			got = append(got, runner.Arm(context.Background(), cfg, specOf(t, a.Name), a))
 		}
 	}

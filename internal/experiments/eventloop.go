@@ -66,7 +66,7 @@ func eventloopPlan(exp.Params) []pyArm {
 	var out []pyArm
 	for _, how := range eventloopHows {
 		for _, x := range eventloopWork {
-			key := fmt.Sprintf("eventloop/pytask/%s/work=%sms", how, x)
+			key := exp.Key("eventloop", exp.Seg("pytask"), exp.Seg(how), exp.KV("work", x+"ms"))
 			out = append(out, pyArm{key: key, sub: "pytask", mech: how, op: "request", bench: "eventloop.lag",
 				params: map[string]string{"how": how, "work_ms": x}, place: "unpinned",
 				quick: x == "5" && how == "inline"})
@@ -226,9 +226,9 @@ func eventloopChecks(arms []result.Arm) []result.Check {
 
 // inlineBeside is the same work's inline arm's lag, for a Detail.
 func inlineBeside(arms []result.Arm, e elArm) string {
-	_, py := pyKey(e.a.Name)
+	py := exp.Interpreter(e.a.Name)
 	for _, o := range eventloopIndex(arms) {
-		if _, opy := pyKey(o.a.Name); o.how == "inline" && o.x == e.x && opy == py && o.hasLag {
+		if o.how == "inline" && o.x == e.x && exp.Interpreter(o.a.Name) == py && o.hasLag {
 			return fmt.Sprintf("; inline: p50 %s, p99 %s", result.FormatNs(o.p50*1e3), result.FormatNs(o.p99*1e3))
 		}
 	}
@@ -238,13 +238,13 @@ func inlineBeside(arms []result.Arm, e elArm) string {
 func eventloopFindings(arms []result.Arm) []string {
 	var out []string
 	idx := eventloopIndex(arms)
-	for _, py := range pyTags(arms) {
+	for _, py := range interpreterTags(arms) {
 		for _, x := range eventloopWork {
 			xf, _ := strconv.ParseFloat(x, 64)
 			var parts []string
 			for _, how := range eventloopHows {
 				for _, e := range idx {
-					if _, epy := pyKey(e.a.Name); epy != py || e.how != how || e.x != xf {
+					if exp.Interpreter(e.a.Name) != py || e.how != how || e.x != xf {
 						continue
 					}
 					part := fmt.Sprintf("%s: %.0f requests/s", how, 1e9/e.a.Median)
@@ -258,7 +258,7 @@ func eventloopFindings(arms []result.Arm) []string {
 				}
 			}
 			if len(parts) > 0 {
-				out = append(out, fmt.Sprintf("%s ms of CPU work in 1 request of 10%s — %s", x, pySuffixText(py), strings.Join(parts, " · ")))
+				out = append(out, fmt.Sprintf("%s ms of CPU work in 1 request of 10%s — %s", x, onInterpreter(py), strings.Join(parts, " · ")))
 			}
 		}
 	}

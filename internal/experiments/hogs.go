@@ -40,14 +40,15 @@ type hogSpec struct {
 	BufBytes int64 // stream buffer, > LLC
 }
 
-// hogSet is a running set of hogs; Stop ends every one of them and waits.
-type hogSet struct {
-	stop    atomic.Bool
-	wg      sync.WaitGroup
-	threads []*mech.Thread
-	procs   []*child.Proc
-	tids    []int
-	once    sync.Once
+// hogSet is a running set of hogs, of one placement (goroutineHogs,
+// threadHogs, processHogs); Stop ends every one of them and waits. Safe
+// to call more than once and from any goroutine.
+type hogSet interface {
+	Stop()
+	// PIDs are the hog processes; TIDs the OS threads of thread hogs (for
+	// tests that prove they are gone).
+	PIDs() []int
+	TIDs() []int
 }
 
 // sink keeps the hogs' arithmetic from being optimised away.
@@ -95,33 +96,40 @@ func streamBuf(bytes int64) []byte {
 }
 
 // startHogs starts s.N hogs; on error the ones already started are stopped.
-func startHogs(ctx context.Context, s hogSpec) (*hogSet, error) {
-	h := &hogSet{}
+func startHogs(ctx context.Context, s hogSpec) (hogSet, error) {
 	if s.N == 0 {
-		return h, nil
+		return noHogs{}, nil
 	}
 	var buf []byte
 	if s.Kind == hogStream && s.Place != hogProcess {
 		buf = streamBuf(s.BufBytes)
 	}
-	for i := 0; i < s.N; i++ {
-		switch s.Place {
-		case hogGoroutine:
+	switch s.Place {
+	case hogGoroutine:
+		h := &goroutineHogs{}
+		for i := 0; i < s.N; i++ {
 			h.wg.Add(1)
 			go func() {
 				defer h.wg.Done()
 				hogLoop(&h.stop, s.Kind, buf)
 			}()
-		case hogThread:
+		}
+		return h, nil
+	case hogThread:
+		h := &threadHogs{}
+		for i := 0; i < s.N; i++ {
 			t, err := mech.StartThread(s.CPUs)
 			if err != nil {
 				h.Stop()
 				return nil, fmt.Errorf("start hog thread: %w", err)
 			}
 			h.threads = append(h.threads, t)
-			h.tids = append(h.tids, t.TID)
 			t.Go(func() { hogLoop(&h.stop, s.Kind, buf) })
-		case hogProcess:
+		}
+		return h, nil
+	case hogProcess:
+		h := &processHogs{}
+		for i := 0; i < s.N; i++ {
 			p, err := child.Start(ctx, child.Options{Role: "hog",
 				Args: []string{s.Kind, strconv.FormatInt(s.BufBytes, 10)}, CPUs: s.CPUs})
 			if err != nil {
@@ -129,32 +137,64 @@ func startHogs(ctx context.Context, s hogSpec) (*hogSet, error) {
 				return nil, fmt.Errorf("start hog process: %w", err)
 			}
 			h.procs = append(h.procs, p)
-		default:
-			h.Stop()
-			return nil, fmt.Errorf("unknown hog placement %q", s.Place)
 		}
+		return h, nil
 	}
-	return h, nil
+	return nil, fmt.Errorf("unknown hog placement %q", s.Place)
 }
 
-// Stop ends every hog and waits for it: goroutines return, locked threads
-// exit (their OS threads are destroyed), processes are killed and reaped.
-// Safe to call more than once and from any goroutine.
-func (h *hogSet) Stop() {
-	h.once.Do(func() {
-		h.stop.Store(true)
-		for _, p := range h.procs {
-			p.Kill()
-		}
-		for _, t := range h.threads {
-			t.Stop()
-		}
-		h.wg.Wait()
-	})
+// noHogs is an arm without hogs.
+type noHogs struct{}
+
+func (noHogs) Stop()       {}
+func (noHogs) PIDs() []int { return nil }
+func (noHogs) TIDs() []int { return nil }
+
+// goroutineHogs are goroutines in ctxlab's own runtime; Stop waits for
+// them to return.
+type goroutineHogs struct {
+	stop atomic.Bool
+	wg   sync.WaitGroup
 }
 
-// PIDs are the hog processes (none for in-process hogs).
-func (h *hogSet) PIDs() []int {
+func (h *goroutineHogs) Stop()       { h.stop.Store(true); h.wg.Wait() }
+func (h *goroutineHogs) PIDs() []int { return nil }
+func (h *goroutineHogs) TIDs() []int { return nil }
+
+// threadHogs are locked threads; Stop ends them, and their OS threads
+// are destroyed.
+type threadHogs struct {
+	stop    atomic.Bool
+	threads []*mech.Thread
+}
+
+func (h *threadHogs) Stop() {
+	h.stop.Store(true)
+	for _, t := range h.threads {
+		t.Stop()
+	}
+}
+
+func (h *threadHogs) PIDs() []int { return nil }
+
+func (h *threadHogs) TIDs() []int {
+	var out []int
+	for _, t := range h.threads {
+		out = append(out, t.TID)
+	}
+	return out
+}
+
+// processHogs are ctxlab child processes; Stop kills and reaps them.
+type processHogs struct{ procs []*child.Proc }
+
+func (h *processHogs) Stop() {
+	for _, p := range h.procs {
+		p.Kill()
+	}
+}
+
+func (h *processHogs) PIDs() []int {
 	var out []int
 	for _, p := range h.procs {
 		out = append(out, p.PID())
@@ -162,8 +202,7 @@ func (h *hogSet) PIDs() []int {
 	return out
 }
 
-// TIDs are the OS threads of thread hogs (for tests that prove they are gone).
-func (h *hogSet) TIDs() []int { return h.tids }
+func (h *processHogs) TIDs() []int { return nil }
 
 // hogChild is the "hog" child role: burn a CPU until killed (the parent
 // kills it; the parent-death signal covers a parent that dies first).

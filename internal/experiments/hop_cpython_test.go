@@ -27,18 +27,18 @@ func TestHopPyPlanFileAndMemory(t *testing.T) {
 	}
 	for i, pa := range plan {
 		how, db := hopPyWays[i/2], hopPyDBs[i%2]
-		if pa.key != hopPyName(how, db) || pa.params["how"] != how || pa.params["db"] != db {
-			t.Errorf("arm %d: %s %v, want %s with how=%s db=%s", i, pa.key, pa.params, hopPyName(how, db), how, db)
+		if !pa.key.Equal(hopPyKey(how, db)) || pa.params["how"] != how || pa.params["db"] != db {
+			t.Errorf("arm %d: %s %v, want %s with how=%s db=%s", i, pa.key, pa.params, hopPyKey(how, db), how, db)
 		}
-		if _, ok := hopPyRefs.GIL[pa.key]; !ok {
+		if _, ok := refText(hopPyRefs.GIL, pa.key); !ok {
 			t.Errorf("%s: no published row beside it", pa.key)
 		}
 		if pa.quick && db != "file" {
 			t.Errorf("%s: the quick suite keeps the seed's file arms only", pa.key)
 		}
 	}
-	if hopPyName("direct", "file") != "hop/pytask/direct" || hopPyName("direct", "memory") != "hop/pytask/direct/db=memory" {
-		t.Errorf("names: %s, %s", hopPyName("direct", "file"), hopPyName("direct", "memory"))
+	if hopPyKey("direct", "file").String() != "hop/pytask/direct" || hopPyKey("direct", "memory").String() != "hop/pytask/direct/db=memory" {
+		t.Errorf("names: %s, %s", hopPyKey("direct", "file"), hopPyKey("direct", "memory"))
 	}
 }
 
@@ -227,7 +227,7 @@ func TestCPythonFileDBArmsSweepStaleDirs(t *testing.T) {
 // first; a single interpreter's unsuffixed arms read as before.
 func TestHopVerdictPythonAll(t *testing.T) {
 	arm := func(name string, med float64) result.Arm {
-		key, _ := pyKey(name)
+		key := exp.PlanName(name)
 		how := strings.Split(strings.TrimPrefix(key, "hop/pytask/"), "/")[0]
 		db := "file"
 		if strings.HasSuffix(key, "/db=memory") {
@@ -252,7 +252,7 @@ func TestHopVerdictPythonAll(t *testing.T) {
 		arm("hop/pytask/direct/py=3.11.7", 8000), arm("hop/pytask/executor/py=3.11.7", 30000),
 		arm("hop/pytask/direct/db=memory/py=3.11.7", 4000),
 		arm("hop/pytask/direct/db=memory/py=3.13.1t", 5000), arm("hop/pytask/executor/db=memory/py=3.13.1t", 40000),
-		result.Arm{Name: "hop/pytask/direct" + freeThreadedSuffix, Experiment: "hop", Substrate: "pytask", Status: result.StatusUnsupported},
+		result.Arm{Name: "hop/pytask/direct/py=" + freeThreadedTag, Experiment: "hop", Substrate: "pytask", Status: result.StatusUnsupported},
 	)
 	if len(all) != 2 {
 		t.Fatalf("--python all: CPython lines %q, want one per interpreter", all)

@@ -370,14 +370,14 @@ func TestHopDeriveAndChecks(t *testing.T) {
 // thread ids is a thread of this process any more. (Counting all threads
 // would be flaky: the runtime keeps idle threads of its own.)
 func TestHopThreadWorkersLeaveNoThread(t *testing.T) {
-	cfg := hopConfig{op: "map", way: "threadpool", callers: 2, pool: 4}
+
 	var tids []int
 	for i := 0; i < 5; i++ {
-		h, err := openHop(context.Background(), cfg)
+		h, err := openConcPool(context.Background(), "map", nil, 2, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, th := range h.workers.threads {
+		for _, th := range h.workers.host.(*threadHost).threads {
 			tids = append(tids, th.TID)
 		}
 		b := measure.NewB(context.Background(), 100, nil, nil)

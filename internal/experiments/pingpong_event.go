@@ -9,9 +9,9 @@ import (
 // The seeds' Event pair: asyncio.Event between two tasks against
 // threading.Event between two threads (published 5.3 µs against 9.3 µs,
 // CPython 3.13 on 8 cores).
-const (
-	asyncioEventArm   = "pingpong/pytask/asyncio-event/unpinned"
-	threadingEventArm = "pingpong/pythread/event/unpinned"
+var (
+	asyncioEventArm   = ppPlaced("pytask", "asyncio-event", "unpinned")
+	threadingEventArm = ppPlaced("pythread", "event", "unpinned")
 )
 
 // eventPairChecks: the asyncio.Event round trip stays on one thread (≈ 0
@@ -20,9 +20,9 @@ const (
 func eventPairChecks(arms []result.Arm) []result.Check {
 	by := okArms(arms)
 	var out []result.Check
-	for _, py := range pyTags(arms) {
-		a, okA := by[withPy(asyncioEventArm, py)]
-		t, okT := by[withPy(threadingEventArm, py)]
+	for _, py := range interpreterTags(arms) {
+		a, okA := by.get(asyncioEventArm.WithInterpreter(py))
+		t, okT := by.get(threadingEventArm.WithInterpreter(py))
 		if !okA || !okT || a.Switches == nil || t.Switches == nil {
 			continue
 		}
@@ -31,19 +31,19 @@ func eventPairChecks(arms []result.Arm) []result.Check {
 			Name:  "asyncio.Event hands over with no OS switch (< 0.05 per round trip), threading.Event with about 2 (≥ 1.5)",
 			Holds: as < maxPyTaskSwitches && ts >= minPyThreadSwitches,
 			Detail: fmt.Sprintf("asyncio.Event %s, %.3f switches per round trip; threading.Event %s, %.2f switches%s (published 5.3 µs against 9.3 µs)",
-				result.FormatNs(a.Median), as, result.FormatNs(t.Median), ts, pySuffixText(py)),
+				result.FormatNs(a.Median), as, result.FormatNs(t.Median), ts, onInterpreter(py)),
 			Arms: []string{a.Name, t.Name},
 		})
 	}
 	return out
 }
 
-func eventPairFindings(by map[string]result.Arm, py string) []string {
-	a, okA := by[withPy(asyncioEventArm, py)]
-	t, okT := by[withPy(threadingEventArm, py)]
+func eventPairFindings(by armIndex, py string) []string {
+	a, okA := by.get(asyncioEventArm.WithInterpreter(py))
+	t, okT := by.get(threadingEventArm.WithInterpreter(py))
 	if !okA || !okT {
 		return nil
 	}
 	return []string{fmt.Sprintf("Event pair%s: asyncio.Event %s (%s switches) against threading.Event %s (%s switches) per round trip — %.1f× (published 5.3 against 9.3 µs, 1.8×)",
-		pySuffixText(py), result.FormatNs(a.Median), swText(a), result.FormatNs(t.Median), swText(t), t.Median/a.Median)}
+		onInterpreter(py), result.FormatNs(a.Median), swText(a), result.FormatNs(t.Median), swText(t), t.Median/a.Median)}
 }

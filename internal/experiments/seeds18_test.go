@@ -19,7 +19,7 @@ import (
 func planKeys(plan []pyArm) map[string]pyArm {
 	m := map[string]pyArm{}
 	for _, a := range plan {
-		m[a.key] = a
+		m[a.key.String()] = a
 	}
 	return m
 }
@@ -213,8 +213,8 @@ func TestBusyProcessChecks(t *testing.T) {
 
 func TestEventPairCheck(t *testing.T) {
 	arms := []result.Arm{
-		{Name: asyncioEventArm, Substrate: "pytask", Status: result.StatusOK, Median: 6e3, Switches: &result.Switches{Voluntary: 0.001}},
-		{Name: threadingEventArm, Substrate: "pythread", Status: result.StatusOK, Median: 12e3, Switches: &result.Switches{Voluntary: 2, Involuntary: 0.1}},
+		{Name: asyncioEventArm.String(), Substrate: "pytask", Status: result.StatusOK, Median: 6e3, Switches: &result.Switches{Voluntary: 0.001}},
+		{Name: threadingEventArm.String(), Substrate: "pythread", Status: result.StatusOK, Median: 12e3, Switches: &result.Switches{Voluntary: 2, Involuntary: 0.1}},
 	}
 	cs := eventPairChecks(arms)
 	if len(cs) != 1 || !cs[0].Holds || !strings.Contains(cs[0].Detail, "asyncio.Event 6 µs, 0.001 switches per round trip; threading.Event 12 µs, 2.10 switches") {

@@ -10,7 +10,6 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +22,6 @@ import (
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/mech"
 	"github.com/ctxlab/ctxlab/internal/procstat"
-	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // spawn: the cost to create a worker and wait for it to end; op = one
@@ -97,7 +95,7 @@ func spawnArms(p exp.Params) ([]exp.Arm, error) {
 	for _, k := range kinds {
 		k := k
 		arms = append(arms, exp.Arm{
-			Name: "spawn/" + k.sub + "/" + k.mech, Substrate: k.sub, Mechanism: k.mech,
+			Name: exp.Key("spawn", exp.Seg(k.sub), exp.Seg(k.mech)).String(), Substrate: k.sub, Mechanism: k.mech,
 			Placement: unp.Name, CPUs: unp.Process, Quick: k.quick, Unsupported: k.unsup,
 			Open: func(ctx context.Context) (exp.Bench, error) {
 				return OpenSpawn(ctx, k.sub, k.mech, trueExe), nil
@@ -111,7 +109,7 @@ func spawnArms(p exp.Params) ([]exp.Arm, error) {
 			continue
 		}
 		arms = append(arms, exp.Arm{
-			Name: "spawn/" + k.sub + "/idle-memory", Substrate: k.sub, Mechanism: "idle",
+			Name: exp.Key("spawn", exp.Seg(k.sub), exp.Seg("idle-memory")).String(), Substrate: k.sub, Mechanism: "idle",
 			Op: "idle worker", Unit: "B/op", Params: map[string]string{"idle-workers": strconv.Itoa(k.m)},
 			Placement: unp.Name, CPUs: unp.Process, Quick: k.quick,
 			Open: func(ctx context.Context) (exp.Bench, error) {
@@ -122,81 +120,108 @@ func spawnArms(p exp.Params) ([]exp.Arm, error) {
 	return arms, nil
 }
 
-// Spawn is an opened spawn arm.
-type Spawn struct {
-	sub, mech string
-	exe       string
-	ctx       context.Context
-	done      chan struct{}
-	goFn      func()
-	lockFn    func()
-	// TIDs, if not nil, records the OS thread of each locked-thread op
-	// (ring buffer), so tests can see each op had a thread of its own.
-	TIDs []int32
-	op   int
+// OpenSpawn prepares a spawn arm: one small type per substrate, each
+// creating and joining its workers its own way.
+func OpenSpawn(ctx context.Context, sub, m string, trueExe string) exp.Loop {
+	switch sub {
+	case "goroutine":
+		s := &goSpawn{done: make(chan struct{})}
+		s.fn = func() { s.done <- struct{}{} }
+		return s
+	case "thread":
+		s := &threadSpawn{done: make(chan struct{})}
+		s.fn = func() {
+			runtime.LockOSThread() // exits locked: the runtime destroys this thread
+			if s.TIDs != nil {
+				s.TIDs[s.op%len(s.TIDs)] = int32(unix.Gettid())
+			}
+			s.done <- struct{}{}
+		}
+		return s
+	}
+	o := child.Options{Role: "spawn-exit"}
+	if m == "true" {
+		o = child.Options{Exe: trueExe}
+	}
+	return &processSpawn{opts: o}
 }
 
-// OpenSpawn prepares a spawn arm.
-func OpenSpawn(ctx context.Context, sub, m string, trueExe string) *Spawn {
-	s := &Spawn{sub: sub, mech: m, exe: trueExe, ctx: ctx, done: make(chan struct{})}
-	s.goFn = func() { s.done <- struct{}{} }
-	s.lockFn = func() {
-		runtime.LockOSThread() // exits locked: the runtime destroys this thread
-		if s.TIDs != nil {
-			s.TIDs[s.op%len(s.TIDs)] = int32(unix.Gettid())
-		}
-		s.done <- struct{}{}
-	}
-	return s
+// spawnInProcess is what the in-process spawns share: the whole process,
+// whose threads create the workers (exited threads included), takes
+// part, and Close has nothing to stop (every op joins its worker).
+type spawnInProcess struct{}
+
+func (spawnInProcess) Participants() exp.Participants { return exp.WholeProcess() }
+func (spawnInProcess) Close() error                   { return nil }
+
+// goSpawn: go + channel.
+type goSpawn struct {
+	spawnInProcess
+	done chan struct{}
+	fn   func() // the worker, made once: an op allocates no closure
 }
 
 // Run creates and joins b.N workers, one after another.
-func (s *Spawn) Run(b *measure.B) error {
-	switch s.sub {
-	case "goroutine":
-		for i := 0; i < b.N; i++ {
-			t := b.S.Start(i)
-			go s.goFn()
-			<-s.done
-			b.S.Stop(t)
-		}
-	case "thread":
-		for i := 0; i < b.N; i++ {
-			t := b.S.Start(i)
-			go s.lockFn()
-			<-s.done
-			s.op++
-			b.S.Stop(t)
-		}
-	case "process":
-		o := child.Options{Role: "spawn-exit"}
-		if s.mech == "true" {
-			o = child.Options{Exe: s.exe}
-		}
-		for i := 0; i < b.N; i++ {
-			t := b.S.Start(i)
-			p, err := child.Start(b.Context(), o)
-			if err != nil {
-				return err
-			}
-			if err := p.Wait(); err != nil {
-				return fmt.Errorf("spawned process: %w", err)
-			}
-			b.S.Stop(t)
-		}
+func (s *goSpawn) Run(b *measure.B) error {
+	for i := 0; i < b.N; i++ {
+		t := b.S.Start(i)
+		go s.fn()
+		<-s.done
+		b.S.Stop(t)
 	}
 	return nil
 }
 
-// Participants: the whole process, whose threads create the workers
-// (exited threads included); for processes also every reaped child.
-func (s *Spawn) Participants() exp.Participants {
-	return exp.Participants{Process: true, Children: s.sub == "process"}
+// threadSpawn: a goroutine that locks its OS thread and exits, so the
+// runtime destroys the thread and the next op needs a new one.
+type threadSpawn struct {
+	spawnInProcess
+	done chan struct{}
+	fn   func()
+	// TIDs, if not nil, records the OS thread of each op (ring buffer),
+	// so tests can see each op had a thread of its own.
+	TIDs []int32
+	op   int
 }
 
-// Close has nothing to stop: every op joins its worker (a process left by
-// an interrupted op is killed by the child package's KillAll).
-func (s *Spawn) Close() error { return nil }
+func (s *threadSpawn) Run(b *measure.B) error {
+	for i := 0; i < b.N; i++ {
+		t := b.S.Start(i)
+		go s.fn()
+		<-s.done
+		s.op++
+		b.S.Stop(t)
+	}
+	return nil
+}
+
+// processSpawn: a child process (ctxlab in child mode, or /bin/true)
+// started and reaped.
+type processSpawn struct{ opts child.Options }
+
+func (s *processSpawn) Run(b *measure.B) error {
+	for i := 0; i < b.N; i++ {
+		t := b.S.Start(i)
+		p, err := child.Start(b.Context(), s.opts)
+		if err != nil {
+			return err
+		}
+		if err := p.Wait(); err != nil {
+			return fmt.Errorf("spawned process: %w", err)
+		}
+		b.S.Stop(t)
+	}
+	return nil
+}
+
+// Participants: the whole process, and every reaped child.
+func (s *processSpawn) Participants() exp.Participants {
+	return exp.Participants{Process: true, Children: true}
+}
+
+// Close has nothing to stop: a process left by an interrupted op is
+// killed by the child package's KillAll.
+func (s *processSpawn) Close() error { return nil }
 
 // idleMemory weighs m idle workers of one kind: a Gauge, one weighing
 // per repetition, each taken once every worker is proven started and parked.
@@ -485,103 +510,4 @@ func spawnIdleChild(args []string, files []*os.File) int {
 			return 0
 		}
 	}
-}
-
-// Bounds of the goroutine memory check: within 2× of the starting stack
-// plus bookkeeping (the g itself and its scheduling state, about 1 KiB).
-const goroutineBookkeeping = 1024
-
-func spawnChecks(arms []result.Arm) []result.Check {
-	var out []result.Check
-	rss := map[string]float64{}
-	var names []string
-	for _, a := range arms {
-		if a.Status != result.StatusOK {
-			continue
-		}
-		if v, ok := a.Metrics["rss-bytes/worker"]; ok {
-			rss[a.Substrate] = v
-			names = append(names, a.Name)
-		}
-		if a.Substrate == "goroutine" {
-			if v, ok := a.Metrics["rss-bytes/worker"]; ok {
-				start := a.Metrics["stack-start-bytes"]
-				bound := 2 * (start + goroutineBookkeeping)
-				out = append(out, result.Check{
-					Name:  "an idle goroutine weighs within 2× of its starting stack plus bookkeeping",
-					Holds: start > 0 && v > 0 && v <= bound,
-					Detail: fmt.Sprintf("%s: %s resident per goroutine; starting stack %s + %s bookkeeping, ×2 = %s",
-						a.Name, result.FormatBytes(v), result.FormatBytes(start), result.FormatBytes(goroutineBookkeeping), result.FormatBytes(bound)),
-					Arms: []string{a.Name},
-				})
-			}
-		}
-	}
-	g, ok1 := rss["goroutine"]
-	t, ok2 := rss["thread"]
-	p, ok3 := rss["process"]
-	if ok1 && ok2 && ok3 {
-		out = append(out, result.Check{
-			Name:   "memory per idle worker is ordered goroutine < thread < process",
-			Holds:  g > 0 && g < t && t < p,
-			Detail: fmt.Sprintf("resident per worker: goroutine %s, thread %s, process %s", result.FormatBytes(g), result.FormatBytes(t), result.FormatBytes(p)),
-			Arms:   names,
-		})
-	}
-	return out
-}
-
-func spawnFindings(arms []result.Arm) []string {
-	by := map[string]result.Arm{}
-	for _, a := range arms {
-		if a.Status == result.StatusOK {
-			by[a.Substrate+"/"+a.Mechanism] = a
-		}
-	}
-	var out []string
-	g, ok1 := by["goroutine/go"]
-	t, ok2 := by["thread/locked"]
-	p, ok3 := by["process/exec"]
-	if ok1 && ok2 && g.Median > 0 {
-		out = append(out, fmt.Sprintf("creating and joining a locked OS thread (%s) costs %.0f× a goroutine (%s)",
-			result.FormatNs(t.Median), t.Median/g.Median, result.FormatNs(g.Median)))
-	}
-	if ok2 && ok3 && t.Median > 0 {
-		out = append(out, fmt.Sprintf("a process (exec of ctxlab, %s) costs %.0f× a thread", result.FormatNs(p.Median), p.Median/t.Median))
-	}
-	if tr, ok := by["process/true"]; ok && ok3 {
-		out = append(out, fmt.Sprintf("/bin/true takes %s to start and reap; ctxlab's child mode %s (the Go runtime's start-up is the difference)",
-			result.FormatNs(tr.Median), result.FormatNs(p.Median)))
-	}
-	var mem []string
-	for _, k := range []string{"goroutine/idle", "thread/idle", "process/idle"} {
-		if a, ok := by[k]; ok {
-			if v, ok := a.Metrics["rss-bytes/worker"]; ok {
-				s := fmt.Sprintf("%s %s (%s–%s over %d weighings)", a.Substrate, result.FormatBytes(v), result.FormatBytes(a.Min), result.FormatBytes(a.Max), len(a.RepMeans))
-				if pss, ok := a.Metrics["pss-bytes/worker"]; ok {
-					s += fmt.Sprintf(" (PSS %s)", result.FormatBytes(pss))
-				}
-				mem = append(mem, s)
-			}
-		}
-	}
-	if len(mem) > 0 {
-		out = append(out, "resident memory per idle worker: "+strings.Join(mem, ", "))
-	}
-	return out
-}
-
-// spawnMetrics declares the figures spawn arms add beside the median.
-var spawnMetrics = []exp.Metric{
-	{Name: "idle-workers", Unit: "workers", Better: exp.NotRanked, Doc: "how many idle workers the memory figures were taken over"},
-	{Name: "rss-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "resident memory per idle worker"},
-	{Name: "pss-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "proportional set size per idle child process (shared pages split)"},
-	{Name: "stack-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "goroutine stack in use per idle goroutine"},
-	{Name: "stack-start-bytes", Unit: "bytes", Better: exp.NotRanked, Doc: "the runtime's starting goroutine stack size"},
-	{Name: "kernel-stack-bytes/worker", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "kernel stack per idle thread (not in RSS)"},
-}
-
-// spawnRefs: SPEC §8's published task cost, about the experiment as a whole.
-var spawnRefs = []exp.Reference{
-	{Text: "CPython 3.14: ~2 µs and ~2.2 KiB per asyncio task"},
 }

@@ -30,8 +30,9 @@ func TestSpawnRuns(t *testing.T) {
 		if a.Substrate == "process" {
 			n = 3
 		}
-		if a.Substrate == "thread" {
-			s.TIDs = make([]int32, n)
+		ts, _ := s.(*threadSpawn)
+		if ts != nil {
+			ts.TIDs = make([]int32, n)
 		}
 		b := measure.NewB(context.Background(), n, nil, nil)
 		b.StartTimer()
@@ -40,12 +41,12 @@ func TestSpawnRuns(t *testing.T) {
 		}
 		b.StopTimer()
 		s.Close()
-		if s.TIDs != nil {
+		if ts != nil {
 			// Each op exits its locked thread, so the next op gets a new one.
 			seen := map[int32]bool{}
-			for _, tid := range s.TIDs {
+			for _, tid := range ts.TIDs {
 				if tid == 0 || seen[tid] {
-					t.Errorf("%s: thread %d used twice or not at all in %v", a.Name, tid, s.TIDs)
+					t.Errorf("%s: thread %d used twice or not at all in %v", a.Name, tid, ts.TIDs)
 					break
 				}
 				seen[tid] = true

@@ -29,7 +29,8 @@ const userOpName = "user"
 
 func init() {
 	applies := func(a exp.Arm) bool {
-		return strings.HasPrefix(a.Name, "hop/") || strings.HasPrefix(a.Name, "concurrency/")
+		e := exp.ExperimentOf(a.Name)
+		return e == "hop" || e == "concurrency"
 	}
 	for _, o := range []exp.Declared{userDBOpt, userQueryOpt, userPyCallOpt, userPyPathOpt, userArgsOpt} {
 		exp.RegisterArmOption(o, applies)
@@ -111,7 +112,7 @@ func userParams(params map[string]string, u *sqlop.UserOp) {
 // and the arguments (as JSON); the stored params say only query=user, the
 // file's name and size. A query without parameters has no CPython arms
 // that run: the driver binds one argument per call.
-func userPyArms(u *sqlop.UserOp, bench string, hows []string, name func(string) string) []pyArm {
+func userPyArms(u *sqlop.UserOp, bench string, hows []string, name func(string) exp.ArmKey) []pyArm {
 	args, _ := json.Marshal(u.Args)
 	var out []pyArm
 	for _, how := range hows {
@@ -191,7 +192,7 @@ func (c *pyCall) check(ctx context.Context, in *pydriver.Interpreter) error {
 
 // pyCallArms are the CPython arms of the user's function for bench, one
 // per way (how), named by name(how).
-func pyCallArms(c *pyCall, bench string, hows []string, name func(string) string) []pyArm {
+func pyCallArms(c *pyCall, bench string, hows []string, name func(string) exp.ArmKey) []pyArm {
 	args, _ := json.Marshal(c.args)
 	if c.args == nil {
 		args = []byte("[]")
@@ -230,6 +231,7 @@ func userReadings(arms []result.Arm) []string {
 		}
 		return result.Arm{}, false
 	}
+	measured := indexArms(arms, func(a result.Arm) bool { return a.Status == result.StatusOK && a.Median > 0 })
 	line := func(what string, d, w result.Arm, through string) {
 		r := w.Median / d.Median
 		reading := "the hops are the workload"
@@ -242,18 +244,19 @@ func userReadings(arms []result.Arm) []string {
 	// executor hop) and the function (to_thread, else run_in_executor,
 	// else the two-hop wrapper).
 	for _, c := range []struct {
-		what, prefix string
-		ways         []struct{ how, label string }
+		what string
+		key  func(how string) exp.ArmKey
+		ways []struct{ how, label string }
 	}{
-		{"your query (CPython)", "hop/pytask/user/", []struct{ how, label string }{{"aiosqlite", "aiosqlite"}, {"two-hop", "a two-hop wrapper"}, {"executor", "run_in_executor"}}},
-		{"your function (CPython)", "hop/pytask/py-call/", []struct{ how, label string }{{"to_thread", "asyncio.to_thread"}, {"executor", "run_in_executor"}, {"two-hop", "a two-hop wrapper"}}},
+		{"your query (CPython)", hopPyUserKey, []struct{ how, label string }{{"aiosqlite", "aiosqlite"}, {"two-hop", "a two-hop wrapper"}, {"executor", "run_in_executor"}}},
+		{"your function (CPython)", hopPyCallKey, []struct{ how, label string }{{"to_thread", "asyncio.to_thread"}, {"executor", "run_in_executor"}, {"two-hop", "a two-hop wrapper"}}},
 	} {
-		d, ok := pick(func(a result.Arm) bool { return a.Name == c.prefix+"direct" })
+		d, ok := measured.get(c.key("direct"))
 		if !ok {
 			continue
 		}
 		for _, w := range c.ways {
-			if a, ok := pick(func(a result.Arm) bool { return a.Name == c.prefix+w.how }); ok {
+			if a, ok := measured.get(c.key(w.how)); ok {
 				line(c.what, d, a, w.label)
 				break
 			}

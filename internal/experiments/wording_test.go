@@ -16,9 +16,9 @@ func TestInterferenceFixWording(t *testing.T) {
 			Percentiles: &result.Percentiles{Samples: 100, P50: 2e6, P99: p99}}
 	}
 	arms := []result.Arm{
-		arm(armKey(shapeTimer, "goroutine-spin", 1, 1), 59.2e6),
-		arm(armKey(shapeTimer, "process-spin", 1, 1), 57e6),
-		arm(armKey(shapeTimer, "goroutine-spin", 1, 2), 6.32e6),
+		arm(ifKey(shapeTimer, "goroutine-spin", 1, 1).String(), 59.2e6),
+		arm(ifKey(shapeTimer, "process-spin", 1, 1).String(), 57e6),
+		arm(ifKey(shapeTimer, "goroutine-spin", 1, 2).String(), 6.32e6),
 	}
 	details := map[string]string{}
 	for _, c := range interferenceChecks(arms) {

@@ -55,11 +55,20 @@ CPython: K asyncio tasks each await asyncio.sleep(0) (pytask/sleep0, K = 1,
 var yieldDefaultK = []int{1, 10, 100, 1000, 10000}
 var yieldThreadK = []int{2, 10, 100, 1000}
 
-var quickYield = map[string]bool{
-	"goroutine/gosched/k=1/gomaxprocs=1": true, "goroutine/gosched/k=100/gomaxprocs=1": true,
-	"goroutine/gosched/k=10000/gomaxprocs=1": true, "goroutine/gosched/k=100/gomaxprocs=all": true,
-	"thread/sched_yield/k=1/alone": true, "thread/sched_yield/k=10/same-cpu": true,
+// yieldGoKey is a goroutine arm's key: yield/goroutine/gosched/k=K/gomaxprocs=G.
+func yieldGoKey(k int, gomaxprocs string) exp.ArmKey {
+	return exp.Key("yield", exp.Seg("goroutine"), exp.Seg("gosched"), exp.KV("k", k), exp.KV("gomaxprocs", gomaxprocs))
 }
+
+// yieldThreadKey is a thread arm's key: yield/thread/sched_yield/k=K/PLACEMENT.
+func yieldThreadKey(k int, placement string) exp.ArmKey {
+	return exp.Key("yield", exp.Seg("thread"), exp.Seg("sched_yield"), exp.KV("k", k), exp.Seg(placement))
+}
+
+var quickYield = keysOf(
+	yieldGoKey(1, "1"), yieldGoKey(100, "1"), yieldGoKey(10000, "1"), yieldGoKey(100, "all"),
+	yieldThreadKey(1, "alone"), yieldThreadKey(10, "same-cpu"),
+)
 
 func yieldArms(p exp.Params) ([]exp.Arm, error) {
 	host := p.Host
@@ -90,12 +99,11 @@ func yieldArms(p exp.Params) ([]exp.Arm, error) {
 			name string
 			n    int
 		}{{"1", 1}, {"all", all}} {
-			key := fmt.Sprintf("goroutine/gosched/k=%d/gomaxprocs=%s", k, g.name)
-			k := k
+			key := yieldGoKey(k, g.name)
 			arms = append(arms, exp.Arm{
-				Name: "yield/" + key, Substrate: "goroutine", Mechanism: "gosched",
+				Name: key.String(), Substrate: "goroutine", Mechanism: "gosched",
 				Params:     map[string]string{"k": strconv.Itoa(k), "gomaxprocs": strconv.Itoa(g.n)},
-				GOMAXPROCS: g.n, Placement: unp.Name, CPUs: unp.Process, Quick: quickYield[key],
+				GOMAXPROCS: g.n, Placement: unp.Name, CPUs: unp.Process, Quick: quickYield.has(key),
 				Open: func(ctx context.Context) (exp.Bench, error) { return OpenYield(ctx, k, false, nil) },
 			})
 		}
@@ -118,12 +126,11 @@ func yieldArms(p exp.Params) ([]exp.Arm, error) {
 		tas = append(tas, tarm{k, "same-cpu", c0, nil})
 	}
 	for _, t := range tas {
-		key := fmt.Sprintf("thread/sched_yield/k=%d/%s", t.k, t.placement)
-		t := t
+		key := yieldThreadKey(t.k, t.placement)
 		arms = append(arms, exp.Arm{
-			Name: "yield/" + key, Substrate: "thread", Mechanism: "sched_yield",
+			Name: key.String(), Substrate: "thread", Mechanism: "sched_yield",
 			Params:     map[string]string{"k": strconv.Itoa(t.k), "placement": t.placement},
-			GOMAXPROCS: t.k + 1, Placement: t.placement, CPUs: t.cpus, Quick: quickYield[key],
+			GOMAXPROCS: t.k + 1, Placement: t.placement, CPUs: t.cpus, Quick: quickYield.has(key),
 			Open: func(ctx context.Context) (exp.Bench, error) { return OpenYield(ctx, t.k, true, t.pins) },
 		})
 	}
@@ -133,17 +140,17 @@ func yieldArms(p exp.Params) ([]exp.Arm, error) {
 // yieldWorker is one yielding worker; it waits for a gate, yields quota
 // times (fewer if the bench is closed), and reports back.
 type yieldWorker struct {
-	tid    int // the OS thread of a thread worker
 	start  chan chan struct{}
 	quota  int
 	yields int64 // total yields made, read after Close
-	_      [40]byte
+	_      [48]byte
 }
 
-// Yield is an opened yield arm. Counts are valid after Close.
+// Yield is an opened yield arm: its workers are goroutines or locked
+// threads (yieldKind). Counts are valid after Close.
 type Yield struct {
 	K       int // workers
-	threads bool
+	kind    yieldKind
 	workers []*yieldWorker
 	batch   sync.WaitGroup
 	exited  sync.WaitGroup
@@ -152,8 +159,19 @@ type Yield struct {
 	mu     sync.Mutex
 	closed bool
 	once   sync.Once
+}
 
-	restoreMaxThr func()
+// yieldKind is what a worker is: how it sets itself up on its goroutine
+// and how it yields, in a loop of its own so no yield pays a call more.
+type yieldKind interface {
+	// begin runs on worker i's goroutine before its first batch.
+	begin(i int) error
+	// yields yields n times, fewer once stop is set; it returns how many.
+	yields(n int, stop *atomic.Bool) int
+	participants() exp.Participants
+	tids() []int
+	// end runs once every worker is gone.
+	end()
 }
 
 // OpenYield starts k yielding workers: goroutines, or locked threads
@@ -162,10 +180,11 @@ func OpenYield(ctx context.Context, k int, threads bool, pins [][]int) (*Yield, 
 	if k < 1 {
 		return nil, fmt.Errorf("yield: %d workers: need at least 1", k)
 	}
-	y := &Yield{K: k, threads: threads}
+	var kind yieldKind = goroutineYields{}
 	if threads {
-		y.restoreMaxThr = raiseMaxThreads(k)
+		kind = &threadYields{pins: pins, tid: make([]int, k), restoreMaxThr: raiseMaxThreads(k)}
 	}
+	y := &Yield{K: k, kind: kind}
 	errc := make(chan error, 1)
 	for i := 0; i < k; i++ {
 		if err := ctx.Err(); err != nil {
@@ -174,22 +193,14 @@ func OpenYield(ctx context.Context, k int, threads bool, pins [][]int) (*Yield, 
 		}
 		w := &yieldWorker{start: make(chan chan struct{})}
 		y.workers = append(y.workers, w)
-		var pin []int
-		if len(pins) > 0 {
-			pin = pins[i%len(pins)]
-		}
 		ready := make(chan struct{})
 		y.exited.Add(1)
 		go func() {
 			defer y.exited.Done()
-			if threads {
-				runtime.LockOSThread() // never unlocked: the thread dies with the worker
-				w.tid = unix.Gettid()
-				if err := measure.PinThread(pin); err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
+			if err := kind.begin(i); err != nil {
+				select {
+				case errc <- err:
+				default:
 				}
 			}
 			close(ready)
@@ -209,25 +220,78 @@ func OpenYield(ctx context.Context, k int, threads bool, pins [][]int) (*Yield, 
 func (y *Yield) work(w *yieldWorker) {
 	for gate := range w.start {
 		<-gate
-		n := w.quota
-		i := 0
-		if y.threads {
-			for ; i < n; i++ {
-				unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-				if i&63 == 63 && y.stop.Load() {
-					break
-				}
-			}
-		} else {
-			for ; i < n; i++ {
-				runtime.Gosched()
-				if i&63 == 63 && y.stop.Load() {
-					break
-				}
-			}
-		}
-		w.yields += int64(i)
+		w.yields += int64(y.kind.yields(w.quota, &y.stop))
 		y.batch.Done()
+	}
+}
+
+// goroutineYields: goroutines calling runtime.Gosched.
+type goroutineYields struct{}
+
+func (goroutineYields) begin(int) error { return nil }
+
+func (goroutineYields) yields(n int, stop *atomic.Bool) int {
+	i := 0
+	for ; i < n; i++ {
+		runtime.Gosched()
+		if i&63 == 63 && stop.Load() {
+			break
+		}
+	}
+	return i
+}
+
+// Participants: goroutine workers run on the runtime's threads (the
+// whole process).
+func (goroutineYields) participants() exp.Participants { return exp.WholeProcess() }
+func (goroutineYields) tids() []int                    { return nil }
+func (goroutineYields) end()                           {}
+
+// threadYields: locked threads calling sched_yield(2), each pinned as
+// pins says.
+type threadYields struct {
+	pins          [][]int
+	tid           []int // worker i's OS thread
+	restoreMaxThr func()
+}
+
+func (t *threadYields) begin(i int) error {
+	runtime.LockOSThread() // never unlocked: the thread dies with the worker
+	t.tid[i] = unix.Gettid()
+	var pin []int
+	if len(t.pins) > 0 {
+		pin = t.pins[i%len(t.pins)]
+	}
+	return measure.PinThread(pin)
+}
+
+func (t *threadYields) yields(n int, stop *atomic.Bool) int {
+	i := 0
+	for ; i < n; i++ {
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		if i&63 == 63 && stop.Load() {
+			break
+		}
+	}
+	return i
+}
+
+// Participants: thread workers are their own locked threads.
+func (t *threadYields) participants() exp.Participants { return exp.Threads(t.tids()...) }
+
+func (t *threadYields) tids() []int {
+	var out []int
+	for _, tid := range t.tid {
+		if tid != 0 {
+			out = append(out, tid)
+		}
+	}
+	return out
+}
+
+func (t *threadYields) end() {
+	if t.restoreMaxThr != nil {
+		t.restoreMaxThr()
 	}
 }
 
@@ -262,25 +326,12 @@ func (y *Yield) Run(b *measure.B) error {
 	return nil
 }
 
-// Participants: goroutine workers run on the runtime's threads (the
-// whole process); thread workers are their own locked threads.
-func (y *Yield) Participants() exp.Participants {
-	if !y.threads {
-		return exp.WholeProcess()
-	}
-	return exp.Threads(y.TIDs()...)
-}
+// Participants: the whole process for goroutine workers, the locked
+// threads for thread workers.
+func (y *Yield) Participants() exp.Participants { return y.kind.participants() }
 
 // TIDs are the OS threads of thread workers (none for goroutines).
-func (y *Yield) TIDs() []int {
-	var out []int
-	for _, w := range y.workers {
-		if w.tid != 0 {
-			out = append(out, w.tid)
-		}
-	}
-	return out
-}
+func (y *Yield) TIDs() []int { return y.kind.tids() }
 
 // Yields returns each worker's count of yields (valid after Close).
 func (y *Yield) Yields() []int64 {
@@ -302,9 +353,7 @@ func (y *Yield) Close() error {
 		}
 		y.mu.Unlock()
 		y.exited.Wait()
-		if y.restoreMaxThr != nil {
-			y.restoreMaxThr()
-		}
+		y.kind.end()
 	})
 	return nil
 }
@@ -316,7 +365,7 @@ func (y *Yield) Analyze(rec *exp.Record, a *result.Arm) {
 	if rec.Ops > 0 && rec.CPUNs > 0 {
 		a.SetMetric("cpu-ns/yield", float64(rec.CPUNs)/float64(rec.Ops))
 	}
-	if y.threads && y.K == 1 {
+	if _, threads := y.kind.(*threadYields); threads && y.K == 1 {
 		a.Notes = append(a.Notes, "the syscall floor: one thread alone calling sched_yield; with nothing else runnable on its CPU the kernel returns at once — this is NOT a context switch")
 	}
 }
@@ -426,19 +475,24 @@ var yieldMetrics = []exp.Metric{
 func yieldPyPlan(exp.Params) []pyArm {
 	var out []pyArm
 	for _, k := range []int{1, 10, 100, 1000, 10000} {
-		out = append(out, pyArm{key: fmt.Sprintf("yield/pytask/sleep0/k=%d", k), sub: "pytask", mech: "sleep0", op: "yield",
+		out = append(out, pyArm{key: yieldPyKey(k), sub: "pytask", mech: "sleep0", op: "yield",
 			bench: "yield.task", params: map[string]string{"k": strconv.Itoa(k)}, place: "unpinned", full: k == 10 || k == 1000})
 	}
 	return out
 }
 
+// yieldPyKey is an asyncio arm's key: yield/pytask/sleep0/k=K.
+func yieldPyKey(k int) exp.ArmKey {
+	return exp.Key("yield", exp.Seg("pytask"), exp.Seg("sleep0"), exp.KV("k", k))
+}
+
 // yieldPyRefs are SPEC §8's figures for asyncio yields.
-var yieldPyRefs = pyRefs{GIL: map[string]string{
-	"yield/pytask/sleep0/k=1":     "1.61 µs per yield",
-	"yield/pytask/sleep0/k=10":    "0.76 µs per yield",
-	"yield/pytask/sleep0/k=100":   "0.67 µs per yield",
-	"yield/pytask/sleep0/k=1000":  "0.67 µs per yield",
-	"yield/pytask/sleep0/k=10000": "1.78 µs per yield",
+var yieldPyRefs = pyRefs{GIL: []pyRef{
+	{yieldPyKey(1), "1.61 µs per yield"},
+	{yieldPyKey(10), "0.76 µs per yield"},
+	{yieldPyKey(100), "0.67 µs per yield"},
+	{yieldPyKey(1000), "0.67 µs per yield"},
+	{yieldPyKey(10000), "1.78 µs per yield"},
 }}
 
 // yieldRefs are SPEC §8's published yields per task, beside the asyncio arms.

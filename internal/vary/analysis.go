@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
@@ -280,7 +281,11 @@ func Select(run *result.Run, sel string) (*result.Run, error) {
 		if a.Experiment != Experiment {
 			continue
 		}
-		have = append(have, strings.TrimPrefix(a.Name, Experiment+"/"))
+		key, err := exp.ParseArmKey(a.Name)
+		if err != nil {
+			continue
+		}
+		have = append(have, key.Short())
 		match := true
 		for k, v := range want {
 			match = match && a.Params[k] == v
@@ -288,14 +293,13 @@ func Select(run *result.Run, sel string) (*result.Run, error) {
 		if !match {
 			continue
 		}
-		var parts []string
-		for _, p := range strings.Split(a.Name, "/") {
-			if k, v, ok := strings.Cut(p, "="); ok && want[k] == v {
-				continue
+		kept := exp.Key(key.Experiment)
+		for _, seg := range key.Segments {
+			if seg.Key == "" || want[seg.Key] != seg.Value {
+				kept = kept.With(seg)
 			}
-			parts = append(parts, p)
 		}
-		a.Name = strings.Join(parts, "/")
+		a.Name = kept.String()
 		out.Arms = append(out.Arms, a)
 	}
 	switch {

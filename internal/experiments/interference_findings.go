@@ -17,23 +17,14 @@ const (
 	quantumMinimum = 1   // ops of the pair that must show a whole preemption stall
 )
 
-func armKey(shape, hog string, hogs, gmp int) string {
-	return fmt.Sprintf("interference/%s/%s/hogs=%d/gomaxprocs=%d", shape, hog, hogs, gmp)
-}
-
 func interferenceChecks(arms []result.Arm) []result.Check {
-	by := map[string]result.Arm{}
-	for _, a := range arms {
-		by[a.Name] = a
-	}
-	ok := func(name string) (result.Arm, bool) {
-		a, found := by[name]
-		return a, found && a.Status == result.StatusOK && a.Percentiles != nil
-	}
+	by := indexArms(arms, func(a result.Arm) bool { return a.Status == result.StatusOK && a.Percentiles != nil })
+	ok := by.get
 	var out []result.Check
 	for _, shape := range []string{shapeTimer, shapeNetpoll} {
-		badName := armKey(shape, "goroutine-spin", 1, 1)
-		bad, okBad := ok(badName)
+		badKey := ifKey(shape, "goroutine-spin", 1, 1)
+		badName := badKey.String()
+		bad, okBad := ok(badKey)
 		if !okBad {
 			continue
 		}
@@ -41,16 +32,19 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 		out = append(out, result.Check{
 			Name:  fmt.Sprintf("a goroutine woken from outside the Go scheduler (%s) next to one goroutine hog at GOMAXPROCS=1 waits ≥ 1 ms at p50, piled at Go's preemption quantum", shape),
 			Holds: bad.Percentiles.P50 >= badP50Ns && periods >= 1,
-			Detail: fmt.Sprintf("%s: p50 %s, %s", strings.TrimPrefix(badName, "interference/"), result.FormatNs(bad.Percentiles.P50),
+			Detail: fmt.Sprintf("%s: p50 %s, %s", badKey.InExperiment(), result.FormatNs(bad.Percentiles.P50),
 				periodText(periods, p50What(bad))),
 			Arms: []string{badName},
 		})
-		for _, fix := range []struct{ name, what string }{
-			{armKey(shape, "process-spin", 1, 1), "the hog in a separate process"},
-			{armKey(shape, "goroutine-spin", 1, 2), "GOMAXPROCS=2 with one hog"},
-			{armKey(shape, "goroutine-gosched", 1, 1), "runtime.Gosched() in the hog's loop"},
+		for _, fix := range []struct {
+			key  exp.ArmKey
+			what string
+		}{
+			{ifKey(shape, "process-spin", 1, 1), "the hog in a separate process"},
+			{ifKey(shape, "goroutine-spin", 1, 2), "GOMAXPROCS=2 with one hog"},
+			{ifKey(shape, "goroutine-gosched", 1, 1), "runtime.Gosched() in the hog's loop"},
 		} {
-			f, okFix := ok(fix.name)
+			f, okFix := ok(fix.key)
 			if !okFix {
 				continue
 			}
@@ -59,12 +53,12 @@ func interferenceChecks(arms []result.Arm) []result.Check {
 				Holds: f.Percentiles.P99*fixP99Factor <= bad.Percentiles.P99,
 				Detail: fmt.Sprintf("p99 %s with the fix vs %s (%s)", result.FormatNs(f.Percentiles.P99),
 					result.FormatNs(bad.Percentiles.P99), exp.Compare(f.Percentiles.P99, bad.Percentiles.P99, "higher", "lower")),
-				Arms: []string{fix.name, badName},
+				Arms: []string{f.Name, badName},
 			})
 		}
 	}
-	base, okBase := ok(armKey(shapeChanPair, "none", 0, 1))
-	hog, okHog := ok(armKey(shapeChanPair, "goroutine-spin", 1, 1))
+	base, okBase := ok(ifKey(shapeChanPair, "none", 0, 1))
+	hog, okHog := ok(ifKey(shapeChanPair, "goroutine-spin", 1, 1))
 	if okBase && okHog {
 		stalled := hog.Metrics["go-preempt-samples"]
 		out = append(out, result.Check{
@@ -115,12 +109,9 @@ func periodText(periods float64, what string) string {
 
 // interferenceFindings: each bad case with its remedies beside it, in numbers.
 func interferenceFindings(arms []result.Arm) []string {
-	by := map[string]result.Arm{}
+	by := indexArms(arms, func(a result.Arm) bool { return a.Status == result.StatusOK && a.Percentiles != nil })
 	hogCounts := map[int]bool{}
 	for _, a := range arms {
-		if a.Status == result.StatusOK && a.Percentiles != nil {
-			by[a.Name] = a
-		}
 		var n int
 		fmt.Sscanf(a.Params["hogs"], "%d", &n)
 		if n > 0 {
@@ -138,20 +129,23 @@ func interferenceFindings(arms []result.Arm) []string {
 	sort.Ints(counts)
 	for _, shape := range []string{shapeTimer, shapeNetpoll, shapeChanPair} {
 		for _, n := range counts {
-			bad, ok := by[armKey(shape, "goroutine-spin", n, 1)]
+			bad, ok := by.get(ifKey(shape, "goroutine-spin", n, 1))
 			if !ok {
 				continue
 			}
 			line := fmt.Sprintf("%s with %d goroutine hog(s) at GOMAXPROCS=1: %s", shape, n, pct(bad))
-			if b0, ok := by[armKey(shape, "none", 0, 1)]; ok {
+			if b0, ok := by.get(ifKey(shape, "none", 0, 1)); ok {
 				line += fmt.Sprintf(" (no hog: %s)", pct(b0))
 			}
-			for _, fix := range []struct{ name, what string }{
-				{armKey(shape, "process-spin", n, 1), "hogs in a process"},
-				{armKey(shape, "goroutine-spin", n, n+1), fmt.Sprintf("GOMAXPROCS=%d", n+1)},
-				{armKey(shape, "goroutine-gosched", n, 1), "Gosched in the hog"},
+			for _, fix := range []struct {
+				key  exp.ArmKey
+				what string
+			}{
+				{ifKey(shape, "process-spin", n, 1), "hogs in a process"},
+				{ifKey(shape, "goroutine-spin", n, n+1), fmt.Sprintf("GOMAXPROCS=%d", n+1)},
+				{ifKey(shape, "goroutine-gosched", n, 1), "Gosched in the hog"},
 			} {
-				if f, ok := by[fix.name]; ok {
+				if f, ok := by.get(fix.key); ok {
 					line += fmt.Sprintf("; %s → p99 %s", fix.what, result.FormatNs(f.Percentiles.P99))
 				}
 			}
@@ -159,11 +153,91 @@ func interferenceFindings(arms []result.Arm) []string {
 				line += fmt.Sprintf("; Go's own /sched/latencies p99 ≤ %s", result.FormatNs(v))
 			}
 			out = append(out, line)
-			if g, ok := by[armKey(shape, "goroutine-gosched", n, 1)]; ok && g.Metrics["p50-go-preempt-periods"] >= 1 {
+			if g, ok := by.get(ifKey(shape, "goroutine-gosched", n, 1)); ok && g.Metrics["p50-go-preempt-periods"] >= 1 {
 				out = append(out, fmt.Sprintf("%s: even with runtime.Gosched() in the hog, p50 %s sits at Go's preemption quantum: a yielding hog keeps the P busy, and the runtime polls the network only when a P runs out of work or when sysmon looks (every 10 ms)",
 					shape, result.FormatNs(g.Percentiles.P50)))
 			}
 		}
 	}
 	return out
+}
+
+// interferenceVerdict: for each shape with and without one busy
+// goroutine beside it at the same GOMAXPROCS, the sampled p50 and p99 (the
+// shapes that share a GOMAXPROCS and a hog under one line that names
+// them), and in notes what the other hogs (a process, more Ps) did to the
+// p99 instead.
+func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
+	var lines, notes []string
+	param := func(a result.Arm, k string) string { return a.Params[k] }
+	base := v.Where("interference", func(a result.Arm) bool { return param(a, "hogs") == "0" && a.Percentiles != nil })
+	under := "" // the GOMAXPROCS and hog the lines below it share
+	for _, b := range base {
+		hogs := v.Where("interference", func(a result.Arm) bool {
+			return param(a, "shape") == param(b, "shape") && param(a, "hogs") == "1" && a.Percentiles != nil
+		})
+		var same, fixes []result.Arm
+		for _, h := range hogs {
+			if h.GOMAXPROCS == b.GOMAXPROCS && strings.Contains(param(h, "hog"), "goroutine") {
+				same = append(same, h)
+			} else {
+				fixes = append(fixes, h)
+			}
+		}
+		if len(same) == 0 {
+			continue
+		}
+		h := same[0]
+		if u := fmt.Sprintf("  Go, GOMAXPROCS=%d, beside %s:", b.GOMAXPROCS, hogWords(param(h, "hog"))); u != under {
+			under = u
+			lines = append(lines, u)
+		}
+		pb, ph := b.Percentiles, h.Percentiles
+		lines = append(lines, fmt.Sprintf("    %s: p50 %s, p99 %s", shortOp(b.Op), exp.Change(pb.P50, ph.P50), exp.Change(pb.P99, ph.P99)))
+		var fx []string
+		for _, f := range fixes {
+			how := hogWords(param(f, "hog")) + " instead"
+			if f.GOMAXPROCS != b.GOMAXPROCS {
+				how = fmt.Sprintf("GOMAXPROCS=%d", f.GOMAXPROCS)
+				if param(f, "hog") != param(h, "hog") {
+					how += " and " + hogWords(param(f, "hog"))
+				}
+			}
+			fx = append(fx, fmt.Sprintf("%s: p99 %s", how, result.FormatNs(f.Percentiles.P99)))
+		}
+		if len(fx) > 0 {
+			notes = append(notes, fmt.Sprintf("  %s, the fixes: %s", shortOp(b.Op), strings.Join(fx, "; ")))
+		}
+	}
+	if len(lines) == 0 {
+		lines = append(lines, "  Go: not measured (run interference)")
+	}
+	py, pyNotes := interferencePyVerdict(v)
+	lines = append(lines, py)
+	return []exp.VerdictSection{{Block: exp.BlockTail, Heading: "one busy worker, the tail: sampled p50 and p99, without → with it",
+		Lines: lines, Notes: append(notes, pyNotes...),
+		Foot: []string{"  published (CPython 3.14, one busy thread): p50 5.9 µs → 5 096 µs, p99 16.6 µs → 15 235 µs"}}}
+}
+
+// shortOp is what one op is without its parenthesis: "1 ms timer sleep".
+func shortOp(op string) string {
+	if i := strings.Index(op, " ("); i > 0 {
+		return op[:i]
+	}
+	return op
+}
+
+// hogWords says what a hog ("goroutine-spin", "process-spin",
+// "goroutine-gosched") is in words: "a spinning goroutine".
+func hogWords(hog string) string {
+	place, kind, _ := strings.Cut(hog, "-")
+	switch kind {
+	case hogSpin:
+		return "a spinning " + place
+	case hogStream:
+		return "a " + place + " streaming through memory"
+	case hogGosched:
+		return "a spinning " + place + " that calls Gosched"
+	}
+	return "a " + hog + " hog"
 }

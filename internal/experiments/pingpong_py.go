@@ -1,0 +1,99 @@
+package experiments
+
+import (
+	"fmt"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// pingpong's CPython arms: round trips between CPython threads, asyncio
+// tasks and a forked process, their checks and the published figures.
+
+// pingpongPyPlan is CPython's round trips: threads, asyncio tasks and a
+// forked process (SPEC §5.9).
+func pingpongPyPlan(exp.Params) []pyArm {
+	var out []pyArm
+	pp := func(sub, mech, bench string, place string, quick bool) {
+		out = append(out, pyArm{key: ppPlaced(sub, mech, place), sub: sub, mech: mech, op: "round trip",
+			bench: bench, place: place, quick: quick})
+	}
+	pp("pythread", "simplequeue", "pingpong.simplequeue", "unpinned", true)
+	pp("pythread", "simplequeue", "pingpong.simplequeue", "same-cpu", true)
+	pp("pythread", "simplequeue", "pingpong.simplequeue", "cross-cpu", false)
+	pp("pythread", "event", "pingpong.event", "unpinned", false)
+	pp("pythread", "pipe", "pingpong.pipe-thread", "unpinned", false)
+	pp("pyprocess", "pipe", "pingpong.pipe-fork", "unpinned", false)
+	pp("pytask", "asyncio-queue", "pingpong.asyncio-queue", "unpinned", true)
+	pp("pytask", "asyncio-queue", "pingpong.asyncio-queue", "same-cpu", false) // the verdict's one-CPU cell
+	pp("pytask", "future", "pingpong.future", "unpinned", false)
+	pp("pytask", "asyncio-event", "pingpong.asyncio-event", "unpinned", true)
+	return out
+}
+
+// Thresholds of the CPython pingpong checks.
+const (
+	minPyThreadSwitches = 1.5  // a blocking thread handoff: ≈ 2 per round trip
+	maxPyTaskSwitches   = 0.05 // a task handoff stays on one thread: ≈ 0
+)
+
+func pingpongPyChecks(arms []result.Arm) []result.Check {
+	out := eventPairChecks(arms)
+	for _, a := range arms {
+		if a.Status != result.StatusOK || a.Switches == nil {
+			continue
+		}
+		sw := a.Switches.Total()
+		switch {
+		case (a.Substrate == "pythread" || a.Substrate == "pyprocess") && a.Placement != "same-cpu":
+			out = append(out, result.Check{
+				Name:   "a CPython thread (or process) round trip costs about 2 OS switches (≥ 1.5)",
+				Holds:  sw >= minPyThreadSwitches,
+				Detail: fmt.Sprintf("%s: %.2f switches per round trip (%.2f voluntary, %.2f involuntary)", a.Name, sw, a.Switches.Voluntary, a.Switches.Involuntary),
+				Arms:   []string{a.Name},
+			})
+		case a.Substrate == "pytask":
+			out = append(out, result.Check{
+				Name:   "an asyncio task round trip causes no OS switch (< 0.05 per round trip)",
+				Holds:  sw < maxPyTaskSwitches,
+				Detail: fmt.Sprintf("%s: %.4f switches per round trip", a.Name, sw),
+				Arms:   []string{a.Name},
+			})
+		}
+	}
+	return out
+}
+
+func pingpongPyFindings(arms []result.Arm) []string {
+	var out []string
+	by := okArms(arms)
+	for _, py := range interpreterTags(arms) {
+		queue := func(place string) (result.Arm, bool) {
+			return by.get(ppPlaced("pythread", "simplequeue", place).WithInterpreter(py))
+		}
+		u, ok1 := queue("unpinned")
+		s, ok2 := queue("same-cpu")
+		c, ok3 := queue("cross-cpu")
+		if ok1 && ok2 {
+			line := fmt.Sprintf("placement%s: a CPython thread round trip costs %s unpinned (%s switches) and %s with both threads on one CPU (%s switches)",
+				onInterpreter(py), result.FormatNs(u.Median), swText(u), result.FormatNs(s.Median), swText(s))
+			if ok3 {
+				line += fmt.Sprintf(", %s on two CPUs (%s switches)", result.FormatNs(c.Median), swText(c))
+			}
+			out = append(out, line)
+		}
+		out = append(out, eventPairFindings(by, py)...)
+	}
+	return append(out, pingpongPyRefs.findings(arms)...)
+}
+
+// pingpongPyRefs are SPEC §8's figures for the CPython round trips.
+var pingpongPyRefs = pyRefs{switches: true, GIL: []pyRef{
+	{ppPlaced("pythread", "simplequeue", "unpinned"), "7.2 µs (7.15–7.63), 2.0 OS switches"},
+	{ppPlaced("pythread", "event", "unpinned"), "11.0–11.3 µs (CPython 3.13, 8 cores: 9.3 µs)"},
+	{ppPlaced("pythread", "pipe", "unpinned"), "p50 2.85 µs (CPython 3.13, 8 cores)"},
+	{ppPlaced("pyprocess", "pipe", "unpinned"), "p50 3.2 µs (CPython 3.13, 8 cores)"},
+	{ppPlaced("pytask", "asyncio-queue", "unpinned"), "4.3 µs (4.25–4.49)"},
+	{ppPlaced("pytask", "future", "unpinned"), "3.4 µs (3.38–3.52)"},
+	{ppPlaced("pytask", "asyncio-event", "unpinned"), "5.3 µs (CPython 3.13, 8 cores; threading.Event 9.3 µs there)"},
+}}
