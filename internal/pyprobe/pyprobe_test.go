@@ -229,8 +229,6 @@ func TestCollectorBadInput(t *testing.T) {
 	}
 }
 
-func f64p(x float64) *float64 { return &x }
-
 func TestReadings(t *testing.T) {
 	base := func() *Report {
 		return &Report{Loaded: true, Interpreter: Interpreter{PID: 100, GILEnabled: true, SwitchS: 0.005},
