@@ -15,10 +15,10 @@
 #     interleaved ROUNDS times, its own throughput compared, beside the
 #     probe's own estimate of its cost.
 # PY is the interpreter (default python3), AIOPY the one with aiosqlite
-# (default /usr/bin/python3); ROUNDS (default 5) and SECONDS (default 4).
+# (default /usr/bin/python3); ROUNDS (default 5) and RUN_S, seconds a run (default 4; not SECONDS, which bash counts itself).
 set -euo pipefail
 CTX=${CTX:-ctxlab}; PY=${PY:-python3}; AIOPY=${AIOPY:-/usr/bin/python3}
-ROUNDS=${ROUNDS:-5}; SECONDS_=${SECONDS:-4}
+ROUNDS=${ROUNDS:-5}; SECONDS_=${RUN_S:-4}
 here=$(cd "$(dirname "$0")/.." && pwd)
 td="$here/internal/pyprobe/testdata"
 OUT=$(mktemp -d); trap 'rm -rf "$OUT"' EXIT
@@ -27,7 +27,7 @@ OUT=$(mktemp -d); trap 'rm -rf "$OUT"' EXIT
 # and diagnose's records in $OUT/e.
 diag() {
   local mode=$1; shift
-  "$CTX" diagnose --python-probe "$mode" --price=false --format json -- "$@" >"$OUT/o" 2>"$OUT/e" ||
+  "$CTX" diagnose --no-store --python-probe "$mode" --price=false --format json -- "$@" >"$OUT/o" 2>"$OUT/e" ||
     { echo "diagnose $* failed:"; tail -5 "$OUT/e"; exit 1; }
 }
 # field: a small python over the program's line (o) and the records (e).

@@ -139,7 +139,9 @@ func (c *Cost) text() string {
 	if c.OverTarget {
 		over = " — over the 2% target"
 	}
-	return fmt.Sprintf("the probe's own cost: %s of CPU, %.2f%% of the process's %s (target ≤ %.0f%%)%s, %.2f%% of the %s run — estimated from its ticks and writes, timed as they ran%s; its report at exit took %s more",
+	return fmt.Sprintf("the probe's own cost: %s of CPU, %.2f%% of the process's %s (target ≤ %.0f%%)%s, %.2f%% of the %s run — estimated from its ticks and writes, timed as they ran%s; its report at exit took %s more. "+
+		"A lower bound: what its timer's wake-ups cost the kernel, and what they and its wrappers do to threads that hand work to the loop, are not in it; "+
+		"to measure the whole effect, diagnose the program with --python-probe off too and compare the two runs (docs/pyprobe.md)",
 		result.FormatNs(c.SelfNs), 100*c.CPUShare, result.FormatNs(float64(c.CPUNs)), c.TargetPct, over, 100*c.WallShare, result.FormatNs(float64(c.WallNs)), cal, result.FormatNs(c.AtExitNs))
 }
 
