@@ -252,29 +252,11 @@ func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sy
 	waitErr := cmd.Wait()
 	reaped = true
 	wall := time.Since(r.began)
-	status := 0
-	if ps := cmd.ProcessState; ps != nil {
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			status = 128 + int(ws.Signal())
-		} else {
-			status = ps.ExitCode()
-		}
-	} else if waitErr != nil {
+	if cmd.ProcessState == nil && waitErr != nil {
 		return nil, fmt.Errorf("waiting for %s: %w", o.Args[0], waitErr)
 	}
 	r.sample.After = sysinfo.Sample(host)
-	readings := counters.Read()
-	r.recs = readCounters(readings)
-	r.ru = RusageRecord{Kind: "rusage", ExitStatus: status, WallS: wall.Seconds()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.ru.Voluntary, r.ru.Involuntary = ru.Nvcsw, ru.Nivcsw
-		r.ru.UserUs = ru.Utime.Sec*1e6 + ru.Utime.Usec
-		r.ru.SysUs = ru.Stime.Sec*1e6 + ru.Stime.Usec
-		r.ru.MinorFaults, r.ru.MaxRSSKiB = ru.Minflt, ru.Maxrss
-		r.sample.Rusage = vary.Rusage{UserNs: r.ru.UserUs * 1e3, SysNs: r.ru.SysUs * 1e3, Vol: ru.Nvcsw, Invol: ru.Nivcsw,
-			MinFlt: ru.Minflt, MajFlt: ru.Majflt, MaxRSSKiB: ru.Maxrss}
-	}
-	r.fillSample(wall, status, readings)
+	r.exited(cmd.ProcessState, wall, counters.Read())
 	if w != nil {
 		r.sum = w.Summary
 	} else {
@@ -284,6 +266,26 @@ func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sy
 	r.left = leftoverNote(left)
 	r.py = finishPyProbe(probe, &r.sum)
 	return r, nil
+}
+
+// exited reads the command's end: its exit status (128 + the signal that
+// killed it), rusage and counters, into the records and the sample.
+func (r *diagnosed) exited(ps *os.ProcessState, wall time.Duration, readings []measure.TreeReading) {
+	status := ps.ExitCode()
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		status = 128 + int(ws.Signal())
+	}
+	r.recs = readCounters(readings)
+	r.ru = RusageRecord{Kind: "rusage", ExitStatus: status, WallS: wall.Seconds()}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		r.ru.Voluntary, r.ru.Involuntary = ru.Nvcsw, ru.Nivcsw
+		r.ru.UserUs = ru.Utime.Sec*1e6 + ru.Utime.Usec
+		r.ru.SysUs = ru.Stime.Sec*1e6 + ru.Stime.Usec
+		r.ru.MinorFaults, r.ru.MaxRSSKiB = ru.Minflt, ru.Maxrss
+		r.sample.Rusage = vary.Rusage{UserNs: r.ru.UserUs * 1e3, SysNs: r.ru.SysUs * 1e3, Vol: ru.Nvcsw, Invol: ru.Nivcsw,
+			MinFlt: ru.Minflt, MajFlt: ru.Majflt, MaxRSSKiB: ru.Maxrss}
+	}
+	r.fillSample(wall, status, readings)
 }
 
 // fillSample completes the run's figures as diagnose --vary keeps them.

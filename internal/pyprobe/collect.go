@@ -14,7 +14,7 @@ import (
 
 // The event types of an "E" frame (probe.py): recordLen int64 a record.
 const (
-	evLag  = 1 // loop, lag ns; since the previous tick: the loop thread's CPU ns, the wall ns, its run-queue wait ns (-1: in the next evRunq)
+	evLag  = 1 // loop, lag ns; since the previous tick: the loop thread's CPU ns, the wall ns; -1 (the run-queue wait is in evRunq)
 	evCST  = 2 // site, hop ns, the calling thread's ident, 1 when it was the loop's own thread
 	evCall = 3 // site, wait ns, work ns, back ns (-1: not known)
 	evRunq = 4 // loop, the loop thread's run-queue wait ns over the wall ns since the previous evRunq (about a second)
@@ -125,7 +125,6 @@ type loopAcc struct {
 	// runqSegs counts the evRunq records.
 	segLateWl int64
 	runqSegs  int64
-	tickRunq  bool // a tick carried its own run-queue figure
 }
 
 // siteAcc is one call site: a callback handed to call_soon_threadsafe, or
@@ -381,90 +380,97 @@ func (c *collector) event(r [recordLen]int64) {
 	c.events++
 	switch r[0] {
 	case evLag:
-		l := c.loop(r[1])
-		lag := r[2]
-		if lag < 0 {
-			l.negative++
-			lag = 0
-		}
-		l.ticks++
-		l.fired.record(lag)
-		cpu, wall, runq := max(r[3], 0), max(r[4], 0), r[5]
-		l.period.record(wall)
-		l.cpuNs += cpu
-		l.wallNs += wall
-		if runq >= 0 { // a probe that read schedstat at every tick
-			l.runqNs += runq
-			l.tickRunq = true
-		}
-		if lag >= lateNs {
-			l.late++
-			l.lateCPU += cpu
-			l.lateWl += wall
-			if runq >= 0 {
-				l.lateRunq += runq
-			} else {
-				l.segLateWl += wall
-			}
-		}
+		c.loop(r[1]).tick(r[2], max(r[3], 0), max(r[4], 0))
 	case evRunq:
-		// The run-queue wait of a segment of about a second: the late ticks
-		// in it are given its share of their wall time.
-		l := c.loop(r[1])
-		runq, wall := max(r[2], 0), max(r[3], 0)
-		l.runqNs += runq
-		l.runqSegs++
-		if wall > 0 {
-			l.lateRunq += int64(float64(l.segLateWl) * min(float64(runq)/float64(wall), 1))
-		}
-		l.segLateWl = 0
+		c.loop(r[1]).runqSegment(max(r[2], 0), max(r[3], 0))
 	case evCST:
-		s := c.site(r[1])
-		k := c.kind("call_soon_threadsafe")
-		s.calls++
-		k.calls++
-		if r[4] != 0 { // from the loop's own thread: not a hop between threads
-			s.same++
-			k.same++
-			return
-		}
-		s.from[r[3]]++
-		k.hop.record(r[2])
-		s.back += float64(max(r[2], 0))
-		s.backN++
+		c.hop(c.site(r[1]), r[2], r[3], r[4] != 0)
 	case evCall:
-		s := c.site(r[1])
-		k := c.kind(s.kind)
-		s.calls++
-		k.calls++
-		wait, work, back := r[2], r[3], r[4]
-		switch {
-		case wait < 0 && work < 0 && back >= 0: // another executor: the whole call
-			k.total.record(back)
-			s.back += float64(back)
-			s.backN++
-			return
-		case wait < 0:
-			s.cancelled++
-			k.cancelled++
-			return
-		}
-		k.wait.record(wait)
-		s.wait += float64(wait)
-		s.waitN++
-		if work < 0 {
-			s.cancelled++
-			k.cancelled++
-			return
-		}
-		k.work.record(work)
-		k.back.record(back)
-		k.total.record(wait + work + back)
-		s.work += float64(work)
-		s.workN++
+		c.call(c.site(r[1]), r[2], r[3], r[4])
+	}
+}
+
+// tick takes one tick of the loop's timer: its lateness, and its thread's
+// CPU time and the wall time since the last tick.
+func (l *loopAcc) tick(lag, cpu, wall int64) {
+	if lag < 0 {
+		l.negative++
+		lag = 0
+	}
+	l.ticks++
+	l.fired.record(lag)
+	l.period.record(wall)
+	l.cpuNs += cpu
+	l.wallNs += wall
+	if lag >= lateNs {
+		l.late++
+		l.lateCPU += cpu
+		l.lateWl += wall
+		l.segLateWl += wall
+	}
+}
+
+// runqSegment takes the run-queue wait of a segment of about a second:
+// the late ticks in it are given its share of their wall time.
+func (l *loopAcc) runqSegment(runq, wall int64) {
+	l.runqNs += runq
+	l.runqSegs++
+	if wall > 0 {
+		l.lateRunq += int64(float64(l.segLateWl) * min(float64(runq)/float64(wall), 1))
+	}
+	l.segLateWl = 0
+}
+
+// hop takes one call_soon_threadsafe: from the call in thread caller
+// until the callback ran; one made on the loop's own thread is no hop.
+func (c *collector) hop(s *siteAcc, ns, caller int64, sameThread bool) {
+	k := c.kind("call_soon_threadsafe")
+	s.calls++
+	k.calls++
+	if sameThread {
+		s.same++
+		k.same++
+		return
+	}
+	s.from[caller]++
+	k.hop.record(ns)
+	s.back += float64(max(ns, 0))
+	s.backN++
+}
+
+// call takes one call handed to a thread, split in three (-1: not known):
+// a call to another executor has its whole time in back; one cancelled
+// before or while its function ran has no work.
+func (c *collector) call(s *siteAcc, wait, work, back int64) {
+	k := c.kind(s.kind)
+	s.calls++
+	k.calls++
+	switch {
+	case wait < 0 && work < 0 && back >= 0: // another executor: the whole call
+		k.total.record(back)
 		s.back += float64(back)
 		s.backN++
+		return
+	case wait < 0:
+		s.cancelled++
+		k.cancelled++
+		return
 	}
+	k.wait.record(wait)
+	s.wait += float64(wait)
+	s.waitN++
+	if work < 0 {
+		s.cancelled++
+		k.cancelled++
+		return
+	}
+	k.work.record(work)
+	k.back.record(back)
+	k.total.record(wait + work + back)
+	s.work += float64(work)
+	s.workN++
+	s.back += float64(back)
+	s.backN++
 }
 
 // sortedLoops, sortedSites and sortedThreads list in a stable order.
@@ -512,7 +518,7 @@ func (l *loopAcc) cadence(tick int64) int64 {
 }
 
 // runqKnown says the loop's run-queue figures are there (schedstat).
-func (l *loopAcc) runqKnown() bool { return l.runqSegs > 0 || l.tickRunq }
+func (l *loopAcc) runqKnown() bool { return l.runqSegs > 0 }
 
 // lateRunqNs is the run-queue wait of the late ticks: the segments' shares,
 // and for late ticks after the last segment (a loop still running when

@@ -28,100 +28,124 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // WriteText writes the report for a person, a sentence or a row a line
 // (the caller wraps long lines); every name from the program is escaped.
 func (r *Report) WriteText(w io.Writer) error {
-	var b strings.Builder
-	line := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	t := &text{}
 	if r.Loaded {
-		in := r.Interpreter
-		gil := "the GIL on"
-		if !in.GILEnabled {
-			gil = "the GIL off"
-		}
-		si := "switch interval " + result.FormatNs(in.SwitchS*1e9)
-		if in.SwitchStartS > 0 {
-			si += fmt.Sprintf(" (set by the program; %s when the probe loaded)", result.FormatNs(in.SwitchStartS*1e9))
-		}
-		line("python probe (pid %d): CPython %s, %s build, %s at run time, %s", in.PID, termsafe.String(in.Version), in.Build, gil, si)
-		var ts []string
-		for _, t := range r.Threads {
-			s := fmt.Sprintf("%s (TID %d", termsafe.String(t.Name), t.TID)
-			if t.CPUShare != nil {
-				s += fmt.Sprintf(", %.0f%% CPU", 100**t.CPUShare)
-			}
-			if t.Ended {
-				s += ", ended"
-			}
-			ts = append(ts, s+")")
-		}
-		line("  Python threads: %s", strings.Join(ts, ", "))
-		if len(r.Loops) == 0 {
-			line("  asyncio loops: none ran")
-		}
-		for _, l := range r.Loops {
-			line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls (a sample every %s, the ticks' cadence) over %.1f s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
-				l.Loop, termsafe.String(l.Thread), l.TID, termsafe.String(shortClass(l.Class)), ns(l.Lag.P50Ns), ns(l.Lag.P99Ns), ns(l.Lag.P999Ns), ns(l.Lag.MaxNs),
-				l.Ticks, l.Corrected, ns(l.CorrectedEveryNs), l.Seconds, 100*l.CPUShare, 100*l.LateRan, l.LateTicks)
-			line("    the ticks as fired (uncorrected): p50 %s, p99 %s, p99.9 %s", ns(l.AsFired.P50Ns), ns(l.AsFired.P99Ns), ns(l.AsFired.P999Ns))
-		}
-		if len(r.Loops) > 0 {
-			line("    lag: %s", r.Loops[0].ResolutionN)
-		}
-		if len(r.Hops) > 0 {
-			line("  hops between threads and loops (every call timed):")
-		}
-		for _, h := range r.Hops {
-			rate := fmt.Sprintf("%s (%.0f/s)", calls(h.Calls), h.PerSec)
-			switch {
-			case h.Hop != nil || h.Of == "call_soon_threadsafe":
-				extra := ""
-				if h.SameThread > 0 {
-					extra = fmt.Sprintf("; %d from the loop's own thread, not a hop, left out", h.SameThread)
-				}
-				line("    %-20s %s: the call until the callback runs %s%s", h.Of, rate, distText(h.Hop), extra)
-			case h.Of == "executor":
-				line("    %-20s %s to an executor that is not a thread pool: the whole call %s", h.Of, rate, distText(h.Total))
-			default:
-				line("    %-20s %s: until the worker starts it %s; the work %s; back until the coroutine resumes %s", h.Of, rate, distText(h.Wait), distText(h.Work), distText(h.Back))
-			}
-		}
-		if len(r.Sites) > 0 {
-			line("  call sites (means per call):")
-		}
-		for i, s := range r.Sites {
-			if i == maxSitesShown {
-				line("    … %d more (--format json lists them all)", len(r.Sites)-i)
-				break
-			}
-			name := termsafe.String(s.Name) + where(termsafe.String(s.Where))
-			switch s.Of {
-			case "call_soon_threadsafe":
-				var from []string
-				for j, f := range s.From {
-					if j == 3 {
-						from = append(from, "…")
-						break
-					}
-					from = append(from, fmt.Sprintf("%s %d", termsafe.String(f.Thread), f.Calls))
-				}
-				line("    call_soon_threadsafe %s: %s, %s each, from %s", name, calls(s.Calls), result.FormatNs(s.BackNs), strings.Join(from, ", "))
-			case "executor":
-				line("    executor %s: %s, %s each (the whole call)", name, calls(s.Calls), result.FormatNs(s.BackNs))
-			default:
-				line("    %s %s: %s; %s of hops (%s wait + %s back) for %s of work (%.1f×)", s.Of, name, calls(s.Calls),
-					result.FormatNs(s.WaitNs+s.BackNs), result.FormatNs(s.WaitNs), result.FormatNs(s.BackNs), result.FormatNs(s.WorkNs), s.HopsPerWork)
-			}
-		}
+		r.interpreterText(t)
+		r.loopsText(t)
+		r.hopsText(t)
+		r.sitesText(t)
 		if c := r.Cost; c != nil {
-			line("  %s", c.text())
+			t.line("  %s", c.text())
 		}
 	}
 	for _, rd := range r.Readings {
-		line("reading (python, %s): %s", termsafe.String(rd.Subject), termsafe.String(rd.Text))
+		t.line("reading (python, %s): %s", termsafe.String(rd.Subject), termsafe.String(rd.Text))
 	}
 	for _, n := range r.allNotes() {
-		line("note (python probe): %s", termsafe.String(n))
+		t.line("note (python probe): %s", termsafe.String(n))
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, t.b.String())
 	return err
+}
+
+// text gathers the report's lines.
+type text struct{ b strings.Builder }
+
+func (t *text) line(format string, a ...any) { fmt.Fprintf(&t.b, format+"\n", a...) }
+
+// interpreterText: the interpreter, its build and switch interval, and
+// the program's Python threads.
+func (r *Report) interpreterText(t *text) {
+	in := r.Interpreter
+	gil := "the GIL on"
+	if !in.GILEnabled {
+		gil = "the GIL off"
+	}
+	si := "switch interval " + result.FormatNs(in.SwitchS*1e9)
+	if in.SwitchStartS > 0 {
+		si += fmt.Sprintf(" (set by the program; %s when the probe loaded)", result.FormatNs(in.SwitchStartS*1e9))
+	}
+	t.line("python probe (pid %d): CPython %s, %s build, %s at run time, %s", in.PID, termsafe.String(in.Version), in.Build, gil, si)
+	var ts []string
+	for _, th := range r.Threads {
+		s := fmt.Sprintf("%s (TID %d", termsafe.String(th.Name), th.TID)
+		if th.CPUShare != nil {
+			s += fmt.Sprintf(", %.0f%% CPU", 100**th.CPUShare)
+		}
+		if th.Ended {
+			s += ", ended"
+		}
+		ts = append(ts, s+")")
+	}
+	t.line("  Python threads: %s", strings.Join(ts, ", "))
+}
+
+// loopsText: every loop's lag, corrected and as fired, and its resolution.
+func (r *Report) loopsText(t *text) {
+	if len(r.Loops) == 0 {
+		t.line("  asyncio loops: none ran")
+		return
+	}
+	for _, l := range r.Loops {
+		t.line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls (a sample every %s, the ticks' cadence) over %.1f s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
+			l.Loop, termsafe.String(l.Thread), l.TID, termsafe.String(shortClass(l.Class)), ns(l.Lag.P50Ns), ns(l.Lag.P99Ns), ns(l.Lag.P999Ns), ns(l.Lag.MaxNs),
+			l.Ticks, l.Corrected, ns(l.CorrectedEveryNs), l.Seconds, 100*l.CPUShare, 100*l.LateRan, l.LateTicks)
+		t.line("    the ticks as fired (uncorrected): p50 %s, p99 %s, p99.9 %s", ns(l.AsFired.P50Ns), ns(l.AsFired.P99Ns), ns(l.AsFired.P999Ns))
+	}
+	t.line("    lag: %s", r.Loops[0].ResolutionN)
+}
+
+// hopsText: each kind of hop with its rate and distributions.
+func (r *Report) hopsText(t *text) {
+	if len(r.Hops) > 0 {
+		t.line("  hops between threads and loops (every call timed):")
+	}
+	for _, h := range r.Hops {
+		rate := fmt.Sprintf("%s (%.0f/s)", calls(h.Calls), h.PerSec)
+		switch {
+		case h.Hop != nil || h.Of == "call_soon_threadsafe":
+			extra := ""
+			if h.SameThread > 0 {
+				extra = fmt.Sprintf("; %d from the loop's own thread, not a hop, left out", h.SameThread)
+			}
+			t.line("    %-20s %s: the call until the callback runs %s%s", h.Of, rate, distText(h.Hop), extra)
+		case h.Of == "executor":
+			t.line("    %-20s %s to an executor that is not a thread pool: the whole call %s", h.Of, rate, distText(h.Total))
+		default:
+			t.line("    %-20s %s: until the worker starts it %s; the work %s; back until the coroutine resumes %s", h.Of, rate, distText(h.Wait), distText(h.Work), distText(h.Back))
+		}
+	}
+}
+
+// sitesText: the call sites' means per call, the first maxSitesShown.
+func (r *Report) sitesText(t *text) {
+	if len(r.Sites) > 0 {
+		t.line("  call sites (means per call):")
+	}
+	for i, s := range r.Sites {
+		if i == maxSitesShown {
+			t.line("    … %d more (--format json lists them all)", len(r.Sites)-i)
+			break
+		}
+		name := termsafe.String(s.Name) + where(termsafe.String(s.Where))
+		switch s.Of {
+		case "call_soon_threadsafe":
+			var from []string
+			for j, f := range s.From {
+				if j == 3 {
+					from = append(from, "…")
+					break
+				}
+				from = append(from, fmt.Sprintf("%s %d", termsafe.String(f.Thread), f.Calls))
+			}
+			t.line("    call_soon_threadsafe %s: %s, %s each, from %s", name, calls(s.Calls), result.FormatNs(s.BackNs), strings.Join(from, ", "))
+		case "executor":
+			t.line("    executor %s: %s, %s each (the whole call)", name, calls(s.Calls), result.FormatNs(s.BackNs))
+		default:
+			t.line("    %s %s: %s; %s of hops (%s wait + %s back) for %s of work (%.1f×)", s.Of, name, calls(s.Calls),
+				result.FormatNs(s.WaitNs+s.BackNs), result.FormatNs(s.WaitNs), result.FormatNs(s.BackNs), result.FormatNs(s.WorkNs), s.HopsPerWork)
+		}
+	}
 }
 
 func (c *Cost) text() string {

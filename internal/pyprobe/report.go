@@ -204,110 +204,137 @@ func (c *collector) report() *Report {
 	if c.hello == nil {
 		return r
 	}
+	r.Interpreter = c.interpreter()
+	if c.final == nil {
+		r.Notes = append(r.Notes, "the probe's final report did not arrive (the program ended by os._exit, a signal or an exec, or the probe was cut off): the figures are what it had sent until then, at most a second before the end")
+	}
+	names := threadNames{}
+	for _, t := range c.sortedThreads() {
+		names[t.Ident] = t
+		r.Threads = append(r.Threads, Thread{Kind: "py-thread", PID: c.hello.PID, TID: t.NativeID, Ident: t.Ident, Name: t.Name, Daemon: t.Daemon, Ended: t.Ended})
+	}
+	for _, l := range c.sortedLoops() {
+		r.Loops = append(r.Loops, c.loopReport(l, names))
+	}
+	r.Hops = c.hopsReport()
+	for _, s := range c.sortedSites() {
+		if s.calls > 0 {
+			r.Sites = append(r.Sites, siteReport(s, names))
+		}
+	}
+	if f := c.final; f != nil {
+		r.Cost = costOf(f, c.kinds)
+	}
+	return r
+}
+
+// interpreter is the probed interpreter: as it said hello, and as it was
+// at exit when its final report came.
+func (c *collector) interpreter() Interpreter {
 	h := c.hello
 	in := Interpreter{Kind: "py-interpreter", PID: h.PID, Version: h.Version, FreeThreaded: h.FreeThreaded, GILEnabled: h.GILEnabled,
-		SwitchS: h.SwitchS, TickNs: c.tickNs()}
+		SwitchS: h.SwitchS, TickNs: c.tickNs(), Build: "GIL"}
 	if f := c.final; f != nil {
 		in.GILEnabled, in.Executable, in.WallNs, in.CPUNs = f.GILEnabled, f.Executable, f.WallNs, f.CPUNs
 		if f.SwitchS != h.SwitchS {
 			in.SwitchS, in.SwitchStartS = f.SwitchS, h.SwitchS
 		}
-	} else {
-		r.Notes = append(r.Notes, "the probe's final report did not arrive (the program ended by os._exit, a signal or an exec, or the probe was cut off): the figures are what it had sent until then, at most a second before the end")
 	}
-	in.Build = "GIL"
 	if in.FreeThreaded {
 		in.Build = "free-threaded"
 	}
-	r.Interpreter = in
-	names := map[int64]*threadInfo{}
-	for _, t := range c.sortedThreads() {
-		names[t.Ident] = t
-		r.Threads = append(r.Threads, Thread{Kind: "py-thread", PID: h.PID, TID: t.NativeID, Ident: t.Ident, Name: t.Name, Daemon: t.Daemon, Ended: t.Ended})
+	return in
+}
+
+// threadNames are the program's threads by threading ident.
+type threadNames map[int64]*threadInfo
+
+// of is a thread's name and native id, or what it is when threading
+// did not start it.
+func (n threadNames) of(ident int64) (string, int64) {
+	if t, ok := n[ident]; ok {
+		return t.Name, t.NativeID
 	}
-	threadName := func(ident int64) (string, int64) {
-		if t, ok := names[ident]; ok {
-			return t.Name, t.NativeID
-		}
-		return "a thread not started by threading", 0
+	return "a thread not started by threading", 0
+}
+
+// loopReport is one loop's lag: the ticks as fired, and corrected at
+// their own cadence, with its thread's shares of the run.
+func (c *collector) loopReport(l *loopAcc, names threadNames) Loop {
+	name, tid := names.of(l.ident)
+	every := l.cadence(c.tickNs())
+	lag, added := l.fired.corrected(every)
+	lp := Loop{Kind: "py-loop", Loop: l.id, Class: l.class, Thread: name, TID: tid, TickNs: c.tickNs(), Ticks: l.ticks, Corrected: added,
+		CorrectedEveryNs: every, Lag: lag.dist(), AsFired: l.fired.dist(), Seconds: float64(l.wallNs) / 1e9, LateTicks: l.late,
+		EarlyTicks: l.negative, ResolutionN: resolutionText(c.tickNs()), RunqKnown: l.runqKnown()}
+	if l.wallNs > 0 {
+		lp.CPUShare = float64(l.cpuNs) / float64(l.wallNs)
+		lp.RunqShare = float64(l.runqNs) / float64(l.wallNs)
 	}
+	if off := l.lateWl - l.lateRunqNs(); off > 0 {
+		lp.LateRan = min(float64(l.lateCPU)/float64(off), 1)
+	}
+	return lp
+}
+
+// hopsReport is each kind of hop, in a fixed order, with its rate over
+// the run and its histograms.
+func (c *collector) hopsReport() []Hops {
 	var wall float64
 	if c.final != nil {
 		wall = float64(c.final.WallNs) / 1e9
-	}
-	for _, l := range c.sortedLoops() {
-		name, tid := threadName(l.ident)
-		every := l.cadence(c.tickNs())
-		lag, added := l.fired.corrected(every)
-		lp := Loop{Kind: "py-loop", Loop: l.id, Class: l.class, Thread: name, TID: tid, TickNs: c.tickNs(), Ticks: l.ticks, Corrected: added,
-			CorrectedEveryNs: every, Lag: lag.dist(), AsFired: l.fired.dist(), Seconds: float64(l.wallNs) / 1e9, LateTicks: l.late,
-			EarlyTicks: l.negative, ResolutionN: resolutionText(c.tickNs())}
-		lp.RunqKnown = l.runqKnown()
-		if l.wallNs > 0 {
-			lp.CPUShare = float64(l.cpuNs) / float64(l.wallNs)
-			lp.RunqShare = float64(l.runqNs) / float64(l.wallNs)
-		}
-		if off := l.lateWl - l.lateRunqNs(); off > 0 {
-			lp.LateRan = min(float64(l.lateCPU)/float64(off), 1)
-		}
-		r.Loops = append(r.Loops, lp)
 	}
 	var kinds []string
 	for k := range c.kinds {
 		kinds = append(kinds, k)
 	}
 	sort.Slice(kinds, func(i, j int) bool { return kindOrder(kinds[i]) < kindOrder(kinds[j]) })
+	var out []Hops
 	for _, k := range kinds {
 		a := c.kinds[k]
 		hp := Hops{Kind: "py-hops", Of: k, Calls: a.calls, SameThread: a.same, Cancelled: a.cancelled}
 		if wall > 0 {
 			hp.PerSec = float64(a.calls) / wall
 		}
-		set := func(dst **Dist, h *hist) {
-			if h.n > 0 {
-				d := h.dist()
-				*dst = &d
-			}
-		}
-		set(&hp.Hop, a.hop)
-		set(&hp.Wait, a.wait)
-		set(&hp.Work, a.work)
-		set(&hp.Back, a.back)
-		set(&hp.Total, a.total)
-		r.Hops = append(r.Hops, hp)
+		hp.Hop, hp.Wait, hp.Work, hp.Back, hp.Total = a.hop.distOrNil(), a.wait.distOrNil(), a.work.distOrNil(), a.back.distOrNil(), a.total.distOrNil()
+		out = append(out, hp)
 	}
-	for _, s := range c.sortedSites() {
-		if s.calls == 0 {
-			continue
-		}
-		st := Site{Kind: "py-call-site", Of: s.kind, Name: s.name, Where: s.where, Calls: s.calls, Cancelled: s.cancelled, SameThread: s.same}
-		if s.waitN > 0 {
-			st.WaitNs = s.wait / float64(s.waitN)
-		}
-		if s.workN > 0 {
-			st.WorkNs = s.work / float64(s.workN)
-		}
-		if s.backN > 0 {
-			st.BackNs = s.back / float64(s.backN)
-		}
-		if st.WorkNs > 0 && s.waitN > 0 {
-			st.HopsPerWork = (st.WaitNs + st.BackNs) / st.WorkNs
-		}
-		var from []From
-		for ident, n := range s.from {
-			name, tid := threadName(ident)
-			from = append(from, From{Thread: name, TID: tid, Calls: n})
-		}
-		sort.Slice(from, func(i, j int) bool {
-			return from[i].Calls > from[j].Calls || (from[i].Calls == from[j].Calls && from[i].TID < from[j].TID)
-		})
-		st.From = from
-		r.Sites = append(r.Sites, st)
+	return out
+}
+
+// distOrNil is the distribution, nil when nothing was recorded.
+func (h *hist) distOrNil() *Dist {
+	if h.n == 0 {
+		return nil
 	}
-	if f := c.final; f != nil {
-		r.Cost = costOf(f, c.kinds)
+	d := h.dist()
+	return &d
+}
+
+// siteReport is one call site's means per call and its calling threads,
+// most calls first.
+func siteReport(s *siteAcc, names threadNames) Site {
+	st := Site{Kind: "py-call-site", Of: s.kind, Name: s.name, Where: s.where, Calls: s.calls, Cancelled: s.cancelled, SameThread: s.same}
+	if s.waitN > 0 {
+		st.WaitNs = s.wait / float64(s.waitN)
 	}
-	return r
+	if s.workN > 0 {
+		st.WorkNs = s.work / float64(s.workN)
+	}
+	if s.backN > 0 {
+		st.BackNs = s.back / float64(s.backN)
+	}
+	if st.WorkNs > 0 && s.waitN > 0 {
+		st.HopsPerWork = (st.WaitNs + st.BackNs) / st.WorkNs
+	}
+	for ident, n := range s.from {
+		name, tid := names.of(ident)
+		st.From = append(st.From, From{Thread: name, TID: tid, Calls: n})
+	}
+	sort.Slice(st.From, func(i, j int) bool {
+		return st.From[i].Calls > st.From[j].Calls || (st.From[i].Calls == st.From[j].Calls && st.From[i].TID < st.From[j].TID)
+	})
+	return st
 }
 
 func kindOrder(k string) int {
