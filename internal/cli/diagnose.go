@@ -476,6 +476,7 @@ func (r *diagnosed) run(o *DiagnoseOptions, host *sysinfo.Host, pr *price.Price)
 		Records:     r.records(o, pr),
 	}
 	run.Env.Counters = probeCounters()
+	run.ClockCostNs = measure.ClockCost() // the clock that timed the command (time.Now), as every run states it
 	return run
 }
 

@@ -327,6 +327,7 @@ func varyRun(cmd *cobra.Command, o *DiagnoseOptions, pl *varyPlan, a *vary.Analy
 			Findings: a.Reading()}},
 	}
 	run.Env.Counters = probeCounters()
+	run.ClockCostNs = measure.ClockCost() // the clock that timed the runs (time.Now), as every run states it
 	return run
 }
 
