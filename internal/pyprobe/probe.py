@@ -416,10 +416,11 @@ class _Tick:
         self.h = self.loop.call_later(_tick_s, self.fire, context=self.ctx)
         if timed:
             _self["tick"] += 16 * (_tt() - c)
-        if now - _last_flush[0] > 1_000_000_000 or len(_buf) >= _FLUSH_AT:
+        if now - self.qw0 > 1_000_000_000:  # each loop's own second, whoever flushes
             t = _tt()
             self.segment(now)
             _self["tick"] += _tt() - t
+        if now - _last_flush[0] > 1_000_000_000 or len(_buf) >= _FLUSH_AT:
             _flush()
 
     def close(self):
