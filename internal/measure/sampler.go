@@ -51,7 +51,10 @@ func (s *Sampler) Start(i int) int64 {
 // Unsampled returns how many of the next max ops Start would not sample,
 // and counts them as started: a bench that runs unsampled ops in bulk (a
 // system-call section) runs that many, then takes the next op with Take
-// (or Start).
+// (or Start). Like Take and Record it runs inside system-call sections,
+// so it is //go:nosplit and calls nothing.
+//
+//go:nosplit
 func (s *Sampler) Unsampled(max int) int {
 	if s == nil {
 		return max
@@ -64,6 +67,8 @@ func (s *Sampler) Unsampled(max int) int {
 // Take counts the next op as sampled, as Start would, without reading the
 // clock: for a bench that times it with SectionNow and hands the latency
 // to Record. It reports false when the next op is not one to sample.
+//
+//go:nosplit
 func (s *Sampler) Take() bool {
 	if s == nil || s.left > 0 {
 		return false
@@ -130,8 +135,10 @@ func (s *Sampler) SinceMono(t, stamp int64) {
 }
 
 // Record stores an externally measured latency in ns.
+//
+//go:nosplit
 func (s *Sampler) Record(ns int64) {
-	if s == nil || s.n >= len(s.buf) {
+	if s == nil || uint(s.n) >= uint(len(s.buf)) { // unsigned: no bounds check, which a section may not call
 		return
 	}
 	s.buf[s.n] = ns

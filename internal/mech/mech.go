@@ -106,11 +106,11 @@ type looper interface {
 }
 
 // tripper is a looper over a kernel mechanism whose loops run in
-// system-call sections (section_linux.go): trips runs k round trips in
-// one section, then, if timed, one more whose latency it returns.
+// system-call sections (section_linux.go): trips runs n round trips in
+// one section, recording the latencies of those s samples.
 type tripper interface {
 	looper
-	trips(k int, s *measure.Sampler, timed bool) (latNs int64, err error)
+	trips(n int, s *measure.Sampler) error
 }
 
 var threadKinds = map[string]func() (*Pair, error){}

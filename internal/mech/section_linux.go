@@ -4,7 +4,6 @@ package mech
 
 import (
 	"encoding/binary"
-	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -53,46 +52,23 @@ const (
 )
 
 // sectionTrips is RoundTrips for an endpoint that runs its round trips in
-// sections: one section for each run of ops the sampler skips together with
-// the sampled op after it, so a sampled op costs what an unsampled one does
-// and the runtime is entered once per sampling period.
+// a system-call section: all n in one section, the sampled ones among
+// them timed with the sampler's section clock and recorded in place, so a
+// sampled op costs what an unsampled one does and the runtime is entered
+// once per call.
 //
-// At most every reschedEvery the goroutine goes through the scheduler
-// (runtime.Gosched): a locked worker that only ever leaves and re-enters
-// sections never ticks its P's schedtick, so after 10 ms (the runtime's
-// forcePreemptNS) sysmon takes that P at every tick, as a goroutine that
-// will not yield, and each section's exit then pays for getting a P back
-// and waking sysmon: a futex wake per sampling period, with sysmon's
-// nanosleeps beside it, ~8 000 and ~5 000 a second on a process pipe round
-// trip (issue 32). A pass through the scheduler hands the locked thread's
-// P off and back (two futex calls and two switches of that thread, a few
-// µs); every 5 ms that is ~0.1%.
+// Why one section and not one per sampled op (as before issue 32): each
+// exit from a section found the thread's P taken by sysmon (a locked
+// worker that only leaves and re-enters sections never ticks its P's
+// schedtick, so after the runtime's 10 ms forcePreemptNS sysmon takes
+// that P at every tick), and paid a futex wake of sysmon to get it back:
+// ~8 000 futex calls a second on a process pipe round trip. A pass
+// through the scheduler every 5 ms cured the churn but its handoffs left
+// the CPU idle ~0.8% of the time. In one section sysmon takes the P once
+// and the section's one exit gets an idle P back.
 func sectionTrips(e tripper, n int, s *measure.Sampler) error {
-	last := s.SectionNow()
-	for i := 0; i < n; {
-		k := s.Unsampled(n - i)
-		timed := i+k < n && s.Take()
-		lat, err := e.trips(k, s, timed)
-		if err != nil {
-			return err
-		}
-		if timed {
-			s.Record(lat)
-			k++
-		}
-		i += k
-		if now := s.SectionNow(); now-last > reschedEvery {
-			runtime.Gosched()
-			last = now
-		}
-	}
-	return nil
+	return e.trips(n, s)
 }
-
-// reschedEvery is how long, in ns, a round-trip loop runs sections before
-// it passes through the scheduler (sectionTrips): half of the runtime's
-// 10 ms before sysmon takes the P of a goroutine that does not yield.
-const reschedEvery = 5_000_000
 
 // tripsErr turns a section's outcome into RoundTrips' error.
 func tripsErr(what string, outcome int, errno unix.Errno) error {
@@ -188,23 +164,27 @@ func fdTrip(in, out uintptr, w, r *[8]byte, limit uint64) (outcome int, errno un
 	return readMsg(in, r, limit)
 }
 
-// fdTrips does k round trips and, if timed, one more timed, in one section.
+// fdTrips does n round trips in one section, timing the ones s samples.
 //
 //go:nosplit
 //go:noinline
 //go:norace
-func fdTrips(in, out uintptr, w, r *[8]byte, limit uint64, k int, s *measure.Sampler, timed bool) (outcome int, errno unix.Errno, lat int64) {
+func fdTrips(in, out uintptr, w, r *[8]byte, limit uint64, n int, s *measure.Sampler) (outcome int, errno unix.Errno) {
 	entersyscall()
-	for i := 0; i < k && outcome == tripsDone; i++ {
-		outcome, errno = fdTrip(in, out, w, r, limit)
-	}
-	if timed && outcome == tripsDone {
-		t0 := s.SectionNow()
-		outcome, errno = fdTrip(in, out, w, r, limit)
-		lat = s.SectionNow() - t0
+	for i := 0; i < n && outcome == tripsDone; {
+		k := s.Unsampled(n - i)
+		for j := 0; j < k && outcome == tripsDone; j++ {
+			outcome, errno = fdTrip(in, out, w, r, limit)
+		}
+		if i += k; i < n && outcome == tripsDone && s.Take() {
+			t0 := s.SectionNow()
+			outcome, errno = fdTrip(in, out, w, r, limit)
+			s.Record(s.SectionNow() - t0)
+			i++
+		}
 	}
 	exitsyscall()
-	return outcome, errno, lat
+	return outcome, errno
 }
 
 // fdEcho answers every message from in on out, in one section, until a
@@ -262,25 +242,29 @@ func futexAwait(mine, seen, stop *uint32, priv uintptr) bool {
 	}
 }
 
-// futexTrips does k round trips over a futex pair and, if timed, one more
-// timed, in one section; false once stopped.
+// futexTrips does n round trips over a futex pair in one section, timing
+// the ones s samples; false once stopped.
 //
 //go:nosplit
 //go:noinline
 //go:norace
-func futexTrips(mine, theirs, seen, stop *uint32, priv uintptr, k int, s *measure.Sampler, timed bool) (ok bool, lat int64) {
+func futexTrips(mine, theirs, seen, stop *uint32, priv uintptr, n int, s *measure.Sampler) (ok bool) {
 	ok = true
 	entersyscall()
-	for i := 0; i < k && ok; i++ {
-		ok = futexSignal(theirs, stop, priv) && futexAwait(mine, seen, stop, priv)
-	}
-	if timed && ok {
-		t0 := s.SectionNow()
-		ok = futexSignal(theirs, stop, priv) && futexAwait(mine, seen, stop, priv)
-		lat = s.SectionNow() - t0
+	for i := 0; i < n && ok; {
+		k := s.Unsampled(n - i)
+		for j := 0; j < k && ok; j++ {
+			ok = futexSignal(theirs, stop, priv) && futexAwait(mine, seen, stop, priv)
+		}
+		if i += k; i < n && ok && s.Take() {
+			t0 := s.SectionNow()
+			ok = futexSignal(theirs, stop, priv) && futexAwait(mine, seen, stop, priv)
+			s.Record(s.SectionNow() - t0)
+			i++
+		}
 	}
 	exitsyscall()
-	return ok, lat
+	return ok
 }
 
 // futexEcho answers every wake until stopped, in one section.
@@ -303,9 +287,9 @@ func (e *fdEnd) roundTrips(n int, s *measure.Sampler) error {
 	return sectionTrips(e, n, s)
 }
 
-func (e *fdEnd) trips(k int, s *measure.Sampler, timed bool) (int64, error) {
-	outcome, errno, lat := fdTrips(uintptr(e.in), uintptr(e.out), &e.buf, &e.rbuf, Stop, k, s, timed)
-	return lat, tripsErr("fd", outcome, errno)
+func (e *fdEnd) trips(n int, s *measure.Sampler) error {
+	outcome, errno := fdTrips(uintptr(e.in), uintptr(e.out), &e.buf, &e.rbuf, Stop, n, s)
+	return tripsErr("fd", outcome, errno)
 }
 
 func (e *fdEnd) echo() error {
@@ -318,9 +302,9 @@ func (e *eventEnd) roundTrips(n int, s *measure.Sampler) error {
 	return sectionTrips(e, n, s)
 }
 
-func (e *eventEnd) trips(k int, s *measure.Sampler, timed bool) (int64, error) {
-	outcome, errno, lat := fdTrips(uintptr(e.in), uintptr(e.out), &e.one, &e.rbuf, stopCount, k, s, timed)
-	return lat, tripsErr("eventfd", outcome, errno)
+func (e *eventEnd) trips(n int, s *measure.Sampler) error {
+	outcome, errno := fdTrips(uintptr(e.in), uintptr(e.out), &e.one, &e.rbuf, stopCount, n, s)
+	return tripsErr("eventfd", outcome, errno)
 }
 
 func (e *eventEnd) echo() error {
@@ -333,12 +317,11 @@ func (e *futexEnd) roundTrips(n int, s *measure.Sampler) error {
 	return sectionTrips(e, n, s)
 }
 
-func (e *futexEnd) trips(k int, s *measure.Sampler, timed bool) (int64, error) {
-	ok, lat := futexTrips(&e.w.seq[e.me], &e.w.seq[1-e.me], &e.seen, &e.w.stop, e.priv, k, s, timed)
-	if !ok {
-		return lat, ErrStopped
+func (e *futexEnd) trips(n int, s *measure.Sampler) error {
+	if !futexTrips(&e.w.seq[e.me], &e.w.seq[1-e.me], &e.seen, &e.w.stop, e.priv, n, s) {
+		return ErrStopped
 	}
-	return lat, nil
+	return nil
 }
 
 func (e *futexEnd) echo() error {
