@@ -760,6 +760,12 @@ class Hop(AsyncBench):
             self.lookup = lambda k: execute(sql, (k,)).fetchall()
         else:
             self.lookup = lambda k: execute(sql, (k,)).fetchone()
+        if self.how == "direct":
+            # No worker thread for the direct lookup: an idle one beside it
+            # made every lookup ~3% slower (3.1 -> 3.2 us, pyenv 3.11.7 on a
+            # 2-vCPU Xeon VM), which the seed's plain loop (pyref.py) does
+            # not pay (issue 32).
+            return
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
         self.ex.submit(int).result()  # start the worker thread outside timing
 
