@@ -60,14 +60,17 @@ every workload's workers on one CPU (--cpu):
   pingpong/thread/futex/unpinned        a raw-syscall futex loop (built in: rawloop)
   pingpong/thread/eventfd/unpinned      a raw-syscall eventfd loop (built in: rawloop)
   pingpong/thread/pipe/unpinned         perf bench sched pipe -T (when perf is installed)
-  pingpong/process/pipe/unpinned        perf bench sched pipe
+  pingpong/process/pipe/unpinned        perf bench sched pipe, and the same raw
+                                        loop between two Go processes (built in)
   callchain/pythread/plain              a plain perf_counter loop, same interpreter
   hop/pytask/direct                     a plain perf_counter loop of the seed's lookup
 
 Each arm runs as ctxlab run ARM --cpus CPU would, in a process of its own,
 and so does each reference. Each round's ratio is ctxlab ÷ reference, so
 drift of the machine between rounds cancels; the row is their median and
-min–max, and an arm over 1.05× is named in the verdict. It takes about 30 s.
+min–max, and an arm over 1.05× is named in the verdict (an arm with two
+references only when it is over both: perf bench's processes are
+single-threaded, a Go process never is). It takes about 40 s.
 The check is stored in the history: ctxlab env and every later run's
 environment (and report) show it, a run's arm that was over here in every round carries a
 note, and serve exports it.`,

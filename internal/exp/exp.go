@@ -128,6 +128,7 @@ const (
 	RefRawEventfd  HarnessReference = "raw eventfd loop (rawloop)"      // built in
 	RefPerfThreads HarnessReference = "perf bench sched pipe -T"        // perf
 	RefPerfProcess HarnessReference = "perf bench sched pipe"           // perf
+	RefRawProcess  HarnessReference = "raw pipe loop, two Go processes" // built in
 	RefPyChain     HarnessReference = "perf_counter loop of the chain"  // the run's python
 	RefPyLookup    HarnessReference = "perf_counter loop of the lookup" // the run's python
 )

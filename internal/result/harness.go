@@ -36,17 +36,25 @@ func (r HarnessRow) Over() bool { return r.Status == StatusOK && r.Ratio > r.Lim
 // limit: enough to tell a run that its figure holds the harness's cost.
 func (r HarnessRow) SurelyOver() bool { return r.Over() && r.Rounds >= 3 && r.Min > r.Limit }
 
-// Row is the check's row for an arm of that name, if it has one.
+// Row is the check's row for an arm of that name, if it has one. An arm
+// held to two references (the process pipe: perf bench, and the same raw
+// loop between two Go processes) gets its lowest measured ratio: the
+// reference most like it bounds what the harness adds.
 func (h *HarnessCheck) Row(arm string) (HarnessRow, bool) {
 	if h == nil {
 		return HarnessRow{}, false
 	}
+	var best HarnessRow
+	found := false
 	for _, r := range h.Rows {
-		if r.Arm == arm {
-			return r, true
+		if r.Arm != arm {
+			continue
+		}
+		if !found || (r.Status == StatusOK && (best.Status != StatusOK || r.Ratio < best.Ratio)) {
+			best, found = r, true
 		}
 	}
-	return HarnessRow{}, false
+	return best, found
 }
 
 // Text is the check in one line, for env and the report; a nil check

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,12 +27,19 @@ const (
 	roleRaw  = "selfcheck-raw"  // rawloop's thread loops: BENCHTIME REPS CPU MECH
 	roleChan = "selfcheck-chan" // the testing.B channel loop: BENCHTIME REPS CPU
 	roleExec = "selfcheck-exec" // pinned by child.Main, then exec: PATH ARGS…
+	// rawloop's process loop: BENCHTIME REPS CPU; its echoing partner is
+	// roleEcho, ctxlab again, so both processes are Go processes of the
+	// same binary as the arm's (the same threads, the same cgo or not).
+	roleRawProc = "selfcheck-rawproc"
+	roleEcho    = "selfcheck-echo" // rawloop.Echo on fds 3 and 4
 )
 
 func init() {
 	child.Register(roleRaw, rawChild)
 	child.Register(roleChan, chanChild)
 	child.Register(roleExec, execChild)
+	child.Register(roleRawProc, rawProcChild)
+	child.Register(roleEcho, func([]string, []*os.File) int { rawloop.Echo(); return 0 })
 }
 
 // common reads BENCHTIME REPS CPU.
@@ -70,6 +78,47 @@ func rawChild(args []string, _ []*os.File) int {
 		return r.d, r.err
 	}
 	return printMedian(reps, bench, loop)
+}
+
+// rawProcChild prints the median over REPS of rawloop's process pipe round
+// trip on CPU, its partner a fresh roleEcho child for every repetition.
+func rawProcChild(args []string, _ []*os.File) int {
+	bench, reps, cpu, err := common(args)
+	if err != nil || len(args) != 3 {
+		fmt.Fprintf(os.Stderr, "selfcheck: raw process loop: bad arguments %q (%v)\n", args, err)
+		return 2
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "selfcheck:", err)
+		return 1
+	}
+	loop := func(n uint32) (time.Duration, error) {
+		type res struct {
+			d   time.Duration
+			err error
+		}
+		c := make(chan res)
+		go func() { // ProcessLoop leaves its goroutine's thread locked: it ends with it
+			echo := exec.Command(exe)
+			echo.Env = append(childEnv(), child.EnvRole+"="+roleEcho)
+			echo.Stderr = os.Stderr
+			// The forking thread is the loop's, locked until the loop ends.
+			echo.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			d, err := rawloop.ProcessLoop(n, cpu, false, echo)
+			c <- res{d, err}
+		}()
+		r := <-c
+		return r.d, r.err
+	}
+	return printMedian(reps, bench, loop)
+}
+
+// childEnv is this process's environment without the child-mode variables.
+func childEnv() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, child.EnvRole+"=") || strings.HasPrefix(kv, child.EnvCPUs+"=") || strings.HasPrefix(kv, child.EnvArgs+"=")
+	})
 }
 
 // printMedian sizes n from a pilot, runs reps repetitions and prints the
@@ -134,10 +183,7 @@ func execChild(args []string, _ []*os.File) int {
 	}
 	path, err := exec.LookPath(args[0])
 	if err == nil {
-		env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-			return strings.HasPrefix(kv, child.EnvRole+"=") || strings.HasPrefix(kv, child.EnvCPUs+"=") || strings.HasPrefix(kv, child.EnvArgs+"=")
-		})
-		err = unix.Exec(path, args, env)
+		err = unix.Exec(path, args, childEnv())
 	}
 	fmt.Fprintln(os.Stderr, "selfcheck: exec", args[0]+":", err)
 	return 1

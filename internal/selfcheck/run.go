@@ -3,6 +3,8 @@ package selfcheck
 import (
 	"slices"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -20,10 +22,16 @@ const (
 // a repetition, both sides' medians as metrics, and a check of the limit.
 func Arms(rows []Row, cpu int) []result.Arm {
 	var out []result.Arm
+	seen := map[string]bool{}
 	for _, r := range rows {
 		// The arm's own name nested under the experiment: its experiment
-		// is the first segment, so its substrate the second.
+		// is the first segment, so its substrate the second. An arm's
+		// second reference adds vs=REFERENCE, so names stay unique.
 		segs := append([]exp.Segment{exp.Seg(exp.ExperimentOf(r.Arm))}, exp.NameSegments(r.Arm)...)
+		if seen[r.Arm] {
+			segs = append(segs, exp.KV("vs", slug(r.Reference)))
+		}
+		seen[r.Arm] = true
 		a := result.Arm{
 			Name: exp.Key(Experiment, segs...).String(), Experiment: Experiment,
 			Params: map[string]string{"arm": r.Arm, "reference": r.Reference, "limit": strconv.FormatFloat(r.Limit, 'f', -1, 64)},
@@ -70,6 +78,13 @@ func FromRun(run *result.Run) *result.HarnessCheck {
 			Ratio: a.Median, Min: a.Min, Max: a.Max, Limit: limit, Rounds: len(a.RepMeans)})
 	}
 	return h
+}
+
+// slug is a reference's words as one name segment: "raw pipe loop, two
+// Go processes" is raw-pipe-loop-two-go-processes.
+func slug(s string) string {
+	f := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return strings.Join(f, "-")
 }
 
 func medianOf(xs []float64) float64 {

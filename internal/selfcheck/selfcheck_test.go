@@ -248,3 +248,43 @@ func TestRunTimeout(t *testing.T) {
 		t.Errorf("the other row: %+v", rows[1])
 	}
 }
+
+// An arm held to two references is over only if it is over both: the
+// process pipe beside perf bench's single-threaded processes and beside
+// the same raw loop between two Go processes. Its second row gets a name
+// of its own, and a run's note reads the row within the limit.
+func TestArmWithTwoReferences(t *testing.T) {
+	pipe := "pingpong/process/pipe/unpinned"
+	rows := []Row{
+		{Arm: pipe, Reference: "perf bench sched pipe", Status: result.StatusOK, Limit: Limit, Ratio: 1.08, Min: 1.07, Max: 1.1,
+			CtxlabNs: []float64{2080, 2070, 2090}, RefNs: []float64{1920, 1930, 1900}, Ratios: []float64{1.08, 1.07, 1.1}},
+		{Arm: pipe, Reference: "raw pipe loop, two Go processes", Status: result.StatusOK, Limit: Limit, Ratio: 1.02, Min: 1.01, Max: 1.03,
+			CtxlabNs: []float64{2080, 2070, 2090}, RefNs: []float64{2040, 2050, 2030}, Ratios: []float64{1.02, 1.01, 1.03}},
+		{Arm: "pingpong/thread/futex/unpinned", Reference: "raw futex loop", Status: result.StatusOK, Limit: Limit, Ratio: 1.01, Min: 1, Max: 1.02,
+			Ratios: []float64{1, 1.01, 1.02}},
+	}
+	v := Verdict(rows)
+	want := "ctxlab adds ≤ 2% (1.01–1.02× the references) here; " + pipe + " reads 1.08× perf bench sched pipe but 1.02× raw pipe loop, two Go processes: the 6% between them lies between the two references (a Go process against C ones), not in ctxlab's harness"
+	if v != want {
+		t.Errorf("verdict\n %q\nwant\n %q", v, want)
+	}
+	rows[1].Ratio, rows[1].Min = 1.07, 1.06 // over both: over
+	if v := Verdict(rows); !strings.HasPrefix(v, "over its limit here: "+pipe+" reads 1.08× perf bench sched pipe") ||
+		!strings.Contains(v, pipe+" reads 1.07× raw pipe loop, two Go processes") || strings.Contains(v, "between the two references") {
+		t.Errorf("over both: verdict %q", v)
+	}
+	rows[1].Ratio, rows[1].Min = 1.02, 1.01
+	arms := Arms(rows, 0)
+	if arms[0].Name != "selfcheck/"+pipe || arms[1].Name != "selfcheck/"+pipe+"/vs=raw-pipe-loop-two-go-processes" {
+		t.Errorf("names %q, %q", arms[0].Name, arms[1].Name)
+	}
+	run := &result.Run{Schema: result.SchemaVersion, ID: "20261202T000000-abcdef", Time: time.Unix(1, 0).UTC(), Suite: Suite, Arms: arms,
+		Experiments: []result.Experiment{{Name: Experiment, Findings: []string{v}}}}
+	if err := run.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h := FromRun(run)
+	if r, ok := h.Row(pipe); !ok || r.Reference != "raw pipe loop, two Go processes" || r.Ratio != 1.02 || r.SurelyOver() {
+		t.Errorf("Row(%s) = %+v, %v; want the raw loop's row, within its limit", pipe, r, ok)
+	}
+}

@@ -60,6 +60,8 @@ func Comparisons(h Host) ([]Comparison, error) {
 				c.Ctxlab, c.Ref = h.arm(ref.Arm, false), h.role(roleRaw, nil, "futex")
 			case exp.RefRawEventfd:
 				c.Ctxlab, c.Ref = h.arm(ref.Arm, false), h.role(roleRaw, nil, "eventfd")
+			case exp.RefRawProcess:
+				c.Ctxlab, c.Ref = h.arm(ref.Arm, false), h.role(roleRawProc, nil)
 			case exp.RefPerfThreads, exp.RefPerfProcess:
 				if h.Perf == "" {
 					c.Unsupported = h.PerfWhy
