@@ -70,7 +70,7 @@ and so does each reference. Each round's ratio is ctxlab ÷ reference, so
 drift of the machine between rounds cancels; the row is their median and
 min–max, and an arm over 1.05× is named in the verdict (an arm with two
 references only when it is over both: perf bench's processes are
-single-threaded, a Go process never is). It takes about 40 s.
+single-threaded, a Go process never is). It takes about 35 s.
 The check is stored in the history: ctxlab env and every later run's
 environment (and report) show it, a run's arm that was over here in every round carries a
 note, and serve exports it.`,

@@ -61,7 +61,7 @@ func (h *HarnessCheck) Row(arm string) (HarnessRow, bool) {
 // says how to make one.
 func (h *HarnessCheck) Text() string {
 	if h == nil {
-		return "not checked on this host: ctxlab selfcheck (about 30 s) runs ctxlab's arms beside perf bench and plain loops"
+		return "not checked on this host: ctxlab selfcheck (about 35 s) runs ctxlab's arms beside perf bench and plain loops"
 	}
 	return fmt.Sprintf("ctxlab selfcheck %s (run %s): %s", h.Time.Format("2006-01-02 15:04"), h.RunID, h.Verdict)
 }
