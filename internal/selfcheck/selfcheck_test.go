@@ -1,10 +1,12 @@
 package selfcheck
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -205,7 +207,7 @@ func TestBuiltInReferences(t *testing.T) {
 	}
 	for name, side := range map[string]Side{
 		"futex": h.role(roleRaw, nil, "futex"), "eventfd": h.role(roleRaw, nil, "eventfd"), "pipe": h.role(roleRaw, nil, "pipe"),
-		"chan": h.role(roleChan, []int{0}),
+		"chan": h.role(roleChan, []int{0}), "process": h.role(roleRawProc, nil),
 	} {
 		v, err := side(context.Background())
 		if err != nil || !(v > 0) {
@@ -217,6 +219,13 @@ func TestBuiltInReferences(t *testing.T) {
 	}
 	if child.Alive() != 0 {
 		t.Errorf("%d children left", child.Alive())
+	}
+	// The process loop's echo is a grandchild: it must be gone too.
+	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	for _, f := range envs {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(child.EnvRole+"="+roleEcho+"\x00")) {
+			t.Errorf("an echo child is left: %s", f)
+		}
 	}
 }
 
