@@ -16,6 +16,8 @@ func harnessMetrics(h *result.HarnessCheck) []prometheus.Collector {
 		[]string{"arm", "reference"})
 	limit := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ctxlab_selfcheck_limit_ratio",
 		Help: "the ratio above which ctxlab selfcheck calls the arm over its limit"}, []string{"arm"})
+	over := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "ctxlab_selfcheck_over",
+		Help: "1 when ctxlab selfcheck found the arm over its limit against every reference it was held to (the process pipe has two: perf bench's C processes and the same raw loop between Go processes), else 0"}, []string{"arm"})
 	at := prometheus.NewGauge(prometheus.GaugeOpts{Name: "ctxlab_selfcheck_timestamp_seconds",
 		Help: "when the last ctxlab selfcheck on this host ran (Unix time)"})
 	for _, r := range h.Rows {
@@ -24,7 +26,12 @@ func harnessMetrics(h *result.HarnessCheck) []prometheus.Collector {
 		}
 		ratio.WithLabelValues(r.Arm, r.Reference).Set(r.Ratio)
 		limit.WithLabelValues(r.Arm).Set(r.Limit)
+		if best, _ := h.Row(r.Arm); best.Over() {
+			over.WithLabelValues(r.Arm).Set(1)
+		} else {
+			over.WithLabelValues(r.Arm).Set(0)
+		}
 	}
 	at.Set(float64(h.Time.UnixNano()) / 1e9)
-	return []prometheus.Collector{ratio, limit, at}
+	return []prometheus.Collector{ratio, limit, over, at}
 }
