@@ -75,7 +75,7 @@ func TestEnvNamesBuildAndSyscallPath(t *testing.T) {
 	if err := writeEnv(&table, "table", h, envProbes{SyscallNs: 1100, SyscallPathNs: 62}); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"cgo build: threads started by glibc", "1.1 µs raw (getppid); Go's runtime-aware path adds 62 ns"} {
+	for _, w := range []string{"cgo build: glibc's rseq on every thread", "1.1 µs raw (getppid); Go's runtime-aware path adds 62 ns"} {
 		if !strings.Contains(table.String(), w) {
 			t.Errorf("env table has no %q:\n%s", w, table.String())
 		}
