@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/selfcheck"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
@@ -133,15 +134,23 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 	}
 	plan, clear := selfcheckPlan(o)
 	began := time.Now().UTC()
+	before := sysinfo.Sample(host)
 	rows := selfcheck.Run(ctx, comps, plan)
+	after := sysinfo.Sample(host)
 	clear()
+	verdict := selfcheck.Verdict(rows)
+	if dt := after.Total - before.Total; dt > 0 {
+		if n := selfcheck.StealNote(100*(after.Steal-before.Steal)/dt, runner.MaxStealPct); n != "" {
+			verdict += "; " + n
+		}
+	}
 	run := &result.Run{
 		Schema: result.SchemaVersion, ID: newRunID(), Time: began,
 		Version: version(), GoVersion: runtime.Version(), CommandLine: o.CommandLine,
 		Suite: selfcheck.Suite, Env: host.Env, ClockCostNs: measure.ClockCost(),
 		Arms: selfcheck.Arms(rows, o.CPU), Interrupted: ctx.Err() != nil,
 		Experiments: []result.Experiment{{Name: selfcheck.Experiment, Summary: "ctxlab's arms beside instruments it did not write, interleaved",
-			Op: "ctxlab ÷ reference", Findings: []string{selfcheck.Verdict(rows)}}},
+			Op: "ctxlab ÷ reference", Findings: []string{verdict}}},
 	}
 	run.Warnings = envWarnings(host)
 	saveErr := saveRun(ctx, ro, run)

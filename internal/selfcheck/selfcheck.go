@@ -265,6 +265,17 @@ func Verdict(rows []Row) string {
 	return strings.Join(parts, "; ")
 }
 
+// StealNote is the verdict's clause for a check during which the
+// hypervisor stole more than limit percent of the CPUs' time (pct), ""
+// otherwise: on such a host the rounds disagree, and the user should know
+// why before reading a ratio.
+func StealNote(pct, limit float64) string {
+	if !(pct > limit) {
+		return ""
+	}
+	return fmt.Sprintf("the hypervisor stole %.1f%% of the CPUs' time during the check (over %.0f%%): its rounds read the host's noise as much as ctxlab", pct, limit)
+}
+
 // within is another row of the same arm that read within its limit: an
 // arm held to two references (the process pipe: perf bench's
 // single-threaded processes, and the same raw loop between two Go

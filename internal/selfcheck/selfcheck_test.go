@@ -297,3 +297,15 @@ func TestArmWithTwoReferences(t *testing.T) {
 		t.Errorf("Row(%s) = %+v, %v; want the raw loop's row, within its limit", pipe, r, ok)
 	}
 }
+
+// Steal over the limit is named with its share; at or under it, nothing.
+func TestStealNote(t *testing.T) {
+	if n := StealNote(19.24, 5); !strings.Contains(n, "stole 19.2% of the CPUs' time") || !strings.Contains(n, "over 5%") {
+		t.Errorf("19.24%% stolen: %q", n)
+	}
+	for _, pct := range []float64{0, 5, -1} {
+		if n := StealNote(pct, 5); n != "" {
+			t.Errorf("%v%% stolen: %q; want nothing", pct, n)
+		}
+	}
+}
