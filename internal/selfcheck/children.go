@@ -64,20 +64,25 @@ func rawChild(args []string, _ []*os.File) int {
 		return 2
 	}
 	mech := args[3]
-	loop := func(n uint32) (time.Duration, error) {
-		type res struct {
-			d   time.Duration
-			err error
-		}
-		c := make(chan res)
-		go func() { // Loop leaves its goroutine's thread locked: it ends with it
-			d, err := rawloop.Loop(mech, n, cpu, false)
-			c <- res{d, err}
-		}()
-		r := <-c
-		return r.d, r.err
+	return printMedian(reps, bench, func(n uint32) (time.Duration, error) {
+		return onThrowawayThread(func() (time.Duration, error) { return rawloop.Loop(mech, n, cpu, false) })
+	})
+}
+
+// onThrowawayThread runs loop on a goroutine of its own: rawloop's loops
+// leave their goroutine's thread locked (and pinned), so it ends with it.
+func onThrowawayThread(loop func() (time.Duration, error)) (time.Duration, error) {
+	type res struct {
+		d   time.Duration
+		err error
 	}
-	return printMedian(reps, bench, loop)
+	c := make(chan res)
+	go func() {
+		d, err := loop()
+		c <- res{d, err}
+	}()
+	r := <-c
+	return r.d, r.err
 }
 
 // rawProcChild prints the median over REPS of rawloop's process pipe round
@@ -93,25 +98,16 @@ func rawProcChild(args []string, _ []*os.File) int {
 		fmt.Fprintln(os.Stderr, "selfcheck:", err)
 		return 1
 	}
-	loop := func(n uint32) (time.Duration, error) {
-		type res struct {
-			d   time.Duration
-			err error
-		}
-		c := make(chan res)
-		go func() { // ProcessLoop leaves its goroutine's thread locked: it ends with it
+	return printMedian(reps, bench, func(n uint32) (time.Duration, error) {
+		return onThrowawayThread(func() (time.Duration, error) {
 			echo := exec.Command(exe)
 			echo.Env = append(childEnv(), child.EnvRole+"="+roleEcho)
 			echo.Stderr = os.Stderr
 			// The forking thread is the loop's, locked until the loop ends.
 			echo.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-			d, err := rawloop.ProcessLoop(n, cpu, false, echo)
-			c <- res{d, err}
-		}()
-		r := <-c
-		return r.d, r.err
-	}
-	return printMedian(reps, bench, loop)
+			return rawloop.ProcessLoop(n, cpu, false, echo)
+		})
+	})
 }
 
 // childEnv is this process's environment without the child-mode variables.
