@@ -201,10 +201,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func Verdict(rows []Row) string {
 	var ok, over, other []Row
 	var between []string
+	var betweenRows []Row
 	for _, r := range rows {
 		switch {
 		case r.Over():
 			if s, found := within(rows, r.Arm); found {
+				betweenRows = append(betweenRows, r)
 				between = append(between, fmt.Sprintf("%s reads %.2f× %s but %.2f× %s: the %.0f%% between them lies between the two references (a Go process against C ones), not in ctxlab's harness",
 					r.Arm, r.Ratio, r.Reference, s.Ratio, s.Reference, 100*(r.Ratio/s.Ratio-1)))
 				continue
@@ -230,9 +232,9 @@ func Verdict(rows []Row) string {
 		}
 		parts = append(parts, "over its limit here: "+strings.Join(s, "; "))
 		if len(ok) == 1 {
-			parts = append(parts, addsAtMost(ok, "the other arm adds"))
+			parts = append(parts, addsAtMost(ok, "the other row adds"))
 		} else if len(ok) > 1 {
-			parts = append(parts, fmt.Sprintf("the other %d %s", len(ok), addsAtMost(ok, "arms add")))
+			parts = append(parts, fmt.Sprintf("the other %d %s", len(ok), addsAtMost(ok, "rows add")))
 		}
 	case len(ok) > 0:
 		parts = append(parts, addsAtMost(ok, "ctxlab adds")+" here")
@@ -240,7 +242,7 @@ func Verdict(rows []Row) string {
 		parts = append(parts, "nothing could be checked")
 	}
 	parts = append(parts, between...)
-	if n := noisyRows(append(ok, over...)); n != "" {
+	if n := noisyRows(slices.Concat(ok, over, betweenRows)); n != "" {
 		parts = append(parts, n)
 	}
 	if few := fewestRounds(append(ok, over...)); few > 0 && few < 3 {
@@ -273,7 +275,7 @@ func StealNote(pct, limit float64) string {
 	if !(pct > limit) {
 		return ""
 	}
-	return fmt.Sprintf("the hypervisor stole %.1f%% of the CPUs' time during the check (over %.0f%%): its rounds read the host's noise as much as ctxlab", pct, limit)
+	return fmt.Sprintf("the hypervisor stole %.1f%% of the CPUs' time during the check (over %.0f%%), so its ratios carry that noise too", pct, limit)
 }
 
 // within is another row of the same arm that read within its limit: an
@@ -321,7 +323,7 @@ func noisyRows(rows []Row) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("noisy: the rounds of %d of %d arms disagree by more than %.0f%% (worst %s, %.2f–%.2f×), so this machine cannot tell 5%% now: run it again when it is quiet, or with more --rounds",
+	return fmt.Sprintf("noisy: the rounds of %d of %d rows disagree by more than %.0f%% (worst %s, %.2f–%.2f×), so this machine cannot tell 5%% now: run it again when it is quiet, or with more --rounds",
 		n, len(rows), 100*(noisySpread-1), worst.Arm, worst.Min, worst.Max)
 }
 

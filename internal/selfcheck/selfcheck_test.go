@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,7 @@ func TestRunRoundsAndRatios(t *testing.T) {
 		t.Errorf("row c: %+v; want unsupported with its reason", c)
 	}
 	v := Verdict(rows)
-	for _, want := range []string{"over its limit here: x/a reads 1.10× ref a (+10%, limit 1.05×; its rounds read 1.00–1.30×", "the other arm adds nothing measurable (1.00× the reference)", "not checked: x/c (perf is not installed)"} {
+	for _, want := range []string{"over its limit here: x/a reads 1.10× ref a (+10%, limit 1.05×; its rounds read 1.00–1.30×", "the other row adds nothing measurable (1.00× the reference)", "not checked: x/c (perf is not installed)"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("verdict %q\nwant %q", v, want)
 		}
@@ -138,7 +139,7 @@ func TestVerdictWithin(t *testing.T) {
 		t.Errorf("verdict %q", v)
 	}
 	rows[0].Min, rows[0].Max = 0.8, 1.3
-	if v := Verdict(rows); !strings.Contains(v, "noisy: the rounds of 1 of 2 arms disagree by more than 25% (worst a, 0.80–1.30×)") {
+	if v := Verdict(rows); !strings.Contains(v, "noisy: the rounds of 1 of 2 rows disagree by more than 25% (worst a, 0.80–1.30×)") {
 		t.Errorf("noisy verdict %q", v)
 	}
 	one := []Row{{Arm: "a", Status: result.StatusOK, Ratio: 1.2, Min: 1.2, Max: 1.2, Limit: Limit, Ratios: []float64{1.2}}}
@@ -201,6 +202,10 @@ func TestParsePerfBench(t *testing.T) {
 // The built-in references run for real as child processes: each prints a
 // positive ns per op.
 func TestBuiltInReferences(t *testing.T) {
+	// Marks this test's children (the environment is inherited), so the
+	// leftover scan below cannot see another package's selfcheck.
+	marker := "CTXLAB_TEST_MARKER=selfcheck-" + strconv.Itoa(os.Getpid())
+	t.Setenv("CTXLAB_TEST_MARKER", strings.TrimPrefix(marker, "CTXLAB_TEST_MARKER="))
 	h := Host{CPU: 0, Reps: 1, BenchTime: 5 * time.Millisecond}
 	if cpus, _ := measure.Affinity(); !slices.Contains(cpus, 0) {
 		t.Skip("CPU 0 is not ours")
@@ -223,7 +228,7 @@ func TestBuiltInReferences(t *testing.T) {
 	// The process loop's echo is a grandchild: it must be gone too.
 	envs, _ := filepath.Glob("/proc/[0-9]*/environ")
 	for _, f := range envs {
-		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(child.EnvRole+"="+roleEcho+"\x00")) {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte(child.EnvRole+"="+roleEcho+"\x00")) && bytes.Contains(b, []byte(marker+"\x00")) {
 			t.Errorf("an echo child is left: %s", f)
 		}
 	}
@@ -283,6 +288,13 @@ func TestArmWithTwoReferences(t *testing.T) {
 		t.Errorf("over both: verdict %q", v)
 	}
 	rows[1].Ratio, rows[1].Min = 1.02, 1.01
+	// Its rounds count among the rows when they disagree, though it is over
+	// one reference only.
+	rows[0].Min, rows[0].Max = 0.8, 1.3
+	if v := Verdict(rows); !strings.Contains(v, "noisy: the rounds of 1 of 3 rows disagree") {
+		t.Errorf("a noisy row between two references: verdict %q", v)
+	}
+	rows[0].Min, rows[0].Max = 1.07, 1.1
 	arms := Arms(rows, 0)
 	if arms[0].Name != "selfcheck/"+pipe || arms[1].Name != "selfcheck/"+pipe+"/vs=raw-pipe-loop-two-go-processes" {
 		t.Errorf("names %q, %q", arms[0].Name, arms[1].Name)
