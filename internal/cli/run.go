@@ -456,7 +456,7 @@ func envWarnings(h *sysinfo.Host) []string {
 		w = append(w, fmt.Sprintf("CPU frequency governor is %q, not \"performance\": clock speed may vary between arms", h.Governor))
 	}
 	if h.CgoEnabled == "1" {
-		w = append(w, "built with cgo: glibc registers every thread for rseq, which each OS switch then updates: thread and process handoffs read up to ~7% higher than with CGO_ENABLED=0 (docs/harness.md)")
+		w = append(w, "built with cgo: glibc registers every thread for rseq, which each OS switch then updates: thread and process handoffs read higher than with CGO_ENABLED=0 (5–7% on the VMs measured: docs/harness.md)")
 	}
 	switch {
 	case strings.HasPrefix(h.CPUQuota, "unknown"):

@@ -61,7 +61,7 @@ type Env struct {
 	Kernel         string        `json:"kernel"`
 	GoVersion      string        `json:"go_version"`
 	GOMAXPROCS     int           `json:"gomaxprocs"`
-	CgoEnabled     string        `json:"cgo_enabled,omitempty"` // the build's CGO_ENABLED: "1" (glibc's rseq on every thread: thread and process handoffs read up to ~7% higher) or "0"
+	CgoEnabled     string        `json:"cgo_enabled,omitempty"` // the build's CGO_ENABLED: "1" (glibc's rseq on every thread: thread and process handoffs read higher) or "0"
 	Hypervisor     bool          `json:"hypervisor"`
 	PerfParanoid   int           `json:"perf_event_paranoid"`
 	Counters       []CounterInfo `json:"counters,omitempty"`
