@@ -41,6 +41,9 @@ type DiagnoseOptions struct {
 	// PythonProbe is --python-probe: auto, on or off (docs/pyprobe.md).
 	PythonProbe string
 	pyProbe     pyprobe.Mode
+	// PythonCalls is --python-probe-calls: the most thread hops a second
+	// the probe times (0: every one, and every poll of every loop).
+	PythonCalls int
 	commandLine []string    // what the stored run records
 	Vary        VaryOptions // --vary and its flags (vary.go)
 }
@@ -81,6 +84,9 @@ diagnoses of a program, arm by arm).`,
 			if o.pyProbe, err = pyprobe.ParseMode(o.PythonProbe); err != nil {
 				return usagef("%v", err)
 			}
+			if o.PythonCalls < 0 || o.PythonCalls > pyprobe.MaxCallsPerS {
+				return outOfRange("--python-probe-calls", o.PythonCalls, fmt.Sprintf("0..%d (0: every call and poll)", pyprobe.MaxCallsPerS))
+			}
 			if o.Vary.NoStore { // --db is read for the price only; else runDiagnose checks it as a store
 				if err := o.checkDB(cmd.Context()); err != nil {
 					return err
@@ -94,6 +100,7 @@ diagnoses of a program, arm by arm).`,
 	c.Flags().SetInterspersed(false) // flags after CMD belong to CMD
 	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings, "+durRange(minInterval, maxInterval))
 	c.Flags().StringVar(&o.PythonProbe, "python-probe", "auto", "time a CPython program from inside: loop lag, thread hops, the GIL (auto: when CMD is a CPython interpreter or a script for one; on; off)")
+	c.Flags().IntVar(&o.PythonCalls, "python-probe-calls", pyprobe.CallsPerS, "the most thread hops a second the CPython probe times; above it, or above 4000 polls a second of a loop, it observes in windows and estimates the rest (0: every call and poll, at several µs a call)")
 	addDisplayFlags(c, &o.WatchOptions)
 	addVaryFlags(c, &o.Vary)
 	return c

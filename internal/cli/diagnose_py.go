@@ -20,6 +20,7 @@ const pyProbeWait = 2 * time.Second
 func preparePyProbe(o *DiagnoseOptions, cmd *exec.Cmd, path string) (*pyprobe.Session, string) {
 	s, note := pyprobe.Prepare(o.pyProbe, o.Args, path)
 	if s != nil {
+		s.CallsPerS = o.PythonCalls
 		cmd.Env = s.Env(os.Environ())
 		cmd.ExtraFiles = s.Files()
 	}

@@ -34,8 +34,15 @@ func needPython(t *testing.T) string {
 // stdout, the probe's records by kind and the exit status.
 func pyDiagnose(t *testing.T, args ...string) (string, map[string][]map[string]any, int) {
 	t.Helper()
+	return pyDiagnoseWith(t, nil, args...)
+}
+
+// pyDiagnoseWith is pyDiagnose with diagnose's own flags.
+func pyDiagnoseWith(t *testing.T, flags []string, args ...string) (string, map[string][]map[string]any, int) {
+	t.Helper()
 	var out, errb syncBuf
-	code := Main(append([]string{"diagnose", "--no-store", "--price=false", "--format", "json", "--"}, args...), &out, &errb)
+	argv := append([]string{"diagnose", "--no-store", "--price=false", "--format", "json"}, flags...)
+	code := Main(append(append(argv, "--"), args...), &out, &errb)
 	recs := map[string][]map[string]any{}
 	for _, l := range strings.Split(errb.String(), "\n") {
 		var m map[string]any
@@ -139,6 +146,7 @@ func TestPyProbeHandlerCPU(t *testing.T) {
 
 // sqlite3 lookups through to_thread: the hops cost more than the work,
 // named by the function; a function that sleeps 2 ms in its thread: no.
+// Every call is timed (--python-probe-calls 0), so the counts are exact.
 func TestPyProbeHops(t *testing.T) {
 	py := needPython(t)
 	for _, c := range []struct {
@@ -150,22 +158,17 @@ func TestPyProbeHops(t *testing.T) {
 		{"slow", []string{"--calls", "60", "--slow-ms", "2"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, recs, code := pyDiagnose(t, append([]string{py, filepath.Join(pyTestdata, "tothread.py")}, c.args...)...)
+			_, recs, code := pyDiagnoseWith(t, []string{"--python-probe-calls", "0"}, append([]string{py, filepath.Join(pyTestdata, "tothread.py")}, c.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d", code)
 			}
-			var calls float64
-			for _, s := range recs["py-call-site"] {
-				if s["of"] == "to_thread" {
-					calls += s["calls"].(float64)
-				}
-			}
+			calls, timed := toThreadCalls(recs)
 			want := 600.0
 			if !c.want {
 				want = 60
 			}
-			if calls != want {
-				t.Errorf("to_thread calls %v, want %v: %v", calls, want, recs["py-call-site"])
+			if calls != want || timed != want {
+				t.Errorf("to_thread calls %v (%v timed), want %v: %v", calls, timed, want, recs["py-call-site"])
 			}
 			text, got := hasReading(recs, "hops-over-work")
 			if got != c.want {
@@ -178,6 +181,55 @@ func TestPyProbeHops(t *testing.T) {
 	}
 }
 
+// With the default budget, a loop making thousands of hops a second is
+// timed in windows: fewer calls timed than made, the count an estimate
+// near the true one, the loop's lag observed part of the time, and the
+// same reading.
+func TestPyProbeWindows(t *testing.T) {
+	py := needPython(t)
+	const n = 4000
+	_, recs, code := pyDiagnose(t, py, filepath.Join(pyTestdata, "tothread.py"), "--calls", fmt.Sprint(n))
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	calls, timed := toThreadCalls(recs)
+	if timed <= 0 || timed >= n || calls < 0.6*n || calls > 1.4*n {
+		t.Errorf("to_thread: ~%v calls estimated from %v timed, want %d made, timed in windows", calls, timed, n)
+	}
+	if _, ok := hasReading(recs, "hops-over-work"); !ok {
+		t.Errorf("no hops reading: %v", readingKinds(recs))
+	}
+	cost := recs["py-probe-cost"]
+	if len(cost) != 1 || cost[0]["windows"].(float64) < 2 || cost[0]["window_share"].(float64) >= 1 {
+		t.Errorf("the cost record does not say calls were timed in windows: %v", cost)
+	}
+	loops := recs["py-loop"]
+	if len(loops) != 1 {
+		t.Fatalf("loops: %v", loops)
+	}
+	if sh, _ := loops[0]["observed_share"].(float64); sh <= 0 || sh >= 1 {
+		t.Errorf("the loop's observed share is %v, want in (0, 1)", loops[0]["observed_share"])
+	}
+	waker := false
+	for _, th := range recs["py-thread"] {
+		waker = waker || th["name"] == "ctxlab probe waker"
+	}
+	if !waker {
+		t.Errorf("the probe's waker thread is not named among the threads: %v", recs["py-thread"])
+	}
+}
+
+// toThreadCalls sums the to_thread call sites' calls and timed calls.
+func toThreadCalls(recs map[string][]map[string]any) (calls, timed float64) {
+	for _, s := range recs["py-call-site"] {
+		if s["of"] == "to_thread" {
+			calls += s["calls"].(float64)
+			timed += s["timed"].(float64)
+		}
+	}
+	return calls, timed
+}
+
 // aiosqlite: about two thread-to-loop hops per query (execute, fetchone).
 func TestPyProbeAiosqlite(t *testing.T) {
 	const py = "/usr/bin/python3"
@@ -187,7 +239,8 @@ func TestPyProbeAiosqlite(t *testing.T) {
 		}
 		t.Skipf("%s cannot import aiosqlite: %v", py, err)
 	}
-	_, recs, code := pyDiagnose(t, py, filepath.Join(pyTestdata, "aiosqlite_lookup.py"), "--queries", "400")
+	// every call timed: the count of hops per query is exact
+	_, recs, code := pyDiagnoseWith(t, []string{"--python-probe-calls", "0"}, py, filepath.Join(pyTestdata, "aiosqlite_lookup.py"), "--queries", "400")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}

@@ -14,9 +14,9 @@ import (
 
 // The event types of an "E" frame (probe.py): recordLen int64 a record.
 const (
-	evLag  = 1 // loop, lag ns; since the previous tick: the loop thread's CPU ns, the wall ns; -1 (the run-queue wait is in evRunq)
-	evCST  = 2 // site, hop ns, the calling thread's ident, 1 when it was the loop's own thread
-	evCall = 3 // site, wait ns, work ns, back ns (-1: not known)
+	evLag  = 1 // loop, lag ns; since the previous tick: the loop thread's CPU ns, the wall ns; 1 when the tick was lost (lag ns: how late it was found)
+	evCST  = 2 // site, hop ns, the calling thread's ident, 1 when it was the loop's own thread, weight
+	evCall = 3 // site, wait ns, work ns, back ns (-1: not known), weight
 	evRunq = 4 // loop, the loop thread's run-queue wait ns over the wall ns since the previous evRunq (about a second)
 
 	recordLen = 6
@@ -46,12 +46,16 @@ type hist struct {
 
 func newHist() *hist { return &hist{h: hdrhistogram.New(1, histHigh, 2)} }
 
-func (h *hist) record(v int64) {
+func (h *hist) record(v int64) { h.recordN(v, 1) }
+
+// recordN records v for w calls: a call timed in the probe's windows
+// stands for w calls (probe.py).
+func (h *hist) recordN(v, w int64) {
 	v = max(v, 0)
 	h.max = max(h.max, v)
-	_ = h.h.RecordValue(min(v, histHigh))
-	h.n++
-	h.sum += float64(v)
+	_ = h.h.RecordValues(min(v, histHigh), w)
+	h.n += w
+	h.sum += float64(v) * float64(w)
 }
 
 // corrected is the distribution with, for every value longer than
@@ -120,6 +124,12 @@ type loopAcc struct {
 	lateRunq        int64
 	late            int64
 	negative        int64
+	// lost ticks were not taken: the loop slept through them without the
+	// tick's timeout (probe.py's _Tick); lostNs sums how late they were found.
+	lost, lostNs int64
+	// observedNs of runningNs the loop's polls were timed (the probe's
+	// windows); both 0 until the loop stopped.
+	observedNs, runningNs int64
 	// segLateWl is the wall time of the late ticks since the last evRunq
 	// (whose run-queue wait it gives, as a share of its wall time);
 	// runqSegs counts the evRunq records.
@@ -132,17 +142,20 @@ type loopAcc struct {
 type siteAcc struct {
 	id                  int64
 	kind, name, where   string
-	calls, same         int64
+	calls, same, timed  int64
 	cancelled           int64
 	waitN, workN, backN int64
 	wait, work, back    float64 // ns, summed over the calls where known
 	from                map[int64]int64
 }
 
-// kindAcc is the histograms of one kind of hop.
+// kindAcc is the histograms of one kind of hop. calls, same and
+// cancelled are estimates when the probe timed calls in windows (each timed
+// call stands for its weight); timed counts the calls timed.
 type kindAcc struct {
 	hop, wait, work, back, total *hist
 	calls, same, cancelled       int64
+	timed                        int64
 }
 
 // collector reads the probe's frames and keeps what they say.
@@ -193,6 +206,17 @@ type finalFrame struct {
 	Cal        map[string]float64 `json:"calibration"`
 	Executable string             `json:"executable"`
 	Argv       []string           `json:"argv"`
+	Timing     *timingFrame       `json:"timing"`
+}
+
+// timingFrame is how the probe timed calls: in windows, when the program
+// made more wrapped calls a second than its budget (probe.py).
+type timingFrame struct {
+	BudgetPerS int64 `json:"budget_per_s"`
+	Timed      int64 `json:"timed"`
+	Windows    int64 `json:"windows"`
+	WindowNs   int64 `json:"window_ns"`
+	OpenNs     int64 `json:"open_ns"`
 }
 
 func newCollector() *collector {
@@ -307,6 +331,16 @@ func (c *collector) object(b []byte) error {
 		err = json.Unmarshal(b, &l)
 		a := c.loop(l.Loop)
 		a.ident, a.class = l.Ident, l.Class
+	case "loop-end":
+		var l struct {
+			Loop       int64 `json:"loop"`
+			ObservedNs int64 `json:"observed_ns"`
+			RunningNs  int64 `json:"running_ns"`
+		}
+		err = json.Unmarshal(b, &l)
+		a := c.loop(l.Loop)
+		a.observedNs += max(l.ObservedNs, 0)
+		a.runningNs += max(l.RunningNs, 0)
 	case "library":
 		var l Library
 		err = json.Unmarshal(b, &l)
@@ -380,13 +414,17 @@ func (c *collector) event(r [recordLen]int64) {
 	c.events++
 	switch r[0] {
 	case evLag:
+		if r[5] == 1 {
+			c.loop(r[1]).lostTick(max(r[2], 0), max(r[3], 0), max(r[4], 0))
+			return
+		}
 		c.loop(r[1]).tick(r[2], max(r[3], 0), max(r[4], 0))
 	case evRunq:
 		c.loop(r[1]).runqSegment(max(r[2], 0), max(r[3], 0))
 	case evCST:
-		c.hop(c.site(r[1]), r[2], r[3], r[4] != 0)
+		c.hop(c.site(r[1]), r[2], r[3], r[4] != 0, max(r[5], 1))
 	case evCall:
-		c.call(c.site(r[1]), r[2], r[3], r[4])
+		c.call(c.site(r[1]), r[2], r[3], r[4], max(r[5], 1))
 	}
 }
 
@@ -410,6 +448,15 @@ func (l *loopAcc) tick(lag, cpu, wall int64) {
 	}
 }
 
+// lostTick takes a tick that was not taken: its thread's CPU and wall
+// time count towards the loop's shares, its lateness is unknown.
+func (l *loopAcc) lostTick(late, cpu, wall int64) {
+	l.lost++
+	l.lostNs += late
+	l.cpuNs += cpu
+	l.wallNs += wall
+}
+
 // runqSegment takes the run-queue wait of a segment of about a second:
 // the late ticks in it are given its share of their wall time.
 func (l *loopAcc) runqSegment(runq, wall int64) {
@@ -421,56 +468,62 @@ func (l *loopAcc) runqSegment(runq, wall int64) {
 	l.segLateWl = 0
 }
 
-// hop takes one call_soon_threadsafe: from the call in thread caller
-// until the callback ran; one made on the loop's own thread is no hop.
-func (c *collector) hop(s *siteAcc, ns, caller int64, sameThread bool) {
+// hop takes one call_soon_threadsafe, standing for w calls: from the call
+// in thread caller until the callback ran; one made on the loop's own
+// thread is no hop.
+func (c *collector) hop(s *siteAcc, ns, caller int64, sameThread bool, w int64) {
 	k := c.kind("call_soon_threadsafe")
-	s.calls++
-	k.calls++
+	s.calls += w
+	k.calls += w
+	s.timed++
+	k.timed++
 	if sameThread {
-		s.same++
-		k.same++
+		s.same += w
+		k.same += w
 		return
 	}
-	s.from[caller]++
-	k.hop.record(ns)
-	s.back += float64(max(ns, 0))
-	s.backN++
+	s.from[caller] += w
+	k.hop.recordN(ns, w)
+	s.back += float64(max(ns, 0)) * float64(w)
+	s.backN += w
 }
 
-// call takes one call handed to a thread, split in three (-1: not known):
-// a call to another executor has its whole time in back; one cancelled
-// before or while its function ran has no work.
-func (c *collector) call(s *siteAcc, wait, work, back int64) {
+// call takes one call handed to a thread, standing for w calls, split in
+// three (-1: not known): a call to another executor has its whole time in
+// back; one cancelled before or while its function ran has no work.
+func (c *collector) call(s *siteAcc, wait, work, back, w int64) {
 	k := c.kind(s.kind)
-	s.calls++
-	k.calls++
+	s.calls += w
+	k.calls += w
+	s.timed++
+	k.timed++
+	fw := float64(w)
 	switch {
 	case wait < 0 && work < 0 && back >= 0: // another executor: the whole call
-		k.total.record(back)
-		s.back += float64(back)
-		s.backN++
+		k.total.recordN(back, w)
+		s.back += float64(back) * fw
+		s.backN += w
 		return
 	case wait < 0:
-		s.cancelled++
-		k.cancelled++
+		s.cancelled += w
+		k.cancelled += w
 		return
 	}
-	k.wait.record(wait)
-	s.wait += float64(wait)
-	s.waitN++
+	k.wait.recordN(wait, w)
+	s.wait += float64(wait) * fw
+	s.waitN += w
 	if work < 0 {
-		s.cancelled++
-		k.cancelled++
+		s.cancelled += w
+		k.cancelled += w
 		return
 	}
-	k.work.record(work)
-	k.back.record(back)
-	k.total.record(wait + work + back)
-	s.work += float64(work)
-	s.workN++
-	s.back += float64(back)
-	s.backN++
+	k.work.recordN(work, w)
+	k.back.recordN(back, w)
+	k.total.recordN(wait+work+back, w)
+	s.work += float64(work) * fw
+	s.workN += w
+	s.back += float64(back) * fw
+	s.backN += w
 }
 
 // sortedLoops, sortedSites and sortedThreads list in a stable order.

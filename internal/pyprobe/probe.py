@@ -10,14 +10,16 @@
 #
 # Frames on the pipe: u32 little-endian length, one type byte, the payload.
 # "J": one JSON object with a "kind". "E": int64 events, six to a record:
-#   (1, loop, lag_ns, cpu_ns, wall_ns, -1)   a tick of a loop's timer, with
-#       its thread's time on a CPU and the wall time since the last tick
+#   (1, loop, lag_ns, cpu_ns, wall_ns, lost)   a tick of a loop's timer, with
+#       its thread's time on a CPU and the wall time since the last tick;
+#       lost = 1: not taken (the loop slept through it: lag_ns is how long)
 #   (4, loop, runq_ns, wall_ns, 0, 0)   the loop thread's time waiting for a
 #       CPU (schedstat) over the wall time since the last such record
 #       (about once a second, and when the loop stops)
-#   (2, site, hop_ns, caller_ident, same_thread, 0)   a call_soon_threadsafe
-#   (3, site, wait_ns, work_ns, back_ns, 0)       an executor / to_thread /
-#                                                 aiosqlite call; -1: not known
+#   (2, site, hop_ns, caller_ident, same_thread, weight)   a call_soon_threadsafe
+#   (3, site, wait_ns, work_ns, back_ns, weight)   an executor / to_thread /
+#                                                  aiosqlite call; -1: not known
+#   weight: the calls each timed one stands for (the windows, below)
 import os
 import sys
 import time
@@ -45,13 +47,36 @@ _FLUSH_AT = 6 * 8192
 _pending = []  # JSON objects to send before the next events
 _t0 = 0
 _tick_ns = 5_000_000
-_tick_s = 0.005
 _last_flush = [0]
 _self = {"tick": 0, "flush": 0, "load": 0, "report": 0}
 _patched = []  # (owner, name, original) to undo in a forked child
 _sites = {}  # the last site id given ("n")
 _loops = {}  # id(loop) -> loop id
+_ticks = {}  # loop id -> its _Tick while it runs
 _free_threaded = False
+
+# The probe observes in windows: while one is open, each running loop's
+# polls are wrapped (its lag is timed) and so are the calls it times;
+# between windows everything is as without the probe, and a timer of the
+# loop's opens the next. A loop that polls fewer than POLLS_PER_S times a
+# second and a program that makes fewer wrapped calls a second than the
+# budget are observed all the time. Above either, a window stays open for
+# ON_NS (until its next tick) and the gap after it is k - 1 times as long
+# on average, at random, k being what brings both rates within their
+# budgets; a call timed in a window stands for `_weight` (k) calls. Each
+# wrapped poll costs a fraction of a microsecond and each timed call a few
+# (several times more in a running program than on its own): a loop
+# answering 15 000 thread hops a second would pay about 12% to have every
+# one timed, and 2% to have every poll wrapped (docs/pyprobe.md).
+_win = False  # the call wrappers are in place (a window is open)
+_weight = 1
+_budget = 500  # wrapped calls timed a second at most; 0: observe everything
+POLLS_PER_S = 4000
+ON_NS = 2_000_000
+_swaps = []  # (owner, name, original, wrapper): in place in windows only
+_nwin = [0]  # wrapped calls timed so far
+# The call windows, opened and closed by the first running loop's tick.
+_W = {"open": True, "start": 0, "n0": 0, "on_ns": 0, "opened": 0, "rng": 1}
 
 
 _ESC = {i: "\\u%04x" % i for i in range(32)}
@@ -218,8 +243,8 @@ def _next_site():
 
 # --- call_soon_threadsafe -----------------------------------------------
 
-def _hopped(t0, tid, sid, same, callback, args):
-    _ext((T_CST, sid, _pc() - t0, tid, same, 0))
+def _hopped(t0, tid, sid, same, w, callback, args):
+    _ext((T_CST, sid, _pc() - t0, tid, same, w))
     return callback(*args)
 
 
@@ -227,13 +252,14 @@ def _make_cst(orig):
     sites = _by_kind["call_soon_threadsafe"]
 
     def call_soon_threadsafe(self, callback, *args, context=None):
-        if not _on:
+        if not _win:
             return orig(self, callback, *args, context=context)
         if self._debug:
             self._check_callback(callback, "call_soon_threadsafe")
+        _nwin[0] += 1
         tid = _get_ident()
         sid = sites.get(getattr(callback, "__code__", None)) or _site("call_soon_threadsafe", callback)
-        return orig(self, _hopped, _pc(), tid, sid, tid == self._thread_id, callback, args, context=context)
+        return orig(self, _hopped, _pc(), tid, sid, tid == self._thread_id, _weight, callback, args, context=context)
 
     call_soon_threadsafe.__wrapped__ = orig
     call_soon_threadsafe.__doc__ = orig.__doc__
@@ -246,24 +272,24 @@ class _Call:
     """One call handed to a thread: when it was made (t0), when the thread
     started (ts) and ended (te) the function; 0 until then."""
 
-    __slots__ = ("t0", "ts", "te", "sid")
+    __slots__ = ("t0", "ts", "te", "sid", "w")
 
     def resumed(self, fut):
         t = _pc()
         ts, te = self.ts, self.te
         if ts == 0:
-            _ext((T_CALL, self.sid, -1, -1, -1, 0))  # cancelled before it started
+            _ext((T_CALL, self.sid, -1, -1, -1, self.w))  # cancelled before it started
         elif te == 0:
-            _ext((T_CALL, self.sid, ts - self.t0, -1, -1, 0))  # cancelled while it ran
+            _ext((T_CALL, self.sid, ts - self.t0, -1, -1, self.w))  # cancelled while it ran
         else:
-            _ext((T_CALL, self.sid, ts - self.t0, te - ts, t - te, 0))
+            _ext((T_CALL, self.sid, ts - self.t0, te - ts, t - te, self.w))
 
 
 class _Total:
-    __slots__ = ("t0", "sid")
+    __slots__ = ("t0", "sid", "w")
 
     def resumed(self, fut):
-        _ext((T_CALL, self.sid, -1, -1, _pc() - self.t0, 0))
+        _ext((T_CALL, self.sid, -1, -1, _pc() - self.t0, self.w))
 
 
 def _in_worker(c, func, *args, **kwargs):
@@ -281,10 +307,11 @@ def _make_rie(orig):
     to_thread, in_executor = _by_kind["to_thread"], _by_kind["run_in_executor"]
 
     def run_in_executor(self, executor, func, *args):
-        if not _on:
+        if not _win:
             return orig(self, executor, func, *args)
         if self._debug:
             self._check_callback(func, "run_in_executor")
+        _nwin[0] += 1
         ex = executor if executor is not None else self._default_executor
         tpe = _tpe[0]
         if tpe is None and ex is not None:
@@ -301,6 +328,7 @@ def _make_rie(orig):
                 kind = "to_thread" if via else "run_in_executor"
                 c.sid = (to_thread if via else in_executor).get(getattr(inner, "__code__", None)) or _site(kind, inner)
             c.ts = c.te = 0
+            c.w = _weight
             c.t0 = _pc()
             fut = orig(self, executor, _in_worker, c, func, *args)
         else:
@@ -308,6 +336,7 @@ def _make_rie(orig):
             # it is handed on untouched and only the whole call is timed
             c = _Total()
             c.sid = _site("executor", _unwrap(func)[0])
+            c.w = _weight
             c.t0 = _pc()
             fut = orig(self, executor, func, *args)
         fut.add_done_callback(c.resumed)
@@ -320,11 +349,13 @@ def _make_rie(orig):
 
 def _make_aiosqlite_execute(orig):
     async def _execute(self, fn, *args, **kwargs):
-        if not _on:
+        if not _win:
             return await orig(self, fn, *args, **kwargs)
+        _nwin[0] += 1
         c = _Call()
         c.sid = _site("aiosqlite", fn)
         c.ts = c.te = 0
+        c.w = _weight
         c.t0 = _pc()
         try:
             return await orig(self, _in_worker, c, fn, *args, **kwargs)
@@ -355,27 +386,149 @@ def _schedstat_fd():
 
 
 class _Tick:
-    """A loop's periodic timer: its lateness is the loop's lag. Each tick
-    also takes its thread's CPU time since the last (thread_time_ns, which
-    keeps the GIL: a tick must not hand the GIL to a busy thread, as a
-    read of /proc would); about once a second, and when the loop stops,
-    the thread's run-queue wait since the last such reading (schedstat).
-    A late tick after the thread ran tells handlers' CPU work, one after
-    it slept (a wait for the GIL) tells contention."""
+    """A loop's periodic timer, kept where the loop polls: while the loop
+    runs in a window (the windows, above), its selector's class is a
+    subclass whose select the probe wraps (_poller). A tick falls due
+    every tick_ns. After the poll that returns at or after that time — the
+    poll after which the loop would run a timer due then — the tick puts a
+    timer due at once in the loop's schedule, which the loop moves to its
+    ready callbacks in that same turn, after the callbacks of the events
+    the poll returned; it schedules the tick for the next turn, and the
+    tick is taken there, where a coroutine woken by the timer would
+    resume (after that turn's poll, which, beside a busy thread, lets go
+    of the GIL and waits to take it back, as the coroutine would): its
+    lateness is the loop's lag, and the next is due tick_ns from then, as
+    `await asyncio.sleep(tick)` in a loop would be. No timer of the
+    probe's is pending while the loop sleeps. Each tick also takes its
+    thread's CPU time since the last (thread_time_ns, which keeps the GIL:
+    a tick must not hand the GIL to a busy thread, as a read of /proc
+    would); about once a second, and when the loop stops, the thread's
+    run-queue wait since the last such reading (schedstat). A late tick
+    after the thread ran tells handlers' CPU work, one after it slept (a
+    wait for the GIL) tells contention.
 
-    __slots__ = ("loop", "lid", "due", "h", "c0", "w0", "q0", "qw0", "stopped", "ctx", "fd", "n")
+    A sleep the tick would end is given the tick's timeout, as a timer's
+    would be. That costs a kernel timer armed and cancelled even when the
+    sleep ends early, as every sleep of a loop woken by its threads'
+    results does (on the VMs measured, ~10 us a sleep: ten times the
+    tick's own work). So once 32 such sleeps in a row ended before their
+    timeout would have, the timeout is left out ("drop"): a tick falling
+    due in such a sleep is taken exactly as with the timeout as long as
+    the sleep ends before the timeout would have ended it (epoll waits
+    whole milliseconds); when it ends later, the tick is lost (not taken:
+    its lag is unknown) and the timeout is given again."""
 
-    def __init__(self, loop, lid):
-        self.loop, self.lid, self.stopped, self.n = loop, lid, False, 0
-        # one empty context for every tick of this loop: call_later does
-        # not copy the program's context for each (the tick reads none)
+    __slots__ = ("loop", "lid", "sel", "cls", "sub", "due", "h", "ctx", "drop", "early", "lost",
+                 "c0", "w0", "q0", "qw0", "fd", "n", "stopped",
+                 "np", "np0", "nc0", "win0", "until", "k", "resting", "wake_at", "late", "observed", "t0")
+
+    def __init__(self, loop, lid, sel):
+        self.loop, self.lid, self.sel = loop, lid, sel
+        self.stopped, self.n, self.h, self.drop, self.early, self.lost = False, 0, None, False, 0, False
+        # one empty context for the tick's timers: call_at does not copy
+        # the program's context for each (the tick reads none)
         self.ctx = sys.modules["contextvars"].Context()
+        self.np, self.np0, self.k, self.resting, self.wake_at, self.late, self.observed = 0, 0, 1, False, 0, 0, 0
         self.fd = _schedstat_fd()
         self.c0 = _tt()
-        self.w0 = _pc()
+        self.w0 = self.t0 = _pc()
         self.q0, self.qw0 = self.runq(), self.w0
         self.due = self.w0 + _tick_ns
-        self.h = loop.call_later(_tick_s, self.fire, context=self.ctx)
+        self.win0, self.nc0, self.until = self.w0, _nwin[0], self.w0 + 10 * ON_NS  # the first look at the rates
+        # The poll is wrapped by a subclass of the selector's own class, put
+        # in as the selector's class while the loop runs: the loop's
+        # `self._selector.select` stays a plain method lookup (an instance
+        # attribute in its way would cost the lookup on every poll).
+        self.cls = cls = type(sel)
+        self.sub = type(cls.__name__, (cls,), {"select": _poller(self, cls.select), "__slots__": (),
+                                               "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        sel.__class__ = self.sub
+
+    def arm(self):
+        """The tick fell due by the end of the poll that just returned: a
+        timer due now is put in the loop's schedule, which the loop moves
+        to its ready callbacks in this very turn, after the callbacks of
+        the events the poll returned, as it would the timer of
+        `asyncio.sleep`; it leaves the schedule before the loop next
+        sleeps, so it sets no timeout."""
+        loop = self.loop
+        self.h = loop.call_at(loop.time(), self.fire, context=self.ctx)
+
+    def fire(self):
+        """The timer ran: the tick is taken in the next turn, where a
+        coroutine woken by it would resume."""
+        if self.stopped or not _on:
+            self.h = None
+            return
+        self.h = self.loop.call_soon(self.woke, context=self.ctx)
+
+    def woke(self):
+        self.h = None
+        if self.stopped or not _on:
+            return
+        self.take(_pc())
+
+    def take(self, now):
+        """Takes the tick that fell due, now."""
+        self.n += 1
+        timed = self.n % 16 == 0  # its own cost, timed on one tick in 16
+        c = _tt()
+        lost, self.lost = self.lost, False
+        _ext((T_LAG, self.lid, now - self.due, c - self.c0, now - self.w0, 1 if lost else 0))
+        self.c0, self.w0 = c, now
+        self.due = now + _tick_ns
+        if now >= self.until:
+            self.window(now)
+        if timed:
+            _self["tick"] += 16 * (_tt() - c)
+        if now - self.qw0 > 1_000_000_000:  # each loop's own second, whoever flushes
+            t = _tt()
+            self.segment(now)
+            _self["tick"] += _tt() - t
+        if now - _last_flush[0] > 1_000_000_000 or len(_buf) >= _FLUSH_AT:
+            _flush()
+
+    def window(self, now):
+        """The window has lasted its time. Its rates of polls and (for the
+        first running loop) of timed calls give the next window's k; the
+        gap after it is k - 1 times as long as it was, at random, for the
+        k its calls were timed with: so every moment is in a window with
+        probability 1/k, whatever the window held, and a call timed in it
+        stands for k calls."""
+        span = now - self.win0
+        driver = _driver() is self
+        k = 1
+        if _budget > 0 and span > 0:
+            k = int((self.np - self.np0) * 1e9 / span / POLLS_PER_S) + 1
+            if driver:
+                k = max(k, int((_nwin[0] - self.nc0) * 1e9 / span / _budget) + 1)
+            k = min(k, 1000)
+        used, self.k = self.k, k
+        self.observed += span
+        if used == 1:  # observed whole: the next window at once, for the new k
+            self.win0, self.np0, self.nc0 = now, self.np, _nwin[0]
+            self.until = now + (100_000_000 if k == 1 else ON_NS)  # at k = 1, look again in 100 ms
+            if driver:
+                _open_calls(now, k)
+            return
+        self.sel.__class__ = self.cls
+        if driver:
+            _close_calls(now)
+        _W["rng"] = r = (_W["rng"] * 1103515245 + 12345) & 0x7FFFFFFF
+        gap = span * (used - 1) * (0.5 + r / 0x80000000)
+        # the waker's thread takes the GIL back some time after it wakes:
+        # it is asked to wake that much sooner, so gaps last as drawn
+        _rest(self, now + max(int(gap) - self.late, 0), now + int(gap))
+
+    def resume(self, now):
+        """The first poll after the waker put the wrapper back: the next
+        window opens."""
+        self.resting = False
+        self.late += (now - self.wake_at - self.late) // 4  # how late the window opens, on average
+        self.c0, self.w0, self.due = _tt(), now, now + _tick_ns
+        self.win0, self.np0, self.nc0, self.until = now, self.np, _nwin[0], now + ON_NS
+        if _driver() is self:
+            _open_calls(now, self.k)
 
     def runq(self):
         """The thread's run-queue wait so far (ns), or -1 without schedstat."""
@@ -393,36 +546,6 @@ class _Tick:
             _ext((T_RUNQ, self.lid, q - self.q0, now - self.qw0, 0, 0))
         self.q0, self.qw0 = q, now
 
-    def fire(self):
-        # The timer is due: the loop runs this as soon as it can; the tick
-        # is taken when the loop next runs a callback this one schedules —
-        # when a coroutine sleeping on the timer would resume — and the
-        # next is armed from then, as `await asyncio.sleep(tick)` in a
-        # loop would be.
-        if self.stopped or not _on:
-            return
-        self.h = self.loop.call_soon(self.woke, context=self.ctx)
-
-    def woke(self):
-        now = _pc()
-        if self.stopped or not _on:
-            return
-        self.n += 1
-        timed = self.n % 16 == 0  # its own cost, timed on one tick in 16
-        c = _tt()
-        _ext((T_LAG, self.lid, now - self.due, c - self.c0, now - self.w0, -1))
-        self.c0, self.w0 = c, now
-        self.due = now + _tick_ns
-        self.h = self.loop.call_later(_tick_s, self.fire, context=self.ctx)
-        if timed:
-            _self["tick"] += 16 * (_tt() - c)
-        if now - self.qw0 > 1_000_000_000:  # each loop's own second, whoever flushes
-            t = _tt()
-            self.segment(now)
-            _self["tick"] += _tt() - t
-        if now - _last_flush[0] > 1_000_000_000 or len(_buf) >= _FLUSH_AT:
-            _flush()
-
     def close(self):
         fd, self.fd = self.fd, -1
         if fd >= 0:
@@ -433,12 +556,180 @@ class _Tick:
 
     def stop(self):
         self.stopped = True
-        h = self.h
+        sel = self.sel
+        if type(sel) is self.sub:
+            sel.__class__ = self.cls
+        _waker["rest"].pop(self.lid, None)
+        h, self.h = self.h, None
         if h is not None:
             h.cancel()
-        self.h = None
-        self.segment(_pc())
+        now = _pc()
+        if not self.resting:  # it stops in a window
+            self.observed += now - self.win0
+        if self is _driver():
+            _close_calls(now)
+        _pending.append({"kind": "loop-end", "loop": self.lid, "observed_ns": self.observed, "running_ns": now - self.t0})
+        self.segment(now)
         self.close()
+
+
+def _poller(t, real):
+    """The select of a loop's selector, for tick t (_Tick's docstring):
+    real is the selector class's own."""
+    pc = _pc
+
+    def select(sel, timeout=None):
+        if not _on:
+            return real(sel, timeout)
+        t.np += 1
+        if t.resting:  # the first poll of a window
+            if t.stopped:
+                sel.__class__ = t.cls
+                return real(sel, timeout)
+            t.resume(pc())
+        if t.h is not None:  # the tick's timer is in the loop's queues: it polls as it would
+            return real(sel, timeout)
+        if timeout == 0:  # callbacks are ready: the loop polls, then runs them
+            ev = real(sel, 0)
+            if pc() >= t.due:
+                t.arm()
+            return ev
+        now = pc()
+        due = t.due
+        left = due - now
+        if left <= 0:  # due: a timer's poll would not wait
+            ev = real(sel, 0)
+            t.arm()
+            return ev
+        if timeout is not None and timeout * 1e9 <= left:  # the loop's own timeout is sooner
+            ev = real(sel, timeout)
+            if pc() >= due:
+                t.arm()
+            return ev
+        if t.drop:
+            ev = real(sel, timeout)
+            end = pc()
+            if end >= due:
+                t.arm()
+                if end >= now + _ceil_ms(left):  # the tick's timeout would have ended it sooner
+                    t.lost, t.drop, t.early = True, False, 0
+            return ev
+        ev = real(sel, left / 1e9)
+        end = pc()
+        if end >= due:
+            t.arm()
+        if end < now + _ceil_ms(left):  # it ended before the tick's timeout would have
+            t.early += 1
+            if t.early >= 32:
+                t.drop = True
+        else:
+            t.early = 0
+        return ev
+
+    select.__wrapped__ = real
+    select.__doc__ = real.__doc__
+    return select
+
+
+# The waker: a thread of the probe's own (started the first time a loop
+# rests between windows) that sleeps until a resting loop's next window and
+# then puts its poll wrapper back; the loop's next poll opens the window. A
+# timer in the loop would do the same, but a loop with a timer pending
+# sleeps with a timeout, which costs the kernel more on every sleep than
+# the windows save.
+_waker = {"rest": {}, "lock": None, "ident": 0}
+
+
+def _rest(t, wake_ns, planned_ns):
+    """Rests tick t (its selector back to its own class) until wake_ns."""
+    t.resting, t.wake_at = True, planned_ns
+    _waker["rest"][t.lid] = (wake_ns, t)
+    lock = _waker["lock"]
+    if lock is None:
+        lock = _waker["lock"] = _thread.allocate_lock()
+        lock.acquire()
+        _thread.start_new_thread(_wake, (lock,))
+    else:
+        try:
+            lock.release()  # it may be asleep until a later wake
+        except RuntimeError:
+            pass
+
+
+def _wake(lock):
+    _pending.append({"kind": "thread", "ident": _get_ident(), "native_id": _native_id(), "name": "ctxlab probe waker", "daemon": True})
+    rest = _waker["rest"]
+    while _on:
+        now = _pc()
+        nxt = 0
+        for lid, (at, t) in list(rest.items()):
+            if at <= now:
+                rest.pop(lid, None)
+                if not t.stopped and _on:
+                    t.sel.__class__ = t.sub
+            elif nxt == 0 or at < nxt:
+                nxt = at
+        if nxt:
+            lock.acquire(True, (nxt - now) / 1e9)
+        else:
+            lock.acquire()
+
+
+def _driver():
+    """The tick that opens and closes the call windows: the first loop's
+    that runs."""
+    for lid in sorted(_ticks):
+        return _ticks[lid]
+    return None
+
+
+def _open_calls(now, k):
+    """Opens a call window (or keeps it open), a timed call standing for k."""
+    global _weight
+    w = _W
+    _weight = k
+    if not w["open"]:
+        w["open"], w["start"] = True, now
+        w["opened"] += 1
+        _swap(True)
+
+
+def _close_calls(now):
+    w = _W
+    if w["open"]:
+        w["open"] = False
+        w["on_ns"] += now - w["start"]
+        _swap(False)
+
+
+def _swap(on):
+    """Puts the timing wrappers in place (on) or takes them away."""
+    global _win
+    if not on:
+        _win = False
+    for owner, name, orig, wrapper in _swaps:
+        try:
+            setattr(owner, name, wrapper if on else orig)
+        except Exception:
+            pass
+    if on:
+        _win = _on
+
+
+def _selector(loop):
+    """The loop's selector if the tick can time its polls: asyncio's own
+    selector loops; None for any other (the note says so)."""
+    sel = getattr(loop, "_selector", None)
+    d = getattr(sel, "__dict__", None)
+    if sel is None or d is None or "select" in d or not callable(getattr(type(sel), "select", None)):
+        return None
+    return sel
+
+
+def _ceil_ms(ns):
+    """ns rounded up to whole milliseconds, as the selectors round an
+    epoll timeout."""
+    return -(-ns // 1_000_000) * 1_000_000
 
 
 def _loop_id(loop):
@@ -457,14 +748,25 @@ def _make_run_forever(orig):
             return orig(self)
         t = None
         try:
-            t = _Tick(self, _loop_id(self))
-        except Exception:
+            lid = _loop_id(self)
+            sel = _selector(self)
+            if sel is not None:
+                t = _Tick(self, lid, sel)
+            else:
+                _note("the lag of loop %d (%s) is not measured: it has no selector the probe can time" % (lid, type(self).__qualname__))
+        except Exception as e:
             t = None
+            _note("the lag of this loop is not measured: %s: %s" % (type(e).__name__, e))
+        if t is not None:
+            _ticks[t.lid] = t
+            if _driver() is t:  # a new first loop: calls are timed until its first look at the rates
+                _open_calls(t.t0, 1)
         try:
             return orig(self)
         finally:
             if t is not None:
                 t.stop()
+                _ticks.pop(t.lid, None)
 
     run_forever.__wrapped__ = orig
     run_forever.__doc__ = orig.__doc__
@@ -510,10 +812,14 @@ def _make_bootstrap(orig):
 
 # --- patching at import time ------------------------------------------------
 
-def _patch(owner, name, wrapper):
+def _patch(owner, name, wrapper, windowed=False):
     orig = owner.__dict__[name]
     _patched.append((owner, name, orig))
-    setattr(owner, name, wrapper(orig))
+    w = wrapper(orig)
+    if windowed:
+        _swaps.append((owner, name, orig, w))
+    if not windowed or _win:
+        setattr(owner, name, w)
 
 
 def _patch_threading(m):
@@ -524,14 +830,14 @@ def _patch_base_events(m):
     _types()  # asyncio has imported functools and contextvars by now
     L = m.BaseEventLoop
     _patch(L, "run_forever", _make_run_forever)
-    _patch(L, "call_soon_threadsafe", _make_cst)
-    _patch(L, "run_in_executor", _make_rie)
+    _patch(L, "call_soon_threadsafe", _make_cst, True)
+    _patch(L, "run_in_executor", _make_rie, True)
 
 
 def _patch_aiosqlite(m):
     C = getattr(m, "Connection", None)
     if C is not None and "_execute" in C.__dict__:
-        _patch(C, "_execute", _make_aiosqlite_execute)
+        _patch(C, "_execute", _make_aiosqlite_execute, True)
         _pending.append({"kind": "library", "name": "aiosqlite", "version": str(getattr(sys.modules.get("aiosqlite"), "__version__", ""))})
 
 
@@ -601,8 +907,8 @@ def _note(text):
 
 def _forked():
     """A forked child is not probed: the pipe is its parent's."""
-    global _fd, _on
-    _on = False
+    global _fd, _on, _win
+    _on = _win = False
     fd, _fd = _fd, -1
     if fd >= 0:
         try:
@@ -626,9 +932,9 @@ def _calibrate(n=300):
     """The wrappers' own cost per call, timed on stand-ins: the original
     replaced by a function that only runs what it is given."""
     scratch = array("q")
-    global _ext
-    saved = _ext
-    _ext = scratch.extend
+    global _ext, _win
+    saved, saved_win, saved_n = _ext, _win, _nwin[0]
+    _ext, _win = scratch.extend, True
     out = {}
     np, n0 = len(_pending), _sites.get("n", 0)
     keys = {k: set(d) for k, d in _by_kind.items()}
@@ -670,7 +976,7 @@ def _calibrate(n=300):
             call = ft.partial(cv.Context().run, noop)
         out["call_ns"] = _per_call(lambda: w2(s, None, call), lambda: plain_rie(s, None, call), n)
     finally:
-        _ext = saved
+        _ext, _win, _nwin[0] = saved, saved_win, saved_n
         del _pending[np:]  # the stand-ins' sites are not the program's
         _sites["n"] = n0
         for kind, d in _by_kind.items():
@@ -712,17 +1018,20 @@ def _threads_now():
 def _report():
     """The final frame, at exit (atexit: after the program's own handlers
     and after threading joined its threads)."""
-    global _on
+    global _on, _win
     if not _on or _fd < 0:
         return
     t = _tt()
     try:
         cal = _calibrate() if _sites.get("n") else {}
+        _win = False
         tm = os.times()
         rep = {"kind": "final", "pid": os.getpid(), "wall_ns": _pc() - _t0,
                "cpu_ns": int((tm.user + tm.system) * 1e9), "switch_interval_s": sys.getswitchinterval(),
                "gil_enabled": _gil_enabled(), "threads": _threads_now(),
                "self_ns": dict(_self), "calibration": cal, "executable": sys.executable,
+               "timing": {"budget_per_s": _budget, "polls_per_s": POLLS_PER_S, "timed": _nwin[0], "windows": _W["opened"],
+                          "window_ns": ON_NS, "open_ns": _W["on_ns"] + (_pc() - _W["start"] if _W["open"] else 0)},
                "argv": [str(a) for a in sys.argv]}
         _flush()
         _on = False
@@ -752,7 +1061,7 @@ _finder = _Finder()
 
 def start(here):
     """Starts the probe: called once by ctxlab's sitecustomize."""
-    global _fd, _on, _t0, _tick_ns, _tick_s, _ext, _free_threaded
+    global _fd, _on, _win, _t0, _tick_ns, _ext, _free_threaded, _budget
     _t0 = _pc()
     c0 = _tt()
     spec = os.environ.get("CTXLAB_PYPROBE", "")
@@ -785,9 +1094,8 @@ def start(here):
     except Exception:
         os.set_inheritable(fd, False)
     _fd = fd
-    tick_us = int(parts.get("tick_us", "5000"))
-    _tick_ns = tick_us * 1000
-    _tick_s = tick_us / 1e6
+    _tick_ns = int(parts.get("tick_us", "5000")) * 1000
+    _budget = int(parts.get("calls_per_s", str(_budget)))
     _free_threaded = "t" in getattr(sys, "abiflags", "")  # Py_GIL_DISABLED builds
     if _free_threaded:
         _ext = _ext_locked  # a build without the GIL: the buffer needs the lock
@@ -797,7 +1105,8 @@ def start(here):
         PROTOCOL, os.getpid(), v.major, v.minor, v.micro, "true" if _free_threaded else "false",
         "true" if _gil_enabled() else "false", sys.getswitchinterval(), _tick_ns, _get_ident(), _native_id())
     _write(_frame(b"J", hello.encode()))
-    _on = True
+    _on = _win = True
+    _W["start"], _W["rng"] = _pc(), (os.getpid() * 2654435761 + _t0) & 0x7FFFFFFF
     import atexit
 
     atexit.register(_report)

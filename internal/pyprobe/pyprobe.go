@@ -48,6 +48,25 @@ const childFD = 3
 // one shorter is seen when a tick falls due inside it.
 var Tick = time.Millisecond
 
+// CallsPerS is the default of Session.CallsPerS: the most wrapped calls
+// (call_soon_threadsafe, run_in_executor, to_thread, aiosqlite) a second
+// the probe times. Above it, or when a loop polls more than PollsPerS
+// times a second, the probe observes in windows of about WindowNs at
+// random gaps, and each timed call stands for the rest (probe.py): timing
+// every call of a program that makes 15 000 thread hops a second costs it
+// ~12% on the VMs measured, the windows ~1-2% (docs/pyprobe.md).
+const CallsPerS = 500
+
+// PollsPerS is probe.py's POLLS_PER_S: a loop that polls more often is
+// timed in windows.
+const PollsPerS = 4000
+
+// MaxCallsPerS bounds --python-probe-calls.
+const MaxCallsPerS = 1_000_000
+
+// WindowNs is how long a window of timed calls stays open (probe.py's ON_NS).
+const WindowNs = int64(2 * time.Millisecond)
+
 // Mode is --python-probe: auto (when the command is a CPython), on, off.
 type Mode string
 
@@ -160,6 +179,9 @@ type Session struct {
 	col    *collector
 	done   chan error
 	Reason string // why the probe is there (Recognise's word, or --python-probe on)
+	// CallsPerS is the most wrapped calls a second the probe times (0:
+	// every call; CallsPerS by default).
+	CallsPerS int
 }
 
 // ErrOff is returned by Prepare when the probe is not wanted for this
@@ -193,7 +215,7 @@ func Prepare(mode Mode, argv []string, path string) (*Session, string) {
 	if err != nil {
 		return nil, "python probe: not loaded — " + err.Error() + "; the program ran without it"
 	}
-	s.Reason = why
+	s.Reason, s.CallsPerS = why, CallsPerS
 	return s, ""
 }
 
@@ -235,7 +257,7 @@ func (s *Session) Env(environ []string) []string {
 	if had {
 		v += string(os.PathListSeparator) + pp
 	}
-	return append(out, "PYTHONPATH="+v, fmt.Sprintf("%s=%d,tick_us=%d", EnvVar, childFD, Tick.Microseconds()))
+	return append(out, "PYTHONPATH="+v, fmt.Sprintf("%s=%d,tick_us=%d,calls_per_s=%d", EnvVar, childFD, Tick.Microseconds(), s.CallsPerS))
 }
 
 // Files are the command's extra descriptors (exec.Cmd.ExtraFiles): the

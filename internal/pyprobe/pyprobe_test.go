@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -400,5 +401,18 @@ func TestCollectorRunqSegments(t *testing.T) {
 	}
 	if want := 50e6 / 100e6; l.RunqShare < want-0.01 || l.RunqShare > want+0.01 {
 		t.Errorf("runq share %.3f, want %.2f (50 ms over the ticks' 100 ms)", l.RunqShare, want)
+	}
+}
+
+// The Go side's figures of the windows are probe.py's own.
+func TestWindowConstantsMatchProbe(t *testing.T) {
+	for _, want := range []string{
+		fmt.Sprintf("\nPOLLS_PER_S = %d\n", PollsPerS),
+		fmt.Sprintf("\nON_NS = %d_%03d_%03d\n", WindowNs/1e6, WindowNs/1e3%1e3, WindowNs%1e3),
+		fmt.Sprintf("\n_budget = %d  #", CallsPerS),
+	} {
+		if !strings.Contains(probeSource, want) {
+			t.Errorf("probe.py lacks %q", want)
+		}
 	}
 }

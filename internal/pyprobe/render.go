@@ -87,9 +87,17 @@ func (r *Report) loopsText(t *text) {
 		return
 	}
 	for _, l := range r.Loops {
-		t.line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls (a sample every %s, the ticks' cadence) over %.1f s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
+		over := fmt.Sprintf("%.1f s", l.Seconds)
+		if l.ObservedShare > 0 && l.ObservedShare < 0.995 {
+			over += fmt.Sprintf(" observed (%.0f%% of the time it ran: it polled more often than the probe's budget, which times a busy loop in windows)", 100*l.ObservedShare)
+		}
+		lost := ""
+		if l.LostTicks > 0 {
+			lost = fmt.Sprintf("; %d ticks lost (slept through without the tick's timeout, lateness unknown)", l.LostTicks)
+		}
+		t.line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls (a sample every %s, the ticks' cadence) over %s%s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
 			l.Loop, termsafe.String(l.Thread), l.TID, termsafe.String(shortClass(l.Class)), ns(l.Lag.P50Ns), ns(l.Lag.P99Ns), ns(l.Lag.P999Ns), ns(l.Lag.MaxNs),
-			l.Ticks, l.Corrected, ns(l.CorrectedEveryNs), l.Seconds, 100*l.CPUShare, 100*l.LateRan, l.LateTicks)
+			l.Ticks, l.Corrected, ns(l.CorrectedEveryNs), over, lost, 100*l.CPUShare, 100*l.LateRan, l.LateTicks)
 		t.line("    the ticks as fired (uncorrected): p50 %s, p99 %s, p99.9 %s", ns(l.AsFired.P50Ns), ns(l.AsFired.P99Ns), ns(l.AsFired.P999Ns))
 	}
 	t.line("    lag: %s", r.Loops[0].ResolutionN)
@@ -98,10 +106,10 @@ func (r *Report) loopsText(t *text) {
 // hopsText: each kind of hop with its rate and distributions.
 func (r *Report) hopsText(t *text) {
 	if len(r.Hops) > 0 {
-		t.line("  hops between threads and loops (every call timed):")
+		t.line("  hops between threads and loops (%s):", r.timingText())
 	}
 	for _, h := range r.Hops {
-		rate := fmt.Sprintf("%s (%.0f/s)", calls(h.Calls), h.PerSec)
+		rate := fmt.Sprintf("%s (%.0f/s)", callsOf(h.Calls, h.Timed), h.PerSec)
 		switch {
 		case h.Hop != nil || h.Of == "call_soon_threadsafe":
 			extra := ""
@@ -138,11 +146,11 @@ func (r *Report) sitesText(t *text) {
 				}
 				from = append(from, fmt.Sprintf("%s %d", termsafe.String(f.Thread), f.Calls))
 			}
-			t.line("    call_soon_threadsafe %s: %s, %s each, from %s", name, calls(s.Calls), result.FormatNs(s.BackNs), strings.Join(from, ", "))
+			t.line("    call_soon_threadsafe %s: %s, %s each, from %s", name, callsOf(s.Calls, s.Timed), result.FormatNs(s.BackNs), strings.Join(from, ", "))
 		case "executor":
-			t.line("    executor %s: %s, %s each (the whole call)", name, calls(s.Calls), result.FormatNs(s.BackNs))
+			t.line("    executor %s: %s, %s each (the whole call)", name, callsOf(s.Calls, s.Timed), result.FormatNs(s.BackNs))
 		default:
-			t.line("    %s %s: %s; %s of hops (%s wait + %s back) for %s of work (%.1f×)", s.Of, name, calls(s.Calls),
+			t.line("    %s %s: %s; %s of hops (%s wait + %s back) for %s of work (%.1f×)", s.Of, name, callsOf(s.Calls, s.Timed),
 				result.FormatNs(s.WaitNs+s.BackNs), result.FormatNs(s.WaitNs), result.FormatNs(s.BackNs), result.FormatNs(s.WorkNs), s.HopsPerWork)
 		}
 	}
@@ -164,7 +172,7 @@ func (c *Cost) text() string {
 		over = " — over the 2% target"
 	}
 	return fmt.Sprintf("the probe's own cost: %s of CPU, %.2f%% of the process's %s (target ≤ %.0f%%)%s, %.2f%% of the %s run — estimated from its ticks and writes, timed as they ran%s; its report at exit took %s more. "+
-		"A lower bound: what its timer's wake-ups cost the kernel, and what they and its wrappers do to threads that hand work to the loop, are not in it; "+
+		"A lower bound: its wrapper of the loop's polls, what its wake-ups of a sleeping loop cost the kernel, and what its wrappers do to threads that hand work to the loop, are not in it; "+
 		"to measure the whole effect, diagnose the program with --python-probe off too and compare the two runs (docs/pyprobe.md)",
 		result.FormatNs(c.SelfNs), 100*c.CPUShare, result.FormatNs(float64(c.CPUNs)), c.TargetPct, over, 100*c.WallShare, result.FormatNs(float64(c.WallNs)), cal, result.FormatNs(c.AtExitNs))
 }
@@ -191,6 +199,35 @@ func calls[T int | int64](n T) string {
 		return "1 call"
 	}
 	return fmt.Sprintf("%d calls", n)
+}
+
+// callsOf is a count of calls of which timed were timed: "N calls" when
+// every one was, "~N calls (M timed)" when it is an estimate from windows.
+func callsOf(n, timed int64) string {
+	if timed >= n {
+		return calls(n)
+	}
+	return fmt.Sprintf("~%d calls (%d timed)", n, timed)
+}
+
+// timingText says how calls were timed: every one, or in windows.
+func (r *Report) timingText() string {
+	c := r.Cost
+	if c == nil || c.Windows == 0 {
+		if c != nil && c.BudgetPerS == 0 {
+			return "every call timed"
+		}
+		return fmt.Sprintf("every call timed: fewer than the probe's budget of %d a second", r.budget())
+	}
+	return fmt.Sprintf("timed in %d windows of about %s at random gaps, open %.1f%% of the run, as the program made more calls a second than the probe's budget of %d or a loop polled more than %d times a second: counts, rates and histograms are estimates from the %d calls timed, the counts on the low side by what timing adds to the calls it times",
+		c.Windows, ns(WindowNs), 100*c.WindowShare, c.BudgetPerS, PollsPerS, c.TimedCalls)
+}
+
+func (r *Report) budget() int64 {
+	if r.Cost != nil && r.Cost.BudgetPerS > 0 {
+		return r.Cost.BudgetPerS
+	}
+	return int64(CallsPerS)
 }
 
 // Findings are the report's sentences for a stored run: the readings,

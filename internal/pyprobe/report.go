@@ -79,6 +79,10 @@ type Loop struct {
 	// a tick (RecordCorrectedValue), which Lag holds beside the ticks.
 	Ticks     int64 `json:"ticks"`
 	Corrected int64 `json:"corrected"`
+	// LostTicks were not taken: the loop slept through them after the
+	// probe had left the tick's timeout out of sleeps that kept ending
+	// early (docs/pyprobe.md); their lateness is unknown.
+	LostTicks int64 `json:"lost_ticks,omitempty"`
 	// CorrectedEveryNs is the interval the correction assumes between
 	// samples: the ticks' own cadence (the median time from one tick to
 	// the next: the timer's period plus its typical lateness), so a stall
@@ -94,14 +98,19 @@ type Loop struct {
 	// run queue that it ran on a CPU: high when the loop ran Python
 	// through its stalls, low when it slept through them (waiting for the
 	// GIL). RunqKnown: the run-queue figures are there (schedstat).
-	Seconds     float64 `json:"seconds"`
-	CPUShare    float64 `json:"cpu_share"`
-	RunqShare   float64 `json:"runq_share"`
-	RunqKnown   bool    `json:"runq_known"`
-	LateTicks   int64   `json:"late_ticks"`
-	LateRan     float64 `json:"late_ran_share"`
-	EarlyTicks  int64   `json:"early_ticks,omitempty"`
-	ResolutionN string  `json:"resolution"`
+	Seconds float64 `json:"seconds"`
+	// ObservedShare is the share of the time the loop ran that its polls
+	// were timed: below 1 when it polled more than the probe's budget and
+	// the probe timed it in windows (docs/pyprobe.md); 0: not known (the
+	// loop did not stop before the program ended).
+	ObservedShare float64 `json:"observed_share,omitempty"`
+	CPUShare      float64 `json:"cpu_share"`
+	RunqShare     float64 `json:"runq_share"`
+	RunqKnown     bool    `json:"runq_known"`
+	LateTicks     int64   `json:"late_ticks"`
+	LateRan       float64 `json:"late_ran_share"`
+	EarlyTicks    int64   `json:"early_ticks,omitempty"`
+	ResolutionN   string  `json:"resolution"`
 }
 
 // Hops is one kind of hop (kind "py-hops"): call_soon_threadsafe, to_thread,
@@ -111,6 +120,11 @@ type Hops struct {
 	Of     string  `json:"of"`
 	Calls  int64   `json:"calls"`
 	PerSec float64 `json:"per_s"`
+	// Timed is how many calls were timed. When the probe timed calls in
+	// windows (more wrapped calls a second than its budget), each timed
+	// call stands for as many as the windows' share of the time, and
+	// Calls, PerSec and the histograms' counts are estimates from them.
+	Timed int64 `json:"timed"`
 	// SameThread: call_soon_threadsafe calls made on the loop's own thread
 	// (not a hop between threads; left out of Hop).
 	SameThread int64 `json:"same_thread,omitempty"`
@@ -131,6 +145,7 @@ type Site struct {
 	Name   string  `json:"name"`
 	Where  string  `json:"where,omitempty"`
 	Calls  int64   `json:"calls"`
+	Timed  int64   `json:"timed"` // as in Hops
 	WaitNs float64 `json:"wait_mean_ns,omitempty"`
 	WorkNs float64 `json:"work_mean_ns,omitempty"`
 	BackNs float64 `json:"back_mean_ns,omitempty"` // call_soon_threadsafe: the hop
@@ -171,6 +186,13 @@ type Cost struct {
 	Estimated  bool               `json:"estimated"`
 	TargetPct  float64            `json:"target_pct"`
 	OverTarget bool               `json:"over_target,omitempty"`
+	// BudgetPerS is the most wrapped calls a second the probe times (0:
+	// every call); TimedCalls how many it timed, in Windows windows that
+	// were open WindowShare of the run (1: every call was timed).
+	BudgetPerS  int64   `json:"budget_per_s"`
+	TimedCalls  int64   `json:"timed_calls"`
+	Windows     int64   `json:"windows"`
+	WindowShare float64 `json:"window_share"`
 }
 
 // Reading is one sentence with the numbers behind it (kind "py-reading").
@@ -266,7 +288,10 @@ func (c *collector) loopReport(l *loopAcc, names threadNames) Loop {
 	lag, added := l.fired.corrected(every)
 	lp := Loop{Kind: "py-loop", Loop: l.id, Class: l.class, Thread: name, TID: tid, TickNs: c.tickNs(), Ticks: l.ticks, Corrected: added,
 		CorrectedEveryNs: every, Lag: lag.dist(), AsFired: l.fired.dist(), Seconds: float64(l.wallNs) / 1e9, LateTicks: l.late,
-		EarlyTicks: l.negative, ResolutionN: resolutionText(c.tickNs()), RunqKnown: l.runqKnown()}
+		EarlyTicks: l.negative, ResolutionN: resolutionText(c.tickNs()), RunqKnown: l.runqKnown(), LostTicks: l.lost}
+	if l.runningNs > 0 {
+		lp.ObservedShare = min(float64(l.observedNs)/float64(l.runningNs), 1)
+	}
 	if l.wallNs > 0 {
 		lp.CPUShare = float64(l.cpuNs) / float64(l.wallNs)
 		lp.RunqShare = float64(l.runqNs) / float64(l.wallNs)
@@ -292,7 +317,7 @@ func (c *collector) hopsReport() []Hops {
 	var out []Hops
 	for _, k := range kinds {
 		a := c.kinds[k]
-		hp := Hops{Kind: "py-hops", Of: k, Calls: a.calls, SameThread: a.same, Cancelled: a.cancelled}
+		hp := Hops{Kind: "py-hops", Of: k, Calls: a.calls, Timed: a.timed, SameThread: a.same, Cancelled: a.cancelled}
 		if wall > 0 {
 			hp.PerSec = float64(a.calls) / wall
 		}
@@ -314,7 +339,7 @@ func (h *hist) distOrNil() *Dist {
 // siteReport is one call site's means per call and its calling threads,
 // most calls first.
 func siteReport(s *siteAcc, names threadNames) Site {
-	st := Site{Kind: "py-call-site", Of: s.kind, Name: s.name, Where: s.where, Calls: s.calls, Cancelled: s.cancelled, SameThread: s.same}
+	st := Site{Kind: "py-call-site", Of: s.kind, Name: s.name, Where: s.where, Calls: s.calls, Timed: s.timed, Cancelled: s.cancelled, SameThread: s.same}
 	if s.waitN > 0 {
 		st.WaitNs = s.wait / float64(s.waitN)
 	}
@@ -352,12 +377,13 @@ func resolutionText(tickNs int64) string {
 		result.FormatNs(float64(tickNs)))
 }
 
-// costOf estimates the probe's own CPU time from its final report.
+// costOf estimates the probe's own CPU time from its final report: the
+// wrappers cost what the calls they timed cost.
 func costOf(f *finalFrame, kinds map[string]*kindAcc) *Cost {
 	calls := func(names ...string) (n int64) {
 		for _, k := range names {
 			if a, ok := kinds[k]; ok {
-				n += a.calls
+				n += a.timed
 			}
 		}
 		return n
@@ -385,6 +411,13 @@ func costOf(f *finalFrame, kinds map[string]*kindAcc) *Cost {
 		c.WallShare = c.SelfNs / float64(f.WallNs)
 	}
 	c.OverTarget = 100*c.CPUShare > CostTargetPct
+	c.WindowShare = 1
+	if t := f.Timing; t != nil {
+		c.BudgetPerS, c.TimedCalls, c.Windows = t.BudgetPerS, t.Timed, t.Windows
+		if t.Windows > 0 && f.WallNs > 0 {
+			c.WindowShare = min(float64(t.OpenNs)/float64(f.WallNs), 1)
+		}
+	}
 	return c
 }
 
