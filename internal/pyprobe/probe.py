@@ -922,6 +922,15 @@ def _forked():
             setattr(owner, name, orig)
         except Exception:
             pass
+    for t in list(_ticks.values()):  # its loops' selectors as they were; no waker here
+        t.stopped = True
+        try:
+            if type(t.sel) is t.sub:
+                t.sel.__class__ = t.cls
+        except Exception:
+            pass
+    _waker["rest"].clear()
+    _waker["lock"] = None
     try:
         sys.meta_path.remove(_finder)
     except ValueError:
