@@ -65,7 +65,7 @@ def pause(t):
     resume needs to take up its windows where they were."""
     now = time.perf_counter_ns()
     left = None
-    if t.h is not None:  # a tick due: dropped
+    if t.h is not None:  # the tick's timer: put back on resume
         t.h.cancel()
         t.h = None
     if t.resting:  # between windows: the waker is not to wake it while paused
@@ -85,6 +85,7 @@ def resume(t, paused):
         return
     t.sel.__class__ = t.sub
     t.due = now + P._tick_ns
+    t.h = t.loop.call_later(P._tick_s, t.fire, context=t.ctx)
     t.win0 += now - at
     P._open_calls(now, t.k)
 

@@ -14,7 +14,7 @@ import (
 
 // The event types of an "E" frame (probe.py): recordLen int64 a record.
 const (
-	evLag  = 1 // loop, lag ns; since the previous tick: the loop thread's CPU ns, the wall ns; 1 when the tick was lost (lag ns: how late it was found)
+	evLag  = 1 // loop, lag ns; since the previous tick (or its window's opening): the loop thread's CPU ns, the wall ns; 0
 	evCST  = 2 // site, hop ns, the calling thread's ident, 1 when it was the loop's own thread, weight
 	evCall = 3 // site, wait ns, work ns, back ns (-1: not known), weight
 	evRunq = 4 // loop, the loop thread's run-queue wait ns over the wall ns since the previous evRunq (about a second)
@@ -124,9 +124,6 @@ type loopAcc struct {
 	lateRunq        int64
 	late            int64
 	negative        int64
-	// lost ticks were not taken: the loop slept through them without the
-	// tick's timeout (probe.py's _Tick); lostNs sums how late they were found.
-	lost, lostNs int64
 	// observedNs of runningNs the loop's polls were timed (the probe's
 	// windows); both 0 until the loop stopped.
 	observedNs, runningNs int64
@@ -414,10 +411,6 @@ func (c *collector) event(r [recordLen]int64) {
 	c.events++
 	switch r[0] {
 	case evLag:
-		if r[5] == 1 {
-			c.loop(r[1]).lostTick(max(r[2], 0), max(r[3], 0), max(r[4], 0))
-			return
-		}
 		c.loop(r[1]).tick(r[2], max(r[3], 0), max(r[4], 0))
 	case evRunq:
 		c.loop(r[1]).runqSegment(max(r[2], 0), max(r[3], 0))
@@ -446,15 +439,6 @@ func (l *loopAcc) tick(lag, cpu, wall int64) {
 		l.lateWl += wall
 		l.segLateWl += wall
 	}
-}
-
-// lostTick takes a tick that was not taken: its thread's CPU and wall
-// time count towards the loop's shares, its lateness is unknown.
-func (l *loopAcc) lostTick(late, cpu, wall int64) {
-	l.lost++
-	l.lostNs += late
-	l.cpuNs += cpu
-	l.wallNs += wall
 }
 
 // runqSegment takes the run-queue wait of a segment of about a second:

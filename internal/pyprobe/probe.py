@@ -10,9 +10,9 @@
 #
 # Frames on the pipe: u32 little-endian length, one type byte, the payload.
 # "J": one JSON object with a "kind". "E": int64 events, six to a record:
-#   (1, loop, lag_ns, cpu_ns, wall_ns, lost)   a tick of a loop's timer, with
-#       its thread's time on a CPU and the wall time since the last tick;
-#       lost = 1: not taken (the loop slept through it: lag_ns is how long)
+#   (1, loop, lag_ns, cpu_ns, wall_ns, 0)   a tick of a loop's timer, with
+#       its thread's time on a CPU and the wall time since the last tick (in
+#       its window: the first tick of a window counts from its opening)
 #   (4, loop, runq_ns, wall_ns, 0, 0)   the loop thread's time waiting for a
 #       CPU (schedstat) over the wall time since the last such record
 #       (about once a second, and when the loop stops)
@@ -47,6 +47,7 @@ _FLUSH_AT = 6 * 8192
 _pending = []  # JSON objects to send before the next events
 _t0 = 0
 _tick_ns = 5_000_000
+_tick_s = 0.005
 _last_flush = [0]
 _self = {"tick": 0, "flush": 0, "load": 0, "report": 0}
 _patched = []  # (owner, name, original) to undo in a forked child
@@ -70,8 +71,8 @@ _free_threaded = False
 # one timed, and 2% to have every poll wrapped (docs/pyprobe.md).
 _win = False  # the call wrappers are in place (a window is open)
 _weight = 1
-_budget = 500  # wrapped calls timed a second at most; 0: observe everything
-POLLS_PER_S = 4000
+_budget = 250  # wrapped calls timed a second at most; 0: observe everything
+POLLS_PER_S = 2000
 ON_NS = 2_000_000
 _swaps = []  # (owner, name, original, wrapper): in place in windows only
 _nwin = [0]  # wrapped calls timed so far
@@ -386,20 +387,12 @@ def _schedstat_fd():
 
 
 class _Tick:
-    """A loop's periodic timer, kept where the loop polls: while the loop
-    runs in a window (the windows, above), its selector's class is a
-    subclass whose select the probe wraps (_poller). A tick falls due
-    every tick_ns. After the poll that returns at or after that time — the
-    poll after which the loop would run a timer due then — the tick puts a
-    timer due at once in the loop's schedule, which the loop moves to its
-    ready callbacks in that same turn, after the callbacks of the events
-    the poll returned; it schedules the tick for the next turn, and the
-    tick is taken there, where a coroutine woken by the timer would
-    resume (after that turn's poll, which, beside a busy thread, lets go
-    of the GIL and waits to take it back, as the coroutine would): its
-    lateness is the loop's lag, and the next is due tick_ns from then, as
-    `await asyncio.sleep(tick)` in a loop would be. No timer of the
-    probe's is pending while the loop sleeps. Each tick also takes its
+    """A loop's periodic timer, while the loop is observed (the windows,
+    above): its lateness is the loop's lag. When it is due, the loop runs
+    it as soon as it can, and it schedules a callback; the tick is taken
+    when the loop runs that callback — where a coroutine sleeping on the
+    timer would resume — and the next is armed from then, as `await
+    asyncio.sleep(tick)` in a loop would be. Each tick also takes its
     thread's CPU time since the last (thread_time_ns, which keeps the GIL:
     a tick must not hand the GIL to a busy thread, as a read of /proc
     would); about once a second, and when the loop stops, the thread's
@@ -407,24 +400,23 @@ class _Tick:
     after the thread ran tells handlers' CPU work, one after it slept (a
     wait for the GIL) tells contention.
 
-    A sleep the tick would end is given the tick's timeout, as a timer's
-    would be. That costs a kernel timer armed and cancelled even when the
-    sleep ends early, as every sleep of a loop woken by its threads'
-    results does (on the VMs measured, ~10 us a sleep: ten times the
-    tick's own work). So once 32 such sleeps in a row ended before their
-    timeout would have, the timeout is left out ("drop"): a tick falling
-    due in such a sleep is taken exactly as with the timeout as long as
-    the sleep ends before the timeout would have ended it (epoll waits
-    whole milliseconds); when it ends later, the tick is lost (not taken:
-    its lag is unknown) and the timeout is given again."""
+    While the loop is observed, its selector's class is a subclass whose
+    select counts the loop's polls (_poller): with the timed calls, they
+    tell how busy the loop is, and so how long its windows and the gaps
+    between them are. Between windows the selector's class is its own
+    and no timer of the probe's is in the loop's schedule. (Taking the
+    tick in the wrapped poll instead of from a timer saved a timer in the
+    schedule, but read the lag beside a busy thread at 0.65-0.8 of the
+    program's own 1 ms timer: the timer in the schedule is what a sleeping
+    coroutine has, and changes when the loop wakes.)"""
 
-    __slots__ = ("loop", "lid", "sel", "cls", "sub", "due", "h", "ctx", "drop", "early", "lost",
+    __slots__ = ("loop", "lid", "sel", "cls", "sub", "due", "h", "ctx",
                  "c0", "w0", "q0", "qw0", "fd", "n", "stopped",
                  "np", "np0", "nc0", "win0", "until", "k", "resting", "wake_at", "late", "observed", "t0")
 
     def __init__(self, loop, lid, sel):
         self.loop, self.lid, self.sel = loop, lid, sel
-        self.stopped, self.n, self.h, self.drop, self.early, self.lost = False, 0, None, False, 0, False
+        self.stopped, self.n = False, 0
         # one empty context for the tick's timers: call_at does not copy
         # the program's context for each (the tick reads none)
         self.ctx = sys.modules["contextvars"].Context()
@@ -443,38 +435,34 @@ class _Tick:
         self.sub = type(cls.__name__, (cls,), {"select": _poller(self, cls.select), "__slots__": (),
                                                "__module__": cls.__module__, "__qualname__": cls.__qualname__})
         sel.__class__ = self.sub
-
-    def arm(self):
-        """The tick fell due by the end of the poll that just returned: a
-        timer due now is put in the loop's schedule, which the loop moves
-        to its ready callbacks in this very turn, after the callbacks of
-        the events the poll returned, as it would the timer of
-        `asyncio.sleep`; it leaves the schedule before the loop next
-        sleeps, so it sets no timeout."""
-        loop = self.loop
-        self.h = loop.call_at(loop.time(), self.fire, context=self.ctx)
+        self.h = loop.call_later(_tick_s, self.fire, context=self.ctx)
 
     def fire(self):
-        """The timer ran: the tick is taken in the next turn, where a
-        coroutine woken by it would resume."""
+        # The timer is due: the loop runs this as soon as it can; the tick
+        # is taken when the loop next runs a callback this one schedules —
+        # when a coroutine sleeping on the timer would resume — and the
+        # next is armed from then, as `await asyncio.sleep(tick)` in a
+        # loop would be.
         if self.stopped or not _on:
             self.h = None
             return
         self.h = self.loop.call_soon(self.woke, context=self.ctx)
 
     def woke(self):
+        now = _pc()
         self.h = None
         if self.stopped or not _on:
             return
-        self.take(_pc())
+        self.take(now)
+        if not self.resting:
+            self.h = self.loop.call_later(_tick_s, self.fire, context=self.ctx)
 
     def take(self, now):
         """Takes the tick that fell due, now."""
         self.n += 1
         timed = self.n % 16 == 0  # its own cost, timed on one tick in 16
         c = _tt()
-        lost, self.lost = self.lost, False
-        _ext((T_LAG, self.lid, now - self.due, c - self.c0, now - self.w0, 1 if lost else 0))
+        _ext((T_LAG, self.lid, now - self.due, c - self.c0, now - self.w0, 0))
         self.c0, self.w0 = c, now
         self.due = now + _tick_ns
         if now >= self.until:
@@ -526,6 +514,7 @@ class _Tick:
         self.resting = False
         self.late += (now - self.wake_at - self.late) // 4  # how late the window opens, on average
         self.c0, self.w0, self.due = _tt(), now, now + _tick_ns
+        self.h = self.loop.call_later(_tick_s, self.fire, context=self.ctx)
         self.win0, self.np0, self.nc0, self.until = now, self.np, _nwin[0], now + ON_NS
         if _driver() is self:
             _open_calls(now, self.k)
@@ -574,57 +563,20 @@ class _Tick:
 
 
 def _poller(t, real):
-    """The select of a loop's selector, for tick t (_Tick's docstring):
+    """The select of a loop's selector while it is observed, for tick t:
+    it counts the loop's polls, and the first poll of a window opens it.
     real is the selector class's own."""
-    pc = _pc
 
     def select(sel, timeout=None):
-        if not _on:
-            return real(sel, timeout)
         t.np += 1
         if t.resting:  # the first poll of a window
-            if t.stopped:
+            if t.stopped or not _on:
                 sel.__class__ = t.cls
                 return real(sel, timeout)
-            t.resume(pc())
-        if t.h is not None:  # the tick's timer is in the loop's queues: it polls as it would
-            return real(sel, timeout)
-        if timeout == 0:  # callbacks are ready: the loop polls, then runs them
-            ev = real(sel, 0)
-            if pc() >= t.due:
-                t.arm()
-            return ev
-        now = pc()
-        due = t.due
-        left = due - now
-        if left <= 0:  # due: a timer's poll would not wait
-            ev = real(sel, 0)
-            t.arm()
-            return ev
-        if timeout is not None and timeout * 1e9 <= left:  # the loop's own timeout is sooner
-            ev = real(sel, timeout)
-            if pc() >= due:
-                t.arm()
-            return ev
-        if t.drop:
-            ev = real(sel, timeout)
-            end = pc()
-            if end >= due:
-                t.arm()
-                if end >= now + _ceil_ms(left):  # the tick's timeout would have ended it sooner
-                    t.lost, t.drop, t.early = True, False, 0
-            return ev
-        ev = real(sel, left / 1e9)
-        end = pc()
-        if end >= due:
-            t.arm()
-        if end < now + _ceil_ms(left):  # it ended before the tick's timeout would have
-            t.early += 1
-            if t.early >= 32:
-                t.drop = True
-        else:
-            t.early = 0
-        return ev
+            t.resume(_pc())
+            if timeout is None or timeout > _tick_s:  # the tick's timer, just put in the schedule
+                timeout = _tick_s
+        return real(sel, timeout)
 
     select.__wrapped__ = real
     select.__doc__ = real.__doc__
@@ -724,12 +676,6 @@ def _selector(loop):
     if sel is None or d is None or "select" in d or not callable(getattr(type(sel), "select", None)):
         return None
     return sel
-
-
-def _ceil_ms(ns):
-    """ns rounded up to whole milliseconds, as the selectors round an
-    epoll timeout."""
-    return -(-ns // 1_000_000) * 1_000_000
 
 
 def _loop_id(loop):
@@ -1070,7 +1016,7 @@ _finder = _Finder()
 
 def start(here):
     """Starts the probe: called once by ctxlab's sitecustomize."""
-    global _fd, _on, _win, _t0, _tick_ns, _ext, _free_threaded, _budget
+    global _fd, _on, _win, _t0, _tick_ns, _tick_s, _ext, _free_threaded, _budget
     _t0 = _pc()
     c0 = _tt()
     spec = os.environ.get("CTXLAB_PYPROBE", "")
@@ -1104,6 +1050,7 @@ def start(here):
         os.set_inheritable(fd, False)
     _fd = fd
     _tick_ns = int(parts.get("tick_us", "5000")) * 1000
+    _tick_s = _tick_ns / 1e9
     _budget = int(parts.get("calls_per_s", str(_budget)))
     _free_threaded = "t" in getattr(sys, "abiflags", "")  # Py_GIL_DISABLED builds
     if _free_threaded:

@@ -55,11 +55,11 @@ var Tick = time.Millisecond
 // random gaps, and each timed call stands for the rest (probe.py): timing
 // every call of a program that makes 15 000 thread hops a second costs it
 // ~12% on the VMs measured, the windows ~1-2% (docs/pyprobe.md).
-const CallsPerS = 500
+const CallsPerS = 250
 
 // PollsPerS is probe.py's POLLS_PER_S: a loop that polls more often is
 // timed in windows.
-const PollsPerS = 4000
+const PollsPerS = 2000
 
 // MaxCallsPerS bounds --python-probe-calls.
 const MaxCallsPerS = 1_000_000

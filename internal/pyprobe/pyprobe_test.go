@@ -299,6 +299,15 @@ func TestReadings(t *testing.T) {
 	if kinds(r) != ReadHops || !strings.Contains(r.Readings[0].Text, "7.0× the work") || !strings.Contains(r.Readings[0].Text, "__main__.lookup (app.py:3)") {
 		t.Errorf("hops: %v", r.Readings)
 	}
+	// Timed in windows: the count is an estimate and says so; too few
+	// timed calls are not read, whatever the estimate.
+	r = base()
+	r.Sites = []Site{{Of: "to_thread", Name: "__main__.lookup", Calls: 1000, Timed: 40, WaitNs: 60e3, WorkNs: 20e3, BackNs: 80e3, HopsPerWork: 7},
+		{Of: "to_thread", Name: "__main__.rare", Calls: 1000, Timed: 5, WaitNs: 60e3, WorkNs: 20e3, BackNs: 80e3, HopsPerWork: 7}}
+	Read(r, nil)
+	if kinds(r) != ReadHops || !strings.Contains(r.Readings[0].Text, "~1000 calls (40 timed)") {
+		t.Errorf("hops in windows: %v", r.Readings)
+	}
 }
 
 func TestIdentify(t *testing.T) {

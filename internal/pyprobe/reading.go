@@ -142,7 +142,7 @@ func hopReadings(r *Report) {
 		case "aiosqlite":
 			aio = append(aio, s)
 		case "to_thread", "run_in_executor":
-			if s.Calls < MinCalls || s.WorkNs <= 0 || s.HopsPerWork < 1 {
+			if s.timed() < MinCalls || s.WorkNs <= 0 || s.HopsPerWork < 1 {
 				continue
 			}
 			via := "asyncio.to_thread"
@@ -150,19 +150,20 @@ func hopReadings(r *Report) {
 				via = "loop.run_in_executor"
 			}
 			r.add("call site "+s.Name, ReadHops, fmt.Sprintf(
-				"a thread-backed wrapper over a fast operation: the hops cost %.1f× the work — %s%s through %s: %d calls, %s of work each and %s of hops (%s from the call until the worker starts it, %s from its end until the awaiting coroutine resumes); call it directly, or hand the thread a batch of them at a time",
-				s.HopsPerWork, s.Name, where(s.Where), via, s.Calls, result.FormatNs(s.WorkNs), result.FormatNs(s.WaitNs+s.BackNs),
+				"a thread-backed wrapper over a fast operation: the hops cost %.1f× the work — %s%s through %s: %s, %s of work each and %s of hops (%s from the call until the worker starts it, %s from its end until the awaiting coroutine resumes); call it directly, or hand the thread a batch of them at a time",
+				s.HopsPerWork, s.Name, where(s.Where), via, callsOf(s.Calls, s.timed()), result.FormatNs(s.WorkNs), result.FormatNs(s.WaitNs+s.BackNs),
 				result.FormatNs(s.WaitNs), result.FormatNs(s.BackNs)))
 		}
 	}
 	if len(aio) == 0 {
 		return
 	}
-	var calls, queries int64
+	var calls, timed, queries int64
 	var wait, work, back float64
 	var parts []string
 	for _, s := range aio {
 		calls += s.Calls
+		timed += s.timed()
 		n := float64(s.Calls - s.Cancelled)
 		wait += s.WaitNs * n
 		work += s.WorkNs * n
@@ -172,8 +173,12 @@ func hopReadings(r *Report) {
 		}
 		parts = append(parts, fmt.Sprintf("%s %d", shortName(s.Name), s.Calls))
 	}
-	if calls < MinCalls || work <= 0 {
+	if timed < MinCalls || work <= 0 {
 		return
+	}
+	est := "" // counts estimated from the probe's windows
+	if timed < calls {
+		est = "~"
 	}
 	var cst int64
 	for _, s := range r.Sites {
@@ -185,14 +190,28 @@ func hopReadings(r *Report) {
 	n := float64(calls)
 	perQuery := ""
 	if queries > 0 {
-		perQuery = fmt.Sprintf("; %.1f thread-to-loop hops (call_soon_threadsafe from its thread) per query (%d hops, %d execute calls)", float64(cst)/float64(queries), cst, queries)
+		perQuery = fmt.Sprintf("; %.1f thread-to-loop hops (call_soon_threadsafe from its thread) per query (%s%d hops, %s%d execute calls)", float64(cst)/float64(queries), est, cst, est, queries)
 	}
-	text := fmt.Sprintf("aiosqlite: %d calls to its thread (%s), %s of work each and %s of hops (%s until its thread starts the call, %s back until the awaiting coroutine resumes)%s",
-		calls, strings.Join(parts, ", "), result.FormatNs(work/n), result.FormatNs((wait+back)/n), result.FormatNs(wait/n), result.FormatNs(back/n), perQuery)
+	if est != "" {
+		est = fmt.Sprintf("~%d calls (%d timed)", calls, timed)
+	} else {
+		est = fmt.Sprintf("%d calls", calls)
+	}
+	text := fmt.Sprintf("aiosqlite: %s to its thread (%s), %s of work each and %s of hops (%s until its thread starts the call, %s back until the awaiting coroutine resumes)%s",
+		est, strings.Join(parts, ", "), result.FormatNs(work/n), result.FormatNs((wait+back)/n), result.FormatNs(wait/n), result.FormatNs(back/n), perQuery)
 	if ratio >= 1 {
 		text = fmt.Sprintf("a thread-backed wrapper over a fast operation: the hops cost %.1f× the work — ", ratio) + text
 		r.add("aiosqlite", ReadHops, text)
 	}
+}
+
+// timed is how many of the site's calls were timed: all of them in a
+// record without the count.
+func (s Site) timed() int64 {
+	if s.Timed <= 0 {
+		return s.Calls
+	}
+	return s.Timed
 }
 
 // runqNote says when the loop's thread also waited for a CPU a good part

@@ -91,13 +91,9 @@ func (r *Report) loopsText(t *text) {
 		if l.ObservedShare > 0 && l.ObservedShare < 0.995 {
 			over += fmt.Sprintf(" observed (%.0f%% of the time it ran: it polled more often than the probe's budget, which times a busy loop in windows)", 100*l.ObservedShare)
 		}
-		lost := ""
-		if l.LostTicks > 0 {
-			lost = fmt.Sprintf("; %d ticks lost (slept through without the tick's timeout, lateness unknown)", l.LostTicks)
-		}
-		t.line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls (a sample every %s, the ticks' cadence) over %s%s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
+		t.line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls (a sample every %s, the ticks' cadence) over %s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
 			l.Loop, termsafe.String(l.Thread), l.TID, termsafe.String(shortClass(l.Class)), ns(l.Lag.P50Ns), ns(l.Lag.P99Ns), ns(l.Lag.P999Ns), ns(l.Lag.MaxNs),
-			l.Ticks, l.Corrected, ns(l.CorrectedEveryNs), over, lost, 100*l.CPUShare, 100*l.LateRan, l.LateTicks)
+			l.Ticks, l.Corrected, ns(l.CorrectedEveryNs), over, 100*l.CPUShare, 100*l.LateRan, l.LateTicks)
 		t.line("    the ticks as fired (uncorrected): p50 %s, p99 %s, p99.9 %s", ns(l.AsFired.P50Ns), ns(l.AsFired.P99Ns), ns(l.AsFired.P999Ns))
 	}
 	t.line("    lag: %s", r.Loops[0].ResolutionN)
@@ -172,7 +168,7 @@ func (c *Cost) text() string {
 		over = " — over the 2% target"
 	}
 	return fmt.Sprintf("the probe's own cost: %s of CPU, %.2f%% of the process's %s (target ≤ %.0f%%)%s, %.2f%% of the %s run — estimated from its ticks and writes, timed as they ran%s; its report at exit took %s more. "+
-		"A lower bound: its wrapper of the loop's polls, what its wake-ups of a sleeping loop cost the kernel, and what its wrappers do to threads that hand work to the loop, are not in it; "+
+		"A lower bound: its wrapper of the loop's polls, what its timer's wake-ups of a sleeping loop cost the kernel, and what its wrappers do to threads that hand work to the loop, are not in it; "+
 		"to measure the whole effect, diagnose the program with --python-probe off too and compare the two runs (docs/pyprobe.md)",
 		result.FormatNs(c.SelfNs), 100*c.CPUShare, result.FormatNs(float64(c.CPUNs)), c.TargetPct, over, 100*c.WallShare, result.FormatNs(float64(c.WallNs)), cal, result.FormatNs(c.AtExitNs))
 }

@@ -79,10 +79,6 @@ type Loop struct {
 	// a tick (RecordCorrectedValue), which Lag holds beside the ticks.
 	Ticks     int64 `json:"ticks"`
 	Corrected int64 `json:"corrected"`
-	// LostTicks were not taken: the loop slept through them after the
-	// probe had left the tick's timeout out of sleeps that kept ending
-	// early (docs/pyprobe.md); their lateness is unknown.
-	LostTicks int64 `json:"lost_ticks,omitempty"`
 	// CorrectedEveryNs is the interval the correction assumes between
 	// samples: the ticks' own cadence (the median time from one tick to
 	// the next: the timer's period plus its typical lateness), so a stall
@@ -288,7 +284,7 @@ func (c *collector) loopReport(l *loopAcc, names threadNames) Loop {
 	lag, added := l.fired.corrected(every)
 	lp := Loop{Kind: "py-loop", Loop: l.id, Class: l.class, Thread: name, TID: tid, TickNs: c.tickNs(), Ticks: l.ticks, Corrected: added,
 		CorrectedEveryNs: every, Lag: lag.dist(), AsFired: l.fired.dist(), Seconds: float64(l.wallNs) / 1e9, LateTicks: l.late,
-		EarlyTicks: l.negative, ResolutionN: resolutionText(c.tickNs()), RunqKnown: l.runqKnown(), LostTicks: l.lost}
+		EarlyTicks: l.negative, ResolutionN: resolutionText(c.tickNs()), RunqKnown: l.runqKnown()}
 	if l.runningNs > 0 {
 		lp.ObservedShare = min(float64(l.observedNs)/float64(l.runningNs), 1)
 	}
