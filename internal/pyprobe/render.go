@@ -87,7 +87,7 @@ func (r *Report) loopsText(t *text) {
 		return
 	}
 	for _, l := range r.Loops {
-		over := fmt.Sprintf("%.1f s", l.Seconds)
+		over := result.FormatNs(l.Seconds * 1e9)
 		if l.ObservedShare > 0 && l.ObservedShare < 0.995 {
 			over += fmt.Sprintf(" observed (%.0f%% of the time it ran: it polled more often than the probe's budget, which times a busy loop in windows)", 100*l.ObservedShare)
 		}
@@ -215,7 +215,7 @@ func (r *Report) timingText() string {
 		}
 		return fmt.Sprintf("every call timed: fewer than the probe's budget of %d a second", r.budget())
 	}
-	return fmt.Sprintf("timed in %d windows of about %s at random gaps, open %.1f%% of the run, as the program made more calls a second than the probe's budget of %d or a loop polled more than %d times a second: counts, rates and histograms are estimates from the %d calls timed, the counts on the low side by what timing adds to the calls it times",
+	return fmt.Sprintf("timed in %d windows of about %s at random gaps, open %.1f%% of the run, as the program made more calls a second than the probe's budget of %d or a loop polled more than %d times a second: counts, rates and histograms are estimates from the %d calls timed, the counts within about a quarter in the runs measured, mostly low, as timing slows the calls it times",
 		c.Windows, ns(WindowNs), 100*c.WindowShare, c.BudgetPerS, PollsPerS, c.TimedCalls)
 }
 
