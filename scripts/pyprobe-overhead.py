@@ -1,7 +1,7 @@
 """The CPython probe's whole cost on a hop-bound program, measured inside one
 interpreter (docs/pyprobe.md):
 
-    ctxlab diagnose --no-store --python-probe on -- \
+    ctxlab diagnose --python-probe on -- \
         python3 scripts/pyprobe-overhead.py [--blocks 400] [--calls 100]
 
 sqlite3 lookups through asyncio.to_thread, one at a time, exactly as

@@ -212,7 +212,7 @@ func TestPyProbeWindows(t *testing.T) {
 	}
 	waker := false
 	for _, th := range recs["py-thread"] {
-		waker = waker || th["name"] == "ctxlab probe waker"
+		waker = waker || th["name"] == "pyprobe-waker"
 	}
 	if !waker {
 		t.Errorf("the probe's waker thread is not named among the threads: %v", recs["py-thread"])
@@ -388,4 +388,16 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// --python-probe-calls out of its range: exit 2 naming the value and the
+// range, before anything runs.
+func TestPyProbeCallsRange(t *testing.T) {
+	for _, v := range []string{"-1", "1000001"} {
+		var out, errb syncBuf
+		code := Main([]string{"diagnose", "--no-store", "--python-probe-calls", v, "--", "sh", "-c", "echo ran"}, &out, &errb)
+		if code != 2 || !strings.Contains(errb.String(), "--python-probe-calls "+v) || !strings.Contains(errb.String(), "0..1000000") || strings.Contains(out.String(), "ran") {
+			t.Errorf("--python-probe-calls %s: exit %d, stderr %q, stdout %q", v, code, errb.String(), out.String())
+		}
+	}
 }

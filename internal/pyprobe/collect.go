@@ -319,25 +319,8 @@ func (c *collector) object(b []byte) error {
 		err = json.Unmarshal(b, &s)
 		a := c.site(s.Site)
 		a.kind, a.name, a.where = s.Kind, s.Name, s.Where
-	case "loop":
-		var l struct {
-			Loop  int64  `json:"loop"`
-			Ident int64  `json:"ident"`
-			Class string `json:"class"`
-		}
-		err = json.Unmarshal(b, &l)
-		a := c.loop(l.Loop)
-		a.ident, a.class = l.Ident, l.Class
-	case "loop-end":
-		var l struct {
-			Loop       int64 `json:"loop"`
-			ObservedNs int64 `json:"observed_ns"`
-			RunningNs  int64 `json:"running_ns"`
-		}
-		err = json.Unmarshal(b, &l)
-		a := c.loop(l.Loop)
-		a.observedNs += max(l.ObservedNs, 0)
-		a.runningNs += max(l.RunningNs, 0)
+	case "loop", "loop-end":
+		err = c.loopObject(k.Kind == "loop-end", b)
 	case "library":
 		var l Library
 		err = json.Unmarshal(b, &l)
@@ -353,6 +336,29 @@ func (c *collector) object(b []byte) error {
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", errFrame, k.Kind, err)
+	}
+	return nil
+}
+
+// loopObject takes a loop's JSON object: its start (its thread and class)
+// or its end (how long it ran, and how much of that it was observed).
+func (c *collector) loopObject(end bool, b []byte) error {
+	var l struct {
+		Loop       int64  `json:"loop"`
+		Ident      int64  `json:"ident"`
+		Class      string `json:"class"`
+		ObservedNs int64  `json:"observed_ns"`
+		RunningNs  int64  `json:"running_ns"`
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return err
+	}
+	a := c.loop(l.Loop)
+	if end {
+		a.observedNs += max(l.ObservedNs, 0)
+		a.runningNs += max(l.RunningNs, 0)
+	} else {
+		a.ident, a.class = l.Ident, l.Class
 	}
 	return nil
 }

@@ -609,7 +609,7 @@ def _rest(t, wake_ns, planned_ns):
 
 
 def _wake(lock):
-    _pending.append({"kind": "thread", "ident": _get_ident(), "native_id": _native_id(), "name": "ctxlab probe waker", "daemon": True})
+    _pending.append({"kind": "thread", "ident": _get_ident(), "native_id": _native_id(), "name": "pyprobe-waker", "daemon": True})
     rest = _waker["rest"]
     while _on:
         now = _pc()
