@@ -2,12 +2,14 @@
 interpreter (docs/pyprobe.md):
 
     ctxlab diagnose --python-probe on -- \
-        python3 scripts/pyprobe-overhead.py [--blocks 400] [--calls 100]
+        python3 scripts/pyprobe-overhead.py [--blocks 200] [--calls 300] [--workload echo [--busy]] [--null]
 
 sqlite3 lookups through asyncio.to_thread, one at a time, exactly as
-internal/pyprobe/testdata/tothread.py makes them, in blocks of --calls; each
+internal/pyprobe/testdata/tothread.py makes them (its table and lookup,
+copied: that program runs as it is imported), in blocks of --calls; each
 pair of blocks runs one with the probe switched off (its poll wrapper taken
-off the loop's selector, its call wrappers put back to the originals) and one
+off the loop's selector, its tick's timer cancelled, its call wrappers put
+back to the originals) and one
 with it on, in a random order. Between processes this VM's speed swings 2×
 from one second to the next, so a whole-run A/B of a few percent needs
 hundreds of runs; blocks of a few milliseconds side by side see the same

@@ -193,7 +193,10 @@ func TestPyProbeWindows(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	calls, timed := toThreadCalls(recs)
-	if timed <= 0 || timed >= n || calls < 0.6*n || calls > 1.4*n {
+	t.Logf("to_thread: ~%v calls estimated from %v timed, %d made", calls, timed, n)
+	// A loose band: a 1 s run holds a few dozen windows (0.68-1.09 of the
+	// calls made in 8 runs); a lost weight would read ~0.05.
+	if timed <= 0 || timed >= n || calls < 0.4*n || calls > 1.6*n {
 		t.Errorf("to_thread: ~%v calls estimated from %v timed, want %d made, timed in windows", calls, timed, n)
 	}
 	if _, ok := hasReading(recs, "hops-over-work"); !ok {

@@ -57,18 +57,16 @@ _ticks = {}  # loop id -> its _Tick while it runs
 _free_threaded = False
 
 # The probe observes in windows: while one is open, each running loop's
-# polls are wrapped (its lag is timed) and so are the calls it times;
-# between windows everything is as without the probe, and a timer of the
-# loop's opens the next. A loop that polls fewer than POLLS_PER_S times a
-# second and a program that makes fewer wrapped calls a second than the
-# budget are observed all the time. Above either, a window stays open for
-# ON_NS (until its next tick) and the gap after it is k - 1 times as long
-# on average, at random, k being what brings both rates within their
-# budgets; a call timed in a window stands for `_weight` (k) calls. Each
-# wrapped poll costs a fraction of a microsecond and each timed call a few
-# (several times more in a running program than on its own): a loop
-# answering 15 000 thread hops a second would pay about 12% to have every
-# one timed, and 2% to have every poll wrapped (docs/pyprobe.md).
+# lag is timed (its tick, _Tick) and its polls counted, and the calls it
+# times are timed; between windows everything is as without the probe, and
+# the probe's waker thread opens the next (_rest). A loop that polls fewer
+# than POLLS_PER_S times a second and a program that makes fewer wrapped
+# calls a second than the budget are observed all the time. Above either,
+# a window stays open for ON_NS (until its next tick) and the gap after it
+# is k - 1 times as long on average, at random, k being what brings both
+# rates within their budgets; a call timed in a window stands for `_weight`
+# (k) calls. Observing every poll and call cost a hop-bound program 13-16%
+# on the VMs measured, the windows 0-2% (docs/pyprobe.md).
 _win = False  # the call wrappers are in place (a window is open)
 _weight = 1
 _budget = 250  # wrapped calls timed a second at most; 0: observe everything
@@ -589,7 +587,7 @@ def _poller(t, real):
 # timer in the loop would do the same, but a loop with a timer pending
 # sleeps with a timeout, which costs the kernel more on every sleep than
 # the windows save.
-_waker = {"rest": {}, "lock": None, "ident": 0}
+_waker = {"rest": {}, "lock": None}
 
 
 def _rest(t, wake_ns, planned_ns):
@@ -669,8 +667,9 @@ def _swap(on):
 
 
 def _selector(loop):
-    """The loop's selector if the tick can time its polls: asyncio's own
-    selector loops; None for any other (the note says so)."""
+    """The loop's selector if the probe can count its polls (asyncio's own
+    selector loops, whose select the program did not replace); None for
+    any other (the note says so)."""
     sel = getattr(loop, "_selector", None)
     d = getattr(sel, "__dict__", None)
     if sel is None or d is None or "select" in d or not callable(getattr(type(sel), "select", None)):

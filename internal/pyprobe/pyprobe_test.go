@@ -425,3 +425,15 @@ func TestWindowConstantsMatchProbe(t *testing.T) {
 		}
 	}
 }
+
+// The cost line says when the program was observed in windows, and only then.
+func TestCostTextWindows(t *testing.T) {
+	c := &Cost{SelfNs: 1e6, CPUNs: 1e9, WallNs: 1e9, CPUShare: 0.001, WallShare: 0.001, TargetPct: CostTargetPct, Windows: 12, WindowShare: 0.05}
+	if got := c.text(); !strings.Contains(got, "in 12 windows, 5.0% of the run") {
+		t.Errorf("windows not said: %s", got)
+	}
+	c.Windows, c.WindowShare = 0, 1
+	if got := c.text(); strings.Contains(got, "windows") {
+		t.Errorf("windows said of a run without them: %s", got)
+	}
+}

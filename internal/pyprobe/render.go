@@ -89,7 +89,7 @@ func (r *Report) loopsText(t *text) {
 	for _, l := range r.Loops {
 		over := result.FormatNs(l.Seconds * 1e9)
 		if l.ObservedShare > 0 && l.ObservedShare < 0.995 {
-			over += fmt.Sprintf(" observed (%.0f%% of the time it ran: it polled more often than the probe's budget, which times a busy loop in windows)", 100*l.ObservedShare)
+			over += fmt.Sprintf(" observed (%.0f%% of the time it ran: the program was busier than the probe's budgets, and it was observed in windows)", 100*l.ObservedShare)
 		}
 		t.line("  loop %d (%s, TID %d, %s): lag p50 %s, p99 %s, p99.9 %s, max %s — %d ticks + %d corrected for stalls (a sample every %s, the ticks' cadence) over %s; its thread on a CPU %.0f%% of the time (it ran %.0f%% of the time it was not waiting for a CPU before its %d late ticks)",
 			l.Loop, termsafe.String(l.Thread), l.TID, termsafe.String(shortClass(l.Class)), ns(l.Lag.P50Ns), ns(l.Lag.P99Ns), ns(l.Lag.P999Ns), ns(l.Lag.MaxNs),
@@ -167,6 +167,9 @@ func (c *Cost) text() string {
 	if c.OverTarget {
 		over = " — over the 2% target"
 	}
+	if c.Windows > 0 {
+		cal += fmt.Sprintf("; it observed the program in %d windows, %.1f%% of the run (a busy program: its counts are estimates)", c.Windows, 100*c.WindowShare)
+	}
 	return fmt.Sprintf("the probe's own cost: %s of CPU, %.2f%% of the process's %s (target ≤ %.0f%%)%s, %.2f%% of the %s run — estimated from its ticks and writes, timed as they ran%s; its report at exit took %s more. "+
 		"A lower bound: its wrapper of the loop's polls, what its timer's wake-ups of a sleeping loop cost the kernel, and what its wrappers do to threads that hand work to the loop, are not in it; "+
 		"to measure the whole effect, diagnose the program with --python-probe off too and compare the two runs (docs/pyprobe.md)",
@@ -215,7 +218,7 @@ func (r *Report) timingText() string {
 		}
 		return fmt.Sprintf("every call timed: fewer than the probe's budget of %d a second", r.budget())
 	}
-	return fmt.Sprintf("timed in %d windows of about %s at random gaps, open %.1f%% of the run, as the program made more calls a second than the probe's budget of %d or a loop polled more than %d times a second: counts, rates and histograms are estimates from the %d calls timed, the counts within about a quarter in the runs measured, mostly low, as timing slows the calls it times",
+	return fmt.Sprintf("timed in %d windows of about %s at random gaps, open %.1f%% of the run, as the program made more calls a second than the probe's budget of %d or a loop polled more than %d times a second: counts, rates and histograms are estimates from the %d calls timed, the counts within about a third in the runs measured, mostly low, as timing slows the calls it times",
 		c.Windows, ns(WindowNs), 100*c.WindowShare, c.BudgetPerS, PollsPerS, c.TimedCalls)
 }
 
