@@ -152,7 +152,7 @@ func concurrencyArms(p exp.Params) ([]exp.Arm, error) {
 					}
 					if op == userOpName {
 						a.Quick, a.Op = true, user.Op()
-						userParams(params, user)
+						userParams(params, user, sqlop.ConnApp)
 					} else {
 						a.Unsupported = sqlop.Unsupported(op)
 					}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
 )
 
 // CPython's twin of the concurrency table (the seeds' compare(op_async,
@@ -36,7 +37,7 @@ func concurrencyPyPlan(p exp.Params) []pyArm {
 	if user, err := userOp(p); err == nil && user != nil {
 		for _, w := range concPyWays {
 			for _, c := range levels {
-				for _, pa := range userPyArms(user, w.bench, []string{w.how}, func(string) exp.ArmKey {
+				for _, pa := range userPyArms(user, sqlop.ConnApp, w.bench, []string{w.how}, func(string) exp.ArmKey {
 					return concPyKey(w.sub, userOpName, w.way, c)
 				}) {
 					pa.sub, pa.mech, pa.full = w.sub, w.way, w.way == "run_in_executor"

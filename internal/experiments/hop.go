@@ -22,7 +22,7 @@ func init() {
 		Verdict:    hopVerdict,
 		Summary:    "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
 		Op:         "call",
-		OpLabels:   []exp.OpLabel{{Label: "op", Has: "user"}, {Label: "op", Has: "py-call"}, {Label: "query", Has: "pytask"}, {Label: "call"}},
+		OpLabels:   []exp.OpLabel{{Label: "op", Has: "user"}, {Label: "op", Has: "user-immutable"}, {Label: "op", Has: "py-call"}, {Label: "query", Has: "pytask"}, {Label: "call"}},
 		Doc: `One op is one call of a fast local operation: a SQLite lookup by
 primary key (select v from t where id = ?, 1 000 rows, a fresh query per
 call) in a database file in a temp dir (-file) or in :memory: (-memory),
@@ -118,6 +118,7 @@ func hopArms(p exp.Params) ([]exp.Arm, error) {
 		for _, way := range []string{"direct", "goroutine", "thread", "thread-2hop"} {
 			each(userOpName, way, !more)
 		}
+		each(userImmutableOpName, "direct", !more) // what no locks and change checks would save
 	}
 	for _, op := range hopOps {
 		for _, way := range hopWays {
@@ -166,9 +167,9 @@ func (pl *hopPlan) add(op, way string, g int, gname string) {
 		Params: params, GOMAXPROCS: g, Placement: pl.unp.Name, CPUs: pl.unp.Process,
 		Quick: quickHop.has(hopKeyOf(op, way, gname)),
 	}
-	if op == userOpName {
-		cfg.user, a.Quick, a.Op = pl.user, true, pl.user.Op()
-		userParams(params, pl.user)
+	if op == userOpName || op == userImmutableOpName {
+		cfg.user, a.Quick, a.Op = pl.user, true, userOpText(pl.user, userConn(op))
+		userParams(params, pl.user, userConn(op))
 	} else {
 		a.Unsupported = sqlop.Unsupported(op)
 	}

@@ -321,7 +321,9 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 // (up to two): what a thread hop adds, the figures it comes from, and a
 // note of the goroutine hop and two thread hops.
 func hopGoVerdict(v *exp.VerdictRun) (lines, notes []string) {
-	threads := v.Where("hop", func(a result.Arm) bool { return a.Params["way"] == "thread" && a.Params["op"] != userOpName })
+	threads := v.Where("hop", func(a result.Arm) bool {
+		return a.Params["way"] == "thread" && a.Params["op"] != userOpName && a.Params["op"] != userImmutableOpName
+	})
 	if len(threads) == 0 {
 		lines = append(lines, "  Go: not measured (run hop)")
 	}
@@ -410,6 +412,8 @@ func hopOpWords(op string) string {
 		return "a bare cgo call"
 	case op == userOpName:
 		return "your query"
+	case op == userImmutableOpName:
+		return "your query, immutable connection"
 	case words == "":
 		return op
 	}

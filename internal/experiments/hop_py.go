@@ -6,6 +6,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
 )
 
 // hop's CPython arms: the seed's sqlite3 lookup from asyncio, direct and
@@ -36,6 +37,12 @@ func hopPyUserKey(how string) exp.ArmKey {
 	return exp.Key("hop", exp.Seg("pytask"), exp.Seg(userOpName), exp.Seg(how))
 }
 
+// hopPyUserImmutableKey is the user's query on an immutable connection:
+// hop/pytask/user-immutable/HOW (direct only).
+func hopPyUserImmutableKey(how string) exp.ArmKey {
+	return exp.Key("hop", exp.Seg("pytask"), exp.Seg(userImmutableOpName), exp.Seg(how))
+}
+
 func hopPyCallKey(how string) exp.ArmKey {
 	return exp.Key("hop", exp.Seg("pytask"), exp.Seg("py-call"), exp.Seg(how))
 }
@@ -47,7 +54,8 @@ func hopPyPlan(p exp.Params) []pyArm {
 	var out []pyArm
 	// The user's query first (hopArms has refused a bad one already).
 	if user, err := userOp(p); err == nil && user != nil {
-		out = append(out, userPyArms(user, "hop", hopPyWays, hopPyUserKey)...)
+		out = append(out, userPyArms(user, sqlop.ConnApp, "hop", hopPyWays, hopPyUserKey)...)
+		out = append(out, userPyArms(user, sqlop.ConnImmutable, "hop", []string{"direct"}, hopPyUserImmutableKey)...)
 	}
 	if call, err := userPyCall(p); err == nil && call != nil {
 		out = append(out, pyCallArms(call, "pycall", []string{"direct", "to_thread", "executor", "two-hop"},

@@ -20,8 +20,11 @@ import (
 
 // hopSource is the operation an arm opens: the user's, or a built-in one.
 func hopSource(op string, u *sqlop.UserOp) (*sqlop.Source, error) {
-	if op == userOpName {
-		return sqlop.NewUserSource(u), nil
+	switch op {
+	case userOpName:
+		return sqlop.NewUserSource(u, sqlop.ConnApp), nil
+	case userImmutableOpName:
+		return sqlop.NewUserSource(u, sqlop.ConnImmutable), nil
 	}
 	src, err := sqlop.NewSource(op)
 	if err != nil && errors.Is(err, sqlop.ErrUnsupported) {

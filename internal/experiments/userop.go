@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,15 +25,29 @@ import (
 // --set args=range:1..1000), measured every way the built-in lookup is,
 // beside it. It is checked when the arms are built, before anything runs.
 
-// userOpName is the op (the middle of the arm name) of the user's query.
-const userOpName = "user"
+// userOpName is the op (the middle of the arm name) of the user's query on
+// the connection an application makes; userImmutableOpName the same query
+// on an immutable connection, measured directly only: what skipping the
+// locks and change checks would save.
+const (
+	userOpName          = "user"
+	userImmutableOpName = "user-immutable"
+)
+
+// userConn is the connection an op of the user's query is measured on.
+func userConn(op string) sqlop.Conn {
+	if op == userImmutableOpName {
+		return sqlop.ConnImmutable
+	}
+	return sqlop.ConnApp
+}
 
 func init() {
 	applies := func(a exp.Arm) bool {
 		e := exp.ExperimentOf(a.Name)
 		return e == "hop" || e == "concurrency"
 	}
-	for _, o := range []exp.Declared{userDBOpt, userQueryOpt, userPyCallOpt, userPyPathOpt, userArgsOpt} {
+	for _, o := range []exp.Declared{userDBOpt, userQueryOpt, userPyCallOpt, userPyPathOpt, userArgsOpt, userShmOpt} {
 		exp.RegisterArmOption(o, applies)
 	}
 }
@@ -41,7 +56,14 @@ func init() {
 // go together (db with query, py-path with py-call) and what the file
 // and query are is checked when the arms are built (userOp, userPyCall).
 var (
-	userDBOpt     = exp.StringOption("db", "hop, concurrency: your SQLite database file, opened read-only (never written); with query and args")
+	userDBOpt  = exp.StringOption("db", "hop, concurrency: your SQLite database file, opened as an application opens it but read-only (never written); with query and args")
+	userShmOpt = &exp.Option[string]{Key: "db-shm", Doc: "hop, concurrency: a WAL database's -wal and -shm: read-only (default: both must exist, nothing beside db is written) or write (SQLite may create and update them, as every application's connection does)",
+		Parse: func(v string) (string, error) {
+			if !slices.Contains(sqlop.ShmModes, v) {
+				return "", fmt.Errorf("--set db-shm=%s: want one of %s", v, strings.Join(sqlop.ShmModes, ", "))
+			}
+			return v, nil
+		}}
 	userQueryOpt  = exp.StringOption("query", "hop, concurrency: your read-only query (SELECT or WITH) with one ? per call, run on db")
 	userPyCallOpt = &exp.Option[string]{Key: "py-call", Doc: "hop, concurrency: your Python function module:function, called with no arguments or with each of args",
 		Parse: func(fn string) (string, error) {
@@ -78,12 +100,16 @@ func userOp(p exp.Params) (*sqlop.UserOp, error) {
 	db, dbOK := userDBOpt.Get(p)
 	q, qOK := userQueryOpt.Get(p)
 	a, aOK := p.Options.Text(userArgsOpt.Key) // CheckUser reads them with the query
+	shm, shmOK := userShmOpt.Get(p)
 	if !dbOK && !qOK {
+		if shmOK {
+			return nil, fmt.Errorf("--set db-shm=%s needs --set db=PATH and query", shm)
+		}
 		if _, call := userPyCallOpt.Get(p); call || !aOK {
 			return nil, nil // args alone are py-call's
 		}
 	}
-	return sqlop.CheckUser(db, q, a)
+	return sqlop.CheckUser(db, q, a, shm)
 }
 
 // userOps reads both of the user's operations, the query and the
@@ -97,29 +123,31 @@ func userOps(p exp.Params) (*sqlop.UserOp, *pyCall, error) {
 	return u, c, err
 }
 
-// userParams marks an arm's params as the user's query: query=user, the
-// file's base name and size, and how many arguments it cycles through.
-func userParams(params map[string]string, u *sqlop.UserOp) {
+// userParams marks an arm's params as the user's query on connection c:
+// query=user, conn (app or immutable), the file's base name and size, and
+// how many arguments it cycles through.
+func userParams(params map[string]string, u *sqlop.UserOp, c sqlop.Conn) {
 	params["query"] = "user"
+	params["conn"] = c.Name()
 	params["db-file"] = u.Base()
 	params["db-bytes"] = strconv.FormatInt(u.Size, 10)
 	params["args"] = strconv.Itoa(len(u.Args))
 }
 
-// userPyArms are the CPython arms of the user's query for bench: one per
-// way (how), named by name(how). The driver gets the file's URI (Go's, the one
-// Go opens), the query
-// and the arguments (as JSON); the stored params say only query=user, the
-// file's name and size. A query without parameters has no CPython arms
-// that run: the driver binds one argument per call.
-func userPyArms(u *sqlop.UserOp, bench string, hows []string, name func(string) exp.ArmKey) []pyArm {
+// userPyArms are the CPython arms of the user's query on connection c for
+// bench: one per way (how), named by name(how). The driver gets the file's
+// URI (the one Go opens for c), the query and the arguments (as JSON); the
+// stored params say only query=user, the connection, the file's name and
+// size. A query without parameters has no CPython arms that run: the
+// driver binds one argument per call.
+func userPyArms(u *sqlop.UserOp, c sqlop.Conn, bench string, hows []string, name func(string) exp.ArmKey) []pyArm {
 	args, _ := json.Marshal(u.Args)
 	var out []pyArm
 	for _, how := range hows {
 		params := map[string]string{"how": how, "db": "user"}
-		userParams(params, u)
-		pa := pyArm{key: name(how), sub: "pytask", mech: how, op: u.Op(), bench: bench, params: params,
-			driverOnly: map[string]string{"uri": u.DSN(), "query": u.Query, "args": string(args)},
+		userParams(params, u, c)
+		pa := pyArm{key: name(how), sub: "pytask", mech: how, op: userOpText(u, c), bench: bench, params: params,
+			driverOnly: map[string]string{"uri": u.DSN(c), "query": u.Query, "args": string(args)},
 			place:      "unpinned", quick: true}
 		if u.Args == nil {
 			pa.unsup = "the CPython arms bind one argument per call: give the query a ? and --set args"
@@ -127,6 +155,15 @@ func userPyArms(u *sqlop.UserOp, bench string, hows []string, name func(string) 
 		out = append(out, pa)
 	}
 	return out
+}
+
+// userOpText is the op a row of the user's query shows: the query, the
+// file, and, on the immutable connection, that it is.
+func userOpText(u *sqlop.UserOp, c sqlop.Conn) string {
+	if c == sqlop.ConnImmutable {
+		return u.Op() + ", immutable"
+	}
+	return u.Op()
 }
 
 // pyCall is the user's own Python function (--set py-call=module:function,
@@ -262,6 +299,11 @@ func userReadings(arms []result.Arm) []string {
 			}
 		}
 	}
+	if d, ok := measured.get(hopPyUserKey("direct")); ok {
+		if i, ok := measured.get(hopPyUserImmutableKey("direct")); ok {
+			out = append(out, immutableReading("your query (CPython)", d, i))
+		}
+	}
 	// Go: the query through a hop to a locked thread, at the last GOMAXPROCS measured.
 	var t result.Arm
 	for _, a := range arms {
@@ -269,12 +311,33 @@ func userReadings(arms []result.Arm) []string {
 			t = a
 		}
 	}
+	goDirect := func(op string, g int) (result.Arm, bool) {
+		return pick(func(a result.Arm) bool {
+			return a.Params["op"] == op && a.Params["way"] == "direct" && a.GOMAXPROCS == g && !isCPython(a)
+		})
+	}
 	if t.Name != "" {
-		if d, ok := pick(func(a result.Arm) bool {
-			return a.Params["op"] == userOpName && a.Params["way"] == "direct" && a.GOMAXPROCS == t.GOMAXPROCS && !isCPython(a)
-		}); ok {
-			line(fmt.Sprintf("your query (Go, GOMAXPROCS=%d)", t.GOMAXPROCS), d, t, "a thread hop")
+		what := fmt.Sprintf("your query (Go, GOMAXPROCS=%d)", t.GOMAXPROCS)
+		if d, ok := goDirect(userOpName, t.GOMAXPROCS); ok {
+			line(what, d, t, "a thread hop")
+			if i, ok := goDirect(userImmutableOpName, t.GOMAXPROCS); ok {
+				out = append(out, immutableReading(what, d, i))
+			}
 		}
 	}
 	return out
+}
+
+// immutableReading sets the user's query on the application's connection
+// beside the same query on an immutable one: the share of each query that
+// SQLite's locks and change checks take.
+func immutableReading(what string, app, imm result.Arm) string {
+	saved := app.Median - imm.Median
+	if saved <= 0 {
+		return fmt.Sprintf("%s: as an application connects %s a query; immutable %s: the locks and change checks cost nothing measurable here",
+			what, result.FormatNs(app.Median), result.FormatNs(imm.Median))
+	}
+	return fmt.Sprintf("%s: as an application connects %s a query; immutable %s: SQLite's locks and change checks are %s (%.0f%%) of each query, "+
+		"what an immutable connection (or one read transaction across queries) would save",
+		what, result.FormatNs(app.Median), result.FormatNs(imm.Median), result.FormatNs(saved), 100*saved/app.Median)
 }

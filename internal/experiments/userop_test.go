@@ -1,10 +1,14 @@
 package experiments
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,7 +58,7 @@ func TestUserQueryEveryWayReadOnly(t *testing.T) {
 	st0, _ := os.Stat(path)
 	want := map[string]bool{
 		"hop/user/direct/gomaxprocs=all": true, "hop/user/goroutine/gomaxprocs=all": true,
-		"hop/user/thread/gomaxprocs=all": true, "hop/user/thread-2hop/gomaxprocs=all": true,
+		"hop/user/thread/gomaxprocs=all": true, "hop/user/thread-2hop/gomaxprocs=all": true, "hop/user-immutable/direct/gomaxprocs=all": true,
 		"concurrency/user/sem/c=1": true, "concurrency/user/sem/c=10": true, "concurrency/user/sem/c=50": true,
 		"concurrency/user/threadpool-n6/c=1": true, "concurrency/user/threadpool-n6/c=10": true, "concurrency/user/threadpool-n6/c=50": true,
 	}
@@ -69,7 +73,7 @@ func TestUserQueryEveryWayReadOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, a := range arms {
-			if !strings.Contains(a.Name, "/user/") || a.Substrate == "pytask" || a.Substrate == "pythread" {
+			if !isUserArm(a.Name) || a.Substrate == "pytask" || a.Substrate == "pythread" {
 				continue
 			}
 			if !want[a.Name] {
@@ -79,6 +83,9 @@ func TestUserQueryEveryWayReadOnly(t *testing.T) {
 			delete(want, a.Name)
 			if !a.Quick || a.Params["query"] != "user" || a.Params["db-file"] != "shop.db" || !strings.Contains(a.Op, "select customer, total") || !strings.Contains(a.Op, "KiB") {
 				t.Errorf("%s: quick %v, params %v, op %q; want the user's query named, shortened, with the file's size", a.Name, a.Quick, a.Params, a.Op)
+			}
+			if imm := strings.Contains(a.Name, "/user-immutable/"); imm != (a.Params["conn"] == "immutable") || imm != strings.HasSuffix(a.Op, ", immutable") {
+				t.Errorf("%s: conn=%q, op %q; want the connection named", a.Name, a.Params["conn"], a.Op)
 			}
 			r := runner.Arm(context.Background(), cfg, spec, a)
 			if r.Status != result.StatusOK {
@@ -96,6 +103,34 @@ func TestUserQueryEveryWayReadOnly(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
 		t.Errorf("files beside the user's database after the run: %v", ents)
+	}
+}
+
+func isUserArm(name string) bool {
+	return strings.Contains(name, "/user/") || strings.Contains(name, "/user-immutable/")
+}
+
+// The driver is handed the connection each CPython arm of the user's query
+// names: the application's (mode=ro, no immutable) for every way, the
+// immutable one for hop/pytask/user-immutable/direct alone.
+func TestUserPyArmsConnections(t *testing.T) {
+	path := shopDB(t)
+	p := pyParams(exp.SuiteDefault)
+	p.Options = settings(userExtra(path))
+	n := 0
+	for _, pa := range hopPyPlan(p) {
+		if pa.params["query"] != "user" {
+			continue
+		}
+		n++
+		uri := pa.driverOnly["uri"]
+		imm := pa.key.String() == hopPyUserImmutableKey("direct").String()
+		if !strings.HasPrefix(uri, "file:") || !strings.Contains(uri, "?mode=ro") || strings.Contains(uri, "immutable=1") != imm || (pa.params["conn"] == "immutable") != imm {
+			t.Errorf("%s: uri %q, conn %q", pa.key, uri, pa.params["conn"])
+		}
+	}
+	if n != len(hopPyWays)+1 {
+		t.Errorf("%d CPython arms of the user's query; want %d ways and the immutable direct one", n, len(hopPyWays)+1)
 	}
 }
 
@@ -142,7 +177,7 @@ func TestUserQueryCPython(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, a := range arms {
-			if !strings.Contains(a.Name, "/user/") || (a.Substrate != "pytask" && a.Substrate != "pythread") {
+			if !isUserArm(a.Name) || (a.Substrate != "pytask" && a.Substrate != "pythread") {
 				continue
 			}
 			r := runner.Arm(context.Background(), cfg, spec, a)
@@ -156,8 +191,8 @@ func TestUserQueryCPython(t *testing.T) {
 			ran++
 		}
 	}
-	if ran < 3+6 {
-		t.Errorf("%d CPython arms of the user's query ran; want direct, executor, two-hop and 6 concurrency arms at least", ran)
+	if ran < 4+6 {
+		t.Errorf("%d CPython arms of the user's query ran; want direct, immutable direct, executor, two-hop and 6 concurrency arms at least", ran)
 	}
 	after, _ := os.ReadFile(path)
 	st1, _ := os.Stat(path)
@@ -281,5 +316,86 @@ func TestUserReadingsLead(t *testing.T) {
 	}
 	if got := spec.Findings(arms[:1]); len(got) > 0 && strings.HasPrefix(got[0], "your") {
 		t.Errorf("a run without the user's operation reads %q", got[0])
+	}
+}
+
+// walWriter is an application that has a WAL database open: a CPython
+// process that commits row 2001 to the -wal only, says ready, and holds
+// the database open until its standard input closes.
+const walWriter = `import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("pragma journal_mode=wal"); c.execute("pragma wal_autocheckpoint=0"); c.execute("pragma wal_checkpoint(truncate)")
+c.execute("insert into orders values (2001, 'only in the wal', 1.0)")
+print("ready", flush=True)
+sys.stdin.read()
+`
+
+// The CPython arms read a WAL database with its WAL while the application
+// that wrote it has it open: the query, which fails (malformed JSON) where
+// row 2001 is missing, runs on the application's connection and fails on
+// the immutable one, which reads the database file alone; the database,
+// -wal and -shm are byte-identical afterwards, mtimes too.
+func TestUserQueryCPythonWAL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs CPython arms")
+	}
+	const py = "/usr/bin/python3"
+	if _, err := pydriver.Resolve(py); err != nil {
+		t.Skipf("no usable %s: %v", py, err)
+	}
+	defer pydriver.CloseAll()
+	path := shopDB(t)
+	w := exec.Command(py, "-c", walWriter, path)
+	stdin, _ := w.StdinPipe()
+	out, _ := w.StdoutPipe()
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); w.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("the writer: %q, %v", line, err)
+	}
+	files := []string{path, path + "-wal", path + "-shm"}
+	snap := func() (out []string) {
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			st, _ := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s %x %d", filepath.Base(f), sha256.Sum256(data), st.ModTime().UnixNano()))
+		}
+		return out
+	}
+	before := snap()
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 1, 20*time.Millisecond, 10*time.Millisecond
+	spec, _ := exp.Lookup("hop")
+	p := pyParams(exp.SuiteDefault)
+	p.Python = py
+	p.Options = settings(map[string]string{"db": path, "args": "range:2001..2001",
+		"query": "select json(coalesce((select '1' from orders where order_id = ?), '{bad'))"})
+	arms, err := spec.Arms(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{hopPyUserKey("direct").String(): result.StatusOK, hopPyUserImmutableKey("direct").String(): result.StatusFailed}
+	for _, a := range arms {
+		st, ok := want[a.Name]
+		if !ok {
+			continue
+		}
+		delete(want, a.Name)
+		r := runner.Arm(context.Background(), cfg, spec, a)
+		if r.Status != st || (st == result.StatusFailed && !strings.Contains(r.Reason, "malformed JSON")) {
+			t.Errorf("%s: %s (%s); want %s", a.Name, r.Status, r.Reason, st)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no arms %v", want)
+	}
+	if after := snap(); strings.Join(before, "\n") != strings.Join(after, "\n") {
+		t.Errorf("the WAL database changed:\n%s\nafter:\n%s", strings.Join(before, "\n"), strings.Join(after, "\n"))
 	}
 }

@@ -677,14 +677,17 @@ def hop_keys():
 
 
 def user_db(p):
-    """db=user: the user's file, by the read-only, immutable URI ctxlab
-    opens it with (p["uri"], file:PATH?mode=ro&immutable=1: SQLite neither
-    writes nor locks it), their query (p["query"]) and its arguments
+    """db=user: the user's file, by the read-only URI ctxlab opens it with
+    (p["uri"]: file:PATH?mode=ro, the connection an application makes but
+    read-only, with readonly_shm=1 for a WAL database whose -shm must not
+    be written, or with immutable=1 for the row of what no locks and change
+    checks would save), their query (p["query"]) and its arguments
     (p["args"], a JSON list, one per call in turn), as ctxlab checked them
     before the run."""
     uri = p["uri"]
-    if not (uri.startswith("file:") and uri.endswith("?mode=ro&immutable=1")):
-        raise ValueError("hop: db=user: uri=%r is not a read-only, immutable file: URI" % uri)
+    base, _, query = uri.partition("?")
+    if not (base.startswith("file:") and "mode=ro" in query.split("&")):
+        raise ValueError("hop: db=user: uri=%r is not a read-only file: URI (mode=ro)" % uri)
     args = json.loads(p["args"])
     if not args:
         raise ValueError("hop: db=user needs args (a query with one ?)")

@@ -5,15 +5,19 @@ scripts/sqlite-seed-compare.sh.
 
     python3 pyref.py [-mode lookup] [-n 200000] [-reps 5]
     python3 pyref.py -mode chain -seconds 0.1 -reps 3
-    python3 pyref.py -db FILE -query 'select ... ?' -keys 1..1000 -all
+    python3 pyref.py -db FILE -query 'select ... ?' -keys 1..1000 -all [-immutable]
 
 -mode lookup (the default), against hop/pytask/direct: without -db it builds
 the seed's table in a temp file (1 000 rows, keyed by the integer primary
 key) and times a fresh conn.execute(...).fetchone() per lookup, ids 1..1000
-in turn. With -db it opens FILE read-only (an immutable URI, as ctxlab
-does) and runs -query with each key of -keys (a range a..b or a file of
-values, one per line); -all reads every row (fetchall), as ctxlab does for
-a user's query.
+in turn. With -db it opens FILE as an application does,
+conn = sqlite3.connect(FILE) (read-write: run it on a database of your own
+or a copy; on a WAL database the last connection to close checkpoints it),
+and runs -query with each key of -keys (a range a..b or a file of values,
+one per line): conn.execute(q, (k,)).fetchone(), or fetchall() with -all,
+as ctxlab reads a user's query. -immutable opens FILE as
+file:FILE?mode=ro&immutable=1 instead: the reference of ctxlab's
+user-immutable row.
 
 -mode chain, against callchain/pythread/plain: the seed's three nested
 plain calls, l1(1), in a loop.
@@ -90,6 +94,7 @@ def main():
     ap.add_argument("-query", default="select v from t where id = ?")
     ap.add_argument("-keys", default="1..1000")
     ap.add_argument("-all", action="store_true", help="fetchall() instead of fetchone(), as ctxlab reads a user's query")
+    ap.add_argument("-immutable", action="store_true", help="open -db FILE immutable (mode=ro&immutable=1), not as an application does")
     a = ap.parse_args()
     if a.cpu >= 0:
         os.sched_setaffinity(0, {a.cpu})
@@ -99,8 +104,10 @@ def main():
         print("%.1f" % statistics.median(chain_loop(n) / n * 1e9 for _ in range(a.reps)))
         return
     tmp = None
-    if a.db:
+    if a.db and a.immutable:
         conn = sqlite3.connect("file:%s?mode=ro&immutable=1" % urllib.parse.quote(os.path.abspath(a.db)), uri=True)
+    elif a.db:
+        conn = sqlite3.connect(a.db)  # as an application connects
     else:
         tmp = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())  # swept by ctxlab if left (sqlop.RemoveStale)
         path = os.path.join(tmp, "seed.db")

@@ -15,14 +15,38 @@ import (
 
 // UserOp is the "user" operation: the user's own read-only query on their
 // own SQLite file, one argument per call taken in turn from Args. The file
-// is opened read-only and immutable (file:PATH?mode=ro&immutable=1): SQLite
-// neither writes it nor takes locks on it.
+// is opened as an application's connection reads it (Conn App: SQLite takes
+// its locks and checks for changes on every query, and reads a WAL
+// database's -wal) but read-only (mode=ro), so SQLite never writes it; the
+// immutable connection (Conn Immutable) is measured beside it, as what
+// skipping the locks and change checks would save.
 type UserOp struct {
 	Path  string // absolute path of the database file
 	Size  int64  // its size in bytes, when checked
 	Query string
 	Args  []any // one value per call; nil for a query without parameters
+	// WAL: the file's header says WAL mode. SQLite then reads the -wal
+	// beside it through the -shm index; ShmWrite lets it create and update
+	// those two files as every application's connection does (--set
+	// db-shm=write); without it both must exist and the -shm is opened
+	// read-only (readonly_shm=1), so nothing beside the file is written.
+	WAL, ShmWrite bool
 }
+
+// Conn is a way of connecting to the user's file.
+type Conn int
+
+const (
+	// ConnApp is the connection an application makes (sqlite3.connect(path),
+	// sql.Open with the path), read-only: locks and change checks per query.
+	ConnApp Conn = iota
+	// ConnImmutable is file:PATH?mode=ro&immutable=1: no locks, no change
+	// checks, and no -wal read.
+	ConnImmutable
+)
+
+// ShmModes are the values of --set db-shm.
+var ShmModes = []string{"read-only", "write"}
 
 // ErrBadUserOp is wrapped by every error of CheckUser: bad input, not a
 // failure of the machine.
@@ -35,11 +59,14 @@ const sqliteMagic = "SQLite format 3\x00"
 const MaxUserArgs = 1_000_000
 
 // CheckUser validates a user's operation before anything runs: the file
-// exists and is a SQLite database, the query is one read-only statement
-// (SELECT or WITH, prepared on a read-only connection) whose parameter count
-// matches the args (1 with args, 0 without). args is "range:A..B" or
+// exists and is a SQLite database (in WAL mode, with the -wal and -shm it
+// is read through, unless shm is "write"), the query is one read-only
+// statement (SELECT or WITH, prepared on a read-only connection) whose
+// parameter count matches the args (1 with args, 0 without), and it runs
+// once, with the first argument, to its last row. args is "range:A..B" or
 // "file:PATH" (one value per line; whole numbers bind as integers) or "".
-func CheckUser(path, query, args string) (*UserOp, error) {
+// shm is "", "read-only" or "write" (ShmModes).
+func CheckUser(path, query, args, shm string) (*UserOp, error) {
 	bad := func(format string, a ...any) (*UserOp, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{ErrBadUserOp}, a...)...)
 	}
@@ -60,20 +87,30 @@ func CheckUser(path, query, args string) (*UserOp, error) {
 	if !st.Mode().IsRegular() {
 		return bad("db=%s: not a regular file", path)
 	}
-	head := make([]byte, len(sqliteMagic))
+	head := make([]byte, 20)
 	f, err := os.Open(abs)
 	if err != nil {
 		return bad("db=%s: %v", path, err)
 	}
 	_, err = f.ReadAt(head, 0)
 	f.Close()
-	if err != nil || string(head) != sqliteMagic {
+	if err != nil || string(head[:len(sqliteMagic)]) != sqliteMagic {
 		return bad("db=%s: not a SQLite database (no %q header)", path, strings.TrimRight(sqliteMagic, "\x00"))
 	}
 	if !readOnlyStatement(query) {
 		return bad("query=%q: only a read-only SELECT or WITH statement is measured", Shorten(query, 60))
 	}
-	u := &UserOp{Path: abs, Size: st.Size(), Query: query}
+	u := &UserOp{Path: abs, Size: st.Size(), Query: query, WAL: head[18] == 2 || head[19] == 2}
+	switch shm {
+	case "", "read-only":
+	case "write":
+		u.ShmWrite = true
+	default:
+		return bad("db-shm=%s: want read-only or write", shm)
+	}
+	if err := u.walFiles(); err != nil {
+		return bad("db=%s: %v", path, err)
+	}
 	if args != "" {
 		if u.Args, err = ParseArgs(args); err != nil {
 			return bad("args=%s: %v", args, err)
@@ -95,7 +132,46 @@ func CheckUser(path, query, args string) (*UserOp, error) {
 	case n != 0 && u.Args == nil:
 		return bad("query=%q has %d parameters (?) but no --set args=range:A..B or args=file:PATH", Shorten(query, 60), n)
 	}
+	if rows, err := u.trial(); err != nil {
+		arg := "no argument"
+		if u.Args != nil {
+			arg = fmt.Sprintf("its first argument (%v)", u.Args[0])
+		}
+		return bad("query=%q fails with %s on db=%s, after %d rows: %v", Shorten(query, 60), arg, path, rows, err)
+	}
 	return u, nil
+}
+
+// walFiles: a WAL database is read through its -wal and -shm. Read-only,
+// both must exist (SQLite would create them beside the file: a write).
+func (u *UserOp) walFiles() error {
+	if !u.WAL || u.ShmWrite {
+		return nil
+	}
+	var missing []string
+	for _, ext := range []string{"-wal", "-shm"} {
+		if _, err := os.Stat(u.Path + ext); err != nil {
+			missing = append(missing, filepath.Base(u.Path)+ext)
+		}
+	}
+	if missing == nil {
+		return nil
+	}
+	return fmt.Errorf("a WAL database without %s beside it: reading it would make SQLite create it (every application's connection does); "+
+		"--set db-shm=write lets SQLite create and update the -wal and -shm files (the database itself is never written)",
+		strings.Join(missing, " and "))
+}
+
+// trial runs the query once on the application's connection, with the
+// first argument, and reads every row: a query that fails while it runs
+// ("not authorized", "malformed JSON") is refused before anything starts.
+func (u *UserOp) trial() (rows int64, err error) {
+	h, err := openUser(u, ConnApp)
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	return h.Lookup(0)
 }
 
 // readOnlyStatement: after comments and white space the statement starts
@@ -185,9 +261,46 @@ func ParseArgs(spec string) ([]any, error) {
 	return nil, errors.New("want range:A..B or file:PATH (one value per line)")
 }
 
-// DSN is the read-only, immutable URI the file is opened with.
-func (u *UserOp) DSN() string {
-	return "file:" + (&url.URL{Path: u.Path}).EscapedPath() + "?mode=ro&immutable=1"
+// DSN is the URI of a connection to the file: read-only always (mode=ro);
+// for ConnApp with the -shm read-only too on a WAL database unless
+// ShmWrite; for ConnImmutable immutable=1.
+func (u *UserOp) DSN(c Conn) string {
+	q := "?mode=ro"
+	switch {
+	case c == ConnImmutable:
+		q += "&immutable=1"
+	case u.WAL && !u.ShmWrite:
+		q += "&readonly_shm=1"
+	}
+	return "file:" + (&url.URL{Path: u.Path}).EscapedPath() + q
+}
+
+// Name is the connection's name in arm names and params: "app" or
+// "immutable".
+func (c Conn) Name() string {
+	if c == ConnImmutable {
+		return "immutable"
+	}
+	return "app"
+}
+
+// About says in words what a connection pays per query, for rows, readings
+// and docs.
+func (u *UserOp) About(c Conn) string {
+	if c == ConnImmutable {
+		s := "opened immutable (mode=ro&immutable=1): no locks and no change checks per query, what an immutable connection or one read transaction held across queries would save"
+		if u.WAL {
+			s += "; it reads the database file alone, not what is only in its -wal"
+		}
+		return s
+	}
+	s := "opened as an application opens it, read-only (mode=ro): SQLite's locks and change checks on every query"
+	if u.WAL && !u.ShmWrite {
+		s += "; WAL read with its -wal, the -shm opened read-only (readonly_shm=1): while no other connection has the database open, SQLite reads the -wal on each query, which an application's connection does not (--set db-shm=write)"
+	} else if u.WAL {
+		s += "; WAL read with its -wal and -shm, which SQLite may create and update (db-shm=write)"
+	}
+	return s
 }
 
 // numInput is the query's parameter count, as sqlite3_bind_parameter_count:
@@ -196,7 +309,7 @@ func (u *UserOp) DSN() string {
 // count is the fewest NULLs its EXPLAIN runs with. It also prepares the
 // query on the read-only connection, so a bad query fails here.
 func (u *UserOp) numInput() (int, error) {
-	db, err := sql.Open("sqlite", u.DSN())
+	db, err := sql.Open("sqlite", u.DSN(ConnApp))
 	if err != nil {
 		return 0, err
 	}
@@ -221,7 +334,7 @@ const maxUserParams = 32
 // writes reports whether the statement's program (EXPLAIN) opens a write
 // transaction or a table for writing, as sqlite3_stmt_readonly decides.
 func (u *UserOp) writes(n int) (bool, error) {
-	db, err := sql.Open("sqlite", u.DSN())
+	db, err := sql.Open("sqlite", u.DSN(ConnApp))
 	if err != nil {
 		return false, err
 	}
@@ -276,9 +389,10 @@ func Shorten(s string, n int) string {
 }
 
 // NewUserSource is a Source of the user's operation through the pure-Go
-// driver (the op "user"); Close removes nothing, the file is the user's.
-func NewUserSource(u *UserOp) *Source {
-	return &Source{Op: "user", unchecked: true, open: func() (Handle, error) { return openUser(u) }}
+// driver on connection c (the op "user"); Close removes nothing, the file
+// is the user's.
+func NewUserSource(u *UserOp, c Conn) *Source {
+	return &Source{Op: "user", unchecked: true, open: func() (Handle, error) { return openUser(u, c) }}
 }
 
 // userHandle runs the user's query with the next argument on each call and
@@ -291,8 +405,8 @@ type userHandle struct {
 	cols []any
 }
 
-func openUser(u *UserOp) (*userHandle, error) {
-	h, err := openSQL("sqlite", u.DSN(), false, false)
+func openUser(u *UserOp, c Conn) (*userHandle, error) {
+	h, err := openSQL("sqlite", u.DSN(c), false, false)
 	if err != nil {
 		return nil, err
 	}

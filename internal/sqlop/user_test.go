@@ -1,10 +1,14 @@
 package sqlop
 
 import (
+	"bufio"
 	"bytes"
 	"database/sql"
 	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,13 +59,16 @@ func TestCheckUserRefuses(t *testing.T) {
 		{path, "select total from orders where order_id = ?", "range:10..1", "range:A..B"},
 		{path, "select total from orders where order_id = ?", "bogus", "range:A..B or file:PATH"},
 		{path, "select total from orders where order_id = ?", "file:" + filepath.Join(dir, "nokeys"), "no such file"},
+		// Prepared fine, fail when run: refused before anything runs.
+		{path, "select load_extension('nosuch') from orders where order_id = ?", "range:1..10", "not authorized"},
+		{path, "select json_extract('{\"a\": ', '$.a') from orders where order_id = ?", "range:1..10", "malformed JSON"},
 	} {
-		_, err := CheckUser(c.db, c.q, c.args)
+		_, err := CheckUser(c.db, c.q, c.args, "")
 		if err == nil || !errors.Is(err, ErrBadUserOp) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("CheckUser(%q, %q, %q) = %v; want an ErrBadUserOp naming %q", c.db, c.q, c.args, err, c.want)
 		}
 	}
-	if _, err := CheckUser(path, "-- mine\nselect total from orders where order_id = ?", "file:"+keys); err != nil {
+	if _, err := CheckUser(path, "-- mine\nselect total from orders where order_id = ?", "file:"+keys, ""); err != nil {
 		t.Errorf("a good query with a file of keys: %v", err)
 	}
 }
@@ -72,11 +79,11 @@ func TestUserSourceReadsOnly(t *testing.T) {
 	path := userDB(t)
 	before, _ := os.ReadFile(path)
 	st0, _ := os.Stat(path)
-	u, err := CheckUser(path, "select customer, total from orders where order_id <= ?", "range:1..3")
+	u, err := CheckUser(path, "select customer, total from orders where order_id <= ?", "range:1..3", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewUserSource(u)
+	s := NewUserSource(u, ConnApp)
 	h, err := s.Open()
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +97,8 @@ func TestUserSourceReadsOnly(t *testing.T) {
 	if _, err := h.(*userHandle).conn.ExecContext(bg, "create table x (i integer)"); err == nil || !strings.Contains(err.Error(), "readonly") {
 		t.Errorf("a write through the user's connection: %v; want a read-only refusal", err)
 	}
-	if !strings.HasSuffix(u.DSN(), "?mode=ro&immutable=1") {
-		t.Errorf("DSN %q; want a read-only, immutable URI", u.DSN())
+	if app, imm := u.DSN(ConnApp), u.DSN(ConnImmutable); !strings.HasSuffix(app, "?mode=ro") || !strings.HasSuffix(imm, "?mode=ro&immutable=1") {
+		t.Errorf("DSNs %q and %q; want an application's read-only URI and an immutable one", app, imm)
 	}
 	c, err := h.Exec(0)
 	if err != nil {
@@ -113,4 +120,181 @@ func TestUserSourceReadsOnly(t *testing.T) {
 	if op := u.Op(); !strings.Contains(op, "your query") || !strings.Contains(op, "shop.db") || !strings.Contains(op, "KiB") {
 		t.Errorf("Op() = %q; want the query, the file's name and its size", op)
 	}
+}
+
+// fileState is a file's bytes and mtime, or that it is missing.
+type fileState struct {
+	data  []byte
+	mtime int64
+	ok    bool
+}
+
+func statFiles(paths ...string) map[string]fileState {
+	out := map[string]fileState{}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		st, err2 := os.Stat(p)
+		if err == nil && err2 == nil {
+			out[p] = fileState{data, st.ModTime().UnixNano(), true}
+		} else {
+			out[p] = fileState{}
+		}
+	}
+	return out
+}
+
+func sameFiles(t *testing.T, what string, before, after map[string]fileState) {
+	t.Helper()
+	for p, b := range before {
+		a := after[p]
+		if b.ok != a.ok || !bytes.Equal(b.data, a.data) || b.mtime != a.mtime {
+			t.Errorf("%s: %s changed (exists %v → %v, %d → %d bytes, mtime %d → %d)", what, filepath.Base(p), b.ok, a.ok, len(b.data), len(a.data), b.mtime, a.mtime)
+		}
+	}
+}
+
+// walDB makes a WAL database whose last row (order_id 501) is committed
+// only in its -wal. With live, the writer is another process (this test
+// binary, as TestWALWriter) that keeps it open until the test ends: an
+// application that has the database open. Without, the writer closed it
+// (the last connection checkpoints: no -wal and -shm are left).
+func walDB(t *testing.T, live bool) string {
+	t.Helper()
+	path := userDB(t)
+	if !live {
+		if err := walWrite(path, func() {}); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWALWriter$")
+	cmd.Env = append(os.Environ(), "CTXLAB_TEST_WAL_WRITER="+path)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ready") {
+		t.Fatalf("the writer process: %q, %v", line, err)
+	}
+	return path
+}
+
+// walWrite puts path in WAL mode, checkpoints, commits row 501 to the
+// -wal only, calls hold and closes.
+func walWrite(path string, hold func()) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{"pragma journal_mode=wal", "pragma wal_autocheckpoint=0", "pragma wal_checkpoint(truncate)",
+		"insert into orders values (501, 'only in the wal', 9.5)"} {
+		if _, err := db.Exec(q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	hold()
+	return nil
+}
+
+// TestWALWriter is walDB's writer process: it writes, says ready, and
+// holds the database open until its standard input closes.
+func TestWALWriter(t *testing.T) {
+	path := os.Getenv("CTXLAB_TEST_WAL_WRITER")
+	if path == "" {
+		t.Skip("the writer process of walDB (CTXLAB_TEST_WAL_WRITER)")
+	}
+	err := walWrite(path, func() {
+		fmt.Println("ready")
+		io.Copy(io.Discard, os.Stdin)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A WAL database is read with its WAL: the row committed only in the -wal
+// is seen through the application's connection (not through the immutable
+// one, which reads the database file alone), whether the application that
+// wrote it still has it open or not; the database, -wal and -shm are
+// byte-identical afterwards, mtimes too, and no file appears beside them.
+func TestUserWAL(t *testing.T) {
+	live := walDB(t, true)
+	// The same three files with no connection open: a copy of them, as an
+	// application that stopped without closing leaves them.
+	copied := filepath.Join(t.TempDir(), "copy.db")
+	for _, ext := range []string{"", "-wal", "-shm"} {
+		data, err := os.ReadFile(live + ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(copied+ext, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, path := range []string{live, copied} {
+		files := []string{path, path + "-wal", path + "-shm", path + "-journal"}
+		before := statFiles(files...)
+		u, err := CheckUser(path, "select customer from orders where order_id = ?", "range:501..501", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !u.WAL || !strings.Contains(u.DSN(ConnApp), "readonly_shm=1") || !strings.Contains(u.About(ConnApp), "-wal") {
+			t.Errorf("%s: WAL %v, DSN %q, about %q; want a WAL database read with its -shm read-only", path, u.WAL, u.DSN(ConnApp), u.About(ConnApp))
+		}
+		for c, want := range map[Conn]int64{ConnApp: 1, ConnImmutable: 0} {
+			h, err := openUser(u, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 3; i++ {
+				if n, err := h.Lookup(0); err != nil || n != want {
+					t.Errorf("%s on the %s connection: %d rows, %v; want %d", filepath.Base(path), c.Name(), n, err, want)
+				}
+			}
+			h.Close()
+		}
+		sameFiles(t, filepath.Base(path), before, statFiles(files...))
+		if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 3 {
+			t.Errorf("%s: %d files in its directory after the run, want the database, -wal and -shm", filepath.Base(path), len(ents))
+		}
+	}
+}
+
+// A WAL database without its -shm (closed cleanly, or -shm removed) would
+// make SQLite create it: refused, naming --set db-shm=write, unless that is
+// given; the database file is never written either way.
+func TestUserWALNoShm(t *testing.T) {
+	path := walDB(t, false)
+	if _, err := os.Stat(path + "-shm"); err == nil {
+		t.Fatalf("%s-shm still there after the last connection closed", path)
+	}
+	before := statFiles(path)
+	_, err := CheckUser(path, "select customer from orders where order_id = ?", "range:1..501", "")
+	if err == nil || !errors.Is(err, ErrBadUserOp) || !strings.Contains(err.Error(), "--set db-shm=write") || !strings.Contains(err.Error(), "shop.db-shm") {
+		t.Errorf("a WAL database without -shm: %v; want it refused naming the missing file and --set db-shm=write", err)
+	}
+	if _, err := CheckUser(path, "select 1", "", "sometimes"); err == nil || !strings.Contains(err.Error(), "db-shm=sometimes") {
+		t.Errorf("db-shm=sometimes: %v; want it refused", err)
+	}
+	u, err := CheckUser(path, "select customer from orders where order_id = ?", "range:501..501", "write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(u.DSN(ConnApp), "readonly_shm") {
+		t.Errorf("db-shm=write: DSN %q; want the -shm writable", u.DSN(ConnApp))
+	}
+	h, err := openUser(u, ConnApp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.Lookup(0); err != nil || n != 1 {
+		t.Errorf("db-shm=write: %d rows, %v; want the checkpointed row", n, err)
+	}
+	h.Close()
+	sameFiles(t, "db-shm=write", before, statFiles(path))
 }
