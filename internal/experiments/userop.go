@@ -272,10 +272,17 @@ func userReadings(arms []result.Arm) []string {
 	line := func(what string, d, w result.Arm, through string) {
 		r := w.Median / d.Median
 		reading := "the hops are the workload"
-		if w.Median-d.Median < d.Median {
+		switch {
+		case w.Median <= d.Median:
+			reading = "the hops measured no cost above the direct call here (within the noise)"
+		case w.Median-d.Median < d.Median:
 			reading = "your operation is the workload; the hops add " + result.FormatNs(w.Median-d.Median)
 		}
-		out = append(out, fmt.Sprintf("%s: direct %s; through %s %s (%.0f×): %s", what, result.FormatNs(d.Median), through, result.FormatNs(w.Median), r, reading))
+		times := fmt.Sprintf("%.0f×", r)
+		if r < 1.5 {
+			times = fmt.Sprintf("%.2f×", r)
+		}
+		out = append(out, fmt.Sprintf("%s: direct %s; through %s %s (%s): %s", what, result.FormatNs(d.Median), through, result.FormatNs(w.Median), times, reading))
 	}
 	// CPython: the query (aiosqlite, else the two-hop wrapper, else one
 	// executor hop) and the function (to_thread, else run_in_executor,

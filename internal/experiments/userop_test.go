@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -303,7 +304,7 @@ func TestUserReadingsLead(t *testing.T) {
 	got := spec.Findings(arms)
 	want := []string{
 		"your query (CPython): direct 12 µs; through aiosqlite 240 µs (20×): the hops are the workload",
-		"your function (CPython): direct 900 µs; through asyncio.to_thread 1 ms (1×): your operation is the workload; the hops add 100 µs",
+		"your function (CPython): direct 900 µs; through asyncio.to_thread 1 ms (1.11×): your operation is the workload; the hops add 100 µs",
 		"your query (Go, GOMAXPROCS=2): direct 5 µs; through a thread hop 60 µs (12×): the hops are the workload",
 	}
 	if len(got) < len(want) || strings.Join(got[:len(want)], "\n") != strings.Join(want, "\n") {
@@ -313,6 +314,21 @@ func TestUserReadingsLead(t *testing.T) {
 	sec := hopVerdict(exp.NewVerdictRun(&result.Run{Arms: arms}))[0]
 	if len(sec.Lines) < 3 || sec.Lines[0] != "  "+want[0] || sec.Lines[2] != "  "+want[2] {
 		t.Errorf("hop's verdict lines:\n%s\nwant them led by:\n%s", strings.Join(sec.Lines, "\n"), strings.Join(want, "\n"))
+	}
+	// A wrapper that read cheaper than the direct call is noise, not a
+	// negative cost; the immutable row reads as what it saves.
+	arms[7].Median = 4000
+	arms = append(arms, arm("hop/user-immutable/direct/gomaxprocs=all", "user-immutable", "direct", 1000),
+		arm("hop/pytask/user-immutable/direct", "", "", 3000))
+	got = spec.Findings(arms)
+	for _, w := range []string{
+		"your query (Go, GOMAXPROCS=2): direct 5 µs; through a thread hop 4 µs (0.80×): the hops measured no cost above the direct call here (within the noise)",
+		"your query (Go, GOMAXPROCS=2): as an application connects 5 µs a query; immutable 1 µs: SQLite's locks and change checks are 4 µs (80%) of each query, what an immutable connection (or one read transaction across queries) would save",
+		"your query (CPython): as an application connects 12 µs a query; immutable 3 µs: SQLite's locks and change checks are 9 µs (75%) of each query, what an immutable connection (or one read transaction across queries) would save",
+	} {
+		if !slices.Contains(got, w) {
+			t.Errorf("hop's readings lack %q:\n%s", w, strings.Join(got, "\n"))
+		}
 	}
 	if got := spec.Findings(arms[:1]); len(got) > 0 && strings.HasPrefix(got[0], "your") {
 		t.Errorf("a run without the user's operation reads %q", got[0])

@@ -157,9 +157,13 @@ func (u *UserOp) walFiles() error {
 	if missing == nil {
 		return nil
 	}
-	return fmt.Errorf("a WAL database without %s beside it: reading it would make SQLite create it (every application's connection does); "+
+	it := "it"
+	if len(missing) > 1 {
+		it = "them"
+	}
+	return fmt.Errorf("a WAL database without %s beside it: reading it would make SQLite create %s (every application's connection does); "+
 		"--set db-shm=write lets SQLite create and update the -wal and -shm files (the database itself is never written)",
-		strings.Join(missing, " and "))
+		strings.Join(missing, " and "), it)
 }
 
 // trial runs the query once on the application's connection, with the
