@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/selfcheck"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
@@ -39,8 +41,11 @@ type SelfcheckOptions struct {
 	Stdout      io.Writer
 	Stderr      io.Writer
 	CommandLine []string
-	cmd         *cobra.Command
-	cpuFlag     string // --cpu as given; "" = the first allowed CPU
+	// Sets are --set KEY=VALUE: the user's query (db, query, args,
+	// db-shm), held to the application's own loop.
+	Sets    []string
+	cmd     *cobra.Command
+	cpuFlag string // --cpu as given; "" = the first allowed CPU
 }
 
 const (
@@ -91,6 +96,7 @@ note, and serve exports it.`,
 	f.DurationVar(&o.Settle, "settle", 250*time.Millisecond, "pause before each command, so none runs in another's wake, "+durRange(0, maxSettle))
 	f.StringVar(&o.Python, "python", "python3", "the CPython whose arms are checked (a command or path)")
 	f.StringVar(&o.Format, "format", "table", "table or json (the stored run's JSON)")
+	f.StringArrayVar(&o.Sets, "set", nil, "your query, held to your application's own loop: db=PATH, query='SELECT … ?', args=range:A..B or file:PATH, db-shm=read-only|write (as for ctxlab run hop)")
 	addDBFlag(f, &o.DB)
 	f.BoolVar(&o.NoStore, "no-store", false, "do not save the check in the history database")
 	return c
@@ -185,6 +191,9 @@ func selfcheckHost(o *SelfcheckOptions, host *sysinfo.Host) (selfcheck.Host, err
 		return selfcheck.Host{}, usagef("--cpu %d: not a CPU ctxlab may use; want one of %s", o.CPU, sysinfo.FormatCPUList(allowed))
 	}
 	h := selfcheck.Host{CPU: o.CPU, Reps: o.Reps, BenchTime: o.BenchTime}
+	if err := selfcheckUser(o, &h); err != nil {
+		return h, err
+	}
 	py, err := exec.LookPath(o.Python)
 	switch {
 	case err != nil && o.cmd != nil && o.cmd.Flags().Changed("python"):
@@ -195,6 +204,34 @@ func selfcheckHost(o *SelfcheckOptions, host *sysinfo.Host) (selfcheck.Host, err
 		h.Python = py
 	}
 	return h, nil
+}
+
+// selfcheckUser reads --set: the user's query, checked as ctxlab run
+// checks it, before anything starts.
+func selfcheckUser(o *SelfcheckOptions, h *selfcheck.Host) error {
+	if len(o.Sets) == 0 {
+		return nil
+	}
+	kv := map[string]string{}
+	for _, s := range o.Sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || !slices.Contains([]string{"db", "query", "args", "db-shm"}, k) {
+			return usagef("--set %s: selfcheck takes db=PATH, query=…, args=… and db-shm=…", s)
+		}
+		kv[k] = v
+	}
+	u, err := sqlop.CheckUser(kv["db"], kv["query"], kv["args"], kv["db-shm"])
+	if err != nil {
+		return usagef("%v", err)
+	}
+	kv["db"] = u.Path
+	h.User = u
+	for _, k := range []string{"db", "query", "args", "db-shm"} {
+		if v, ok := kv[k]; ok {
+			h.UserSets = append(h.UserSets, "--set", k+"="+v)
+		}
+	}
+	return nil
 }
 
 // selfcheckPlan is the rounds' plan: a command takes ~reps × benchtime

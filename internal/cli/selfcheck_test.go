@@ -34,6 +34,8 @@ func TestSelfcheckBadInput(t *testing.T) {
 		{[]string{"--cpu", "-1"}, `--cpu "-1": want a CPU number in 0..8191`},
 		{[]string{"--format", "xml"}, `--format "xml": must be table or json`},
 		{[]string{"--python", "/nonexistent/python3"}, "--python /nonexistent/python3"},
+		{[]string{"--set", "hop.pool=2"}, "--set hop.pool=2: selfcheck takes db=PATH"},
+		{[]string{"--set", "db=/nonexistent.db", "--set", "query=select 1"}, "db=/nonexistent.db"},
 	} {
 		code, _, errs := run(t, append([]string{"selfcheck", "--db", db}, tc.args...)...)
 		if code != 2 || !strings.Contains(errs, tc.want) {

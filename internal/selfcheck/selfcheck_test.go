@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -319,5 +321,63 @@ func TestStealNote(t *testing.T) {
 		if n := StealNote(pct, 5); n != "" {
 			t.Errorf("%v%% stolen: %q; want nothing", pct, n)
 		}
+	}
+}
+
+// The user's query adds two rows: ctxlab's CPython direct call on the
+// application's connection beside the application's own loop
+// (sqlite3.connect(path)), and on the immutable one beside the loop on the
+// immutable URI; both loops run for real on the file and print a positive
+// ns per op, leaving it as it was. A WAL database has no application's
+// loop (it would checkpoint the file on close): that row says why.
+func TestUserRows(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on PATH")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shop.db")
+	mk := "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\nc.execute('create table items (id integer primary key, name text)')\n" +
+		"c.executemany('insert into items values (?, ?)', [(i, 'item %d' % i) for i in range(1, 101)])\nc.commit()\n" +
+		"if len(sys.argv) > 2: c.execute('pragma journal_mode=wal'); c.execute('insert into items values (101, 1)'); c.commit(); import os; os._exit(0)\n"
+	if out, err := exec.Command(py, "-c", mk, path).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	before, _ := os.ReadFile(path)
+	u, err := sqlop.CheckUser(path, "select name from items where id = ?", "range:1..100", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := Host{CPU: -1, Reps: 1, BenchTime: 5 * time.Millisecond, Python: py, Dir: dir, User: u}
+	if cpus, _ := measure.Affinity(); len(cpus) > 0 {
+		h.CPU = cpus[0]
+	}
+	pyref := filepath.Join(dir, "pyref.py")
+	os.WriteFile(pyref, pyRef, 0o600)
+	rows := h.userRows(pyref)
+	if len(rows) != 2 || rows[0].Arm != UserArm || rows[1].Arm != UserImmutableArm || rows[0].Ref == nil || rows[1].Ref == nil {
+		t.Fatalf("rows %+v; want the application's and the immutable connection's, each with a reference", rows)
+	}
+	for _, r := range rows {
+		if v, err := r.Ref(context.Background()); err != nil || !(v > 0) {
+			t.Errorf("%s's reference: %v, %v", r.Arm, v, err)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+		t.Errorf("the database changed under the loops")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("files left in the directory: %v", ents)
+	}
+	wal := filepath.Join(t.TempDir(), "wal.db")
+	if out, err := exec.Command(py, "-c", mk, wal, "wal").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if h.User, err = sqlop.CheckUser(wal, "select name from items where id = ?", "range:1..100", ""); err != nil {
+		t.Fatal(err)
+	}
+	rows = h.userRows(pyref)
+	if rows[0].Ref != nil || !strings.Contains(rows[0].Unsupported, "checkpoint") || rows[1].Ref == nil {
+		t.Errorf("a WAL database: %+v; want the application's loop refused with the reason, the immutable one kept", rows)
 	}
 }

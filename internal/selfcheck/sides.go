@@ -20,6 +20,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/child"
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
 )
 
 //go:embed pyref.py
@@ -36,6 +37,11 @@ type Host struct {
 	Python    string // the interpreter, or "" with PythonWhy
 	PythonWhy string
 	Dir       string // a private directory for the embedded pyref.py
+	// User, when set, is the user's query (--set db=… query=… args=…):
+	// its CPython direct arms are held to the application's own loop
+	// (UserRows). UserSets are the --set flags that name it to ctxlab run.
+	User     *sqlop.UserOp
+	UserSets []string
 }
 
 // Comparisons are the rows selfcheck runs, in the registry's order: every
@@ -88,15 +94,79 @@ func Comparisons(h Host) ([]Comparison, error) {
 			out = append(out, c)
 		}
 	}
-	return out, nil
+	return append(out, h.userRows(pyref)...), nil
+}
+
+// The user's query's rows: ctxlab's CPython direct call on the
+// application's connection beside the application's own loop
+// (conn = sqlite3.connect(path), pyref.py -db), and on the immutable
+// connection beside the same loop on the immutable URI.
+const (
+	UserArm          = "hop/pytask/user/direct"
+	UserImmutableArm = "hop/pytask/user-immutable/direct"
+	refUserApp       = "perf_counter loop of sqlite3.connect(path)"
+	refUserImmutable = "perf_counter loop of an immutable connection"
+)
+
+func (h Host) userRows(pyref string) []Comparison {
+	if h.User == nil {
+		return nil
+	}
+	app := Comparison{Arm: UserArm, Reference: refUserApp}
+	imm := Comparison{Arm: UserImmutableArm, Reference: refUserImmutable}
+	switch {
+	case h.Python == "":
+		app.Unsupported, imm.Unsupported = h.PythonWhy, h.PythonWhy
+		return []Comparison{app, imm}
+	case len(h.User.Args) == 0:
+		why := "the CPython arms bind one argument per call: give the query a ? and --set args"
+		app.Unsupported, imm.Unsupported = why, why
+		return []Comparison{app, imm}
+	case h.User.WAL:
+		app.Unsupported = "a WAL database: the application's own loop (sqlite3.connect(path), read-write) would checkpoint it when it closes, " +
+			"a write; run scripts/userquery-compare.sh with DB= a copy"
+	default:
+		app.Ctxlab, app.Ref = h.arm(UserArm, true, h.UserSets...), h.pyUserLoop(pyref)
+	}
+	imm.Ctxlab, imm.Ref = h.arm(UserImmutableArm, true, h.UserSets...), h.pyUserLoop(pyref, "-immutable")
+	return []Comparison{app, imm}
+}
+
+// pyUserLoop runs pyref.py's loop of the user's query on the user's
+// file, every row read (-all, as ctxlab reads it), pinned to h.CPU.
+func (h Host) pyUserLoop(pyref string, flags ...string) Side {
+	keys := make([]string, len(h.User.Args))
+	for i, a := range h.User.Args {
+		keys[i] = fmt.Sprint(a)
+	}
+	return func(ctx context.Context) (float64, error) {
+		f, err := os.CreateTemp(h.Dir, "keys-")
+		if err != nil {
+			return 0, err
+		}
+		defer os.Remove(f.Name())
+		_, err = f.WriteString(strings.Join(keys, "\n") + "\n")
+		if err = errors.Join(err, f.Close()); err != nil {
+			return 0, err
+		}
+		args := append([]string{pyref, "-db", h.User.Path, "-query", h.User.Query, "-keys", "file:" + f.Name(), "-all",
+			"-seconds", strconv.FormatFloat(h.BenchTime.Seconds(), 'f', -1, 64),
+			"-reps", strconv.Itoa(h.Reps), "-cpu", strconv.Itoa(h.CPU)}, flags...)
+		out, err := output(ctx, child.Options{Exe: h.Python, Args: args})
+		if err != nil {
+			return 0, err
+		}
+		return strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	}
 }
 
 // arm runs `ctxlab run ARM` with the workers on h.CPU, as a user would
 // (and as harness-compare.sh does), and reads its median from the JSON.
-func (h Host) arm(name string, py bool) Side {
+func (h Host) arm(name string, py bool, extra ...string) Side {
 	return func(ctx context.Context) (float64, error) {
 		args := []string{"run", name, "--cpus", strconv.Itoa(h.CPU), "--reps", strconv.Itoa(h.Reps),
 			"--benchtime", h.BenchTime.String(), "--no-store", "--format", "json"}
+		args = append(args, extra...)
 		if py {
 			args = append(args, "--python", h.Python)
 		}
