@@ -129,6 +129,9 @@ func userOps(p exp.Params) (*sqlop.UserOp, *pyCall, error) {
 func userParams(params map[string]string, u *sqlop.UserOp, c sqlop.Conn) {
 	params["query"] = "user"
 	params["conn"] = c.Name()
+	if w := u.WALMode(); w != "" {
+		params["db-wal"] = w
+	}
 	params["db-file"] = u.Base()
 	params["db-bytes"] = strconv.FormatInt(u.Size, 10)
 	params["args"] = strconv.Itoa(len(u.Args))
@@ -304,6 +307,13 @@ func userReadings(arms []result.Arm) []string {
 				line(c.what, d, a, w.label)
 				break
 			}
+		}
+	}
+	// Which connection the figures are for, once.
+	for _, a := range arms {
+		if a.Params["query"] == "user" && a.Params["conn"] == "app" {
+			out = append(out, "your query's connection: "+sqlop.ConnAbout(sqlop.ConnApp, a.Params["db-wal"]))
+			break
 		}
 	}
 	if d, ok := measured.get(hopPyUserKey("direct")); ok {

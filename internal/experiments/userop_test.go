@@ -19,6 +19,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/pydriver"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
+	"github.com/ctxlab/ctxlab/internal/sqlop"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
@@ -320,8 +321,10 @@ func TestUserReadingsLead(t *testing.T) {
 	arms[7].Median = 4000
 	arms = append(arms, arm("hop/user-immutable/direct/gomaxprocs=all", "user-immutable", "direct", 1000),
 		arm("hop/pytask/user-immutable/direct", "", "", 3000))
+	arms[1].Params = map[string]string{"query": "user", "conn": "app", "db-wal": "read-only"}
 	got = spec.Findings(arms)
 	for _, w := range []string{
+		"your query's connection: " + sqlop.ConnAbout(sqlop.ConnApp, "read-only"),
 		"your query (Go, GOMAXPROCS=2): direct 5 µs; through a thread hop 4 µs (0.80×): the hops measured no cost above the direct call here (within the noise)",
 		"your query (Go, GOMAXPROCS=2): as an application connects 5 µs a query; immutable 1 µs: SQLite's locks and change checks are 4 µs (80%) of each query, what an immutable connection (or one read transaction across queries) would save",
 		"your query (CPython): as an application connects 12 µs a query; immutable 3 µs: SQLite's locks and change checks are 9 µs (75%) of each query, what an immutable connection (or one read transaction across queries) would save",

@@ -290,21 +290,47 @@ func (c Conn) Name() string {
 
 // About says in words what a connection pays per query, for rows, readings
 // and docs.
-func (u *UserOp) About(c Conn) string {
+func (u *UserOp) About(c Conn) string { return ConnAbout(c, u.WALMode()) }
+
+// WALMode is how a WAL database's -shm is opened: "" (not WAL),
+// "read-only" or "write" (ShmModes); stored as the arms' db-wal param.
+func (u *UserOp) WALMode() string {
+	switch {
+	case !u.WAL:
+		return ""
+	case u.ShmWrite:
+		return "write"
+	}
+	return "read-only"
+}
+
+// ConnAbout is About from what a stored arm keeps: the connection and
+// WALMode.
+func ConnAbout(c Conn, wal string) string {
 	if c == ConnImmutable {
 		s := "opened immutable (mode=ro&immutable=1): no locks and no change checks per query, what an immutable connection or one read transaction held across queries would save"
-		if u.WAL {
+		if wal != "" {
 			s += "; it reads the database file alone, not what is only in its -wal"
 		}
 		return s
 	}
 	s := "opened as an application opens it, read-only (mode=ro): SQLite's locks and change checks on every query"
-	if u.WAL && !u.ShmWrite {
-		s += "; WAL read with its -wal, the -shm opened read-only (readonly_shm=1): while no other connection has the database open, SQLite reads the -wal on each query, which an application's connection does not (--set db-shm=write)"
-	} else if u.WAL {
-		s += "; WAL read with its -wal and -shm, which SQLite may create and update (db-shm=write)"
+	switch wal {
+	case "read-only":
+		s += "; a WAL database, read with its -wal, the -shm opened read-only (readonly_shm=1): while no other connection has the database open, SQLite reads the -wal on each query, which an application's connection does not (--set db-shm=write)"
+	case "write":
+		s += "; a WAL database, read with its -wal and -shm, which SQLite may create and update (db-shm=write)"
 	}
 	return s
+}
+
+// ConnNamed is the Conn of a name (Name): "immutable" or anything else
+// for the application's.
+func ConnNamed(name string) Conn {
+	if name == "immutable" {
+		return ConnImmutable
+	}
+	return ConnApp
 }
 
 // numInput is the query's parameter count, as sqlite3_bind_parameter_count:
