@@ -308,7 +308,7 @@ func varyCost(ctx context.Context, o *DiagnoseOptions, interrupted bool) vary.Co
 	if interrupted {
 		ctx = context.WithoutCancel(ctx)
 	}
-	c, _, err := costRun(ctx, &o.WatchOptions, placementOf(os.Getpid()))
+	c, _, err := costRun(ctx, &o.WatchOptions)
 	if err != nil {
 		return vary.Cost{Why: err.Error()}
 	}

@@ -282,7 +282,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 	if py, ok := pyprobe.Identify(root, pids[0]); ok {
 		d.more = func(p watch.Profile) []watch.Reading { return pyprobe.Inferred(p, py) }
 	}
-	rss, place := rssOf(root, pids), placementOf(pids[0])
+	rss := rssOf(root, pids)
 	w.Begin()
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
@@ -320,7 +320,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		return err
 	}
 	out := d.prose()
-	if err := writePrice(ctx, o, out, d.json, seenOf(w.Summary, rss), place); err != nil {
+	if err := writePrice(ctx, o, out, d.json, seenOf(w.Summary, rss)); err != nil {
 		return err
 	}
 	return out.Flush()

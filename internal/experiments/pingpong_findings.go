@@ -143,11 +143,8 @@ func placedAcross(sub, m string) []string {
 
 // pingpongSwitchCost: a raw futex handoff between two threads is the
 // kernel floor of a switch, a pipe the next best; on one CPU wall time is
-// CPU time.
-var pingpongSwitchCost = map[string][]string{
-	"same-cpu": names(ppPlaced("thread", "futex", "same-cpu"), ppPlaced("thread", "pipe", "same-cpu")),
-	"unpinned": names(ppPlaced("thread", "futex", "unpinned"), ppPlaced("thread", "pipe", "unpinned")),
-}
+// CPU time (price.DirectCost).
+var pingpongSwitchCost = names(ppPlaced("thread", "futex", "same-cpu"), ppPlaced("thread", "pipe", "same-cpu"))
 
 // pingpongVerdict says under the handoff table what the gaps are made of,
 // and what handoffs at the verdict's rate cost in CPU.
