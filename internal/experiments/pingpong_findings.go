@@ -171,14 +171,13 @@ func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 		if g.Switches != nil {
 			gs = g.Switches.Total()
 		}
-		line := fmt.Sprintf("  threads vs goroutines: %s, %.2f vs %.2f OS switches",
-			exp.Compare(t.Median, g.Median, "slower", "faster"), t.Switches.Total(), gs)
-		if t.Switches.Total() >= 0.5 && t.Median > g.Median*exp.SameWithin {
-			line += fmt.Sprintf(", ≈ %s each", result.FormatNs((t.Median-g.Median)/t.Switches.Total()))
-		}
-		lines = append(lines, line)
+		lines = append(lines, fmt.Sprintf("  threads vs goroutines: %s, %.2f vs %.2f OS switches",
+			exp.Compare(t.Median, g.Median, "slower", "faster"), t.Switches.Total(), gs))
 	} else {
 		lines = append(lines, "  gap: not measured (needs "+goChan.String()+" and "+futexOne.String()+")")
+	}
+	if c, ok := price.DirectCost(v.Run); ok {
+		lines = append(lines, "  "+c.Line())
 	}
 	one, ok1 := pick(v, futexOne)
 	x, ok2 := pick(v, ppPlaced("thread", "futex", "cross-cpu"))
