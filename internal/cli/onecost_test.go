@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/price"
+	"github.com/ctxlab/ctxlab/internal/report"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
 	"github.com/ctxlab/ctxlab/internal/vary"
@@ -50,8 +51,8 @@ const oneCostWant = "switch cost: 2 µs (pingpong/thread/futex/same-cpu in run 2
 func unwrap(s string) string { return regexp.MustCompile(`\s+`).ReplaceAllString(s, " ") }
 
 // One cost per switch: the same stored run gives the same figure, with
-// the same words for where it came from, in the verdict (ctxlab show),
-// budget, watch's price, diagnose's price and diagnose --vary's split —
+// the same words for where it came from, in the verdict (ctxlab show, and
+// a selection's), budget, watch's price, diagnose's price and diagnose --vary's split —
 // and no other figure per switch.
 func TestOneCostPerSwitch(t *testing.T) {
 	isolate(t)
@@ -67,6 +68,9 @@ func TestOneCostPerSwitch(t *testing.T) {
 	s.Close()
 	outs := map[string]string{}
 	_, outs["verdict (ctxlab show)"], _ = ctxlab(t, "show", run.ID, "--db", db)
+	sel := *run
+	sel.Suite = "custom" // `ctxlab run pingpong`: a selection's verdict
+	outs["a selection's verdict"] = strings.Join(report.VerdictLines(&sel, true, 80), "\n")
 	_, outs["budget"], _ = ctxlab(t, "budget", "--rate", "10000/s", "--db", db)
 	seen := price.Seen{Seconds: 2, Vol: 2000, Invol: 1000}
 	watchO := &WatchOptions{DB: db, Price: true, noCalibrate: true, Stderr: io.Discard}
@@ -83,7 +87,7 @@ func TestOneCostPerSwitch(t *testing.T) {
 		outs["diagnose --vary's split"] = strings.Join(sp.Lines(), "\n")
 	}
 	perSwitch := regexp.MustCompile(`([0-9.]+ [nµm]?s) (per switch|each)`)
-	for _, what := range []string{"verdict (ctxlab show)", "budget", "watch's price", "diagnose's price", "diagnose --vary's split"} {
+	for _, what := range []string{"verdict (ctxlab show)", "a selection's verdict", "budget", "watch's price", "diagnose's price", "diagnose --vary's split"} {
 		got, ok := outs[what]
 		if !ok {
 			t.Errorf("%s: no output", what)
