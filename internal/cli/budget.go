@@ -42,7 +42,8 @@ come from the latest stored run (or --run, a stored run or a run JSON file);
 the first line says where its CPU time comes from (the runner's per-op CPU
 time, else perf task-clock from --counters). The summary names, per
 experiment, op and substrate, the arm it priced — the one with the least CPU
-per op — and why. Arms that run CPU hogs beside their workers (interference's
+per op — and why, and then the run's cost of one switch with where it comes
+from, the figure the verdict, watch and diagnose give for the same run. Arms that run CPU hogs beside their workers (interference's
 hogs=N, busy=N) are left out, and so are arms without CPU time per op and
 figures that are not a time per op; each group is named with its reason. On
 a terminal the table fits its width.
@@ -224,6 +225,9 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string, width 
 		out(l)
 	}
 	out("priced: per experiment, op and substrate, the arm with the least CPU per op (the cheapest way this machine offers)")
+	if c, ok := price.DirectCost(run); ok { // the one cost of a switch, as the verdict, watch and diagnose give it
+		out(c.Line())
+	}
 	for _, l := range unpriced(b.wall, b.hogged, b.notTime) {
 		out("not priced: " + l)
 	}

@@ -24,7 +24,8 @@ func budgetGoldenRun() *result.Run {
 	return &result.Run{Schema: 1, ID: "20261201T000000-abcdef", Time: time.Date(2026, 12, 1, 10, 4, 0, 0, time.UTC),
 		Env: result.Env{Hostname: "golden"}, Arms: []result.Arm{
 			{Name: "pingpong/goroutine/chan/gomaxprocs=1", Experiment: "pingpong", Substrate: "goroutine", Op: "round trip", Status: ok, Unit: "ns/op", Median: 310, CPUNsPerOp: f(305)},
-			{Name: "pingpong/thread/futex/same-cpu", Experiment: "pingpong", Substrate: "thread", Op: "round trip", Status: ok, Unit: "ns/op", Median: 7400, CPUNsPerOp: f(7300)},
+			{Name: "pingpong/thread/futex/same-cpu", Experiment: "pingpong", Substrate: "thread", Op: "round trip", Status: ok, Unit: "ns/op", Median: 7400, CPUNsPerOp: f(7300),
+				Placement: "same-cpu", Switches: &result.Switches{Voluntary: 2, Involuntary: 0.96}},
 			{Name: "pingpong/thread/futex/cross-cpu", Experiment: "pingpong", Substrate: "thread", Op: "round trip", Status: ok, Unit: "ns/op", Median: 41000, CPUNsPerOp: f(9800)},
 			{Name: "pingpong/process/pipe/unpinned", Experiment: "pingpong", Substrate: "process", Op: "round trip", Status: ok, Unit: "ns/op", Median: 12000, Counters: task(11000)},
 			{Name: "pingpong/process/pipe/same-cpu", Experiment: "pingpong", Substrate: "process", Op: "round trip", Status: ok, Unit: "ns/op", Median: 9000},

@@ -172,7 +172,7 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	o.noCalibrate = r.interrupted
 	d := newDisplay(&o.WatchOptions, o.Stderr, "")
 	out := d.prose()
-	pr := priceOf(ctx, &o.WatchOptions, seen, r.place)
+	pr := priceOf(ctx, &o.WatchOptions, seen)
 	if pr != nil {
 		if err := printPrice(out, d.json, pr); err != nil {
 			return err
@@ -203,7 +203,6 @@ type diagnosed struct {
 	note, left  string
 	py          *pyprobe.Report
 	sample      vary.Sample // the same figures as one run of diagnose --vary
-	place       string
 	began       time.Time
 	interrupted bool
 }
@@ -233,7 +232,6 @@ func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sy
 	r.note = joinNote(note, probeNote)
 	defer counters.Close()
 	pid := cmd.Process.Pid
-	r.place = placementOf(pid)
 	cmdProc, _ := procstat.DefaultRoot.ReadProc(pid) // its start time tells its leftovers from older children
 	reaped := false
 	defer func() { // never leave the command behind

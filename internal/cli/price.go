@@ -9,8 +9,6 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/price"
@@ -27,22 +25,13 @@ import (
 // that can price a switch.
 const historyDepth = 50
 
-// placementOf is the watched process's placement, for choosing the round
-// trip that prices its switches: one CPU when its affinity allows only one.
-func placementOf(pid int) string {
-	var set unix.CPUSet
-	if pid > 0 && unix.SchedGetaffinity(pid, &set) == nil && set.Count() == 1 {
-		return price.OneCPU
-	}
-	return price.Unpinned
-}
-
-// costRun finds the cost per switch: from this host's stored runs (--db
+// costRun finds the cost of a switch: from this host's stored runs (--db
 // or the default history), the newest quiet one that can give one
-// (price.FromHistory), else from a 2-second calibration run now. It also
+// (price.FromHistory), else from a 2-second calibration run now, by the
+// one rule (price.DirectCost). It also
 // returns the newest stored run with cachecost's per-switch arms, for the
 // indirect cost (nil when none).
-func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost, *result.Run, error) {
+func costRun(ctx context.Context, o *WatchOptions) (price.Cost, *result.Run, error) {
 	db, stderr := o.DB, o.Stderr
 	var cost price.Cost
 	var found bool
@@ -70,7 +59,7 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 					return
 				}
 			}
-		}, placement, host)
+		}, host)
 		for i, e := range entries {
 			if !here(e) {
 				continue
@@ -95,8 +84,7 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 		return cost, indirect, errors.New("no stored run of this host has a thread round trip to price a switch, and an interrupted watch does not calibrate")
 	}
 	// What a 2-second calibration measures: the first round trip the
-	// experiments declare for one CPU (a raw futex handoff of two threads),
-	// where wall time is CPU time.
+	// experiments declare (a raw futex handoff of two threads on one CPU).
 	calibrationArm, ok := price.CalibrationArm()
 	if !ok {
 		return cost, indirect, errors.New("no stored run of this host has a thread round trip to price a switch, and no experiment declares one to calibrate with")
@@ -106,7 +94,7 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 	if err != nil {
 		return cost, indirect, err
 	}
-	cost, found = price.DirectCost(run, placement)
+	cost, found = price.DirectCost(run)
 	if !found {
 		a := run.Find(calibrationArm)
 		why := "the arm did not run"
@@ -115,7 +103,7 @@ func costRun(ctx context.Context, o *WatchOptions, placement string) (price.Cost
 		}
 		return cost, indirect, fmt.Errorf("calibration gave no cost per switch: %s", why)
 	}
-	cost.How += ", calibrated now (a busy machine reads high)"
+	cost.Calibrated = true
 	return cost, indirect, nil
 }
 
@@ -135,8 +123,8 @@ func calibrate(ctx context.Context, calibrationArm string) (*result.Run, error) 
 }
 
 // writePrice closes a watch or diagnose with the price of what it saw.
-func writePrice(ctx context.Context, o *WatchOptions, w io.Writer, asJSON bool, seen price.Seen, placement string) error {
-	p := priceOf(ctx, o, seen, placement)
+func writePrice(ctx context.Context, o *WatchOptions, w io.Writer, asJSON bool, seen price.Seen) error {
+	p := priceOf(ctx, o, seen)
 	if p == nil {
 		return nil
 	}
@@ -146,7 +134,7 @@ func writePrice(ctx context.Context, o *WatchOptions, w io.Writer, asJSON bool, 
 // priceOf prices what was seen with this host's cost per switch; nil when
 // --price=false, nothing ran, or no cost could be found (it says why on
 // stderr).
-func priceOf(ctx context.Context, o *WatchOptions, seen price.Seen, placement string) *price.Price {
+func priceOf(ctx context.Context, o *WatchOptions, seen price.Seen) *price.Price {
 	if !o.Price || seen.Seconds <= 0 {
 		return nil
 	}
@@ -154,7 +142,7 @@ func priceOf(ctx context.Context, o *WatchOptions, seen price.Seen, placement st
 		ctx = context.WithoutCancel(ctx)
 		o.noCalibrate = true
 	}
-	cost, indirect, err := costRun(ctx, o, placement)
+	cost, indirect, err := costRun(ctx, o)
 	if err != nil {
 		fmt.Fprintf(o.Stderr, "ctxlab: not priced: %v\n", err)
 		return nil

@@ -80,8 +80,8 @@ shown (--show-output shows it on stderr); its stdin is /dev/null.
 The table of the values side by side and the reading go to stderr: per
 value the median and min–max, noisy by run's rule; the split of the extra
 CPU time over the first value into the direct part (Δ switches × this
-host's measured cost per switch, the one price uses, and where it came
-from) and the rest, not in the switch path, explained by the hardware
+host's measured cost of a switch, the one the verdict, budget and watch
+give, and where it came from) and the rest, not in the switch path, explained by the hardware
 counters or, without them, set beside user and system time, run-queue
 wait, migrations and page faults;
 and the decision: the best wall time (the best throughput with --work or
@@ -308,7 +308,7 @@ func varyCost(ctx context.Context, o *DiagnoseOptions, interrupted bool) vary.Co
 	if interrupted {
 		ctx = context.WithoutCancel(ctx)
 	}
-	c, _, err := costRun(ctx, &o.WatchOptions, placementOf(os.Getpid()))
+	c, _, err := costRun(ctx, &o.WatchOptions)
 	if err != nil {
 		return vary.Cost{Why: err.Error()}
 	}

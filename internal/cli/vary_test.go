@@ -92,7 +92,7 @@ func TestVaryWorkload(t *testing.T) {
 	if _, ok := run.Arms[1].Metrics["extra-cpu-ns/op"]; !ok {
 		t.Errorf("T=4 has no split: %v", run.Arms[1].Metrics)
 	}
-	for _, want := range []string{"split T=1 → T=4, per unit:", "cost per switch measured here: pingpong/thread/futex/", "in run " + costRun, "decision: ", "throughput"} {
+	for _, want := range []string{"split T=1 → T=4, per unit:", "switch cost: ", "in run " + costRun + ": median round", "decision: ", "throughput"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}

@@ -62,9 +62,11 @@ the figures suggest. On a terminal the table refreshes in place; otherwise
 (or with --format json) it streams one JSON line per thread per interval.
 Ctrl-C, --count or the process's exit ends it with a summary of the whole
 watch, and the price of what it saw: switches per second × this host's
-measured cost per switch (from the newest of this host's stored runs with
-a quiet thread round trip, a noisy one only when none is quiet, or a
-2-second calibration when there is none) as a share of a core — never more
+measured cost of a switch (the one the verdict and budget give: a thread
+round trip on one CPU, its median ÷ the switches it measured, from the
+newest of this host's stored runs with a quiet one, a noisy one only when
+none is quiet, or a 2-second calibration when there is none; printed with
+its arm, run and how) as a share of a core — never more
 than the CPU the process used: a stored cost that would exceed it is
 bounded by it, and the output says so — and the indirect cost at the
 process's resident set size as a range from cachecost's per-switch curve
@@ -282,7 +284,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 	if py, ok := pyprobe.Identify(root, pids[0]); ok {
 		d.more = func(p watch.Profile) []watch.Reading { return pyprobe.Inferred(p, py) }
 	}
-	rss, place := rssOf(root, pids), placementOf(pids[0])
+	rss := rssOf(root, pids)
 	w.Begin()
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
@@ -320,7 +322,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		return err
 	}
 	out := d.prose()
-	if err := writePrice(ctx, o, out, d.json, seenOf(w.Summary, rss), place); err != nil {
+	if err := writePrice(ctx, o, out, d.json, seenOf(w.Summary, rss)); err != nil {
 		return err
 	}
 	return out.Flush()

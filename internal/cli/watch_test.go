@@ -225,7 +225,7 @@ func TestDiagnoseExitStatus(t *testing.T) {
 	if pr == nil {
 		t.Fatalf("no price record: %s", errb.String())
 	}
-	if cps, _ := pr["cost_per_switch_ns"].(float64); cps <= 0 || !strings.Contains(pr["cost_how"].(string), "calibrated now") {
+	if cps, _ := pr["cost_per_switch_ns"].(float64); cps <= 0 || !strings.Contains(pr["cost_source"].(string), "measured now for about 2 s") {
 		t.Errorf("price record %v: want a cost per switch from a calibration", pr)
 	}
 }

@@ -95,10 +95,11 @@ type Spec struct {
 	// measured" where the run lacks the arms it reads. It only reads the
 	// result model: a stored run gives the same verdict.
 	Verdict func(v *VerdictRun) []VerdictSection
-	// SwitchCost names, per placement of a priced process ("same-cpu",
-	// "unpinned"), the arms whose round trips give this host's direct cost
-	// of one context switch, in order of preference (price, ctxlab watch).
-	SwitchCost map[string][]string
+	// SwitchCost names the arms, two threads on one CPU, whose round trips
+	// give this host's direct cost of one context switch, in order of
+	// preference: price.DirectCost, the one rule the verdict, budget,
+	// watch and diagnose take it by.
+	SwitchCost []string
 	// IndirectCost, if set, is the indirect cost per switch by working set
 	// that the experiment's arms in arms measured, ascending by size; nil
 	// when they measured none (price's cold-cache range).

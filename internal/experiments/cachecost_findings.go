@@ -61,7 +61,8 @@ func sweepPairs(arms []result.Arm) []sweepPair {
 }
 
 // indirectCurve is the per-switch indirect cost at each W > 0 where the
-// pingpong, solo and W=0 arms were all measured: (RT(W) − solo(W) − RT(0)) / 2.
+// pingpong, solo and W=0 arms were all measured: (RT(W) − solo(W) − RT(0)) / 2,
+// and the W=0 round trip it starts from.
 type indirectPoint struct {
 	w        int64
 	ns       float64
@@ -70,7 +71,7 @@ type indirectPoint struct {
 	switches float64 // measured switches per round trip at W
 }
 
-func indirectCurve(arms []result.Arm) (points []indirectPoint, direct float64, ok bool) {
+func indirectCurve(arms []result.Arm) (points []indirectPoint, zero result.Arm, ok bool) {
 	rt := map[int64]result.Arm{}
 	so := map[int64]result.Arm{}
 	for _, a := range arms {
@@ -85,9 +86,9 @@ func indirectCurve(arms []result.Arm) (points []indirectPoint, direct float64, o
 			so[w] = a
 		}
 	}
-	zero, ok := rt[0]
+	zero, ok = rt[0]
 	if !ok {
-		return nil, 0, false
+		return nil, zero, false
 	}
 	var ws []int64
 	for w := range rt {
@@ -104,7 +105,7 @@ func indirectCurve(arms []result.Arm) (points []indirectPoint, direct float64, o
 		}
 		points = append(points, pt)
 	}
-	return points, zero.Median / 2, true
+	return points, zero, true
 }
 
 const (
@@ -190,12 +191,18 @@ func cachecostFindings(arms []result.Arm) []string {
 			out = append(out, l)
 		}
 	}
-	if pts, direct, ok := indirectCurve(arms); ok {
+	if pts, zero, ok := indirectCurve(arms); ok {
 		var curve []string
 		for _, p := range pts {
 			curve = append(curve, fmt.Sprintf("W=%s %s", result.SizeName(p.w), result.FormatNs(p.ns)))
 		}
-		line := fmt.Sprintf("per-switch: direct cost %s per switch (W=0 round trip / 2); indirect cost per switch %s", result.FormatNs(direct), strings.Join(curve, " · "))
+		// The W=0 round trip as it is: the cost of one switch is pingpong's
+		// (price.DirectCost), which findings, seeing only these arms, cannot give.
+		line := fmt.Sprintf("per-switch: round trip without data (W=0) %s", result.FormatNs(zero.Median))
+		if zero.Switches != nil {
+			line += fmt.Sprintf(", %.2f switches", zero.Switches.Total())
+		}
+		line += "; indirect cost per switch " + strings.Join(curve, " · ")
 		if n := len(pts); n > 0 && pts[n-1].switches > 3 {
 			line += fmt.Sprintf("; at W=%s a round trip took %.0f switches, not 2: other processes preempted the workers mid-traversal, and their cache damage counts in", result.SizeName(pts[n-1].w), pts[n-1].switches)
 		}

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -188,18 +189,21 @@ func TestCachecostChecks(t *testing.T) {
 		t.Errorf("detail %q", checks[0].Detail)
 	}
 	// indirect = (RT − solo − RT(0)) / 2: 16KiB → 1 µs, 1MiB → 496 µs.
-	pts, direct, ok := indirectCurve(arms)
-	if !ok || direct != 4000 || len(pts) != 2 || pts[0].ns != 1000 || pts[1].ns != 496000 {
-		t.Fatalf("curve %+v direct %v", pts, direct)
+	pts, zero, ok := indirectCurve(arms)
+	if !ok || zero.Median != 8000 || len(pts) != 2 || pts[0].ns != 1000 || pts[1].ns != 496000 {
+		t.Fatalf("curve %+v W=0 %v", pts, zero.Median)
 	}
 	if c := checks[2]; !c.Holds || !strings.Contains(c.Detail, "16KiB 1 µs") {
 		t.Errorf("per-switch check %+v", c)
 	}
 	f := strings.Join(cachecostFindings(arms), "\n")
-	for _, want := range []string{"sweep random W=8MiB: T=32 vs T=2 wall +40%", "on-CPU time per element +30%", "direct cost 4 µs per switch"} {
+	for _, want := range []string{"sweep random W=8MiB: T=32 vs T=2 wall +40%", "on-CPU time per element +30%", "round trip without data (W=0) 8 µs"} {
 		if !strings.Contains(f, want) {
 			t.Errorf("findings lack %q:\n%s", want, f)
 		}
+	}
+	if regexp.MustCompile(`(^|[^n])direct cost`).MatchString(f) {
+		t.Errorf("findings price a switch, which only price.DirectCost does:\n%s", f)
 	}
 	// Other processes held the CPUs at T = cores: not evaluated, with the reason.
 	busy := append([]result.Arm(nil), arms[:2]...)

@@ -311,13 +311,8 @@ func TestGolden(t *testing.T) {
 		for _, h := range spec.Headline {
 			fmt.Fprintf(&b, "headline %+v\n", h)
 		}
-		var places []string
-		for p := range spec.SwitchCost {
-			places = append(places, p)
-		}
-		sort.Strings(places)
-		for _, p := range places {
-			fmt.Fprintf(&b, "switchcost %s %v\n", p, spec.SwitchCost[p])
+		if len(spec.SwitchCost) > 0 {
+			fmt.Fprintf(&b, "switchcost %v\n", spec.SwitchCost)
 		}
 		fmt.Fprintf(&b, "probes %v\n", spec.Probes)
 		for _, h := range spec.Harness {

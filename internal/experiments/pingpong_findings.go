@@ -143,11 +143,8 @@ func placedAcross(sub, m string) []string {
 
 // pingpongSwitchCost: a raw futex handoff between two threads is the
 // kernel floor of a switch, a pipe the next best; on one CPU wall time is
-// CPU time.
-var pingpongSwitchCost = map[string][]string{
-	"same-cpu": names(ppPlaced("thread", "futex", "same-cpu"), ppPlaced("thread", "pipe", "same-cpu")),
-	"unpinned": names(ppPlaced("thread", "futex", "unpinned"), ppPlaced("thread", "pipe", "unpinned")),
-}
+// CPU time (price.DirectCost).
+var pingpongSwitchCost = names(ppPlaced("thread", "futex", "same-cpu"), ppPlaced("thread", "pipe", "same-cpu"))
 
 // pingpongVerdict says under the handoff table what the gaps are made of,
 // and what handoffs at the verdict's rate cost in CPU.
@@ -174,14 +171,13 @@ func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 		if g.Switches != nil {
 			gs = g.Switches.Total()
 		}
-		line := fmt.Sprintf("  threads vs goroutines: %s, %.2f vs %.2f OS switches",
-			exp.Compare(t.Median, g.Median, "slower", "faster"), t.Switches.Total(), gs)
-		if t.Switches.Total() >= 0.5 && t.Median > g.Median*exp.SameWithin {
-			line += fmt.Sprintf(", ≈ %s each", result.FormatNs((t.Median-g.Median)/t.Switches.Total()))
-		}
-		lines = append(lines, line)
+		lines = append(lines, fmt.Sprintf("  threads vs goroutines: %s, %.2f vs %.2f OS switches",
+			exp.Compare(t.Median, g.Median, "slower", "faster"), t.Switches.Total(), gs))
 	} else {
 		lines = append(lines, "  gap: not measured (needs "+goChan.String()+" and "+futexOne.String()+")")
+	}
+	if c, ok := price.DirectCost(v.Run); ok {
+		lines = append(lines, "  "+c.Line())
 	}
 	one, ok1 := pick(v, futexOne)
 	x, ok2 := pick(v, ppPlaced("thread", "futex", "cross-cpu"))

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"slices"
 	"sort"
 	"testing"
 
@@ -48,9 +49,10 @@ func TestEveryNamedArmIsPlanned(t *testing.T) {
 				inPlan(spec.Name+" headline "+h.Label, n)
 			}
 		}
-		for place, ns := range spec.SwitchCost {
-			for _, n := range ns {
-				inPlan(spec.Name+" switch cost "+place, n)
+		for _, n := range spec.SwitchCost {
+			inPlan(spec.Name+" switch cost", n)
+			if k, err := exp.ParseArmKey(n); err != nil || !slices.Contains(k.Segments, exp.Seg("same-cpu")) {
+				t.Errorf("%s switch cost %s: not two threads on one CPU, where wall time is CPU time", spec.Name, n)
 			}
 		}
 		for _, n := range spec.Probes {

@@ -1,7 +1,8 @@
 // Package price turns what a process was seen doing — context switches per
 // second, its resident set — into what that costs on this host, with the
-// cost per switch ctxlab measured here: the direct cost from the round
-// trips the experiments declare for it (exp.Spec.SwitchCost), the
+// cost per switch ctxlab measured here: the direct cost by the one rule
+// of cost.go (DirectCost), from the round trips the experiments declare
+// for it (exp.Spec.SwitchCost), the
 // indirect cost (cold caches) from the per-switch curve they derive
 // (exp.Spec.IndirectCost). It reads only the result model and those
 // declarations, so any stored run can price.
@@ -9,7 +10,6 @@ package price
 
 import (
 	"fmt"
-	"iter"
 	"math"
 	"strings"
 
@@ -40,137 +40,6 @@ func CPUPerOp(a result.Arm) (ns float64, source string, ok bool) {
 		}
 	}
 	return 0, "", false
-}
-
-// Cost is this host's measured direct cost of one context switch.
-type Cost struct {
-	PerSwitchNs float64
-	Arm         string // the arm it comes from
-	RunID       string
-	How         string // how the figure was derived from the arm
-	// Placement is the arm's placement (OneCPU, Unpinned); Noisy says the
-	// run marked the arm noisy.
-	Placement string
-	Noisy     bool
-}
-
-// Placements a watched process can have, for choosing the arm to price with.
-const (
-	OneCPU   = "same-cpu" // the process may run on one CPU only
-	Unpinned = "unpinned"
-)
-
-// places are the placements whose arms may price a process of placement,
-// in order of preference: its own, then one CPU.
-func places(placement string) []string {
-	if placement != OneCPU {
-		return []string{placement, OneCPU}
-	}
-	return []string{OneCPU}
-}
-
-// costOf is the cost per switch arm a gives, if it gives one: CPU time
-// per round trip ÷ switches per round trip where the run recorded CPU
-// time; otherwise, only on one CPU (where wall time is CPU time), the
-// round trip ÷ its switches.
-func costOf(run *result.Run, a *result.Arm) (Cost, bool) {
-	if a == nil || a.Status != result.StatusOK || a.Median <= 0 || a.Switches == nil || a.Switches.Total() < 0.5 {
-		return Cost{}, false
-	}
-	sw := a.Switches.Total()
-	c := Cost{Arm: a.Name, RunID: run.ID, Placement: a.Placement, Noisy: a.Noise.Noisy}
-	if cpu, src, ok := CPUPerOp(*a); ok {
-		c.PerSwitchNs, c.How = cpu/sw, fmt.Sprintf("%s per round trip %s ÷ %.2f switches", src, result.FormatNs(cpu), sw)
-		return c, true
-	}
-	if a.Placement == OneCPU {
-		c.PerSwitchNs, c.How = a.Median/sw, fmt.Sprintf("round trip on one CPU %s (wall = CPU there) ÷ %.2f switches", result.FormatNs(a.Median), sw)
-		return c, true
-	}
-	return Cost{}, false
-}
-
-// costsAt are the costs per switch run's arms give at one placement, in
-// the experiments' order of preference (exp.Spec.SwitchCost).
-func costsAt(run *result.Run, placement string) []Cost {
-	var out []Cost
-	for _, s := range exp.All() {
-		for _, name := range s.SwitchCost[placement] {
-			if c, ok := costOf(run, run.Find(name)); ok {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
-}
-
-// DirectCost is the cost per switch from run's thread round trips, for the
-// watched process's placement: the first arm, in the placements' order
-// (its own, then one CPU) and the experiments' order of preference
-// (exp.Spec.SwitchCost), that gives one (costOf). ok is false when no arm
-// of run can give the figure.
-func DirectCost(run *result.Run, placement string) (Cost, bool) {
-	for _, pl := range places(placement) {
-		if cs := costsAt(run, pl); len(cs) > 0 {
-			return cs[0], true
-		}
-	}
-	return Cost{}, false
-}
-
-// FromHistory is the one cost per switch to price with, from runs (newest
-// first) measured on host: a quiet arm whenever any run has one — a noisy
-// figure is taken only when no run has a quiet one — then the process's own
-// placement before one CPU, then the newest run, then the experiments'
-// order of preference. Runs of other hosts (imported ones) are skipped:
-// their costs are another machine's. It reads runs only as far as it must.
-func FromHistory(runs iter.Seq[*result.Run], placement, host string) (Cost, bool) {
-	pls := places(placement)
-	// best[noisy][placement index]: the first candidate seen, newest first.
-	var best [2][]*Cost
-	for i := range best {
-		best[i] = make([]*Cost, len(pls))
-	}
-	for run := range runs {
-		if run == nil || (host != "" && run.Env.Hostname != "" && run.Env.Hostname != host) {
-			continue
-		}
-		for pi, pl := range pls {
-			for _, c := range costsAt(run, pl) {
-				k := 0
-				if c.Noisy {
-					k = 1
-				}
-				if best[k][pi] == nil {
-					c := c
-					best[k][pi] = &c
-				}
-			}
-		}
-		if best[0][0] != nil { // a quiet figure at the process's own placement: nothing older beats it
-			break
-		}
-	}
-	for _, byPlace := range best {
-		for _, c := range byPlace {
-			if c != nil {
-				return *c, true
-			}
-		}
-	}
-	return Cost{}, false
-}
-
-// CalibrationArm is the arm to measure when no stored run can price a
-// switch: the first one the experiments declare for one CPU, where wall
-// time is CPU time. ok is false when none declares one.
-func CalibrationArm() (string, bool) {
-	for _, s := range exp.All() {
-		if names := s.SwitchCost[OneCPU]; len(names) > 0 {
-			return names[0], true
-		}
-	}
-	return "", false
 }
 
 // IndirectCurve is the indirect cost per switch by working set, ascending,
@@ -286,7 +155,10 @@ type Price struct {
 	Arm       string  `json:"cost_arm"`
 	RunID     string  `json:"cost_run"`
 	How       string  `json:"cost_how"`
-	CostNoisy bool    `json:"cost_noisy,omitempty"`
+	// Source is where the cost comes from, in the words every command
+	// prints it with (Cost.Source).
+	Source    string `json:"cost_source"`
+	CostNoisy bool   `json:"cost_noisy,omitempty"`
 	// CPUShare is the CPU the process used, as a share of a core, when
 	// measured. Bounded says the stored cost × the rate would exceed it,
 	// so PerSwitch and Share are bounded by it; StoredPerSwitch is the
@@ -307,7 +179,7 @@ type Price struct {
 // with cachecost's per-switch arms, or nil when there is none.
 func Of(s Seen, cost Cost, run *result.Run) Price {
 	rate := s.Rate()
-	p := Price{Rate: rate, PerSwitch: cost.PerSwitchNs, Share: rate * cost.PerSwitchNs / 1e9, Arm: cost.Arm, RunID: cost.RunID, How: cost.How,
+	p := Price{Rate: rate, PerSwitch: cost.PerSwitchNs, Share: rate * cost.PerSwitchNs / 1e9, Arm: cost.Arm, RunID: cost.RunID, How: cost.How(), Source: cost.Source(),
 		CostNoisy: cost.Noisy, StoredPerSwitch: cost.PerSwitchNs}
 	room := 1.0 // what direct and indirect switching may take together: a core, or the CPU measured
 	if s.HasCPU && s.Seconds > 0 {
@@ -327,9 +199,9 @@ func Of(s Seen, cost Cost, run *result.Run) Price {
 		p.Lines = append(p.Lines, fmt.Sprintf("price: %s switches/s × %s per switch ≈ %s of a core goes to direct switching; %s",
 			fmtRate(rate), result.FormatNs(cost.PerSwitchNs), pct(p.Share), advice(s)))
 	}
-	from := fmt.Sprintf("  cost per switch measured here: %s in run %s (%s)", cost.Arm, cost.RunID, cost.How)
+	from := "  " + cost.Line()
 	if cost.Noisy {
-		from += "; that arm was noisy, and no stored run has a quiet one (ctxlab run pingpong on a quiet machine)"
+		from += "; no stored run has a quiet one (ctxlab run pingpong on a quiet machine)"
 	}
 	switch {
 	case p.CPUShare == nil:

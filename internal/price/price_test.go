@@ -40,23 +40,35 @@ func TestCPUPerOpSources(t *testing.T) {
 	}
 }
 
-// The cost per switch follows the placement, prefers CPU time, and never
-// takes an unpinned or cross-CPU round trip's wall time (mostly waiting).
+// The one rule: the first declared arm on one CPU, its median round trip
+// ÷ its measured switches, a quiet arm before a noisy one; never a round
+// trip across CPUs or unpinned (it waits for a CPU to wake), whatever CPU
+// time it recorded.
 func TestDirectCost(t *testing.T) {
-	same := arm("pingpong/thread/futex/same-cpu", "same-cpu", 6000, 2)
+	futex := arm("pingpong/thread/futex/same-cpu", "same-cpu", 6000, 3)
+	pipe := arm("pingpong/thread/pipe/same-cpu", "same-cpu", 9000, 2)
 	unp := arm("pingpong/thread/futex/unpinned", "unpinned", 20000, 2)
-	run := &result.Run{ID: "r", Arms: []result.Arm{unp, same}}
-	c, ok := price.DirectCost(run, price.Unpinned)
-	if !ok || c.Arm != same.Name || c.PerSwitchNs != 3000 {
-		t.Errorf("unpinned without CPU time should fall back to one CPU's wall time: %+v %v", c, ok)
+	unp.CPUNsPerOp = f(8000)
+	run := &result.Run{ID: "r", Arms: []result.Arm{unp, pipe, futex}}
+	c, ok := price.DirectCost(run)
+	if !ok || c.Arm != futex.Name || c.PerSwitchNs != 2000 || c.RoundTripNs != 6000 || c.Switches != 3 {
+		t.Errorf("the futex on one CPU, its median ÷ its 3 switches: %+v %v", c, ok)
 	}
-	run.Arms[0].CPUNsPerOp = f(8000)
-	c, _ = price.DirectCost(run, price.Unpinned)
-	if c.Arm != unp.Name || c.PerSwitchNs != 4000 || !strings.Contains(c.How, "CPU time") {
-		t.Errorf("unpinned with CPU time: %+v", c)
+	if want := "2 µs per switch (pingpong/thread/futex/same-cpu in run r: median round trip 6 µs ÷ 3.00 switches)"; c.String() != want {
+		t.Errorf("String() = %q, want %q", c.String(), want)
 	}
-	if _, ok := price.DirectCost(&result.Run{Arms: []result.Arm{arm("pingpong/thread/futex/cross-cpu", "cross-cpu", 2e5, 2)}}, price.Unpinned); ok {
-		t.Error("a cross-CPU wall time priced a switch")
+	run.Arms[2].Noise.Noisy = true
+	if c, _ = price.DirectCost(run); c.Arm != pipe.Name || c.PerSwitchNs != 4500 || c.Noisy {
+		t.Errorf("a quiet pipe before a noisy futex: %+v", c)
+	}
+	run.Arms[1].Noise.Noisy = true
+	if c, _ = price.DirectCost(run); c.Arm != futex.Name || !c.Noisy || !strings.HasSuffix(c.String(), ", noisy)") {
+		t.Errorf("only noisy ones: the first, said noisy: %+v %q", c, c.String())
+	}
+	for _, a := range []result.Arm{unp, arm("pingpong/thread/futex/cross-cpu", "cross-cpu", 2e5, 2), arm("pingpong/thread/futex/same-cpu", "same-cpu", 6000, 0.4)} {
+		if c, ok := price.DirectCost(&result.Run{Arms: []result.Arm{a}}); ok {
+			t.Errorf("%s (%.1f switches) priced a switch: %+v", a.Name, a.Switches.Total(), c)
+		}
 	}
 }
 
@@ -101,7 +113,7 @@ func TestIndirectAt(t *testing.T) {
 // cost per switch, as a share of one core.
 func TestOf(t *testing.T) {
 	s := price.Seen{Seconds: 2, Vol: 90000, Invol: 10000, RSSBytes: 4 << 20} // 50 000 switches/s
-	p := price.Of(s, price.Cost{PerSwitchNs: 3000, Arm: "pingpong/thread/futex/same-cpu", RunID: "r", How: "x"}, curveRun())
+	p := price.Of(s, price.Cost{PerSwitchNs: 3000, Arm: "pingpong/thread/futex/same-cpu", RunID: "r", RoundTripNs: 1, Switches: 1}, curveRun())
 	if p.Rate != 50000 || math.Abs(p.Share-0.15) > 1e-9 {
 		t.Fatalf("rate %v share %v, want 50000 and 0.15", p.Rate, p.Share)
 	}
@@ -145,7 +157,7 @@ func TestIndirectCurveCPUAndPreemption(t *testing.T) {
 // the CPU it used, and says the stored figure does not fit.
 func TestOfBoundedByTheCPUUsed(t *testing.T) {
 	s := price.Seen{Seconds: 1, Vol: 121200, Invol: 80800, CPUNs: 471e6, HasCPU: true}
-	p := price.Of(s, price.Cost{PerSwitchNs: 12600, Arm: "pingpong/thread/futex/unpinned", RunID: "r", How: "x"}, nil)
+	p := price.Of(s, price.Cost{PerSwitchNs: 12600, Arm: "pingpong/thread/futex/unpinned", RunID: "r", RoundTripNs: 1, Switches: 1}, nil)
 	if !p.Bounded || math.Abs(p.Share-0.471) > 1e-9 || math.Abs(p.PerSwitch-471e6/202000) > 1e-6 || p.StoredPerSwitch != 12600 {
 		t.Fatalf("bounded price = %+v", p)
 	}
@@ -158,7 +170,7 @@ func TestOfBoundedByTheCPUUsed(t *testing.T) {
 	}
 	// A stored cost that fits stays, and the CPU used is said beside it.
 	s.CPUNs = 900e6
-	p = price.Of(s, price.Cost{PerSwitchNs: 1200, Arm: "a", RunID: "r", How: "x"}, nil)
+	p = price.Of(s, price.Cost{PerSwitchNs: 1200, Arm: "a", RunID: "r", RoundTripNs: 1, Switches: 1}, nil)
 	if p.Bounded || p.PerSwitch != 1200 || math.Abs(p.Share-0.2424) > 1e-9 || !strings.Contains(strings.Join(p.Lines, "\n"), "this process used 90% of a core in all") {
 		t.Errorf("a fitting cost: %+v", p)
 	}
@@ -209,21 +221,16 @@ func TestOfPointsAtChildren(t *testing.T) {
 	}
 }
 
-// One cost per switch from the history: a quiet arm whenever one exists,
-// the process's placement before one CPU, the newest run first, and
-// only this host's runs.
+// One cost per switch from the history: DirectCost of the newest run
+// with a quiet figure, else of the newest noisy one; only this host's
+// runs; no further run read once a quiet figure is found.
 func TestFromHistory(t *testing.T) {
 	mk := func(id, host string, arms ...result.Arm) *result.Run {
 		return &result.Run{ID: id, Env: result.Env{Hostname: host}, Arms: arms}
 	}
 	noisy := func(a result.Arm) result.Arm { a.Noise.Noisy = true; return a }
 	same := func(median float64) result.Arm { return arm("pingpong/thread/futex/same-cpu", "same-cpu", median, 2) }
-	unp := func(cpu float64) result.Arm {
-		a := arm("pingpong/thread/futex/unpinned", "unpinned", 3*cpu, 2)
-		a.CPUNsPerOp = f(cpu)
-		return a
-	}
-	pick := func(placement string, runs ...*result.Run) (price.Cost, int) {
+	pick := func(runs ...*result.Run) (price.Cost, int) {
 		read := 0
 		c, ok := price.FromHistory(func(yield func(*result.Run) bool) {
 			for _, r := range runs {
@@ -232,37 +239,34 @@ func TestFromHistory(t *testing.T) {
 					return
 				}
 			}
-		}, placement, "here")
+		}, "here")
 		if !ok {
 			t.Fatalf("no cost from %d runs", len(runs))
 		}
 		return c, read
 	}
 	// The newest run's figure is noisy, an older one's quiet: the quiet one.
-	c, _ := pick(price.OneCPU, mk("new", "here", noisy(same(25200))), mk("old", "here", same(5320)))
+	c, _ := pick(mk("new", "here", noisy(same(25200))), mk("old", "here", same(5320)))
 	if c.RunID != "old" || c.Noisy || c.PerSwitchNs != 2660 {
 		t.Errorf("quiet over newest: %+v", c)
 	}
 	// Only noisy figures: the newest, marked noisy, and the price says so.
-	c, _ = pick(price.OneCPU, mk("new", "here", noisy(same(25200))), mk("old", "here", noisy(same(9000))))
+	c, _ = pick(mk("new", "here", noisy(same(25200))), mk("old", "here", noisy(same(9000))))
 	if c.RunID != "new" || !c.Noisy {
 		t.Errorf("noisy only: %+v", c)
 	}
-	if text := strings.Join(price.Of(price.Seen{Seconds: 1, Vol: 10}, c, nil).Lines, "\n"); !strings.Contains(text, "that arm was noisy, and no stored run has a quiet one") {
+	if text := strings.Join(price.Of(price.Seen{Seconds: 1, Vol: 10}, c, nil).Lines, "\n"); !strings.Contains(text, "noisy); no stored run has a quiet one") {
 		t.Errorf("a noisy cost not said:\n%s", text)
 	}
 	// Another host's run is skipped, however new and quiet.
-	c, _ = pick(price.OneCPU, mk("laptop", "elsewhere", same(1000)), mk("mine", "here", same(4000)))
+	c, _ = pick(mk("laptop", "elsewhere", same(1000)), mk("mine", "here", same(4000)))
 	if c.RunID != "mine" {
 		t.Errorf("another host's cost: %+v", c)
 	}
-	// Unpinned: an older quiet unpinned figure beats a newer quiet one-CPU
-	// one; a quiet unpinned one in the newest run ends the search.
-	c, _ = pick(price.Unpinned, mk("new", "here", same(4000)), mk("old", "here", unp(6000)))
-	if c.RunID != "old" || c.Arm != "pingpong/thread/futex/unpinned" || c.PerSwitchNs != 3000 {
-		t.Errorf("placement first: %+v", c)
-	}
-	if _, read := pick(price.Unpinned, mk("new", "here", unp(6000)), mk("old", "here", unp(1000)), mk("older", "here", unp(1000))); read != 1 {
-		t.Errorf("read %d runs after a quiet figure at the process's placement, want 1", read)
+	// What the history gives is DirectCost of the run it comes from.
+	old := mk("old", "here", same(6000))
+	c, read := pick(mk("new", "here"), old, mk("older", "here", same(1000)))
+	if d, _ := price.DirectCost(old); c != d || read != 2 {
+		t.Errorf("history %+v after %d runs, DirectCost of its run %+v", c, read, d)
 	}
 }

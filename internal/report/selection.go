@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
@@ -20,7 +21,8 @@ const selectionLegend = "figures: median of the repetitions' means per op, minâ€
 // table, one line per arm (median, minâ€“max, n, switches per op, and, where
 // the width has room, the sampled p50 and p99), grouped by what one op is;
 // the arms that did not run, by reason; its noise, said once; its checks,
-// held or not; and its readings.
+// held or not; and its readings; then the run's cost of a switch, when it
+// measured one (price.DirectCost).
 func selectionLines(run *result.Run, stored bool, width int) []string {
 	names := experimentOrder(run)
 	what := strings.Join(names, ", ")
@@ -40,6 +42,10 @@ func selectionLines(run *result.Run, stored bool, width int) []string {
 	}
 	if len(names) == 0 {
 		out = append(out, "", "no arm ran")
+	}
+	if c, ok := price.DirectCost(run); ok { // the one cost of a switch, as a suite's verdict, budget and watch give it
+		out = append(out, "")
+		out = append(out, textcol.Wrap(c.Line(), width)...)
 	}
 	out = append(out, "")
 	foot := closing(run, stored)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
@@ -31,7 +31,7 @@ var (
 		"Slowest sampled op of the last probe run.",
 		latencyLabels, nil)
 	descSwitchCost = prometheus.NewDesc("ctxlab_switch_cost_seconds",
-		"Mean op time per OS context switch on this host: the last run's mean op time divided by its OS switches per op (every participating thread and child). It holds the system calls and wake-ups around each switch, so it is an upper bound on the bare switch, and a figure to rank hosts by. Only for probes without CPU hogs that switch at least once per op; placement same-cpu = both threads on one CPU, cross-cpu = one CPU each.",
+		"Mean op time per OS context switch on this host: the last run's mean op time divided by its OS switches per op (every participating thread and child). It holds the system calls and wake-ups around each switch, so it is an upper bound on the bare switch, and a figure to rank hosts by. Only for probes without CPU hogs that switch at least once per op; placement same-cpu = both threads on one CPU, cross-cpu = one CPU each. The thread futex same-cpu series is the cost per switch the verdict, budget, watch and diagnose price with (where wall time is CPU time).",
 		switchLabels, nil)
 	descSwitches = prometheus.NewDesc("ctxlab_switches_per_op",
 		"OS context switches per op in the last probe run, over every participating thread and child (kind: voluntary or involuntary).",
@@ -395,10 +395,13 @@ func (p *probeState) collectLast(e emitter) {
 	}
 	lv := latencyValues(a)
 	e.gauge(descOpMean, a.Median/1e9, lv...)
-	// Per switch only where the op is a bare handoff: with a CPU hog in
-	// the arm the op time holds the hog's slices too.
-	if a.Switches != nil && a.Switches.Total() >= 1 && !hogged(a) {
-		e.gauge(descSwitchCost, a.Median/1e9/a.Switches.Total(), lv[:5]...)
+	// Per switch by the rule every command prices a switch with
+	// (price.PerSwitch): only where the op is a bare handoff, since with a
+	// CPU hog in the arm the op time holds the hog's slices too. The
+	// same-cpu futex series is the figure the verdict, watch and diagnose
+	// print for a run.
+	if ns, ok := price.PerSwitch(*a); ok {
+		e.gauge(descSwitchCost, ns/1e9, lv[:5]...)
 	}
 	if q := a.Percentiles; q != nil {
 		e.gauge(descOpMax, q.Max/1e9, lv...)
@@ -416,11 +419,4 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// hogged: the arm runs CPU hogs beside its workers, as its experiment
-// declares (exp.Spec.Hogged).
-func hogged(a *result.Arm) bool {
-	s, ok := exp.Lookup(a.Experiment)
-	return ok && s.Hogged != nil && s.Hogged(*a)
 }

@@ -9,10 +9,10 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
-// Cost is this host's measured CPU cost per switch that the direct part
-// is priced with: the one `price` uses (the newest quiet thread round
-// trip in the history, or a calibration), with where it came from; or,
-// when there is none, why.
+// Cost is this host's measured cost of a switch that the direct part is
+// priced with: the one every command uses (price.FromHistory: the newest
+// quiet thread round trip on one CPU in the history, or a calibration),
+// with where it came from; or, when there is none, why.
 type Cost struct {
 	price.Cost
 	OK  bool
@@ -138,10 +138,7 @@ func (s Split) Lines() []string {
 		out = append(out, "  direct (in the switch path): not priced, the switches were not counted")
 		return out
 	}
-	from := fmt.Sprintf("cost per switch measured here: %s in run %s (%s)", s.Cost.Arm, s.Cost.RunID, s.Cost.How)
-	if s.Cost.Noisy {
-		from += "; that arm was noisy"
-	}
+	from := s.Cost.Line()
 	if s.ExtraCPU <= 0 {
 		out = append(out, fmt.Sprintf("  no extra CPU time: nothing to split (the %s switches × %s per switch would be %s)",
 			signedCount(s.ExtraSwitches), result.FormatNs(s.PerSwitchNs), signedNs(s.DirectNs)),

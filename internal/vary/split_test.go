@@ -66,7 +66,7 @@ func grid(t *testing.T, cost Cost, a, b []run) *Analysis {
 	return an
 }
 
-var futexCost = Cost{OK: true, Cost: price.Cost{PerSwitchNs: 2000, Arm: "pingpong/thread/futex/same-cpu", RunID: "R1", How: "CPU time per round trip 4 µs ÷ 2.00 switches"}}
+var futexCost = Cost{OK: true, Cost: price.Cost{PerSwitchNs: 2000, Arm: "pingpong/thread/futex/same-cpu", RunID: "R1", RoundTripNs: 6000, Switches: 3}}
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
 
@@ -104,7 +104,7 @@ func TestSplitArithmetic(t *testing.T) {
 	for _, want := range []string{
 		"split T=2 → T=32, per run: extra CPU time +900 ms (2.1 s → 3 s; significant: the ranges of 3 and 3 runs are apart, which happens 1 time in 10 by chance)",
 		"+50k switches × 2 µs per switch = +100 ms, 11% of the extra",
-		"cost per switch measured here: pingpong/thread/futex/same-cpu in run R1 (CPU time per round trip 4 µs ÷ 2.00 switches)",
+		"switch cost: 2 µs (pingpong/thread/futex/same-cpu in run R1: median round trip 6 µs ÷ 3.00 switches)",
 		"not in the switch path: +800 ms, 89% of the extra",
 		"This machine has no hardware counters (instructions: unsupported: " + noPMU + ")",
 		"it is the indirect cost (caches and TLB cold after other threads ran) or contention",
