@@ -132,7 +132,16 @@ const (
 	RefRawProcess  HarnessReference = "raw pipe loop, two Go processes" // built in
 	RefPyChain     HarnessReference = "perf_counter loop of the chain"  // the run's python
 	RefPyLookup    HarnessReference = "perf_counter loop of the lookup" // the run's python
+	// The user's query (selfcheck --set db=… query=… args=…): the
+	// application's own loop, and the same loop on an immutable URI. Rows
+	// of these references exist only when the user gave a query.
+	RefPyUserApp       HarnessReference = "perf_counter loop of sqlite3.connect(path)"
+	RefPyUserImmutable HarnessReference = "perf_counter loop of an immutable connection"
 )
+
+// UserOnly is whether selfcheck holds the arm to this reference only when
+// the user gave their own query.
+func (r HarnessReference) UserOnly() bool { return r == RefPyUserApp || r == RefPyUserImmutable }
 
 // Arm is one configuration the runner measures.
 type Arm struct {

@@ -18,11 +18,13 @@ func init() {
 		Name:       "hop",
 		Order:      60,
 		References: hopRefs,
-		Harness:    []exp.HarnessRef{{Arm: hopPyKey("direct", "file").String(), Reference: exp.RefPyLookup}},
-		Verdict:    hopVerdict,
-		Summary:    "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
-		Op:         "call",
-		OpLabels:   []exp.OpLabel{{Label: "op", Has: "user"}, {Label: "op", Has: "user-immutable"}, {Label: "op", Has: "py-call"}, {Label: "query", Has: "pytask"}, {Label: "call"}},
+		Harness: []exp.HarnessRef{{Arm: hopPyKey("direct", "file").String(), Reference: exp.RefPyLookup},
+			{Arm: hopPyUserKey("direct").String(), Reference: exp.RefPyUserApp},
+			{Arm: hopPyUserImmutableKey("direct").String(), Reference: exp.RefPyUserImmutable}},
+		Verdict:  hopVerdict,
+		Summary:  "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
+		Op:       "call",
+		OpLabels: []exp.OpLabel{{Label: "op", Has: "user"}, {Label: "op", Has: "user-immutable"}, {Label: "op", Has: "py-call"}, {Label: "query", Has: "pytask"}, {Label: "call"}},
 		Doc: `One op is one call of a fast local operation: a SQLite lookup by
 primary key (select v from t where id = ?, 1 000 rows, a fresh query per
 call) in a database file in a temp dir (-file) or in :memory: (-memory),

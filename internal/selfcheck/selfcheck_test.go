@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/ctxlab/ctxlab/internal/exp"
+	_ "github.com/ctxlab/ctxlab/internal/experiments" // the registry whose Harness lists the rows
 	"github.com/ctxlab/ctxlab/internal/sqlop"
 	"math/rand/v2"
 	"os"
@@ -352,10 +354,21 @@ func TestUserRows(t *testing.T) {
 	if cpus, _ := measure.Affinity(); len(cpus) > 0 {
 		h.CPU = cpus[0]
 	}
-	pyref := filepath.Join(dir, "pyref.py")
-	os.WriteFile(pyref, pyRef, 0o600)
-	rows := h.userRows(pyref)
-	if len(rows) != 2 || rows[0].Arm != UserArm || rows[1].Arm != UserImmutableArm || rows[0].Ref == nil || rows[1].Ref == nil {
+	userRows := func() []Comparison {
+		all, err := Comparisons(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []Comparison
+		for _, c := range all {
+			if exp.HarnessReference(c.Reference).UserOnly() {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	rows := userRows()
+	if len(rows) != 2 || !strings.HasSuffix(rows[0].Arm, "/user/direct") || !strings.HasSuffix(rows[1].Arm, "/user-immutable/direct") || rows[0].Ref == nil || rows[1].Ref == nil {
 		t.Fatalf("rows %+v; want the application's and the immutable connection's, each with a reference", rows)
 	}
 	for _, r := range rows {
@@ -366,7 +379,7 @@ func TestUserRows(t *testing.T) {
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 		t.Errorf("the database changed under the loops")
 	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 { // the database and pyref.py
 		t.Errorf("files left in the directory: %v", ents)
 	}
 	wal := filepath.Join(t.TempDir(), "wal.db")
@@ -376,7 +389,7 @@ func TestUserRows(t *testing.T) {
 	if h.User, err = sqlop.CheckUser(wal, "select name from items where id = ?", "range:1..100", ""); err != nil {
 		t.Fatal(err)
 	}
-	rows = h.userRows(pyref)
+	rows = userRows()
 	if rows[0].Ref != nil || !strings.Contains(rows[0].Unsupported, "checkpoint") || rows[1].Ref == nil {
 		t.Errorf("a WAL database: %+v; want the application's loop refused with the reason, the immutable one kept", rows)
 	}

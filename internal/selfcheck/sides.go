@@ -58,6 +58,12 @@ func Comparisons(h Host) ([]Comparison, error) {
 	var out []Comparison
 	for _, spec := range exp.All() {
 		for _, ref := range spec.Harness {
+			if ref.Reference.UserOnly() {
+				if h.User != nil {
+					out = append(out, h.userRow(ref, pyref))
+				}
+				continue
+			}
 			c := Comparison{Arm: ref.Arm, Reference: string(ref.Reference)}
 			switch ref.Reference {
 			case exp.RefChanLoop:
@@ -94,42 +100,32 @@ func Comparisons(h Host) ([]Comparison, error) {
 			out = append(out, c)
 		}
 	}
-	return append(out, h.userRows(pyref)...), nil
+	return out, nil
 }
 
-// The user's query's rows: ctxlab's CPython direct call on the
-// application's connection beside the application's own loop
-// (conn = sqlite3.connect(path), pyref.py -db), and on the immutable
+// userRow is one row of the user's query: ctxlab's CPython direct call on
+// the application's connection beside the application's own loop
+// (conn = sqlite3.connect(path), pyref.py -db), or on the immutable
 // connection beside the same loop on the immutable URI.
-const (
-	UserArm          = "hop/pytask/user/direct"
-	UserImmutableArm = "hop/pytask/user-immutable/direct"
-	refUserApp       = "perf_counter loop of sqlite3.connect(path)"
-	refUserImmutable = "perf_counter loop of an immutable connection"
-)
-
-func (h Host) userRows(pyref string) []Comparison {
-	if h.User == nil {
-		return nil
-	}
-	app := Comparison{Arm: UserArm, Reference: refUserApp}
-	imm := Comparison{Arm: UserImmutableArm, Reference: refUserImmutable}
+func (h Host) userRow(ref exp.HarnessRef, pyref string) Comparison {
+	c := Comparison{Arm: ref.Arm, Reference: string(ref.Reference)}
+	var flags []string
 	switch {
 	case h.Python == "":
-		app.Unsupported, imm.Unsupported = h.PythonWhy, h.PythonWhy
-		return []Comparison{app, imm}
+		c.Unsupported = h.PythonWhy
+		return c
 	case len(h.User.Args) == 0:
-		why := "the CPython arms bind one argument per call: give the query a ? and --set args"
-		app.Unsupported, imm.Unsupported = why, why
-		return []Comparison{app, imm}
+		c.Unsupported = "the CPython arms bind one argument per call: give the query a ? and --set args"
+		return c
+	case ref.Reference == exp.RefPyUserImmutable:
+		flags = []string{"-immutable"}
 	case h.User.WAL:
-		app.Unsupported = "a WAL database: the application's own loop (sqlite3.connect(path), read-write) would checkpoint it when it closes, " +
+		c.Unsupported = "a WAL database: the application's own loop (sqlite3.connect(path), read-write) would checkpoint it when it closes, " +
 			"a write; run scripts/userquery-compare.sh with DB= a copy"
-	default:
-		app.Ctxlab, app.Ref = h.arm(UserArm, true, h.UserSets...), h.pyUserLoop(pyref)
+		return c
 	}
-	imm.Ctxlab, imm.Ref = h.arm(UserImmutableArm, true, h.UserSets...), h.pyUserLoop(pyref, "-immutable")
-	return []Comparison{app, imm}
+	c.Ctxlab, c.Ref = h.arm(ref.Arm, true, h.UserSets...), h.pyUserLoop(pyref, flags...)
+	return c
 }
 
 // pyUserLoop runs pyref.py's loop of the user's query on the user's
