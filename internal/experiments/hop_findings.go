@@ -323,7 +323,7 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 func hopGoVerdict(v *exp.VerdictRun) (lines, notes []string) {
 	threads := v.Where("hop", func(a result.Arm) bool { return a.Params["way"] == "thread" && a.Params["op"] != userOpName })
 	if len(threads) == 0 {
-		lines = append(lines, "  Go: not measured (run hop)")
+		lines = append(lines, "  Go: "+unmeasured(v, "hop", "run hop"))
 	}
 	for i, t := range threads {
 		if i == 2 {
