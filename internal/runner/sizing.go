@@ -41,7 +41,8 @@ type Policy struct {
 // ops), batches of a tenth of the benchtime, repetitions stretched up to
 // 5× the benchtime to hold the minimum ops (an op of up to half the
 // benchtime: 30 ms in the quick suite, whose slowest ops, a timer behind
-// a spinning goroutine and a process exec, take ~20 and ~8 ms), and a
+// a spinning goroutine and a process exec, take ~20 and ~8 ms; about 2 s
+// more for the quick suite, most of it the timer's ten repetitions), and a
 // sampling interval that keeps timestamps under ~0.1% of the op
 // (measured: sampling every 6 µs pipe round trip added 3–10% to the
 // mean, every 10th op under 1%).
