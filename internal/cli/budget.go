@@ -228,7 +228,7 @@ func writeBudget(w io.Writer, run *result.Run, rate float64, glob string, width 
 	if c, ok := price.DirectCost(run); ok { // the one cost of a switch, as the verdict, watch and diagnose give it
 		out(c.Line())
 	}
-	for _, l := range unpriced(b.wall, b.hogged, b.notTime) {
+	for _, l := range unpriced(b.wall, b.hogged, b.notTime, b.few) {
 		out("not priced: " + l)
 	}
 	return nil
@@ -239,6 +239,7 @@ type budget struct {
 	rows                  []experiments.Priced
 	byWall                bool // no arm had CPU time: rows are priced by wall time
 	wall, hogged, notTime []result.Arm
+	few                   []result.Arm // too few ops per repetition: no figure to price
 }
 
 // priceBudget prices run's measured arms that match glob (by their raw
@@ -247,6 +248,9 @@ type budget struct {
 func priceBudget(run *result.Run, raw []result.Arm, rate float64, glob string) (budget, error) {
 	var b budget
 	for i, a := range run.Arms {
+		if a.Status == result.StatusTooFewOps && armMatches(glob, raw[i]) {
+			b.few = append(b.few, a)
+		}
 		if !armMatches(glob, raw[i]) || a.Status != result.StatusOK || a.Median <= 0 {
 			continue
 		}
@@ -267,8 +271,8 @@ func priceBudget(run *result.Run, raw []result.Arm, rate float64, glob string) (
 		return b, nil
 	}
 	if len(b.wall) == 0 {
-		if len(b.hogged)+len(b.notTime) > 0 {
-			return b, usagef("--arm %q: no matching arm of run %s can be priced: %s", glob, run.ID, strings.Join(unpriced(nil, b.hogged, b.notTime), "; "))
+		if len(b.hogged)+len(b.notTime)+len(b.few) > 0 {
+			return b, usagef("--arm %q: no matching arm of run %s can be priced: %s", glob, run.ID, strings.Join(unpriced(nil, b.hogged, b.notTime, b.few), "; "))
 		}
 		var names []string
 		for _, a := range run.Arms {
@@ -348,8 +352,11 @@ func writeBudgetTable(w io.Writer, rows []experiments.Priced, sourced bool, widt
 }
 
 // unpriced says which arms were left out and why, compactly.
-func unpriced(noCPU, hogged, notTime []result.Arm) []string {
+func unpriced(noCPU, hogged, notTime, few []result.Arm) []string {
 	var out []string
+	if len(few) > 0 {
+		out = append(out, fmt.Sprintf("%d arm(s) held too few ops per repetition for a figure: %s", len(few), perExperiment(few, nil)))
+	}
 	if len(hogged) > 0 {
 		out = append(out, fmt.Sprintf("%d arm(s) run CPU hogs beside their workers, so their time per op holds the hogs' turns, not a handoff's CPU: %s",
 			len(hogged), perExperiment(hogged, nil)))

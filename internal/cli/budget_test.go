@@ -167,3 +167,28 @@ func TestBudgetFitsTheWidth(t *testing.T) {
 		}
 	}
 }
+
+// An arm whose repetitions held too few ops has no figure to price: it is
+// left out, named, with the reason.
+func TestBudgetLeavesOutTooFewOps(t *testing.T) {
+	fine := budgetArm("pingpong/thread/futex/same-cpu", "thread", "round trip", 2000)
+	few := budgetArm("pingpong/thread/futex/cross-cpu", "thread", "round trip", 7_777_777)
+	few.Status, few.Reason = result.StatusTooFewOps, "only 3 ops per repetition (< 10)"
+	run := &result.Run{Schema: result.SchemaVersion, ID: "r", Arms: []result.Arm{fine, few}}
+	var b bytes.Buffer
+	if err := writeBudget(&b, run, 10000, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "cross-cpu  ") || strings.Contains(out, "7.78 ms") {
+		t.Errorf("an arm with too few ops was priced:\n%s", out)
+	}
+	if !strings.Contains(out, "not priced: 1 arm(s) held too few ops per repetition for a figure: pingpong (1: thread/futex/cross-cpu)") {
+		t.Errorf("the arm is not named with its reason:\n%s", out)
+	}
+	err := writeBudget(&b, run, 10000, "*cross-cpu", 0)
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "too few ops") {
+		t.Errorf("only an arm with too few ops: %v", err)
+	}
+}

@@ -149,7 +149,8 @@ type Comparison struct {
 	Geomeans []Geomean `json:"geomeans,omitempty"`
 	OnlyA    []string  `json:"only_a,omitempty"` // arms measured in A only
 	OnlyB    []string  `json:"only_b,omitempty"`
-	// Skipped are common arms without figures on one side (failed, unsupported).
+	// Skipped are common arms without figures on one side (failed,
+	// unsupported, too few ops).
 	Skipped  []string `json:"skipped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -281,12 +282,16 @@ func few(names []string, n int) string {
 	return strings.Join(names[:n], ", ") + ", …"
 }
 
-// values are the arm's per-repetition figures, or its median alone.
+// values are the arm's per-repetition figures, or its median alone; none
+// from too few ops, which are no answer (a memory delta's median may be
+// negative, so this is not result.Arm.HasFigure).
 func values(a *result.Arm) []float64 {
-	if len(a.RepMeans) > 0 {
+	switch {
+	case a.Status == result.StatusTooFewOps:
+		return nil
+	case len(a.RepMeans) > 0:
 		return a.RepMeans
-	}
-	if a.Status == result.StatusOK && a.Median > 0 {
+	case a.Status == result.StatusOK && a.Median > 0:
 		return []float64{a.Median}
 	}
 	return nil

@@ -451,3 +451,21 @@ func TestTableFitsTheWidth(t *testing.T) {
 		t.Errorf("width 200 lacks the ranges:\n%s", out)
 	}
 }
+
+// An arm whose repetitions held too few ops on either side is no answer:
+// it is skipped, never compared.
+func TestTooFewOpsIsNotCompared(t *testing.T) {
+	a := fewRun("A", map[string][]float64{"x/few": {1000, 1010, 1020}, "x/fine": {100, 110, 120}})
+	b := fewRun("B", map[string][]float64{"x/few": {9000, 9010, 9020}, "x/fine": {100, 110, 120}})
+	b.Arms[0].Status, b.Arms[0].Reason = result.StatusTooFewOps, "only 3 ops per repetition (< 10)"
+	c, err := Compare(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Rows) != 1 || c.Rows[0].Arm != "x/fine" {
+		t.Errorf("rows %+v: want x/fine alone", c.Rows)
+	}
+	if len(c.Skipped) != 1 || c.Skipped[0] != "x/few" {
+		t.Errorf("skipped %v: want x/few", c.Skipped)
+	}
+}

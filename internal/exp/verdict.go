@@ -141,29 +141,41 @@ type VerdictRun struct {
 	// all) by their plan name (ArmKey.Plan), the first in run order, for
 	// Pick to fall back on.
 	plan map[string]result.Arm
+	// few and fewPlan hold the arms whose repetitions held too few ops
+	// (result.StatusTooFewOps) the same way, for TooFew.
+	few, fewPlan map[string]result.Arm
 }
 
-// NewVerdictRun indexes run's measured arms (a median above zero, status
-// ok or repetitions recorded).
+// NewVerdictRun indexes run's measured arms (result.Arm.HasFigure), and
+// apart from them those with too few ops.
 func NewVerdictRun(run *result.Run) *VerdictRun {
-	v := &VerdictRun{Run: run, arms: map[string]result.Arm{}, plan: map[string]result.Arm{}}
+	v := &VerdictRun{Run: run, arms: map[string]result.Arm{}, plan: map[string]result.Arm{},
+		few: map[string]result.Arm{}, fewPlan: map[string]result.Arm{}}
 	for _, a := range run.Arms {
-		if Measured(a) {
-			v.arms[a.Name] = a
-			if k, err := ParseArmKey(a.Name); err == nil && k.Interpreter != "" {
-				if _, seen := v.plan[k.Plan().String()]; !seen {
-					v.plan[k.Plan().String()] = a
-				}
-			}
+		switch {
+		case Measured(a):
+			index(v.arms, v.plan, a)
+		case a.Status == result.StatusTooFewOps:
+			index(v.few, v.fewPlan, a)
 		}
 	}
 	return v
 }
 
-// Measured says whether an arm has a figure to show.
-func Measured(a result.Arm) bool {
-	return a.Median > 0 && (a.Status == result.StatusOK || len(a.RepMeans) > 0)
+// index puts a in byName, and in byPlan by its plan name when it ran on
+// one of several interpreters and is the first there.
+func index(byName, byPlan map[string]result.Arm, a result.Arm) {
+	byName[a.Name] = a
+	if k, err := ParseArmKey(a.Name); err == nil && k.Interpreter != "" {
+		if _, seen := byPlan[k.Plan().String()]; !seen {
+			byPlan[k.Plan().String()] = a
+		}
+	}
 }
+
+// Measured says whether an arm has a figure to show (result.Arm.HasFigure:
+// never one from too few ops).
+func Measured(a result.Arm) bool { return a.HasFigure() }
 
 // Pick returns the first measured arm of names. An arm run under
 // --python all, whose key carries an interpreter, is found by its plan
@@ -180,12 +192,53 @@ func (v *VerdictRun) Pick(names ...string) (result.Arm, bool) {
 	return result.Arm{}, false
 }
 
+// TooFew returns the first of names whose repetitions held too few ops
+// (result.StatusTooFewOps), found as Pick finds an arm: where Pick finds
+// none, the verdict says "too few ops" instead of a figure.
+func (v *VerdictRun) TooFew(names ...string) (result.Arm, bool) {
+	for _, n := range names {
+		if a, ok := v.few[n]; ok {
+			return a, true
+		}
+		if a, ok := v.fewPlan[n]; ok {
+			return a, true
+		}
+	}
+	return result.Arm{}, false
+}
+
 // Where returns the measured arms of experiment that keep returns true
 // for, in run order.
 func (v *VerdictRun) Where(experiment string, keep func(a result.Arm) bool) []result.Arm {
+	return where(v.Run.Arms, v.arms, experiment, keep)
+}
+
+// WhereTooFew is Where over the arms whose repetitions held too few ops:
+// those a line would have shown, to say "too few ops" in their place.
+func (v *VerdictRun) WhereTooFew(experiment string, keep func(a result.Arm) bool) []result.Arm {
+	return where(v.Run.Arms, v.few, experiment, keep)
+}
+
+// WhereAny is Where over the measured arms and those with too few ops
+// together, in run order: a line that shows each arm's figure or says
+// "too few ops" in its place (result.Arm.HasFigure tells which).
+func (v *VerdictRun) WhereAny(experiment string, keep func(a result.Arm) bool) []result.Arm {
 	var out []result.Arm
 	for _, a := range v.Run.Arms {
-		if _, ok := v.arms[a.Name]; ok && a.Experiment == experiment && keep(a) {
+		_, m := v.arms[a.Name]
+		_, f := v.few[a.Name]
+		if (m || f) && a.Experiment == experiment && keep(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// where is the arms of experiment in in, in run order, that keep keeps.
+func where(arms []result.Arm, in map[string]result.Arm, experiment string, keep func(a result.Arm) bool) []result.Arm {
+	var out []result.Arm
+	for _, a := range arms {
+		if _, ok := in[a.Name]; ok && a.Experiment == experiment && keep(a) {
 			out = append(out, a)
 		}
 	}

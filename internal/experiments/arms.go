@@ -59,6 +59,28 @@ func pick(v *exp.VerdictRun, keys ...exp.ArmKey) (result.Arm, bool) {
 	return v.Pick(names...)
 }
 
+// tooFew is the first arm of keys whose repetitions held too few ops in
+// a verdict's run (exp.VerdictRun.TooFew): where pick finds no figure,
+// the verdict says so.
+func tooFew(v *exp.VerdictRun, keys ...exp.ArmKey) (result.Arm, bool) {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		heard(k)
+		names[i] = k.String()
+	}
+	return v.TooFew(names...)
+}
+
+// unmeasured is what a verdict says of experiment where it found no
+// figure to show: "too few ops" where arms of it had too few (the screen
+// names them and says why), else "not measured" and how to measure it.
+func unmeasured(v *exp.VerdictRun, experiment, how string) string {
+	if len(v.WhereTooFew(experiment, func(result.Arm) bool { return true })) > 0 {
+		return "too few ops for a figure (see below)"
+	}
+	return "not measured (" + how + ")"
+}
+
 // names are the keys' arm names, for a declaration (exp.Spec) that lists
 // arms by name.
 func names(keys ...exp.ArmKey) []string {

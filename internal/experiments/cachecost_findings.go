@@ -310,7 +310,8 @@ func cachecostCurve(arms []result.Arm) []exp.CostPoint {
 
 // cachecostVerdict: the per-switch curve, and wall time per element
 // with few and many threads at the largest working set swept (a line of
-// figures), their on-CPU time in a note: what the indirect cost is.
+// figures, "too few ops" in place of an arm's whose repetitions held too
+// few), their on-CPU time in a note: what the indirect cost is.
 func cachecostVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	var lines, notes []string
 	// per-switch curve: (RT(W) − solo(W) − RT(0)) / switches at each W.
@@ -321,37 +322,61 @@ func cachecostVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	if len(parts) > 0 {
 		lines = append(lines, "  per switch, on top of the direct cost, by working set touched: "+strings.Join(parts, " · "))
 	}
-	sweep := v.Where("cachecost", func(a result.Arm) bool { return a.Params["mode"] == "sweep" && a.Params["compare"] != "" })
+	if l, n, ok := sweepVerdict(v); ok {
+		lines, notes = append(lines, l), append(notes, n...)
+	} else if len(lines) == 0 {
+		lines = append(lines, "  "+unmeasured(v, "cachecost", "run cachecost"))
+	}
+	return []exp.VerdictSection{{Block: exp.BlockIndirect, Heading: "the indirect cost: cold caches after other workers ran, time per element visited",
+		Lines: lines, Notes: notes,
+		Foot: []string{"  published: 4 MB sets, 128 vs 8 threads on 8 cores: cycles +118% for ≈ equal instructions, IPC 2.40 → 1.10, LLC misses ×3.3, task-clock +29%; direct switch ≈ 1 µs"}}}
+}
+
+// sweepVerdict is the verdict's line of wall time per element with the
+// fewest and the most threads at the largest working set swept, and the
+// note on their on-CPU time; ok is false when no working set has both.
+func sweepVerdict(v *exp.VerdictRun) (line string, notes []string, ok bool) {
+	isSweep := func(a result.Arm) bool { return a.Params["mode"] == "sweep" && a.Params["compare"] != "" }
 	groups := map[string][]result.Arm{}
 	var key string
 	var keyW int64 = -1
-	for _, a := range sweep {
+	for _, a := range append(v.Where("cachecost", isSweep), v.WhereTooFew("cachecost", isSweep)...) {
 		k := a.Params["compare"]
 		groups[k] = append(groups[k], a)
 		if wb, _ := strconv.ParseInt(a.Params["W_bytes"], 10, 64); wb > keyW {
 			key, keyW = k, wb
 		}
 	}
-	threads := func(a result.Arm) int { n, _ := strconv.Atoi(a.Params["T"]); return n }
-	if g := groups[key]; len(g) >= 2 {
-		sort.Slice(g, func(i, j int) bool { return threads(g[i]) < threads(g[j]) })
-		few, many := g[0], g[len(g)-1]
-		lines = append(lines, fmt.Sprintf("  %s each, %s → %s threads: wall %s (%s) → %s (%s)", result.FormatBytes(float64(keyW)),
-			few.Params["T"], many.Params["T"], result.FormatNs(few.Median), exp.Spread(few), result.FormatNs(many.Median), exp.Spread(many)))
-		if fc, mc := few.Metrics["oncpu-ns/element"], many.Metrics["oncpu-ns/element"]; fc > 0 && mc > 0 {
-			cmp := exp.Compare(mc, fc, "more", "less")
-			line := fmt.Sprintf("    on CPU %s → %s, %s", result.FormatNs(fc), result.FormatNs(mc), cmp)
-			if mc > fc*exp.SameWithin {
-				line += ": the indirect cost (cold caches); the rest of the wall time is waiting for a CPU"
-			} else {
-				line += ": no indirect cost shows at this size"
-			}
-			notes = append(notes, line)
-		}
-	} else if len(lines) == 0 {
-		lines = append(lines, "  not measured (run cachecost)")
+	g := groups[key]
+	if len(g) < 2 {
+		return "", nil, false
 	}
-	return []exp.VerdictSection{{Block: exp.BlockIndirect, Heading: "the indirect cost: cold caches after other workers ran, time per element visited",
-		Lines: lines, Notes: notes,
-		Foot: []string{"  published: 4 MB sets, 128 vs 8 threads on 8 cores: cycles +118% for ≈ equal instructions, IPC 2.40 → 1.10, LLC misses ×3.3, task-clock +29%; direct switch ≈ 1 µs"}}}
+	threads := func(a result.Arm) int { n, _ := strconv.Atoi(a.Params["T"]); return n }
+	sort.Slice(g, func(i, j int) bool { return threads(g[i]) < threads(g[j]) })
+	lo, hi := g[0], g[len(g)-1]
+	line = fmt.Sprintf("  %s each, %s → %s threads: wall %s → %s", result.FormatBytes(float64(keyW)),
+		lo.Params["T"], hi.Params["T"], wallFigure(lo), wallFigure(hi))
+	if !lo.HasFigure() || !hi.HasFigure() {
+		return line, nil, true
+	}
+	if fc, mc := lo.Metrics["oncpu-ns/element"], hi.Metrics["oncpu-ns/element"]; fc > 0 && mc > 0 {
+		cmp := exp.Compare(mc, fc, "more", "less")
+		note := fmt.Sprintf("    on CPU %s → %s, %s", result.FormatNs(fc), result.FormatNs(mc), cmp)
+		if mc > fc*exp.SameWithin {
+			note += ": the indirect cost (cold caches); the rest of the wall time is waiting for a CPU"
+		} else {
+			note += ": no indirect cost shows at this size"
+		}
+		notes = append(notes, note)
+	}
+	return line, notes, true
+}
+
+// wallFigure is a sweep arm's wall time per element with its spread, or
+// its status where its figures are no answer (too few ops).
+func wallFigure(a result.Arm) string {
+	if !a.HasFigure() {
+		return a.Status
+	}
+	return result.FormatNs(a.Median) + " (" + exp.Spread(a) + ")"
 }

@@ -230,7 +230,9 @@ func measureBench(t *testing.T, name string, open func() (exp.Bench, error)) (re
 		}
 		return bn, err
 	}})
-	if r.Status != result.StatusOK {
+	// Finished: ok, or too few ops where a busy machine makes an op slow
+	// for the tiny benchtime (its figures are kept all the same).
+	if r.Status != result.StatusOK && r.Status != result.StatusTooFewOps {
 		t.Fatalf("%s: %s (%s)", name, r.Status, r.Reason)
 	}
 	return r, tids

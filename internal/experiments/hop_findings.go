@@ -325,7 +325,7 @@ func hopGoVerdict(v *exp.VerdictRun) (lines, notes []string) {
 		return a.Params["way"] == "thread" && a.Params["op"] != userOpName && a.Params["op"] != userImmutableOpName
 	})
 	if len(threads) == 0 {
-		lines = append(lines, "  Go: not measured (run hop)")
+		lines = append(lines, "  Go: "+unmeasured(v, "hop", "run hop"))
 	}
 	for i, t := range threads {
 		if i == 2 {

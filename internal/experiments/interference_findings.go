@@ -170,17 +170,18 @@ func interferenceFindings(arms []result.Arm) []string {
 func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	var lines, notes []string
 	param := func(a result.Arm, k string) string { return a.Params[k] }
-	base := v.Where("interference", func(a result.Arm) bool { return param(a, "hogs") == "0" && a.Percentiles != nil })
+	base := v.WhereAny("interference", func(a result.Arm) bool { return param(a, "hogs") == "0" && a.Percentiles != nil })
 	under := "" // the GOMAXPROCS and hog the lines below it share
 	for _, b := range base {
-		hogs := v.Where("interference", func(a result.Arm) bool {
+		hogs := v.WhereAny("interference", func(a result.Arm) bool {
 			return param(a, "shape") == param(b, "shape") && param(a, "hogs") == "1" && a.Percentiles != nil
 		})
 		var same, fixes []result.Arm
 		for _, h := range hogs {
-			if h.GOMAXPROCS == b.GOMAXPROCS && strings.Contains(param(h, "hog"), "goroutine") {
+			switch {
+			case h.GOMAXPROCS == b.GOMAXPROCS && strings.Contains(param(h, "hog"), "goroutine"):
 				same = append(same, h)
-			} else {
+			case h.HasFigure():
 				fixes = append(fixes, h)
 			}
 		}
@@ -192,8 +193,10 @@ func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 			under = u
 			lines = append(lines, u)
 		}
-		pb, ph := b.Percentiles, h.Percentiles
-		lines = append(lines, fmt.Sprintf("    %s: p50 %s, p99 %s", shortOp(b.Op), exp.Change(pb.P50, ph.P50), exp.Change(pb.P99, ph.P99)))
+		lines = append(lines, tailLine(b, h))
+		if !b.HasFigure() {
+			continue
+		}
 		var fx []string
 		for _, f := range fixes {
 			how := hogWords(param(f, "hog")) + " instead"
@@ -210,13 +213,29 @@ func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 		}
 	}
 	if len(lines) == 0 {
-		lines = append(lines, "  Go: not measured (run interference)")
+		lines = append(lines, "  Go: "+unmeasured(v, "interference", "run interference"))
 	}
 	py, pyNotes := interferencePyVerdict(v)
 	lines = append(lines, py)
 	return []exp.VerdictSection{{Block: exp.BlockTail, Heading: "one busy worker, the tail: sampled p50 and p99, without → with it",
 		Lines: lines, Notes: append(notes, pyNotes...),
 		Foot: []string{"  published (CPython 3.14, one busy thread): p50 5.9 µs → 5 096 µs, p99 16.6 µs → 15 235 µs"}}}
+}
+
+// tailLine is the verdict's line of an op's sampled p50 and p99 without
+// a hog (b) → with it (h), or "too few ops" on the side whose repetitions
+// held too few for a figure.
+func tailLine(b, h result.Arm) string {
+	pb, ph := b.Percentiles, h.Percentiles
+	switch {
+	case !b.HasFigure() && !h.HasFigure():
+		return fmt.Sprintf("    %s: too few ops, without the hog and with it", shortOp(b.Op))
+	case !h.HasFigure():
+		return fmt.Sprintf("    %s: p50 %s, p99 %s; with the hog: too few ops", shortOp(b.Op), result.FormatNs(pb.P50), result.FormatNs(pb.P99))
+	case !b.HasFigure():
+		return fmt.Sprintf("    %s: without the hog too few ops; with it p50 %s, p99 %s", shortOp(b.Op), result.FormatNs(ph.P50), result.FormatNs(ph.P99))
+	}
+	return fmt.Sprintf("    %s: p50 %s, p99 %s", shortOp(b.Op), exp.Change(pb.P50, ph.P50), exp.Change(pb.P99, ph.P99))
 }
 
 // shortOp is what one op is without its parenthesis: "1 ms timer sleep".

@@ -173,6 +173,8 @@ func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 		}
 		lines = append(lines, fmt.Sprintf("  threads vs goroutines: %s, %.2f vs %.2f OS switches",
 			exp.Compare(t.Median, g.Median, "slower", "faster"), t.Switches.Total(), gs))
+	} else if f, few := tooFew(v, goChan, futexOne); few {
+		lines = append(lines, "  threads vs goroutines: too few ops in "+f.Name)
 	} else {
 		lines = append(lines, "  gap: not measured (needs "+goChan.String()+" and "+futexOne.String()+")")
 	}
@@ -243,6 +245,9 @@ func pingpongBudget(v *exp.VerdictRun) []string {
 	} {
 		a, ok := pick(v, k.keys...)
 		if !ok {
+			if _, few := tooFew(v, k.keys...); few {
+				parts = append(parts, k.label+" too few ops")
+			}
 			continue
 		}
 		p, ok := PriceAt(a, exp.VerdictRate)
@@ -254,7 +259,7 @@ func pingpongBudget(v *exp.VerdictRun) []string {
 			label = "threads, unpinned"
 		}
 		each := ""
-		if len(parts) == 0 {
+		if len(ps) == 0 {
 			each = " on CPU each"
 		}
 		parts = append(parts, fmt.Sprintf("%s %s (%s%s)", label, price.Percent(p.Share), result.FormatNs(p.PerOp), each))
@@ -264,7 +269,7 @@ func pingpongBudget(v *exp.VerdictRun) []string {
 		return []string{"  not measured: this run recorded no CPU time per op for the pingpong arms"}
 	}
 	line := "  " + strings.Join(parts, " · ")
-	if srcs := PriceSources(ps); len(srcs) > 1 || srcs[0] != "CPU time of all participants" {
+	if srcs := PriceSources(ps); len(srcs) > 1 || len(srcs) == 1 && srcs[0] != "CPU time of all participants" {
 		line += " — from " + strings.Join(srcs, ", ")
 	}
 	return []string{line}

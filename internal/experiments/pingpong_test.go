@@ -26,7 +26,7 @@ func TestPingpongEveryArmSmoke(t *testing.T) {
 				t.Errorf("%s unsupported without a reason", a.Name)
 			}
 			continue
-		case result.StatusOK:
+		case result.StatusOK, result.StatusTooFewOps: // a slow handoff on a busy machine may be too few for the tiny benchtime
 		default:
 			t.Errorf("%s: %s: %s", a.Name, a.Status, a.Reason)
 			continue

@@ -13,7 +13,8 @@ import (
 )
 
 // TestRingYieldSpawnQuickArms runs every quick arm of ring, yield and spawn
-// through the runner with tiny repetitions: each must finish ok, and the
+// through the runner with tiny repetitions: each must finish (ok, or too
+// few ops where an op is slow for the tiny benchtime), and the
 // checks and findings must come out of the results.
 func TestRingYieldSpawnQuickArms(t *testing.T) {
 	if testing.Short() {
@@ -35,11 +36,14 @@ func TestRingYieldSpawnQuickArms(t *testing.T) {
 		t.Fatalf("%d experiments, want 3", len(exps))
 	}
 	for _, a := range arms {
-		if a.Status != result.StatusOK && a.Status != result.StatusUnsupported {
+		// At a 5 ms benchtime a process exec (~8 ms) has too few ops: it
+		// finished all the same, and keeps its figures as evidence.
+		measured := a.Status == result.StatusOK || a.Status == result.StatusTooFewOps
+		if !measured && a.Status != result.StatusUnsupported {
 			t.Errorf("%s: %s (%s)", a.Name, a.Status, a.Reason)
 		}
 		weighed := a.Unit == "B/op" // spawn's idle-memory gauges count no switches
-		if a.Status == result.StatusOK && (a.Median <= 0 || (a.Switches == nil && !weighed)) {
+		if measured && (a.Median <= 0 || (a.Switches == nil && !weighed)) {
 			t.Errorf("%s: median %v, switches %v", a.Name, a.Median, a.Switches)
 		}
 	}

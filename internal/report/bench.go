@@ -24,7 +24,8 @@ import (
 // benchstat's: a time per op is ns/op (benchstat shows sec/op), whatever
 // the arm's op is (the arm's name says it). N is the run's GOMAXPROCS for
 // every arm, so it is stable between arms and runs on one machine. Arms without
-// figures become "#" comment lines, which benchfmt readers skip.
+// figures, and those whose repetitions held too few ops, become "#"
+// comment lines, which benchfmt readers skip.
 func Bench(w io.Writer, run *result.Run) error {
 	// The run id goes in a comment: as a config key it would differ
 	// between two runs and make benchstat put them in separate tables
@@ -50,7 +51,7 @@ func Bench(w io.Writer, run *result.Run) error {
 		res.Config[i].File = true
 	}
 	for _, a := range run.Arms {
-		if len(a.RepMeans) == 0 {
+		if len(a.RepMeans) == 0 || a.Status == result.StatusTooFewOps { // too few ops: no answer for benchstat either
 			reason := a.Status
 			if a.Reason != "" {
 				reason += ": " + a.Reason

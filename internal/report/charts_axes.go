@@ -16,9 +16,8 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 )
 
-func measured(a result.Arm) bool {
-	return a.Median > 0 && (a.Status == result.StatusOK || len(a.RepMeans) > 0)
-}
+// measured says whether an arm has a figure to show (result.Arm.HasFigure).
+func measured(a result.Arm) bool { return a.HasFigure() }
 
 // short is the arm named name within its experiment (exp.ShortNameIn).
 func short(experiment, name string) string { return exp.ShortNameIn(experiment, name) }

@@ -72,7 +72,7 @@ func sampledArms(experiment string, arms []result.Arm) (sel []result.Arm, names 
 		for _, b := range a.Histogram {
 			total += b.Count
 		}
-		if total > 0 {
+		if total > 0 && a.Status != result.StatusTooFewOps { // too few samples to be an answer
 			sel = append(sel, a)
 			names = append(names, short(experiment, a.Name))
 			segs = append(segs, exp.ShortSegmentsIn(experiment, a.Name))

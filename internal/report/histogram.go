@@ -25,7 +25,7 @@ func writeHistograms(w io.Writer, experiment string, arms []result.Arm) {
 	for _, a := range arms {
 		line, lo, hi := HistogramLine(a.Histogram)
 		p := a.Percentiles
-		if line == "" || p == nil || p.P50 <= 0 || p.Max < tailFactor*p.P50 {
+		if line == "" || p == nil || p.P50 <= 0 || p.Max < tailFactor*p.P50 || a.Status == result.StatusTooFewOps {
 			continue
 		}
 		rows = append(rows, []string{short(experiment, a.Name), lo, line + " " + hi})

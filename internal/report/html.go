@@ -75,8 +75,14 @@ type htmlChart struct {
 	SVG                 template.HTML
 }
 
+// htmlArmRow is an arm's row of the report's table; an arm whose
+// repetitions held too few ops shows its status and reason, no figure.
 func htmlArmRow(experiment string, a result.Arm) []string {
 	row := []string{short(experiment, a.Name), "", "", "", "", "", a.Status}
+	if a.Status == result.StatusTooFewOps {
+		row[6] += " · " + a.Reason
+		return row
+	}
 	if measured(a) {
 		row[1] = result.FormatValue(a.Median, a.Unit)
 		row[2] = result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit)

@@ -29,20 +29,7 @@ func Markdown(w io.Writer, run *result.Run) error {
 		fmt.Fprintln(w, "| arm | median | min–max | p50 | p99 | switches/op | migr/op | status |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|")
 		for _, a := range arms {
-			cells := []string{short(name, a.Name), "", "", "", "", "", "", a.Status}
-			if a.Status == result.StatusOK || a.Median > 0 {
-				cells[1] = result.FormatValue(a.Median, a.Unit)
-				cells[2] = result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit)
-			}
-			if p := a.Percentiles; p != nil {
-				cells[3], cells[4] = result.FormatNs(p.P50), result.FormatNs(p.P99)
-			}
-			if s := a.Switches; s != nil {
-				cells[5] = fmt.Sprintf("%.2f", s.Total())
-			}
-			if a.Migrations != nil {
-				cells[6] = fmt.Sprintf("%.2f", *a.Migrations)
-			}
+			cells := append(append([]string{short(name, a.Name)}, mdFigures(a)...), a.Status)
 			if a.Noise.Noisy {
 				cells[7] += " (noisy)"
 			}
@@ -114,4 +101,28 @@ func experimentIndex(run *result.Run) map[string]result.Experiment {
 		m[e.Name] = e
 	}
 	return m
+}
+
+// mdFigures are an arm's figure cells: median, min–max, p50, p99,
+// switches and migrations per op; all empty for an arm whose repetitions
+// held too few ops, which are no answer (its status cell says why).
+func mdFigures(a result.Arm) []string {
+	cells := make([]string, 6)
+	if a.Status == result.StatusTooFewOps {
+		return cells
+	}
+	if a.Status == result.StatusOK || a.Median > 0 {
+		cells[0] = result.FormatValue(a.Median, a.Unit)
+		cells[1] = result.FormatValue(a.Min, a.Unit) + "–" + result.FormatValue(a.Max, a.Unit)
+	}
+	if p := a.Percentiles; p != nil {
+		cells[2], cells[3] = result.FormatNs(p.P50), result.FormatNs(p.P99)
+	}
+	if s := a.Switches; s != nil {
+		cells[4] = fmt.Sprintf("%.2f", s.Total())
+	}
+	if a.Migrations != nil {
+		cells[5] = fmt.Sprintf("%.2f", *a.Migrations)
+	}
+	return cells
 }

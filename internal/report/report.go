@@ -166,6 +166,11 @@ func writeArms(w io.Writer, experiment string, arms []result.Arm, shared []strin
 	tail := false
 	for _, a := range arms {
 		name := short(experiment, a.Name)
+		if a.Status == result.StatusTooFewOps { // its figures are no answer: the reason goes under the table
+			rows = append(rows, []string{name, a.Status, "", "", "", "", "", "", ""})
+			notes = append(notes, armNotes(a, name, shared)...)
+			continue
+		}
 		if a.Status != result.StatusOK && a.Median == 0 {
 			rows = append(rows, []string{name, a.Status, a.Reason, "", "", "", "", "", ""})
 			continue

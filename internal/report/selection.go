@@ -67,12 +67,19 @@ func experimentLines(e result.Experiment, name string, arms []result.Arm, width 
 		title += " — " + e.Summary
 	}
 	out := textcol.Wrap(title, width)
-	var measured []result.Arm
+	var measured, shown []result.Arm // shown: in the table, too few ops too
+	var few []string
 	notRun := map[string][]string{} // the arms that did not run, by why
 	var reasons []string
 	for _, a := range arms {
 		if exp.Measured(a) {
 			measured = append(measured, a)
+			shown = append(shown, a)
+			continue
+		}
+		if a.Status == result.StatusTooFewOps { // a row that says so, the reason under the table
+			shown = append(shown, a)
+			few = append(few, fmt.Sprintf("  %s: %s — %s", a.Status, exp.ShortName(a), a.Reason))
 			continue
 		}
 		why := a.Status
@@ -84,7 +91,10 @@ func experimentLines(e result.Experiment, name string, arms []result.Arm, width 
 		}
 		notRun[why] = append(notRun[why], exp.ShortName(a))
 	}
-	out = append(out, armTable(name, measured, width)...)
+	out = append(out, armTable(name, shown, width)...)
+	for _, f := range few { // the reason whole: it is what the row's place says
+		out = append(out, textcol.Wrap(f, width)...)
+	}
 	for _, why := range reasons {
 		which := plural(len(notRun[why]), "arm")
 		if len(notRun[why]) <= 3 { // a few are named
@@ -224,7 +234,28 @@ func tableColumns(arms []result.Arm) (cols, tail []column) {
 			{"p99", pct(func(p *result.Percentiles) float64 { return p.P99 }), true},
 		}
 	}
-	return cols, tail
+	return noFigures(cols, true), noFigures(tail, false)
+}
+
+// noFigures makes cols show no figure of an arm whose repetitions held
+// too few ops: the first column says "too few ops" where say is set, the
+// others are empty.
+func noFigures(cols []column, say bool) []column {
+	out := make([]column, len(cols))
+	for i, c := range cols {
+		first, cell := say && i == 0, c.cell
+		out[i] = c
+		out[i].cell = func(a result.Arm) string {
+			switch {
+			case a.Status != result.StatusTooFewOps:
+				return cell(a)
+			case first:
+				return a.Status
+			}
+			return ""
+		}
+	}
+	return out
 }
 
 // columnsSpan is the width cols take beside the names, a gap before each
@@ -356,6 +387,9 @@ func switchesText(s float64) string {
 // finish every repetition, or it is noisy (the noise line under the table
 // says why, once).
 func armMark(a result.Arm) string {
+	if a.Status == result.StatusTooFewOps { // it says so in its figures' place, and has none to be noisy
+		return ""
+	}
 	var marks []string
 	if a.Status != result.StatusOK {
 		marks = append(marks, a.Status)

@@ -166,6 +166,9 @@ func screenLines(run *result.Run, specs []*exp.Spec, stored bool, width int) []s
 		s.lines = append(s.lines, blk.lines...)
 	}
 	s.add(spacerLine, "")
+	if l := tooFewLine(run.Arms, s.more); l != "" { // a figure's place says "too few ops"; here is why
+		s.add(keepLine, l)
+	}
 	head, bad := verdictChecks(run)
 	s.add(keepLine, head)
 	for i, b := range bad {
@@ -178,6 +181,38 @@ func screenLines(run *result.Run, specs []*exp.Spec, stored bool, width int) []s
 	s.lines = append(s.lines, screenLine{rows: textcol.WrapLines(verdictNoise(run.Arms, "noise"), width, 2)})
 	s.add(keepLine, closing(run, stored)...)
 	return s.fit(VerdictMaxLines)
+}
+
+// maxTooFew is how many arms with too few ops the suite's screen names;
+// the first with its reason, the rest are counted.
+const maxTooFew = 3
+
+// tooFewLine names the arms whose repetitions held too few ops to give a
+// figure, the first with its reason ("" when there are none): the screen
+// shows "too few ops" where their figures would be, and this says why.
+func tooFewLine(arms []result.Arm, more string) string {
+	var few []result.Arm
+	for _, a := range arms {
+		if a.Status == result.StatusTooFewOps {
+			few = append(few, a)
+		}
+	}
+	if len(few) == 0 {
+		return ""
+	}
+	line := "too few ops, so no figure: " + few[0].Name + " — " + few[0].Reason
+	var others []string
+	for i, a := range few[1:] {
+		if i+1 == maxTooFew {
+			others = append(others, fmt.Sprintf("… %d more: %s", len(few)-maxTooFew, more))
+			break
+		}
+		others = append(others, a.Name)
+	}
+	if len(others) > 0 {
+		line += "; also " + strings.Join(others, ", ")
+	}
+	return line
 }
 
 // suiteName is how the screen's first line names the suite.
@@ -305,7 +340,7 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 	for _, r := range rows {
 		h := newHandoffRow(v, r)
 		tails = append(tails, h.tails...)
-		anyAcross, confined = anyAcross || h.across, confined || h.confined
+		anyAcross, confined = anyAcross || h.across || h.acrossFew, confined || h.confined
 		if r.Published != "" {
 			pubs = append(pubs, r.Label+" "+h.cells[4])
 		}
@@ -336,12 +371,13 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 // handoffRow is one Headline row of the handoff table: its cells (label,
 // one CPU, across CPUs, how the across-CPUs workers were placed, the
 // published figure), the figures that carry a slow tail, whether it has
-// an across-CPUs figure, and whether one was measured only on one CPU (a
-// run confined to one).
+// an across-CPUs figure (or one with too few ops), and whether one was
+// measured only on one CPU (a run confined to one).
 type handoffRow struct {
 	cells            []string
 	tails            []string
 	across, confined bool
+	acrossFew        bool // its across-CPUs arm has too few ops
 }
 
 func newHandoffRow(v *exp.VerdictRun, r exp.Headline) handoffRow {
@@ -360,11 +396,16 @@ func newHandoffRow(v *exp.VerdictRun, r exp.Headline) handoffRow {
 	one, ok1 := v.Pick(r.One...)
 	if ok1 {
 		h.cells[1] = figure(one, "one CPU")
+	} else if f, ok := v.TooFew(r.One...); ok {
+		h.cells[1] = f.Status
 	}
 	var across result.Arm
 	for _, name := range r.Across {
 		a, ok := v.Pick(name)
 		if !ok {
+			if f, few := v.TooFew(name); few && acrossCPUs(f, v.Run.Env) && !h.across {
+				h.cells[2], h.acrossFew = f.Status, true // unless a later one has a figure
+			}
 			continue
 		}
 		if !acrossCPUs(a, v.Run.Env) {

@@ -13,8 +13,9 @@ import (
 )
 
 // SchemaVersion is bumped whenever a field changes meaning or is removed.
-// Adding optional fields does not bump it.
-const SchemaVersion = 1
+// Adding optional fields does not bump it. 2: an arm's status may be
+// "too few ops" (StatusTooFewOps), which schema 1 recorded as "ok".
+const SchemaVersion = 2
 
 // Run is one invocation of ctxlab: the environment it saw and every arm it measured.
 type Run struct {
@@ -113,7 +114,7 @@ type Arm struct {
 	// and sizing included: what measuring it cost.
 	DurationNs int64 `json:"duration_ns,omitempty"`
 
-	Status string `json:"status"` // "ok", "timed out", "failed", "unsupported", "skipped"
+	Status string `json:"status"` // "ok", "too few ops", "timed out", "failed", "unsupported", "skipped", "interrupted"
 	Reason string `json:"reason,omitempty"`
 
 	Ops      int64     `json:"ops_per_rep,omitempty"`
@@ -234,13 +235,31 @@ type Check struct {
 
 // Status values of an arm.
 const (
-	StatusOK          = "ok"
+	StatusOK = "ok"
+	// StatusTooFewOps: the arm ran to the end, but its repetitions held
+	// fewer ops than the runner's minimum, so one slow op moves their
+	// means. Its figures stay in the document as evidence and are never
+	// shown as an answer (SPEC §2 rule 10); Reason says how many ops and
+	// why no more fitted.
+	StatusTooFewOps   = "too few ops"
 	StatusTimedOut    = "timed out"
 	StatusFailed      = "failed"
 	StatusUnsupported = "unsupported"
 	StatusSkipped     = "skipped"
 	StatusInterrupted = "interrupted"
 )
+
+// HasFigure says whether the arm has a figure to show as an answer: a
+// median from repetitions that finished, whether it ran to the end or
+// kept the repetitions that did before it stopped, and never one from
+// too few ops (StatusTooFewOps). Every reader that shows, compares or
+// plots an arm's median asks this, so the rule lives here.
+func (a Arm) HasFigure() bool {
+	if a.Median <= 0 || a.Status == StatusTooFewOps {
+		return false
+	}
+	return a.Status == StatusOK || len(a.RepMeans) > 0
+}
 
 // Write encodes the run as indented JSON.
 func (r *Run) Write(w io.Writer) error {

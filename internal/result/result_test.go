@@ -147,3 +147,38 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+// An arm's figure is an answer when it finished (or kept the repetitions
+// that did), and never when its repetitions held too few ops.
+func TestHasFigure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    Arm
+		want bool
+	}{
+		{"ok", Arm{Status: StatusOK, Median: 5, RepMeans: []float64{5}}, true},
+		{"ok without reps", Arm{Status: StatusOK, Median: 5}, true},
+		{"no median", Arm{Status: StatusOK}, false},
+		{"timed out, reps kept", Arm{Status: StatusTimedOut, Median: 5, RepMeans: []float64{5}}, true},
+		{"timed out, nothing", Arm{Status: StatusTimedOut, Median: 5}, false},
+		{"too few ops", Arm{Status: StatusTooFewOps, Ops: 3, Median: 5, RepMeans: []float64{5, 4, 6}}, false},
+		{"failed", Arm{Status: StatusFailed}, false},
+	} {
+		if got := tc.a.HasFigure(); got != tc.want {
+			t.Errorf("%s: HasFigure() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A document of schema 1, which had no "too few ops", still reads.
+func TestReadAcceptsSchema1(t *testing.T) {
+	r := sampleRun()
+	r.Schema = 1
+	var buf bytes.Buffer
+	if err := r.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(&buf); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -89,9 +89,9 @@ func (a *Arm) validate(v *validator) {
 	v.intIn("ops_per_rep", a.Ops, 0, MaxCount)
 	a.validateFigures(v)
 	switch a.Status {
-	case StatusOK, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted, "":
+	case StatusOK, StatusTooFewOps, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted, "":
 	default:
-		v.fail("status %q: want one of %s, %s, %s, %s, %s, %s", a.Status, StatusOK, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted)
+		v.fail("status %q: want one of %s, %s, %s, %s, %s, %s, %s", a.Status, StatusOK, StatusTooFewOps, StatusTimedOut, StatusFailed, StatusUnsupported, StatusSkipped, StatusInterrupted)
 	}
 	a.validateLatencies(v)
 	a.validatePerOp(v)

@@ -33,7 +33,7 @@ func TestValidateNamesFieldValueAndRange(t *testing.T) {
 		{"slash id", func(r *Run) { r.ID = "a/b" }, `id "a/b"`},
 		{"flag-like id", func(r *Run) { r.ID = "-rf" }, `id "-rf"`},
 		{"min above max", func(r *Run) { r.Arms[0].Min, r.Arms[0].Max = 9e9, 1 }, "want min ≤ median ≤ max"},
-		{"unknown status", func(r *Run) { r.Arms[0].Status = "great" }, `status "great": want one of ok, timed out`},
+		{"unknown status", func(r *Run) { r.Arms[0].Status = "great" }, `status "great": want one of ok, too few ops, timed out`},
 		{"colon id", func(r *Run) { r.ID = "a:b" }, `id "a:b"`},
 		{"long id", func(r *Run) { r.ID = strings.Repeat("a", 129) }, "want 1..128"},
 		{"clock", func(r *Run) { r.ClockCostNs = -1 }, "clock_cost_ns is -1; want 0..1e+15"},

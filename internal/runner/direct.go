@@ -19,12 +19,13 @@ import (
 func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r result.Arm, reps int, limit time.Duration, before sysinfo.Noise) result.Arm {
 	closeBench := closeOnce(bench)
 	type measured struct {
-		d   *exp.DirectResult
-		err error
+		d     *exp.DirectResult
+		perOp float64
+		err   error
 	}
 	m, gone := await(actx, func() measured {
-		d, err := measureSelfTimed(actx, cfg, bench, reps)
-		return measured{d, err}
+		d, perOp, err := measureSelfTimed(actx, cfg, bench, reps)
+		return measured{d, perOp, err}
 	}, func() { closeBench() }, abandonAfter, nil)
 	if gone {
 		return abandoned(r, ctx, actx, limit)
@@ -48,11 +49,12 @@ func selfTimed(ctx, actx context.Context, cfg Config, bench exp.SelfTimed, r res
 	if d == nil || len(d.RepMeans) == 0 {
 		return r
 	}
-	return directResult(r, cfg, d, before, after)
+	return directResult(r, cfg, d, m.perOp, before, after)
 }
 
-// directResult fills r from what a self-timed bench measured.
-func directResult(r result.Arm, cfg Config, d *exp.DirectResult, before, after sysinfo.Noise) result.Arm {
+// directResult fills r from what a self-timed bench measured, sized at
+// perOp ns an op.
+func directResult(r result.Arm, cfg Config, d *exp.DirectResult, perOp float64, before, after sysinfo.Noise) result.Arm {
 	if len(d.Params) > 0 {
 		params := map[string]string{}
 		for k, v := range r.Params {
@@ -88,21 +90,23 @@ func directResult(r result.Arm, cfg Config, d *exp.DirectResult, before, after s
 	for _, m := range d.RepMeans {
 		walls = append(walls, int64(m*float64(d.OpsPerRep)))
 	}
-	addReasons(&r.Noise, sizingReasons(int(d.OpsPerRep), walls, cfg.BenchTime))
+	addReasons(&r.Noise, sizingReasons(walls, repTarget(cfg.BenchTime, int(d.OpsPerRep), perOp)))
+	fewOps(&r, int(d.OpsPerRep), perOp, cfg.BenchTime)
 	return r
 }
 
 // measureSelfTimed starts the bench, sizes it (size, over its own
 // batches) and asks for the repetitions that sizing gives, sampled as the
-// runner samples a Loop but by the bench's own clock and units.
-func measureSelfTimed(actx context.Context, cfg Config, bench exp.SelfTimed, reps int) (*exp.DirectResult, error) {
+// runner samples a Loop but by the bench's own clock and units. It says
+// what an op cost when sized.
+func measureSelfTimed(actx context.Context, cfg Config, bench exp.SelfTimed, reps int) (*exp.DirectResult, float64, error) {
 	t, err := bench.Start(actx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	perOp, err := size(actx, cfg, func(n int) (int, int64, error) { return bench.Batch(actx, n) })
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	req := exp.DirectRequest{Reps: reps, OpsPerRep: opsPerRep(cfg.BenchTime, perOp, t.MinOps), PerOpNs: perOp}
 	if t.Sampled {
@@ -112,7 +116,8 @@ func measureSelfTimed(actx context.Context, cfg Config, bench exp.SelfTimed, rep
 		}
 		req.SampleEvery = sampleEvery(reps*req.OpsPerRep, t.UnitOps, maxSamples, t.ClockNs, perOp)
 	}
-	return bench.Measure(actx, req)
+	d, err := bench.Measure(actx, req)
+	return d, perOp, err
 }
 
 // samplerOf holds a self-timed bench's samples, for fill.

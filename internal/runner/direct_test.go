@@ -203,7 +203,7 @@ func TestDirectArmTiming(t *testing.T) {
 		var got exp.DirectRequest
 		b := timedBy{func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
 			got = req
-			return &exp.DirectResult{RepMeans: []float64{1}, OpsPerRep: 1}, nil
+			return &exp.DirectResult{RepMeans: []float64{1}, OpsPerRep: int64(req.OpsPerRep)}, nil
 		}, tt}
 		a := exp.Arm{Name: "t/timed", Open: func(context.Context) (exp.Bench, error) { return b, nil }}
 		if r := Arm(context.Background(), cfg, &exp.Spec{Name: "t"}, a); r.Status != result.StatusOK {

@@ -44,6 +44,7 @@ type loopRun struct {
 	ps    probes
 
 	sampler   *measure.Sampler
+	perOp     float64 // ns an op, as sizing found it
 	opsPerRep int
 	means     []float64
 	walls     []int64
@@ -66,7 +67,7 @@ func (m *loopRun) measure(actx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	m.opsPerRep = opsPerRep(m.cfg.BenchTime, perOp, 0)
+	m.perOp, m.opsPerRep = perOp, opsPerRep(m.cfg.BenchTime, perOp, 0)
 	if tp, ok := m.bench.(exp.TimedPhase); ok {
 		tp.StartTimed(m.opsPerRep)
 	}
@@ -140,7 +141,8 @@ func (m *loopRun) result(r result.Arm, before, after sysinfo.Noise) result.Arm {
 		an.Analyze(rec, &r)
 	}
 	r.Noise = Noise(r, before, after, m.cfg.Host, m.cfg.StartLoad)
-	addReasons(&r.Noise, sizingReasons(m.opsPerRep, m.walls, m.cfg.BenchTime))
+	addReasons(&r.Noise, sizingReasons(m.walls, repTarget(m.cfg.BenchTime, m.opsPerRep, m.perOp)))
+	fewOps(&r, m.opsPerRep, m.perOp, m.cfg.BenchTime)
 	if m.cfg.Observe != nil {
 		o := Observation{Arm: r.Name, Participants: m.parts, RepWallNs: m.walls}
 		o.Switches, o.WholeSwitches = m.task.totals()

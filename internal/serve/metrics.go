@@ -61,7 +61,7 @@ var (
 		"Target time of one repetition for the probe's next run, as sized by the CPU budget.",
 		probeLabels, nil)
 	descRuns = prometheus.NewDesc("ctxlab_probe_runs_total",
-		"Probe runs by outcome (status: ok, failed, timedout, unsupported).",
+		"Probe runs by outcome (status: ok, toofewops, failed, timedout, unsupported).",
 		append(probeLabels[:2:2], "status"), nil)
 	descSkipped = prometheus.NewDesc("ctxlab_probe_skipped_total",
 		"Probe runs put off to keep the exporter within its CPU budget.",

@@ -2,6 +2,7 @@ package store
 
 import (
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
@@ -17,7 +18,8 @@ import (
 // ReadRun reads one run document as any ctxlab stored or exported it:
 // result.Read, then the names of older versions mapped to today's (arms of
 // the former python experiment, metric names from before the one naming
-// convention).
+// convention), and schema 1's "ok" arms with too few ops per repetition
+// marked "too few ops".
 func ReadRun(r io.Reader) (*result.Run, error) {
 	run, err := result.Read(r)
 	if err != nil {
@@ -27,7 +29,38 @@ func ReadRun(r io.Reader) (*result.Run, error) {
 		run.Arms[i].Metrics = renameLegacyMetrics(run.Arms[i].Metrics)
 	}
 	renameLegacyPython(run)
+	markLegacyFewOps(run)
 	return run, nil
+}
+
+// legacyFewOps is the noise reason schema 1 gave an arm whose
+// repetitions held too few ops, which it left "ok".
+var legacyFewOps = regexp.MustCompile(`^only \d+ ops per repetition \(< \d+\)`)
+
+// markLegacyFewOps gives each arm of a schema-1 run that was "ok" with too
+// few ops per repetition today's status, "too few ops", with the noise
+// reason that said so as its reason, so an old run shows no figure from
+// too few ops either (SPEC §2 rule 10). The run's stored checks and
+// findings keep the words they were written with.
+func markLegacyFewOps(r *result.Run) {
+	if r.Schema >= 2 {
+		return
+	}
+	for i := range r.Arms {
+		a := &r.Arms[i]
+		if a.Status != result.StatusOK {
+			continue
+		}
+		for j, why := range a.Noise.Reasons {
+			if legacyFewOps.MatchString(why) {
+				a.Status, a.Reason = result.StatusTooFewOps, why
+				a.Noise.Reasons = append(a.Noise.Reasons[:j:j], a.Noise.Reasons[j+1:]...)
+				a.Noise.Noisy = len(a.Noise.Reasons) > 0
+				r.Schema = result.SchemaVersion // the status is today's
+				break
+			}
+		}
+	}
 }
 
 // LegacyMetricNames maps the metric names runs stored before the one

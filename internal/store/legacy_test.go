@@ -226,3 +226,29 @@ func TestReadMapsLegacyPythonArms(t *testing.T) {
 		}
 	}
 }
+
+// A schema-1 run recorded an arm with too few ops per repetition as "ok"
+// and noisy; it reads back "too few ops", the noise reason its reason.
+func TestReadMarksLegacyFewOps(t *testing.T) {
+	doc := `{"schema":1,"id":"old","arms":[
+	{"name":"cachecost/sweep/seq/W=8MiB/T=32","status":"ok","ops_per_rep":3,"median":243000,"min":200000,"max":300000,"rep_means":[200000,243000,300000],
+	 "noise":{"noisy":true,"reasons":["only 3 ops per repetition (< 10): one slow op moves the mean","repetitions spread 1.50x (max/min > 1.25)"]}},
+	{"name":"cachecost/sweep/seq/W=8MiB/T=2","status":"ok","ops_per_rep":40000000,"median":4.5,"min":4,"max":5,"rep_means":[4,4.5,5],"noise":{"noisy":false}}]}`
+	r, err := ReadRun(strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	few, fine := r.Arms[0], r.Arms[1]
+	if few.Status != result.StatusTooFewOps || few.Reason != "only 3 ops per repetition (< 10): one slow op moves the mean" {
+		t.Errorf("few: %q %q", few.Status, few.Reason)
+	}
+	if !few.Noise.Noisy || len(few.Noise.Reasons) != 1 || !strings.HasPrefix(few.Noise.Reasons[0], "repetitions spread") {
+		t.Errorf("few: noise %+v", few.Noise)
+	}
+	if fine.Status != result.StatusOK || fine.Reason != "" {
+		t.Errorf("fine: %q %q", fine.Status, fine.Reason)
+	}
+	if few.HasFigure() || !fine.HasFigure() || r.Schema != result.SchemaVersion {
+		t.Errorf("figures: few %v, fine %v; schema %d", few.HasFigure(), fine.HasFigure(), r.Schema)
+	}
+}
