@@ -309,18 +309,7 @@ func userReadings(arms []result.Arm) []string {
 			}
 		}
 	}
-	// Which connection the figures are for, once.
-	for _, a := range arms {
-		if a.Params["query"] == "user" && a.Params["conn"] == "app" {
-			out = append(out, "your query's connection: "+sqlop.ConnAbout(sqlop.ConnApp, a.Params["db-wal"]))
-			break
-		}
-	}
-	if d, ok := measured.get(hopPyUserKey("direct")); ok {
-		if i, ok := measured.get(hopPyUserImmutableKey("direct")); ok {
-			out = append(out, immutableReading("your query (CPython)", d, i))
-		}
-	}
+	out = append(out, userConnReadings(arms, measured)...)
 	// Go: the query through a hop to a locked thread, at the last GOMAXPROCS measured.
 	var t result.Arm
 	for _, a := range arms {
@@ -340,6 +329,24 @@ func userReadings(arms []result.Arm) []string {
 			if i, ok := goDirect(userImmutableOpName, t.GOMAXPROCS); ok {
 				out = append(out, immutableReading(what, d, i))
 			}
+		}
+	}
+	return out
+}
+
+// userConnReadings name the connection the user's query was measured on,
+// once, and set CPython's direct call on it beside the immutable one.
+func userConnReadings(arms []result.Arm, measured armIndex) []string {
+	var out []string
+	for _, a := range arms {
+		if a.Params["query"] == "user" && a.Params["conn"] == "app" {
+			out = append(out, "your query's connection: "+sqlop.ConnAbout(sqlop.ConnApp, a.Params["db-wal"]))
+			break
+		}
+	}
+	if d, ok := measured.get(hopPyUserKey("direct")); ok {
+		if i, ok := measured.get(hopPyUserImmutableKey("direct")); ok {
+			out = append(out, immutableReading("your query (CPython)", d, i))
 		}
 	}
 	return out
