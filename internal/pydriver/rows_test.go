@@ -20,6 +20,8 @@ type rowCounts struct {
 	Calls      float64 `json:"calls"`      // Python frames entered or resumed
 	CCalls     float64 `json:"c_calls"`    // C functions called
 	Blocks     float64 `json:"blocks"`     // net growth of allocated blocks
+	// Collections are the garbage collector's runs (any generation).
+	Collections float64 `json:"collections"`
 }
 
 type rowRun struct {
@@ -53,6 +55,9 @@ func (r rowRun) check() []string {
 	if d.Blocks > p.Blocks+1.5 { // one sample kept per op at most
 		bad = append(bad, fmt.Sprintf("allocated blocks grow %.3f per op, plain loop's %.3f", d.Blocks, p.Blocks))
 	}
+	if d.Collections > p.Collections+0.002 { // a list of samples may grow into one
+		bad = append(bad, fmt.Sprintf("garbage collections per op %.4f, plain loop %.4f", d.Collections, p.Collections))
+	}
 	return bad
 }
 
@@ -62,8 +67,9 @@ func (r rowRun) check() []string {
 // does per op rather than by its time, so it holds on a busy machine too
 // (scripts/pyrows-compare.sh compares the times, on a quiet one): the same
 // event-loop iterations and polls that wait, the same Python calls and
-// coroutine resumptions, C calls and allocations beyond the plain loop's
-// only as many as timing every op on its own costs. It runs the driver's
+// coroutine resumptions, C calls, allocations and garbage collections
+// beyond the plain loop's only as many as timing every op on its own
+// costs. It runs the driver's
 // arm as the runner asks for it and the plain loop, in one interpreter
 // (testdata/rowcounts.py).
 func TestDriverRowsDoWhatPlainLoopsDo(t *testing.T) {
@@ -117,6 +123,7 @@ func TestRowCountsCheck(t *testing.T) {
 		"an extra frame":          {Iterations: 4, Waits: 2, Calls: 146, CCalls: 112},
 		"extra C calls":           {Iterations: 4, Waits: 2, Calls: 144, CCalls: 120},
 		"extra allocations":       {Iterations: 4, Waits: 2, Calls: 144, CCalls: 112, Blocks: 3},
+		"garbage collections":     {Iterations: 4, Waits: 2, Calls: 144, CCalls: 112, Collections: 0.01},
 	} {
 		if bad := (rowRun{Driver: d, Plain: plain}).check(); len(bad) == 0 {
 			t.Errorf("%s passed the check", name)

@@ -7,9 +7,11 @@
 # timed on its own) and the reference's loop for the same ops, each after a
 # warm-up, and counts over the timed part alone: event-loop iterations,
 # polls that waited (a timeout other than 0), Python function calls and C
-# calls (sys.setprofile), and the net growth of allocated blocks. It prints
+# calls (sys.setprofile), garbage collections, and the net growth of
+# allocated blocks. It prints
 # one JSON line per row: {"row", "driver": {...}, "plain": {...}}, per op.
 import asyncio
+import gc
 import importlib.util
 import json
 import selectors
@@ -27,7 +29,7 @@ pyref = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(pyref)
 ops_ring, ops_hop = int(sys.argv[3]), int(sys.argv[4])
 
-C = {"iterations": 0, "waits": 0, "calls": 0, "c_calls": 0}
+C = {"iterations": 0, "waits": 0, "calls": 0, "c_calls": 0, "collections": 0}
 base_once = asyncio.BaseEventLoop._run_once
 
 
@@ -48,6 +50,14 @@ def select(self, timeout=None):
 
 
 sel.select = select
+
+
+def collected(phase, info):
+    if phase == "start":
+        C["collections"] += 1
+
+
+gc.callbacks.append(collected)
 
 
 def profile(frame, event, arg):
