@@ -6,6 +6,8 @@ scripts/sqlite-seed-compare.sh.
     python3 pyref.py [-mode lookup] [-n 200000] [-reps 5]
     python3 pyref.py -mode chain -seconds 0.1 -reps 3
     python3 pyref.py -db FILE -query 'select ... ?' -keys 1..1000 -all [-immutable]
+    python3 pyref.py -mode ring -tasks 100 -seconds 0.2
+    python3 pyref.py -mode two-hop -seconds 0.2
 
 -mode lookup (the default), against hop/pytask/direct: without -db it builds
 the seed's table in a temp file (1 000 rows, keyed by the integer primary
@@ -22,11 +24,26 @@ user-immutable row.
 -mode chain, against callchain/pythread/plain: the seed's three nested
 plain calls, l1(1), in a loop.
 
+-mode ring, against ring/pytask/asyncio-queue/n=TASKS: -tasks asyncio
+tasks (default 100) in a ring of asyncio.Queue, the main task one of them:
+it puts the token into the next task's queue and awaits it back from its
+own; every other task awaits its queue and put_nowait()s the token on. One
+op is one hop (a lap is -tasks hops); it prints ns per hop.
+
+-mode two-hop, against hop/pytask/two-hop: the seed's thread-backed async
+wrapper on the seed's table in a temp file: per lookup, conn.execute(...)
+through loop.run_in_executor on one worker thread (started outside
+timing), then the cursor's fetchone() through the same worker, ids
+1..1000 in turn.
+
 -seconds S sizes -n so that one repetition takes about S (from a pilot of
 2 000 ops); -cpu C pins the process to CPU C first. It prints the median
 over -reps of the mean ns per op, nothing else.
 """
 import argparse
+import asyncio
+import concurrent.futures
+import itertools
 import os
 import shutil
 import sqlite3
@@ -75,6 +92,116 @@ def lookup_loop(conn, q, ks, all_rows):
     return time.perf_counter() - t0
 
 
+async def ring_worker(qin, qout):
+    get, put = qin.get, qout.put_nowait
+    while True:
+        v = await get()
+        put(v)
+        if v is None:
+            return
+
+
+class Ring:
+    """The task ring, set up on loop: tasks-1 workers parked on their queues."""
+
+    def __init__(self, loop, tasks):
+        self.loop, self.n = loop, tasks
+        self.qs = [asyncio.Queue() for _ in range(tasks)]
+        self.ts = [loop.create_task(ring_worker(self.qs[i], self.qs[(i + 1) % tasks])) for i in range(1, tasks)]
+        loop.run_until_complete(asyncio.sleep(0))
+
+    async def laps(self, k):
+        put, get = self.qs[1 % self.n].put_nowait, self.qs[0].get
+        t0 = time.perf_counter()
+        for _ in range(k):
+            put(1)
+            await get()
+        return time.perf_counter() - t0
+
+    def run(self, n):
+        """About n hops (whole laps): seconds per hop times n."""
+        k = max(1, -(-n // self.n))
+        return self.loop.run_until_complete(self.laps(k)) / (k * self.n) * n
+
+    def close(self):
+        async def stop():
+            self.qs[1 % self.n].put_nowait(None)
+            await self.qs[0].get()
+            for t in self.ts:
+                await t
+
+        self.loop.run_until_complete(stop())
+
+
+class TwoHop:
+    """The two-hop wrapper on conn, its one worker thread started."""
+
+    def __init__(self, loop, conn):
+        self.loop, self.conn = loop, conn
+        self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        self.ex.submit(int).result()
+        self.keys = itertools.cycle(range(1, 1001))
+
+    async def lookups(self, n):
+        hop, ex, execute = self.loop.run_in_executor, self.ex, self.conn.execute
+        keys = itertools.islice(self.keys, n)
+        t0 = time.perf_counter()
+        for k in keys:
+            cur = await hop(ex, execute, SQL, (k,))
+            await hop(ex, cur.fetchone)
+        return time.perf_counter() - t0
+
+    def run(self, n):
+        return self.loop.run_until_complete(self.lookups(n))
+
+    def close(self):
+        self.ex.shutdown(wait=True)
+
+
+SQL = "select v from t where id = ?"
+
+
+def seed_db(dir):
+    """The seed's table, 1 000 rows keyed by the integer primary key, in a
+    file in dir; its path."""
+    path = os.path.join(dir, "seed.db")
+    conn = sqlite3.connect(path)
+    conn.execute("create table t (id integer primary key, v text)")
+    conn.executemany("insert into t (id, v) values (?, ?)", [(i, "value %d" % i) for i in range(1, 1001)])
+    conn.commit()
+    conn.close()
+    return path
+
+
+def timed_loop(a, run):
+    """run's warm-up, then the median over -reps of ns per op."""
+    n = sized(a, run)
+    run(n)  # warm-up
+    return statistics.median(run(n) / n * 1e9 for _ in range(a.reps))
+
+
+def async_mode(a):
+    loop = asyncio.new_event_loop()
+    tmp = conn = None
+    try:
+        if a.mode == "ring":
+            bench = Ring(loop, a.tasks)
+        else:
+            tmp = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())  # swept by ctxlab if left
+            conn = sqlite3.connect(seed_db(tmp), check_same_thread=False)
+            bench = TwoHop(loop, conn)
+        try:
+            return timed_loop(a, bench.run)
+        finally:
+            bench.close()
+    finally:
+        loop.close()
+        if conn is not None:
+            conn.close()
+        if tmp:
+            shutil.rmtree(tmp)
+
+
 def sized(a, pilot):
     """-n, or from -seconds: pilot(2000) times 2 000 ops."""
     if not a.seconds:
@@ -85,7 +212,8 @@ def sized(a, pilot):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("-mode", choices=("lookup", "chain"), default="lookup")
+    ap.add_argument("-mode", choices=("lookup", "chain", "ring", "two-hop"), default="lookup")
+    ap.add_argument("-tasks", type=int, default=100, help="-mode ring: the ring's size")
     ap.add_argument("-n", type=int, default=200000)
     ap.add_argument("-seconds", type=float, default=0)
     ap.add_argument("-reps", type=int, default=5)
@@ -98,6 +226,11 @@ def main():
     a = ap.parse_args()
     if a.cpu >= 0:
         os.sched_setaffinity(0, {a.cpu})
+    if a.mode in ("ring", "two-hop"):
+        if a.tasks < 2:
+            ap.error("-tasks: a ring needs at least 2 tasks")
+        print("%.1f" % async_mode(a))
+        return
     if a.mode == "chain":
         n = sized(a, chain_loop)
         chain_loop(n)  # warm-up
@@ -110,13 +243,7 @@ def main():
         conn = sqlite3.connect(a.db)  # as an application connects
     else:
         tmp = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())  # swept by ctxlab if left (sqlop.RemoveStale)
-        path = os.path.join(tmp, "seed.db")
-        conn = sqlite3.connect(path)
-        conn.execute("create table t (id integer primary key, v text)")
-        conn.executemany("insert into t (id, v) values (?, ?)", [(i, "value %d" % i) for i in range(1, 1001)])
-        conn.commit()
-        conn.close()
-        conn = sqlite3.connect(path)
+        conn = sqlite3.connect(seed_db(tmp))
     try:
         keys = keys_from(a.keys)
         q = a.query
