@@ -269,6 +269,13 @@ def _name(f):
 _by_kind = {k: {} for k in ("call_soon_threadsafe", "to_thread", "run_in_executor", "executor", "aiosqlite")}
 
 
+def _builtin_key(f):
+    """_key of a builtin's bound method (sqlite3's Connection.execute, a C
+    future's set_result), the quick way; a key no site has for anything
+    else, which _site then finds the slow way."""
+    return type(getattr(f, "__self__", None)), getattr(f, "__name__", None)
+
+
 def _site(kind, f):
     """The site id of f for kind, registered (and announced) on first sight."""
     cache = _by_kind[kind]
@@ -310,11 +317,12 @@ def _hopped(t0, tid, sid, same, w, callback, args):
 
 
 def _make_cst(orig):
-    sites, cnt, tally = _by_kind["call_soon_threadsafe"], _cnt, _tally
+    sites, cnt, tally, get_ident = _by_kind["call_soon_threadsafe"], _cnt, _tally, _get_ident
 
     def call_soon_threadsafe(self, callback, *args, context=None):
-        tid = _get_ident()
-        sid = sites.get(getattr(callback, "__code__", None)) or _site("call_soon_threadsafe", callback)
+        tid = get_ident()
+        code = getattr(callback, "__code__", None)
+        sid = sites.get(code if code is not None else _builtin_key(callback)) or _site("call_soon_threadsafe", callback)
         same = tid == self._thread_id
         c = cnt[sid].get(0 if same else tid)
         tally(c if c is not None else _counter(sid, 0 if same else tid))
@@ -445,7 +453,8 @@ def _make_aiosqlite_execute(orig):
     sites, cnt, tally = _by_kind["aiosqlite"], _cnt, _tally
 
     def _execute(self, fn, *args, **kwargs):
-        sid = sites.get(getattr(fn, "__code__", None)) or _site("aiosqlite", fn)
+        code = getattr(fn, "__code__", None)  # fn is mostly a builtin's method (Connection.execute)
+        sid = sites.get(code if code is not None else _builtin_key(fn)) or _site("aiosqlite", fn)
         tally(cnt[sid])
         if not _win:
             return orig(self, fn, *args, **kwargs)
