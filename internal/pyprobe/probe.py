@@ -327,6 +327,8 @@ def _make_cst(orig):
         c = cnt[sid].get(0 if same else tid)
         tally(c if c is not None else _counter(sid, 0 if same else tid))
         if not _win:
+            if context is None:  # no keyword to pass: the call costs less
+                return orig(self, callback, *args)
             return orig(self, callback, *args, context=context)
         if self._debug:
             self._check_callback(callback, "call_soon_threadsafe")
