@@ -82,7 +82,9 @@ _free_threaded = False
 # brings both rates within their budgets; a call timed in a window stands
 # for `_weight` (k) calls in the timings' distributions (its count is its
 # own). Observing every poll and call cost a hop-bound program 13-16% on
-# the VMs measured, the windows and the counting 0-2% (docs/pyprobe.md).
+# the VMs measured, the windows 0-2%; counting every call adds 2-4% to a
+# program that does nothing but hop (one more Python frame a call:
+# docs/pyprobe.md).
 _win = False  # the call wrappers time calls (a window is open)
 _weight = 1
 _budget = 250  # wrapped calls timed a second at most; 0: observe everything
