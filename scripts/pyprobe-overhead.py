@@ -2,15 +2,15 @@
 interpreter (docs/pyprobe.md):
 
     ctxlab diagnose --python-probe on -- \
-        python3 scripts/pyprobe-overhead.py [--blocks 200] [--calls 300] [--workload echo [--busy]] [--null]
+        python3 scripts/pyprobe-overhead.py [--blocks 200] [--calls 300] [--workload echo [--busy] | aiosqlite] [--null]
 
 sqlite3 lookups through asyncio.to_thread, one at a time, exactly as
 internal/pyprobe/testdata/tothread.py makes them (its table and lookup,
 copied: that program runs as it is imported), in blocks of --calls; each
 pair of blocks runs one with the probe switched off (its poll wrapper taken
-off the loop's selector, its tick's timer cancelled, its call wrappers put
-back to the originals) and one
-with it on, in a random order. Between processes this VM's speed swings 2×
+off the loop's selector, its tick's timer cancelled, its call wrappers —
+which count every call, in windows or not — put back to the originals) and
+one with it on, in a random order. Between processes this VM's speed swings 2×
 from one second to the next, so a whole-run A/B of a few percent needs
 hundreds of runs; blocks of a few milliseconds side by side see the same
 machine. What this leaves out is the probe's load (timed by the probe
@@ -36,14 +36,17 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--blocks", type=int, default=200, help="pairs of blocks")
 ap.add_argument("--calls", type=int, default=300, help="to_thread calls a block")
 ap.add_argument("--null", action="store_true", help="both blocks of a pair off")
-ap.add_argument("--workload", default="to_thread", choices=("to_thread", "echo"),
-                help="to_thread: sqlite3 lookups as tothread.py makes them; echo: requests a loop answers over loopback TCP, as gil.py's")
+ap.add_argument("--workload", default="to_thread", choices=("to_thread", "echo", "aiosqlite"),
+                help="to_thread: sqlite3 lookups as tothread.py makes them; echo: requests a loop answers over loopback TCP, as gil.py's; "
+                     "aiosqlite: the same lookups through aiosqlite, as aiosqlite_lookup.py makes them (execute, fetchone)")
 ap.add_argument("--busy", action="store_true", help="echo: a pure-Python busy thread beside the loop, as gil.py --busy")
 a = ap.parse_args()
 
 P = sys.modules.get("_ctxlab_pyprobe")
 if P is None or not P._on:
     sys.exit("pyprobe-overhead: the probe is not loaded; run it under ctxlab diagnose --python-probe on")
+if a.workload == "aiosqlite":
+    import aiosqlite  # before the wrappers are listed (CALLS): the probe hooks it as it is imported
 
 d = tempfile.mkdtemp(prefix="pyprobe-overhead-")
 path = os.path.join(d, "t.db")
@@ -62,9 +65,21 @@ def lookup(k):
     return conn.execute("select v from t where id = ?", (k,)).fetchone()[0]
 
 
+# The probe's call wrappers (in place all the time: they count every call)
+# and the originals they wrap.
+CALLS = [(owner, name, owner.__dict__[name], orig) for owner, name, orig in P._patched
+         if name in ("call_soon_threadsafe", "run_in_executor", "_execute")]
+
+
+def calls_on(on):
+    for owner, name, wrapper, orig in CALLS:
+        setattr(owner, name, wrapper if on else orig)
+
+
 def pause(t):
     """Switches the probe off, as if it were not loaded; returns what
     resume needs to take up its windows where they were."""
+    calls_on(False)
     now = time.perf_counter_ns()
     left = None
     if t.h is not None:  # the tick's timer: put back on resume
@@ -81,6 +96,7 @@ def pause(t):
 def resume(t, paused):
     """Switches the probe back on, in the window or the gap it was in."""
     at, left = paused
+    calls_on(True)
     now = time.perf_counter_ns()
     if left is not None:
         P._rest(t, now + left[0], now + left[1])
@@ -111,6 +127,11 @@ async def block(n, i0):
             writer.write(b"ping\n")
             await writer.drain()
             await reader.readline()
+    elif a.workload == "aiosqlite":
+        db = conn[0]
+        for i in range(i0, i0 + n):
+            cur = await db.execute("select v from t where id = ?", (i % 1000,))
+            await cur.fetchone()
     else:
         for i in range(i0, i0 + n):
             await asyncio.to_thread(lookup, i % 1000)
@@ -134,6 +155,8 @@ async def main():
     if a.workload == "echo":
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         conn[:] = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+    elif a.workload == "aiosqlite":
+        conn[:] = [await aiosqlite.connect(path)]
     await block(a.calls * 5, 0)  # warm: the worker thread and its connection
     rng = random.Random(1)
     pairs = []
@@ -154,7 +177,9 @@ async def main():
         await conn[1].wait_closed()
         server.close()
         await server.wait_closed()
-    info.update(k=t.k, windows_observed_ns=t.observed, polls=t.np, ticks=t.n)
+    elif a.workload == "aiosqlite":
+        await conn[0].close()
+    info.update(k=t.k, windows_observed_ns=t.observed, polls=t.np, ticks=t.n, timed=P._nwin[0])
     return pairs
 
 

@@ -182,9 +182,10 @@ func TestPyProbeHops(t *testing.T) {
 }
 
 // With the default budget, a loop making thousands of hops a second is
-// timed in windows: fewer calls timed than made, the count an estimate
-// near the true one, the loop's lag observed part of the time, and the
-// same reading.
+// timed in windows: fewer calls timed than made, yet every call counted —
+// the to_thread calls and their call_soon_threadsafe hops back exactly as
+// many as made — the loop's lag observed part of the time, and the same
+// reading, whose count carries no estimate mark.
 func TestPyProbeWindows(t *testing.T) {
 	py := needPython(t)
 	const n = 4000
@@ -193,14 +194,19 @@ func TestPyProbeWindows(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	calls, timed := toThreadCalls(recs)
-	t.Logf("to_thread: ~%v calls estimated from %v timed, %d made", calls, timed, n)
-	// A loose band: a 1 s run holds a few dozen windows (0.68-1.09 of the
-	// calls made in 8 runs); a lost weight would read ~0.05.
-	if timed <= 0 || timed >= n || calls < 0.4*n || calls > 1.6*n {
-		t.Errorf("to_thread: ~%v calls estimated from %v timed, want %d made, timed in windows", calls, timed, n)
+	t.Logf("to_thread: %v calls, %v timed, %d made", calls, timed, n)
+	if calls != n || timed <= 0 || timed >= n {
+		t.Errorf("to_thread: %v calls (%v timed), want exactly %d, some timed in windows: %v", calls, timed, n, recs["py-call-site"])
 	}
-	if _, ok := hasReading(recs, "hops-over-work"); !ok {
-		t.Errorf("no hops reading: %v", readingKinds(recs))
+	// each to_thread call hands its result back once (asyncio's _set_state):
+	// a hop from a worker, or a call from the loop's own thread
+	hops, same := siteCalls(recs, "call_soon_threadsafe", "_set_state")
+	if hops+same != n {
+		t.Errorf("_set_state: %v hops + %v from the loop's thread, want exactly %d: %v", hops, same, n, recs["py-call-site"])
+	}
+	text, ok := hasReading(recs, "hops-over-work")
+	if !ok || !strings.Contains(text, fmt.Sprintf(": %d calls (%d timed)", n, int(timed))) || strings.Contains(text, "~") {
+		t.Errorf("want the hops reading with the exact count and the timed calls: %q (%v)", text, readingKinds(recs))
 	}
 	cost := recs["py-probe-cost"]
 	if len(cost) != 1 || cost[0]["windows"].(float64) < 2 || cost[0]["window_share"].(float64) >= 1 {
@@ -222,6 +228,20 @@ func TestPyProbeWindows(t *testing.T) {
 	}
 }
 
+// siteCalls sums the calls of the call sites of kind of whose names
+// contain name: the hops (calls less those from the loop's own thread),
+// and those from the loop's own thread.
+func siteCalls(recs map[string][]map[string]any, of, name string) (hops, same float64) {
+	for _, s := range recs["py-call-site"] {
+		if s["of"] == of && strings.Contains(s["name"].(string), name) {
+			sm, _ := s["same_thread"].(float64)
+			hops += s["calls"].(float64) - sm
+			same += sm
+		}
+	}
+	return hops, same
+}
+
 // toThreadCalls sums the to_thread call sites' calls and timed calls.
 func toThreadCalls(recs map[string][]map[string]any) (calls, timed float64) {
 	for _, s := range recs["py-call-site"] {
@@ -233,7 +253,10 @@ func toThreadCalls(recs map[string][]map[string]any) (calls, timed float64) {
 	return calls, timed
 }
 
-// aiosqlite: about two thread-to-loop hops per query (execute, fetchone).
+// aiosqlite: two thread-to-loop hops per query (execute, fetchone), with
+// every call timed and, on a busy program, in windows: either way the
+// queries, the calls to aiosqlite's thread and the hops back are counted
+// exactly — one hop back for each call, and one for the connection.
 func TestPyProbeAiosqlite(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import aiosqlite").Run(); err != nil {
@@ -242,14 +265,40 @@ func TestPyProbeAiosqlite(t *testing.T) {
 		}
 		t.Skipf("%s cannot import aiosqlite: %v", py, err)
 	}
-	// every call timed: the count of hops per query is exact
-	_, recs, code := pyDiagnoseWith(t, []string{"--python-probe-calls", "0"}, py, filepath.Join(pyTestdata, "aiosqlite_lookup.py"), "--queries", "400")
-	if code != 0 {
-		t.Fatalf("exit %d", code)
-	}
-	text, ok := hasReading(recs, "hops-over-work")
-	if !ok || !strings.Contains(text, "2.0 thread-to-loop hops") {
-		t.Errorf("want the aiosqlite reading with 2.0 hops per query: %q (%v)", text, readingKinds(recs))
+	for _, c := range []struct {
+		name    string
+		budget  string
+		queries int
+	}{{"every call timed", "0", 400}, {"in windows", "250", 3000}} {
+		t.Run(c.name, func(t *testing.T) {
+			_, recs, code := pyDiagnoseWith(t, []string{"--python-probe-calls", c.budget}, py, filepath.Join(pyTestdata, "aiosqlite_lookup.py"), "--queries", fmt.Sprint(c.queries))
+			if code != 0 {
+				t.Fatalf("exit %d", code)
+			}
+			execute, _ := siteCalls(recs, "aiosqlite", "execute")
+			fetch, _ := siteCalls(recs, "aiosqlite", "fetchone")
+			calls, timed := 0.0, 0.0
+			for _, s := range recs["py-call-site"] {
+				if s["of"] == "aiosqlite" {
+					calls += s["calls"].(float64)
+					timed += s["timed"].(float64)
+				}
+			}
+			hops, _ := siteCalls(recs, "call_soon_threadsafe", "aiosqlite.")
+			q := float64(c.queries)
+			t.Logf("aiosqlite: %v execute, %v fetchone, %v calls (%v timed), %v hops back", execute, fetch, calls, timed, hops)
+			if execute != q || fetch != q || hops != calls+1 {
+				t.Errorf("want exactly %d execute and fetchone calls and one hop back a call and the connection: %v", c.queries, recs["py-call-site"])
+			}
+			if inWindows := c.budget != "0"; (timed < calls) != inWindows || timed <= 0 {
+				t.Errorf("%v of %v calls timed, want them timed in windows %v", timed, calls, inWindows)
+			}
+			text, ok := hasReading(recs, "hops-over-work")
+			want := fmt.Sprintf("2.0 thread-to-loop hops (call_soon_threadsafe from its thread) per query (%d hops, %d execute calls)", int(hops), c.queries)
+			if !ok || !strings.Contains(text, want) || strings.Contains(text, "~") {
+				t.Errorf("want the aiosqlite reading with %q: %q (%v)", want, text, readingKinds(recs))
+			}
+		})
 	}
 }
 

@@ -14,10 +14,11 @@ import (
 
 // The event types of an "E" frame (probe.py): recordLen int64 a record.
 const (
-	evLag  = 1 // loop, lag ns; since the previous tick (or its window's opening): the loop thread's CPU ns, the wall ns; 0
-	evCST  = 2 // site, hop ns, the calling thread's ident, 1 when it was the loop's own thread, weight
-	evCall = 3 // site, wait ns, work ns, back ns (-1: not known), weight
-	evRunq = 4 // loop, the loop thread's run-queue wait ns over the wall ns since the previous evRunq (about a second)
+	evLag   = 1 // loop, lag ns; since the previous tick (or its window's opening): the loop thread's CPU ns, the wall ns; 0
+	evCST   = 2 // site, hop ns, the calling thread's ident, 1 when it was the loop's own thread, weight
+	evCall  = 3 // site, wait ns, work ns, back ns (-1: not known), weight
+	evRunq  = 4 // loop, the loop thread's run-queue wait ns over the wall ns since the previous evRunq (about a second)
+	evCount = 5 // site, calls counted since its previous evCount (every call, timed or not), the calling thread's ident (call_soon_threadsafe; 0 else), 1 when from the loop's own thread; 0
 
 	recordLen = 6
 )
@@ -36,12 +37,14 @@ const histHigh = int64(time.Hour)
 const lateNs = int64(time.Millisecond)
 
 // hist is an HdrHistogram (2 significant digits, 1 ns to an hour) with the
-// exact max and sum beside it.
+// exact max and sum beside it. n is the values' weight (the calls they stand
+// for), values how many were recorded.
 type hist struct {
-	h   *hdrhistogram.Histogram
-	max int64
-	sum float64
-	n   int64
+	h      *hdrhistogram.Histogram
+	max    int64
+	sum    float64
+	n      int64
+	values int64
 }
 
 func newHist() *hist { return &hist{h: hdrhistogram.New(1, histHigh, 2)} }
@@ -55,6 +58,7 @@ func (h *hist) recordN(v, w int64) {
 	h.max = max(h.max, v)
 	_ = h.h.RecordValues(min(v, histHigh), w)
 	h.n += w
+	h.values++
 	h.sum += float64(v) * float64(w)
 }
 
@@ -66,7 +70,7 @@ func (h *hist) recordN(v, w int64) {
 // lowest equivalent (within 1%); the max stays exact.
 func (h *hist) corrected(interval int64) (out *hist, added int64) {
 	out = newHist()
-	out.max, out.n, out.sum = h.max, h.n, h.sum
+	out.max, out.n, out.sum, out.values = h.max, h.n, h.sum, h.values
 	for _, b := range h.h.Distribution() {
 		if b.Count == 0 {
 			continue
@@ -79,12 +83,15 @@ func (h *hist) corrected(interval int64) (out *hist, added int64) {
 		}
 	}
 	out.n += added
+	out.values += added
 	return out, added
 }
 
-// Dist is a distribution of durations in ns: count, mean, percentiles from
-// the histogram (each within 1% of the true value), the exact max, and the
-// histogram's non-empty buckets as [upper ns, count] pairs.
+// Dist is a distribution of durations in ns: how many values were timed (N),
+// mean, percentiles from the histogram (each within 1% of the true value),
+// the exact max, and the histogram's non-empty buckets as [upper ns, count]
+// pairs. A call timed in the probe's windows is weighted by the calls it
+// stands for in the mean, percentiles and buckets, and counts once in N.
 type Dist struct {
 	N       int64      `json:"n"`
 	MeanNs  float64    `json:"mean_ns"`
@@ -99,7 +106,7 @@ func (h *hist) dist() Dist {
 	if h == nil || h.n == 0 {
 		return Dist{}
 	}
-	d := Dist{N: h.n, MeanNs: h.sum / float64(h.n), MaxNs: h.max,
+	d := Dist{N: h.values, MeanNs: h.sum / float64(h.n), MaxNs: h.max,
 		P50Ns: h.h.ValueAtPercentile(50), P99Ns: h.h.ValueAtPercentile(99), P999Ns: h.h.ValueAtPercentile(99.9)}
 	for _, p := range []*int64{&d.P50Ns, &d.P99Ns, &d.P999Ns} {
 		*p = min(*p, h.max)
@@ -135,7 +142,9 @@ type loopAcc struct {
 }
 
 // siteAcc is one call site: a callback handed to call_soon_threadsafe, or
-// a function handed to an executor, to_thread or aiosqlite's thread.
+// a function handed to an executor, to_thread or aiosqlite's thread. calls,
+// same and from are counted (every call); timed and cancelled are of the
+// calls timed; the sums of times are weighted (recordN).
 type siteAcc struct {
 	id                  int64
 	kind, name, where   string
@@ -146,9 +155,9 @@ type siteAcc struct {
 	from                map[int64]int64
 }
 
-// kindAcc is the histograms of one kind of hop. calls, same and
-// cancelled are estimates when the probe timed calls in windows (each timed
-// call stands for its weight); timed counts the calls timed.
+// kindAcc is the histograms of one kind of hop. calls and same are
+// counted (every call); timed counts the calls timed, cancelled those of
+// them cancelled.
 type kindAcc struct {
 	hop, wait, work, back, total *hist
 	calls, same, cancelled       int64
@@ -421,9 +430,27 @@ func (c *collector) event(r [recordLen]int64) {
 	case evRunq:
 		c.loop(r[1]).runqSegment(max(r[2], 0), max(r[3], 0))
 	case evCST:
-		c.hop(c.site(r[1]), r[2], r[3], r[4] != 0, max(r[5], 1))
+		c.hop(c.site(r[1]), r[2], r[4] != 0, max(r[5], 1))
 	case evCall:
 		c.call(c.site(r[1]), r[2], r[3], r[4], max(r[5], 1))
+	case evCount:
+		c.count(c.site(r[1]), max(r[2], 0), r[3], r[4] != 0)
+	}
+}
+
+// count takes n calls counted at a site (every call, timed or not); for
+// call_soon_threadsafe, n made from thread caller, or from the loop's own
+// thread (not a hop).
+func (c *collector) count(s *siteAcc, n, caller int64, sameThread bool) {
+	k := c.kind(s.kind)
+	s.calls += n
+	k.calls += n
+	switch {
+	case sameThread:
+		s.same += n
+		k.same += n
+	case caller != 0:
+		s.from[caller] += n
 	}
 }
 
@@ -458,33 +485,27 @@ func (l *loopAcc) runqSegment(runq, wall int64) {
 	l.segLateWl = 0
 }
 
-// hop takes one call_soon_threadsafe, standing for w calls: from the call
-// in thread caller until the callback ran; one made on the loop's own
-// thread is no hop.
-func (c *collector) hop(s *siteAcc, ns, caller int64, sameThread bool, w int64) {
+// hop takes one call_soon_threadsafe timed, standing for w calls in the
+// distributions: from the call until the callback ran; one made on the
+// loop's own thread is no hop. Its count came in an evCount.
+func (c *collector) hop(s *siteAcc, ns int64, sameThread bool, w int64) {
 	k := c.kind("call_soon_threadsafe")
-	s.calls += w
-	k.calls += w
 	s.timed++
 	k.timed++
 	if sameThread {
-		s.same += w
-		k.same += w
 		return
 	}
-	s.from[caller] += w
 	k.hop.recordN(ns, w)
 	s.back += float64(max(ns, 0)) * float64(w)
 	s.backN += w
 }
 
-// call takes one call handed to a thread, standing for w calls, split in
-// three (-1: not known): a call to another executor has its whole time in
-// back; one cancelled before or while its function ran has no work.
+// call takes one call handed to a thread timed, standing for w calls in
+// the distributions, split in three (-1: not known): a call to another
+// executor has its whole time in back; one cancelled before or while its
+// function ran has no work. Its count came in an evCount.
 func (c *collector) call(s *siteAcc, wait, work, back, w int64) {
 	k := c.kind(s.kind)
-	s.calls += w
-	k.calls += w
 	s.timed++
 	k.timed++
 	fw := float64(w)
@@ -495,16 +516,16 @@ func (c *collector) call(s *siteAcc, wait, work, back, w int64) {
 		s.backN += w
 		return
 	case wait < 0:
-		s.cancelled += w
-		k.cancelled += w
+		s.cancelled++
+		k.cancelled++
 		return
 	}
 	k.wait.recordN(wait, w)
 	s.wait += float64(wait) * fw
 	s.waitN += w
 	if work < 0 {
-		s.cancelled += w
-		k.cancelled += w
+		s.cancelled++
+		k.cancelled++
 		return
 	}
 	k.work.recordN(work, w)

@@ -1,7 +1,8 @@
 # ctxlab's CPython probe (docs/pyprobe.md): loaded by ctxlab's
 # sitecustomize before the program's own code, it times, inside the
 # interpreter, every asyncio loop's lag and the hops between threads and
-# loops, and sends raw timings to ctxlab over an inherited pipe. ctxlab
+# loops, counts every hop, and sends raw timings and counts to ctxlab over
+# an inherited pipe. ctxlab
 # builds every histogram, rate and reading from them (internal/pyprobe).
 #
 # It never prints, never raises into the program and never changes what the
@@ -20,6 +21,11 @@
 #   (3, site, wait_ns, work_ns, back_ns, weight)   an executor / to_thread /
 #                                                  aiosqlite call; -1: not known
 #   weight: the calls each timed one stands for (the windows, below)
+#   (5, site, calls, caller_ident, same_thread, 0)   the site's calls counted
+#       since the last such record (every call, timed or not; at each
+#       flush): for call_soon_threadsafe, those from one calling thread
+#       (caller_ident), or (same_thread 1, caller 0) from the loop's own
+#       thread
 import os
 import sys
 import time
@@ -27,7 +33,7 @@ from array import array
 
 PROTOCOL = 1
 
-T_LAG, T_CST, T_CALL, T_RUNQ = 1, 2, 3, 4
+T_LAG, T_CST, T_CALL, T_RUNQ, T_COUNT = 1, 2, 3, 4, 5
 
 _pc = time.perf_counter_ns
 _tt = time.thread_time_ns
@@ -52,27 +58,38 @@ _last_flush = [0]
 _self = {"tick": 0, "flush": 0, "load": 0, "report": 0}
 _patched = []  # (owner, name, original) to undo in a forked child
 _sites = {}  # the last site id given ("n")
+# Every wrapped call is counted, in or out of a window: _cnt[site id] is
+# the site's counter (itertools.count: one next() a call, which the GIL
+# keeps whole), or for call_soon_threadsafe a dict of them by calling
+# thread's ident (0: the loop's own thread). _sent: what was last sent of
+# each, by (site, key).
+_cnt = [None]
+_sent = {}
+_tally = next  # counts one call; locked in a build without the GIL
 _loops = {}  # id(loop) -> loop id
 _ticks = {}  # loop id -> its _Tick while it runs
 _free_threaded = False
 
 # The probe observes in windows: while one is open, each running loop's
 # lag is timed (its tick, _Tick) and its polls counted, and the calls it
-# times are timed; between windows everything is as without the probe, and
-# the probe's waker thread opens the next (_rest). A loop that polls fewer
-# than POLLS_PER_S times a second and a program that makes fewer wrapped
-# calls a second than the budget are observed all the time. Above either,
-# a window stays open for ON_NS (until its next tick) and the gap after it
-# is k - 1 times as long on average, at random, k being what brings both
-# rates within their budgets; a call timed in a window stands for `_weight`
-# (k) calls. Observing every poll and call cost a hop-bound program 13-16%
-# on the VMs measured, the windows 0-2% (docs/pyprobe.md).
-_win = False  # the call wrappers are in place (a window is open)
+# wraps are timed; between windows the loops run as without the probe, its
+# call wrappers only count each call (one next() on a counter: the counts
+# are exact), and the probe's waker thread opens the next (_rest). A loop
+# that polls fewer than POLLS_PER_S times a second and a program that makes
+# fewer wrapped calls a second than the budget are observed all the time.
+# Above either, a window stays open for ON_NS (until its next tick) and the
+# gap after it is k - 1 times as long on average, at random, k being what
+# brings both rates within their budgets; a call timed in a window stands
+# for `_weight` (k) calls in the timings' distributions (its count is its
+# own). Observing every poll and call cost a hop-bound program 13-16% on
+# the VMs measured, the windows 0-2%; counting every call adds 2-4% to a
+# program that does nothing but hop (one more Python frame a call:
+# docs/pyprobe.md).
+_win = False  # the call wrappers time calls (a window is open)
 _weight = 1
 _budget = 250  # wrapped calls timed a second at most; 0: observe everything
 POLLS_PER_S = 2000
 ON_NS = 2_000_000
-_swaps = []  # (owner, name, original, wrapper): in place in windows only
 _nwin = [0]  # wrapped calls timed so far
 # The call windows, opened and closed by the first running loop's tick.
 _W = {"open": True, "start": 0, "n0": 0, "on_ns": 0, "opened": 0, "rng": 1}
@@ -124,13 +141,18 @@ def _frame(kind, payload):
 
 
 def _flush():
-    """Sends the pending JSON objects, then the events taken so far."""
+    """Sends the pending JSON objects, then the events taken so far and
+    the calls counted since the last flush (read after the events: a
+    timed call was counted before its event was made)."""
     t = _tt()
     with _lock:
         n = len(_buf)
         data = _buf[:n].tobytes() if n else b""
         if n:
             del _buf[:n]  # appends made meanwhile stay for the next flush
+        counts = _counted()
+        if counts:
+            data += counts.tobytes()
         pend = _pending[:]
         del _pending[: len(pend)]
         out = b"".join(_frame(b"J", _dumps(o)) for o in pend)
@@ -145,6 +167,41 @@ def _flush():
 def _ext_locked(rec):
     with _lock:
         _buf.extend(rec)
+
+
+def _tally_locked(c):
+    with _lock:
+        next(c)
+
+
+def _counted():
+    """The count records (T_COUNT) of the calls counted since the last
+    ones were taken (under _lock, which guards the counters' dicts)."""
+    out = array("q")
+    for sid in range(1, len(_cnt)):
+        e = _cnt[sid]
+        for key, c in (e.items() if type(e) is dict else ((-1, e),)):
+            n = int(repr(c)[6:-1])  # "count(N)": read without counting
+            d = n - _sent.get((sid, key), 0)
+            if d > 0:
+                _sent[sid, key] = n
+                out.extend((T_COUNT, sid, d, max(key, 0), 1 if key == 0 else 0, 0))
+    return out
+
+
+def _counter(sid, key):
+    """The counter of call_soon_threadsafe site sid's calls from key (a
+    thread's ident; 0: the loop's own thread), made on first use."""
+    with _lock:
+        d = _cnt[sid]
+        c = d.get(key)
+        if c is None:
+            c = d[key] = _itertools().count()
+    return c
+
+
+def _itertools():
+    return sys.modules.get("itertools") or __import__("itertools")  # asyncio has imported it
 
 
 # --- names of call sites -------------------------------------------------
@@ -214,6 +271,13 @@ def _name(f):
 _by_kind = {k: {} for k in ("call_soon_threadsafe", "to_thread", "run_in_executor", "executor", "aiosqlite")}
 
 
+def _builtin_key(f):
+    """_key of a builtin's bound method (sqlite3's Connection.execute, a C
+    future's set_result), the quick way; a key no site has for anything
+    else, which _site then finds the slow way."""
+    return type(getattr(f, "__self__", None)), getattr(f, "__name__", None)
+
+
 def _site(kind, f):
     """The site id of f for kind, registered (and announced) on first sight."""
     cache = _by_kind[kind]
@@ -228,19 +292,26 @@ def _site(kind, f):
         with _lock:
             s = cache.get(k)
             if s is None:
-                s = _next_site()
+                s = _next_site(kind)
                 name, where = _name(f)
                 _pending.append({"kind": "site", "site": s, "site_kind": kind, "name": name, "where": where})
                 cache[k] = s
     return s
 
 
-def _next_site():
+def _next_site(kind):
+    """A new site id, with its counter (under _lock)."""
     _sites["n"] = n = _sites.get("n", 0) + 1
+    _cnt.append({} if kind == "call_soon_threadsafe" else _itertools().count())
     return n
 
 
 # --- call_soon_threadsafe -----------------------------------------------
+#
+# The wrappers are in place from the moment the probe hooks asyncio (and
+# aiosqlite) until the interpreter exits. Out of a window each only finds
+# its call's site (a dict lookup by the function's code) and counts the
+# call; in a window it also times it.
 
 def _hopped(t0, tid, sid, same, w, callback, args):
     _ext((T_CST, sid, _pc() - t0, tid, same, w))
@@ -248,17 +319,23 @@ def _hopped(t0, tid, sid, same, w, callback, args):
 
 
 def _make_cst(orig):
-    sites = _by_kind["call_soon_threadsafe"]
+    sites, cnt, tally, get_ident = _by_kind["call_soon_threadsafe"], _cnt, _tally, _get_ident
 
     def call_soon_threadsafe(self, callback, *args, context=None):
+        tid = get_ident()
+        code = getattr(callback, "__code__", None)
+        sid = sites.get(code if code is not None else _builtin_key(callback)) or _site("call_soon_threadsafe", callback)
+        same = tid == self._thread_id
+        c = cnt[sid].get(0 if same else tid)
+        tally(c if c is not None else _counter(sid, 0 if same else tid))
         if not _win:
+            if context is None:  # no keyword to pass: the call costs less
+                return orig(self, callback, *args)
             return orig(self, callback, *args, context=context)
         if self._debug:
             self._check_callback(callback, "call_soon_threadsafe")
         _nwin[0] += 1
-        tid = _get_ident()
-        sid = sites.get(getattr(callback, "__code__", None)) or _site("call_soon_threadsafe", callback)
-        return orig(self, _hopped, _pc(), tid, sid, tid == self._thread_id, _weight, callback, args, context=context)
+        return orig(self, _hopped, _pc(), tid, sid, same, _weight, callback, args, context=context)
 
     call_soon_threadsafe.__wrapped__ = orig
     call_soon_threadsafe.__doc__ = orig.__doc__
@@ -302,42 +379,50 @@ def _in_worker(c, func, *args, **kwargs):
 _tpe = [None]  # concurrent.futures.ThreadPoolExecutor, once imported
 
 
+def _thread_pool(ex):
+    """ex is a thread pool (a ThreadPoolExecutor or a subclass)."""
+    tpe = _tpe[0]
+    if tpe is None:
+        m = sys.modules.get("concurrent.futures.thread")
+        tpe = _tpe[0] = getattr(m, "ThreadPoolExecutor", None) if m is not None else None
+    return tpe is not None and isinstance(ex, tpe)
+
+
+def _pool_site(func):
+    """The site of a function handed to a thread pool, the slow way: to_thread's
+    partial(Context.run, f) is f's to_thread site, a partial its function's."""
+    inner, via = _unwrap(func)
+    return _site("to_thread" if via else "run_in_executor", inner)
+
+
 def _make_rie(orig):
-    to_thread, in_executor = _by_kind["to_thread"], _by_kind["run_in_executor"]
+    to_thread, in_executor, cnt, tally = _by_kind["to_thread"], _by_kind["run_in_executor"], _cnt, _tally
 
     def run_in_executor(self, executor, func, *args):
+        ex = executor if executor is not None else self._default_executor
+        if ex is not None and type(ex) is not _tpe[0] and not _thread_pool(ex):
+            return _to_executor(orig, self, executor, func, args)
+        # a thread pool (None makes asyncio's default one): the site by the
+        # code of the function the thread runs (to_thread's shape first)
+        if type(func) is _partial_t:
+            f = func.func
+            if type(getattr(f, "__self__", None)) is _context_t and func.args:
+                sid = to_thread.get(getattr(func.args[0], "__code__", None)) or _pool_site(func)
+            else:
+                sid = in_executor.get(getattr(f, "__code__", None)) or _pool_site(func)
+        else:
+            sid = in_executor.get(getattr(func, "__code__", None)) or _pool_site(func)
+        tally(cnt[sid])
         if not _win:
             return orig(self, executor, func, *args)
         if self._debug:
             self._check_callback(func, "run_in_executor")
         _nwin[0] += 1
-        ex = executor if executor is not None else self._default_executor
-        tpe = _tpe[0]
-        if tpe is None and ex is not None:
-            m = sys.modules.get("concurrent.futures.thread")
-            tpe = _tpe[0] = getattr(m, "ThreadPoolExecutor", None) if m is not None else None
-        if ex is None or (tpe is not None and isinstance(ex, tpe)):
-            # a thread pool (None makes asyncio's default one): the function
-            # runs in a thread of this process, so it is timed where it runs
-            c = _Call()
-            if _partial_t is None or type(func) is not _partial_t:
-                c.sid = in_executor.get(getattr(func, "__code__", None)) or _site("run_in_executor", func)
-            else:
-                inner, via = _unwrap(func)
-                kind = "to_thread" if via else "run_in_executor"
-                c.sid = (to_thread if via else in_executor).get(getattr(inner, "__code__", None)) or _site(kind, inner)
-            c.ts = c.te = 0
-            c.w = _weight
-            c.t0 = _pc()
-            fut = orig(self, executor, _in_worker, c, func, *args)
-        else:
-            # another executor (a process pool) may pickle the function:
-            # it is handed on untouched and only the whole call is timed
-            c = _Total()
-            c.sid = _site("executor", _unwrap(func)[0])
-            c.w = _weight
-            c.t0 = _pc()
-            fut = orig(self, executor, func, *args)
+        # timed where it runs: in a thread of this process
+        c = _Call()
+        c.sid, c.ts, c.te, c.w = sid, 0, 0, _weight
+        c.t0 = _pc()
+        fut = orig(self, executor, _in_worker, c, func, *args)
         fut.add_done_callback(c.resumed)
         return fut
 
@@ -346,23 +431,53 @@ def _make_rie(orig):
     return run_in_executor
 
 
+def _to_executor(orig, loop, executor, func, args):
+    """A call to another executor (a process pool, which may pickle the
+    function): handed on untouched, counted, and in a window the whole
+    call timed."""
+    sid = _site("executor", _unwrap(func)[0])
+    _tally(_cnt[sid])
+    if not _win:
+        return orig(loop, executor, func, *args)
+    if loop._debug:
+        loop._check_callback(func, "run_in_executor")
+    _nwin[0] += 1
+    c = _Total()
+    c.sid, c.w = sid, _weight
+    c.t0 = _pc()
+    fut = orig(loop, executor, func, *args)
+    fut.add_done_callback(c.resumed)
+    return fut
+
+
 def _make_aiosqlite_execute(orig):
-    async def _execute(self, fn, *args, **kwargs):
+    """Connection._execute, a coroutine function, wrapped by a plain one
+    that returns the original's coroutine out of a window (no frame of the
+    probe's in the await), and in one a coroutine that times the call."""
+    sites, cnt, tally = _by_kind["aiosqlite"], _cnt, _tally
+
+    def _execute(self, fn, *args, **kwargs):
+        code = getattr(fn, "__code__", None)  # fn is mostly a builtin's method (Connection.execute)
+        sid = sites.get(code if code is not None else _builtin_key(fn)) or _site("aiosqlite", fn)
+        tally(cnt[sid])
         if not _win:
-            return await orig(self, fn, *args, **kwargs)
+            return orig(self, fn, *args, **kwargs)
         _nwin[0] += 1
-        c = _Call()
-        c.sid = _site("aiosqlite", fn)
-        c.ts = c.te = 0
-        c.w = _weight
-        c.t0 = _pc()
-        try:
-            return await orig(self, _in_worker, c, fn, *args, **kwargs)
-        finally:
-            c.resumed(None)
+        return _timed_execute(orig, self, sid, fn, args, kwargs)
 
     _execute.__wrapped__ = orig
+    _execute.__doc__ = orig.__doc__
     return _execute
+
+
+async def _timed_execute(orig, conn, sid, fn, args, kwargs):
+    c = _Call()
+    c.sid, c.ts, c.te, c.w = sid, 0, 0, _weight
+    c.t0 = _pc()
+    try:
+        return await orig(conn, _in_worker, c, fn, *args, **kwargs)
+    finally:
+        c.resumed(None)
 
 
 # --- every asyncio loop's lag ---------------------------------------------
@@ -653,17 +768,9 @@ def _close_calls(now):
 
 
 def _swap(on):
-    """Puts the timing wrappers in place (on) or takes them away."""
+    """Has the call wrappers time calls (on), or only count them."""
     global _win
-    if not on:
-        _win = False
-    for owner, name, orig, wrapper in _swaps:
-        try:
-            setattr(owner, name, wrapper if on else orig)
-        except Exception:
-            pass
-    if on:
-        _win = _on
+    _win = _on if on else False
 
 
 def _selector(loop):
@@ -757,14 +864,10 @@ def _make_bootstrap(orig):
 
 # --- patching at import time ------------------------------------------------
 
-def _patch(owner, name, wrapper, windowed=False):
+def _patch(owner, name, wrapper):
     orig = owner.__dict__[name]
     _patched.append((owner, name, orig))
-    w = wrapper(orig)
-    if windowed:
-        _swaps.append((owner, name, orig, w))
-    if not windowed or _win:
-        setattr(owner, name, w)
+    setattr(owner, name, wrapper(orig))
 
 
 def _patch_threading(m):
@@ -775,14 +878,14 @@ def _patch_base_events(m):
     _types()  # asyncio has imported functools and contextvars by now
     L = m.BaseEventLoop
     _patch(L, "run_forever", _make_run_forever)
-    _patch(L, "call_soon_threadsafe", _make_cst, True)
-    _patch(L, "run_in_executor", _make_rie, True)
+    _patch(L, "call_soon_threadsafe", _make_cst)
+    _patch(L, "run_in_executor", _make_rie)
 
 
 def _patch_aiosqlite(m):
     C = getattr(m, "Connection", None)
     if C is not None and "_execute" in C.__dict__:
-        _patch(C, "_execute", _make_aiosqlite_execute, True)
+        _patch(C, "_execute", _make_aiosqlite_execute)
         _pending.append({"kind": "library", "name": "aiosqlite", "version": str(getattr(sys.modules.get("aiosqlite"), "__version__", ""))})
 
 
@@ -884,7 +987,8 @@ def _forked():
 
 def _calibrate(n=300):
     """The wrappers' own cost per call, timed on stand-ins: the original
-    replaced by a function that only runs what it is given."""
+    replaced by a function that only runs what it is given; each in a
+    window (counted and timed) and out of one (counted)."""
     scratch = array("q")
     global _ext, _win
     saved, saved_win, saved_n = _ext, _win, _nwin[0]
@@ -907,7 +1011,7 @@ def _calibrate(n=300):
             cb(*args)
 
         w = _make_cst(plain_cst)
-        out["cst_ns"] = _per_call(lambda: w(s, noop), lambda: plain_cst(s, noop), n)
+        out["cst_ns"], out["cst_count_ns"] = _per_call_both(lambda: w(s, noop), lambda: plain_cst(s, noop), n)
 
         class Fut:
             __slots__ = ()
@@ -928,15 +1032,25 @@ def _calibrate(n=300):
         call = noop
         if ft is not None and cv is not None:
             call = ft.partial(cv.Context().run, noop)
-        out["call_ns"] = _per_call(lambda: w2(s, None, call), lambda: plain_rie(s, None, call), n)
+        out["call_ns"], out["call_count_ns"] = _per_call_both(lambda: w2(s, None, call), lambda: plain_rie(s, None, call), n)
     finally:
         _ext, _win, _nwin[0] = saved, saved_win, saved_n
         del _pending[np:]  # the stand-ins' sites are not the program's
         _sites["n"] = n0
+        del _cnt[n0 + 1:]
         for kind, d in _by_kind.items():
             for k in [k for k in d if k not in keys[kind]]:
                 del d[k]
     return out
+
+
+def _per_call_both(f, base, n):
+    """_per_call in a window, then out of one."""
+    global _win
+    _win = True
+    timed = _per_call(f, base, n)
+    _win = False
+    return timed, _per_call(f, base, n)
 
 
 def _per_call(f, base, n):
@@ -1015,7 +1129,7 @@ _finder = _Finder()
 
 def start(here):
     """Starts the probe: called once by ctxlab's sitecustomize."""
-    global _fd, _on, _win, _t0, _tick_ns, _tick_s, _ext, _free_threaded, _budget
+    global _fd, _on, _win, _t0, _tick_ns, _tick_s, _ext, _free_threaded, _budget, _tally
     _t0 = _pc()
     c0 = _tt()
     spec = os.environ.get("CTXLAB_PYPROBE", "")
@@ -1052,8 +1166,8 @@ def start(here):
     _tick_s = _tick_ns / 1e9
     _budget = int(parts.get("calls_per_s", str(_budget)))
     _free_threaded = "t" in getattr(sys, "abiflags", "")  # Py_GIL_DISABLED builds
-    if _free_threaded:
-        _ext = _ext_locked  # a build without the GIL: the buffer needs the lock
+    if _free_threaded:  # a build without the GIL: the buffer and the counters need the lock
+        _ext, _tally = _ext_locked, _tally_locked
     v = sys.version_info
     hello = ('{"kind":"hello","protocol":%d,"pid":%d,"version":"%d.%d.%d","free_threaded":%s,"gil_enabled":%s,'
              '"switch_interval_s":%r,"tick_ns":%d,"main_ident":%d,"main_native_id":%d}') % (

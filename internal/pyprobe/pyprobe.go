@@ -52,9 +52,11 @@ var Tick = time.Millisecond
 // (call_soon_threadsafe, run_in_executor, to_thread, aiosqlite) a second
 // the probe times. Above it, or when a loop polls more than PollsPerS
 // times a second, the probe observes in windows of about WindowNs at
-// random gaps, and each timed call stands for the rest (probe.py):
-// observing every call and poll cost a hop-bound program 13-16% on the VMs
-// measured, the windows 0-2% (docs/pyprobe.md).
+// random gaps (probe.py); every call is still counted, so counts are
+// exact and only the timings are sampled: observing every call and poll
+// cost a hop-bound program 13-16% on the VMs measured, the windows 0-2%,
+// and counting every call 2-4% more on a program that does nothing but
+// hop (docs/pyprobe.md).
 const CallsPerS = 250
 
 // PollsPerS is probe.py's POLLS_PER_S: a loop that polls more often is

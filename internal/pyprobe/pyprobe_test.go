@@ -131,7 +131,7 @@ func hello(f *frames) {
 func final(f *frames) {
 	f.json(map[string]any{"kind": "final", "pid": 100, "wall_ns": 2e9, "cpu_ns": 1e9, "switch_interval_s": 0.005, "gil_enabled": true,
 		"threads": []any{}, "self_ns": map[string]any{"tick": 1e6, "flush": 1e5, "load": 1e6, "report": 1e5},
-		"calibration": map[string]any{"cst_ns": 500.0, "call_ns": 1000.0}})
+		"calibration": map[string]any{"cst_ns": 500.0, "call_ns": 1000.0, "cst_count_ns": 100.0, "call_count_ns": 150.0}})
 }
 
 func TestCollectorReport(t *testing.T) {
@@ -150,6 +150,9 @@ func TestCollectorReport(t *testing.T) {
 		recs = append(recs, [recordLen]int64{evCall, 1, 30_000, 10_000, 40_000, 0}, [recordLen]int64{evCST, 2, 20_000, 2, 0, 0})
 	}
 	recs = append(recs, [recordLen]int64{evCST, 2, 5_000, 1, 1, 0}) // from the loop's own thread
+	// the counts, as the probe's flushes send them: every call, once
+	recs = append(recs, [recordLen]int64{evCount, 1, 30, 0, 0, 0}, [recordLen]int64{evCount, 2, 50, 2, 0, 0},
+		[recordLen]int64{evCount, 2, 1, 0, 1, 0}, [recordLen]int64{evCount, 1, 20, 0, 0, 0})
 	f.events(recs...)
 	final(&f)
 	c := newCollector()
@@ -182,11 +185,11 @@ func TestCollectorReport(t *testing.T) {
 			site = &r.Sites[i]
 		}
 	}
-	if site == nil || site.Calls != 50 || site.WorkNs != 10_000 || site.HopsPerWork != 7 {
+	if site == nil || site.Calls != 50 || site.Timed != 50 || site.WorkNs != 10_000 || site.HopsPerWork != 7 {
 		t.Fatalf("site: %+v", site)
 	}
 	for _, h := range r.Hops {
-		if h.Of == "call_soon_threadsafe" && (h.Calls != 51 || h.SameThread != 1 || h.Hop.N != 50) {
+		if h.Of == "call_soon_threadsafe" && (h.Calls != 51 || h.Timed != 51 || h.SameThread != 1 || h.Hop.N != 50) {
 			t.Errorf("cst hops: %+v", h)
 		}
 	}
@@ -293,20 +296,35 @@ func TestReadings(t *testing.T) {
 	}
 	// Hops over work, and a slow function that is not.
 	r = base()
-	r.Sites = []Site{{Of: "to_thread", Name: "__main__.lookup", Where: "app.py:3", Calls: 1000, WaitNs: 60e3, WorkNs: 20e3, BackNs: 80e3, HopsPerWork: 7},
-		{Of: "to_thread", Name: "__main__.slow", Calls: 1000, WaitNs: 60e3, WorkNs: 5e6, BackNs: 80e3, HopsPerWork: 0.028}}
+	r.Sites = []Site{{Of: "to_thread", Name: "__main__.lookup", Where: "app.py:3", Calls: 1000, Timed: 1000, WaitNs: 60e3, WorkNs: 20e3, BackNs: 80e3, HopsPerWork: 7},
+		{Of: "to_thread", Name: "__main__.slow", Calls: 1000, Timed: 1000, WaitNs: 60e3, WorkNs: 5e6, BackNs: 80e3, HopsPerWork: 0.028}}
 	Read(r, nil)
 	if kinds(r) != ReadHops || !strings.Contains(r.Readings[0].Text, "7.0× the work") || !strings.Contains(r.Readings[0].Text, "__main__.lookup (app.py:3)") {
 		t.Errorf("hops: %v", r.Readings)
 	}
-	// Timed in windows: the count is an estimate and says so; too few
-	// timed calls are not read, whatever the estimate.
+	// Timed in windows: the count is exact, and the text says how many
+	// were timed; too few timed calls are not read, whatever the count.
 	r = base()
 	r.Sites = []Site{{Of: "to_thread", Name: "__main__.lookup", Calls: 1000, Timed: 40, WaitNs: 60e3, WorkNs: 20e3, BackNs: 80e3, HopsPerWork: 7},
 		{Of: "to_thread", Name: "__main__.rare", Calls: 1000, Timed: 5, WaitNs: 60e3, WorkNs: 20e3, BackNs: 80e3, HopsPerWork: 7}}
 	Read(r, nil)
-	if kinds(r) != ReadHops || !strings.Contains(r.Readings[0].Text, "~1000 calls (40 timed)") {
+	if kinds(r) != ReadHops || !strings.Contains(r.Readings[0].Text, ": 1000 calls (40 timed)") || strings.Contains(r.Readings[0].Text, "~") {
 		t.Errorf("hops in windows: %v", r.Readings)
+	}
+}
+
+// aiosqlite in windows: its calls, queries and hops are counted exactly,
+// and its reading says how many calls were timed.
+func TestReadingAiosqliteCounts(t *testing.T) {
+	r := &Report{Loaded: true, Interpreter: Interpreter{PID: 100, GILEnabled: true, SwitchS: 0.005}}
+	r.Sites = []Site{{Of: "aiosqlite", Name: "sqlite3.Connection.execute", Calls: 3000, Timed: 150, WaitNs: 60e3, WorkNs: 20e3, BackNs: 80e3},
+		{Of: "aiosqlite", Name: "sqlite3.Cursor.fetchone", Calls: 3000, Timed: 140, WaitNs: 60e3, WorkNs: 5e3, BackNs: 80e3},
+		{Of: "call_soon_threadsafe", Name: "aiosqlite.core.Connection.run.<locals>.set_result", Calls: 6002, Timed: 290}}
+	Read(r, nil)
+	if len(r.Readings) != 1 || r.Readings[0].Reading != ReadHops || !strings.Contains(r.Readings[0].Text, "aiosqlite: 6000 calls (290 timed) to its thread (Connection.execute 3000, Cursor.fetchone 3000)") ||
+		!strings.Contains(r.Readings[0].Text, "2.0 thread-to-loop hops (call_soon_threadsafe from its thread) per query (6002 hops, 3000 execute calls)") ||
+		!strings.Contains(r.Readings[0].Text, "12.5 µs of work each") || strings.Contains(r.Readings[0].Text, "~") {
+		t.Errorf("aiosqlite in windows: %v", r.Readings)
 	}
 }
 
@@ -435,5 +453,73 @@ func TestCostTextWindows(t *testing.T) {
 	c.Windows, c.WindowShare = 0, 1
 	if got := c.text(); strings.Contains(got, "windows") {
 		t.Errorf("windows said of a run without them: %s", got)
+	}
+}
+
+// A busy program timed in windows: every call is counted (evCount), a few
+// are timed, each weighted by the calls it stands for. The counts, the
+// same-thread calls and the calling threads are the counted ones, exact;
+// the histograms' n is the calls timed; the text marks no estimate.
+func TestCollectorExactCounts(t *testing.T) {
+	var f frames
+	hello(&f)
+	f.json(map[string]any{"kind": "thread", "ident": 2, "native_id": 101, "name": "asyncio_0"})
+	f.json(map[string]any{"kind": "thread", "ident": 3, "native_id": 102, "name": "asyncio_1"})
+	f.json(map[string]any{"kind": "site", "site": 1, "site_kind": "to_thread", "name": "__main__.lookup", "where": "app.py:3"})
+	f.json(map[string]any{"kind": "site", "site": 2, "site_kind": "call_soon_threadsafe", "name": "asyncio.futures._set_state"})
+	var recs [][recordLen]int64
+	for i := 0; i < 40; i++ { // 40 timed in windows at k = 25
+		recs = append(recs, [recordLen]int64{evCall, 1, 30_000, 10_000, 40_000, 25}, [recordLen]int64{evCST, 2, 20_000, 2 + int64(i%2), 0, 25})
+	}
+	recs = append(recs, [recordLen]int64{evCall, 1, -1, -1, -1, 25}) // one timed call cancelled before it started
+	f.events(recs...)
+	// 1 000 calls counted over two flushes; 999 hops from two threads, 3 from the loop's own
+	f.events([recordLen]int64{evCount, 1, 600, 0, 0, 0}, [recordLen]int64{evCount, 2, 590, 2, 0, 0}, [recordLen]int64{evCount, 2, 3, 0, 1, 0})
+	f.events([recordLen]int64{evCount, 1, 400, 0, 0, 0}, [recordLen]int64{evCount, 2, 409, 3, 0, 0})
+	final(&f)
+	c := newCollector()
+	if err := c.read(&f); err != nil {
+		t.Fatal(err)
+	}
+	r := c.report()
+	var lookup, cst *Site
+	for i := range r.Sites {
+		switch r.Sites[i].Of {
+		case "to_thread":
+			lookup = &r.Sites[i]
+		case "call_soon_threadsafe":
+			cst = &r.Sites[i]
+		}
+	}
+	if lookup == nil || lookup.Calls != 1000 || lookup.Timed != 41 || lookup.Cancelled != 1 || lookup.WorkNs != 10_000 {
+		t.Fatalf("to_thread site: %+v", lookup)
+	}
+	if cst == nil || cst.Calls != 1002 || cst.Timed != 40 || cst.SameThread != 3 || len(cst.From) != 2 ||
+		cst.From[0] != (From{Thread: "asyncio_0", TID: 101, Calls: 590}) || cst.From[1] != (From{Thread: "asyncio_1", TID: 102, Calls: 409}) {
+		t.Fatalf("call_soon_threadsafe site: %+v", cst)
+	}
+	for _, h := range r.Hops {
+		switch h.Of {
+		case "to_thread":
+			if h.Calls != 1000 || h.Timed != 41 || h.Work == nil || h.Work.N != 40 || h.Work.MeanNs != 10_000 || h.PerSec != 500 {
+				t.Errorf("to_thread hops: %+v work %+v", h, h.Work)
+			}
+		case "call_soon_threadsafe":
+			if h.Calls != 1002 || h.SameThread != 3 || h.Hop == nil || h.Hop.N != 40 {
+				t.Errorf("cst hops: %+v", h)
+			}
+		}
+	}
+	var text strings.Builder
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if got := text.String(); strings.Contains(got, "~") || !strings.Contains(got, "1000 calls (41 timed)") || !strings.Contains(got, "1002 calls (40 timed)") {
+		t.Errorf("the text marks an estimate, or not the counts and timed calls:\n%s", got)
+	}
+	// the wrappers' cost: timed calls at the timed cost, the rest at the counting cost
+	want := 1e6 + 1e5 + 1e6 + (40*500 + 962*100) + (41*1000 + 959*150)
+	if r.Cost == nil || r.Cost.SelfNs != want {
+		t.Errorf("cost %+v, want self %v ns", r.Cost, want)
 	}
 }

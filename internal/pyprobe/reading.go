@@ -31,7 +31,8 @@ const (
 	HandlerLateShare = 0.01
 	// MinTicks: fewer ticks than this are too few to read a loop by.
 	MinTicks = 20
-	// MinCalls: a call site with fewer calls is not read.
+	// MinCalls: a call site with fewer calls timed is not read (its
+	// count is exact whatever it is).
 	MinCalls = 20
 )
 
@@ -159,15 +160,19 @@ func hopReadings(r *Report) {
 		return
 	}
 	var calls, timed, queries int64
-	var wait, work, back float64
+	var wait, work, back, n float64 // n: the calls the means are over
 	var parts []string
 	for _, s := range aio {
 		calls += s.Calls
 		timed += s.timed()
-		n := float64(s.Calls - s.Cancelled)
-		wait += s.WaitNs * n
-		work += s.WorkNs * n
-		back += s.BackNs * n
+		m := float64(s.Calls) // its calls not cancelled, at the timed calls' share
+		if s.timed() > 0 {
+			m *= float64(s.timed()-s.Cancelled) / float64(s.timed())
+		}
+		n += m
+		wait += s.WaitNs * m
+		work += s.WorkNs * m
+		back += s.BackNs * m
 		if strings.Contains(strings.ToLower(s.Name), "execute") {
 			queries += s.Calls
 		}
@@ -176,10 +181,6 @@ func hopReadings(r *Report) {
 	if timed < MinCalls || work <= 0 {
 		return
 	}
-	est := "" // counts estimated from the probe's windows
-	if timed < calls {
-		est = "~"
-	}
 	var cst int64
 	for _, s := range r.Sites {
 		if s.Of == "call_soon_threadsafe" && strings.HasPrefix(s.Name, "aiosqlite.") {
@@ -187,32 +188,20 @@ func hopReadings(r *Report) {
 		}
 	}
 	ratio := (wait + back) / work
-	n := float64(calls)
 	perQuery := ""
 	if queries > 0 {
-		perQuery = fmt.Sprintf("; %.1f thread-to-loop hops (call_soon_threadsafe from its thread) per query (%s%d hops, %s%d execute calls)", float64(cst)/float64(queries), est, cst, est, queries)
-	}
-	if est != "" {
-		est = fmt.Sprintf("~%d calls (%d timed)", calls, timed)
-	} else {
-		est = fmt.Sprintf("%d calls", calls)
+		perQuery = fmt.Sprintf("; %.1f thread-to-loop hops (call_soon_threadsafe from its thread) per query (%d hops, %d execute calls)", float64(cst)/float64(queries), cst, queries)
 	}
 	text := fmt.Sprintf("aiosqlite: %s to its thread (%s), %s of work each and %s of hops (%s until its thread starts the call, %s back until the awaiting coroutine resumes)%s",
-		est, strings.Join(parts, ", "), result.FormatNs(work/n), result.FormatNs((wait+back)/n), result.FormatNs(wait/n), result.FormatNs(back/n), perQuery)
+		callsOf(calls, timed), strings.Join(parts, ", "), result.FormatNs(work/n), result.FormatNs((wait+back)/n), result.FormatNs(wait/n), result.FormatNs(back/n), perQuery)
 	if ratio >= 1 {
 		text = fmt.Sprintf("a thread-backed wrapper over a fast operation: the hops cost %.1f× the work — ", ratio) + text
 		r.add("aiosqlite", ReadHops, text)
 	}
 }
 
-// timed is how many of the site's calls were timed: all of them in a
-// record without the count.
-func (s Site) timed() int64 {
-	if s.Timed <= 0 {
-		return s.Calls
-	}
-	return s.Timed
-}
+// timed is how many of the site's calls were timed.
+func (s Site) timed() int64 { return s.Timed }
 
 // runqNote says when the loop's thread also waited for a CPU a good part
 // of the time: the machine's CPUs were taken, which adds to the lag.

@@ -156,7 +156,7 @@ func (c *Cost) text() string {
 	var per []string
 	for _, k := range []string{"call_soon_threadsafe", "executor_call"} {
 		if v, ok := c.PerCallNs[k]; ok {
-			per = append(per, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_call", " call"), result.FormatNs(v)))
+			per = append(per, fmt.Sprintf("%s %s timed, %s counted", strings.ReplaceAll(k, "_call", " call"), result.FormatNs(v), result.FormatNs(c.PerCallNs[k+"_counted"])))
 		}
 	}
 	cal := ""
@@ -168,7 +168,7 @@ func (c *Cost) text() string {
 		over = " — over the 2% target"
 	}
 	if c.Windows > 0 {
-		cal += fmt.Sprintf("; it observed the program in %d windows, %.1f%% of the run (a busy program: its counts are estimates)", c.Windows, 100*c.WindowShare)
+		cal += fmt.Sprintf("; it observed the program in %d windows, %.1f%% of the run (a busy program: every call counted, %d timed)", c.Windows, 100*c.WindowShare, c.TimedCalls)
 	}
 	return fmt.Sprintf("the probe's own cost: %s of CPU, %.2f%% of the process's %s (target ≤ %.0f%%)%s, %.2f%% of the %s run — estimated from its ticks and writes, timed as they ran%s; its report at exit took %s more. "+
 		"A lower bound: its wrapper of the loop's polls, what its timer's wake-ups of a sleeping loop cost the kernel, and what its wrappers do to threads that hand work to the loop, are not in it; "+
@@ -200,13 +200,14 @@ func calls[T int | int64](n T) string {
 	return fmt.Sprintf("%d calls", n)
 }
 
-// callsOf is a count of calls of which timed were timed: "N calls" when
-// every one was, "~N calls (M timed)" when it is an estimate from windows.
+// callsOf is a count of calls (every one counted) of which timed were
+// timed: "N calls" when every one was, "N calls (M timed)" when the probe
+// timed them in windows.
 func callsOf(n, timed int64) string {
 	if timed >= n {
 		return calls(n)
 	}
-	return fmt.Sprintf("~%d calls (%d timed)", n, timed)
+	return fmt.Sprintf("%s (%d timed)", calls(n), timed)
 }
 
 // timingText says how calls were timed: every one, or in windows.
@@ -218,7 +219,7 @@ func (r *Report) timingText() string {
 		}
 		return fmt.Sprintf("every call timed: fewer than the probe's budget of %d a second", r.budget())
 	}
-	return fmt.Sprintf("timed in %d windows of about %s at random gaps, open %.1f%% of the run, as the program made more calls a second than the probe's budget of %d or a loop polled more than %d times a second: counts, rates and histograms are estimates from the %d calls timed, the counts within about a third in the runs measured, mostly low, as timing slows the calls it times",
+	return fmt.Sprintf("timed in %d windows of about %s at random gaps, open %.1f%% of the run, as the program made more calls a second than the probe's budget of %d or a loop polled more than %d times a second: every call is counted, so counts and rates are exact; the histograms and means are samples, of the %d calls timed",
 		c.Windows, ns(WindowNs), 100*c.WindowShare, c.BudgetPerS, PollsPerS, c.TimedCalls)
 }
 

@@ -112,24 +112,27 @@ type Loop struct {
 // Hops is one kind of hop (kind "py-hops"): call_soon_threadsafe, to_thread,
 // run_in_executor, aiosqlite, executor (another executor: the whole call).
 type Hops struct {
-	Kind   string  `json:"kind"` // py-hops
-	Of     string  `json:"of"`
+	Kind string `json:"kind"` // py-hops
+	Of   string `json:"of"`
+	// Calls is every call made, counted exactly; PerSec their rate over
+	// the run.
 	Calls  int64   `json:"calls"`
 	PerSec float64 `json:"per_s"`
-	// Timed is how many calls were timed. When the probe timed calls in
-	// windows (more wrapped calls a second than its budget), each timed
-	// call stands for as many as the windows' share of the time, and
-	// Calls, PerSec and the histograms' counts are estimates from them.
+	// Timed is how many calls were timed: all of them, or when the probe
+	// timed calls in windows (more wrapped calls a second than its
+	// budget) those made in a window. The histograms are of the calls
+	// timed (their n), each weighted by the calls it stands for.
 	Timed int64 `json:"timed"`
 	// SameThread: call_soon_threadsafe calls made on the loop's own thread
-	// (not a hop between threads; left out of Hop).
+	// (not a hop between threads; left out of Hop), counted exactly.
 	SameThread int64 `json:"same_thread,omitempty"`
-	Cancelled  int64 `json:"cancelled,omitempty"`
-	Hop        *Dist `json:"hop,omitempty"`   // call_soon_threadsafe: the call until the callback runs
-	Wait       *Dist `json:"wait,omitempty"`  // the call until the worker starts the function
-	Work       *Dist `json:"work,omitempty"`  // the function
-	Back       *Dist `json:"back,omitempty"`  // its end until the awaiting coroutine resumes
-	Total      *Dist `json:"total,omitempty"` // the whole call
+	// Cancelled: calls cancelled, of those timed.
+	Cancelled int64 `json:"cancelled,omitempty"`
+	Hop       *Dist `json:"hop,omitempty"`   // call_soon_threadsafe: the call until the callback runs
+	Wait      *Dist `json:"wait,omitempty"`  // the call until the worker starts the function
+	Work      *Dist `json:"work,omitempty"`  // the function
+	Back      *Dist `json:"back,omitempty"`  // its end until the awaiting coroutine resumes
+	Total     *Dist `json:"total,omitempty"` // the whole call
 }
 
 // Site is one call site (kind "py-call-site"): a callback handed to
@@ -152,7 +155,8 @@ type Site struct {
 	SameThread  int64   `json:"same_thread,omitempty"`
 }
 
-// From is a thread that called call_soon_threadsafe, and how often.
+// From is a thread that called call_soon_threadsafe, and how often
+// (counted exactly).
 type From struct {
 	Thread string `json:"thread"`
 	TID    int64  `json:"tid,omitempty"`
@@ -374,15 +378,17 @@ func resolutionText(tickNs int64) string {
 }
 
 // costOf estimates the probe's own CPU time from its final report: the
-// wrappers cost what the calls they timed cost.
+// wrappers cost what they cost a call timed for the calls they timed, and
+// what counting alone costs a call for the rest.
 func costOf(f *finalFrame, kinds map[string]*kindAcc) *Cost {
-	calls := func(names ...string) (n int64) {
+	calls := func(names ...string) (timed, untimed float64) {
 		for _, k := range names {
 			if a, ok := kinds[k]; ok {
-				n += a.timed
+				timed += float64(a.timed)
+				untimed += float64(max(a.calls-a.timed, 0))
 			}
 		}
-		return n
+		return timed, untimed
 	}
 	c := &Cost{Kind: "py-probe-cost", Parts: map[string]float64{}, PerCallNs: map[string]float64{}, CPUNs: f.CPUNs, WallNs: f.WallNs, Estimated: true, TargetPct: CostTargetPct}
 	for _, k := range []string{"tick", "flush", "load"} {
@@ -390,12 +396,16 @@ func costOf(f *finalFrame, kinds map[string]*kindAcc) *Cost {
 	}
 	c.AtExitNs = float64(f.SelfNs["report"])
 	if v, ok := f.Cal["cst_ns"]; ok {
+		timed, untimed := calls("call_soon_threadsafe")
 		c.PerCallNs["call_soon_threadsafe"] = v
-		c.Parts["call_soon_threadsafe"] = v * float64(calls("call_soon_threadsafe"))
+		c.PerCallNs["call_soon_threadsafe_counted"] = f.Cal["cst_count_ns"]
+		c.Parts["call_soon_threadsafe"] = v*timed + f.Cal["cst_count_ns"]*untimed
 	}
 	if v, ok := f.Cal["call_ns"]; ok {
+		timed, untimed := calls("to_thread", "run_in_executor", "executor", "aiosqlite")
 		c.PerCallNs["executor_call"] = v
-		c.Parts["executor_calls"] = v * float64(calls("to_thread", "run_in_executor", "executor", "aiosqlite"))
+		c.PerCallNs["executor_call_counted"] = f.Cal["call_count_ns"]
+		c.Parts["executor_calls"] = v*timed + f.Cal["call_count_ns"]*untimed
 	}
 	for _, v := range c.Parts {
 		c.SelfNs += v
