@@ -77,9 +77,20 @@ func costOf(run *result.Run, a *result.Arm) (Cost, bool) {
 // measured quietly, else the first it measured at all, priced by
 // PerSwitch. ok is false when run measured none of them.
 func DirectCost(run *result.Run) (Cost, bool) {
+	return firstQuiet(func(yield func(Cost, bool) bool) {
+		for _, name := range switchCostArms() {
+			if !yield(costOf(run, run.Find(name))) {
+				return
+			}
+		}
+	})
+}
+
+// firstQuiet is the first quiet cost costs yields (ok), else the first
+// noisy one; ok is false when it yields none.
+func firstQuiet(costs iter.Seq2[Cost, bool]) (Cost, bool) {
 	var noisy *Cost
-	for _, name := range switchCostArms() {
-		c, ok := costOf(run, run.Find(name))
+	for c, ok := range costs {
 		switch {
 		case !ok:
 		case !c.Noisy:
@@ -109,24 +120,16 @@ func switchCostArms() []string {
 // ones) are skipped: their costs are another machine's. It reads runs
 // only as far as it must.
 func FromHistory(runs iter.Seq[*result.Run], host string) (Cost, bool) {
-	var noisy *Cost
-	for run := range runs {
-		if run == nil || (host != "" && run.Env.Hostname != "" && run.Env.Hostname != host) {
-			continue
+	return firstQuiet(func(yield func(Cost, bool) bool) {
+		for run := range runs {
+			if run == nil || (host != "" && run.Env.Hostname != "" && run.Env.Hostname != host) {
+				continue
+			}
+			if !yield(DirectCost(run)) {
+				return
+			}
 		}
-		c, ok := DirectCost(run)
-		switch {
-		case !ok:
-		case !c.Noisy:
-			return c, true
-		case noisy == nil:
-			noisy = &c
-		}
-	}
-	if noisy != nil {
-		return *noisy, true
-	}
-	return Cost{}, false
+	})
 }
 
 // CalibrationArm is the arm to measure when no stored run can price a
