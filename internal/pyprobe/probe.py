@@ -269,6 +269,12 @@ def _name(f):
 
 # Call sites by kind, then by _key: the id the events carry.
 _by_kind = {k: {} for k in ("call_soon_threadsafe", "to_thread", "run_in_executor", "executor", "aiosqlite")}
+# The same sites of a function's code by id(code), the wrappers' look-up:
+# hashing a code object hashes its contents (~0.3 µs a call on the VMs
+# measured, more when the hop has left it cold), an id is an int. The code
+# objects are keys of _by_kind, held there, so their ids are not reused.
+_by_id = {k: {} for k in _by_kind}
+_code_t = type(_dumps.__code__)
 
 
 def _builtin_key(f):
@@ -296,6 +302,8 @@ def _site(kind, f):
                 name, where = _name(f)
                 _pending.append({"kind": "site", "site": s, "site_kind": kind, "name": name, "where": where})
                 cache[k] = s
+                if type(k) is _code_t:
+                    _by_id[kind][id(k)] = s
     return s
 
 
@@ -319,12 +327,12 @@ def _hopped(t0, tid, sid, same, w, callback, args):
 
 
 def _make_cst(orig):
-    sites, cnt, tally, get_ident = _by_kind["call_soon_threadsafe"], _cnt, _tally, _get_ident
+    sites, ids, cnt, tally, get_ident = _by_kind["call_soon_threadsafe"], _by_id["call_soon_threadsafe"], _cnt, _tally, _get_ident
 
     def call_soon_threadsafe(self, callback, *args, context=None):
         tid = get_ident()
         code = getattr(callback, "__code__", None)
-        sid = sites.get(code if code is not None else _builtin_key(callback)) or _site("call_soon_threadsafe", callback)
+        sid = (ids.get(id(code)) if code is not None else sites.get(_builtin_key(callback))) or _site("call_soon_threadsafe", callback)
         same = tid == self._thread_id
         c = cnt[sid].get(0 if same else tid)
         tally(c if c is not None else _counter(sid, 0 if same else tid))
@@ -396,7 +404,7 @@ def _pool_site(func):
 
 
 def _make_rie(orig):
-    to_thread, in_executor, cnt, tally = _by_kind["to_thread"], _by_kind["run_in_executor"], _cnt, _tally
+    to_thread, in_executor, cnt, tally = _by_id["to_thread"], _by_id["run_in_executor"], _cnt, _tally
 
     def run_in_executor(self, executor, func, *args):
         ex = executor if executor is not None else self._default_executor
@@ -407,11 +415,11 @@ def _make_rie(orig):
         if type(func) is _partial_t:
             f = func.func
             if type(getattr(f, "__self__", None)) is _context_t and func.args:
-                sid = to_thread.get(getattr(func.args[0], "__code__", None)) or _pool_site(func)
+                sid = to_thread.get(id(getattr(func.args[0], "__code__", None))) or _pool_site(func)
             else:
-                sid = in_executor.get(getattr(f, "__code__", None)) or _pool_site(func)
+                sid = in_executor.get(id(getattr(f, "__code__", None))) or _pool_site(func)
         else:
-            sid = in_executor.get(getattr(func, "__code__", None)) or _pool_site(func)
+            sid = in_executor.get(id(getattr(func, "__code__", None))) or _pool_site(func)
         tally(cnt[sid])
         if not _win:
             return orig(self, executor, func, *args)
@@ -454,11 +462,11 @@ def _make_aiosqlite_execute(orig):
     """Connection._execute, a coroutine function, wrapped by a plain one
     that returns the original's coroutine out of a window (no frame of the
     probe's in the await), and in one a coroutine that times the call."""
-    sites, cnt, tally = _by_kind["aiosqlite"], _cnt, _tally
+    sites, ids, cnt, tally = _by_kind["aiosqlite"], _by_id["aiosqlite"], _cnt, _tally
 
     def _execute(self, fn, *args, **kwargs):
         code = getattr(fn, "__code__", None)  # fn is mostly a builtin's method (Connection.execute)
-        sid = sites.get(code if code is not None else _builtin_key(fn)) or _site("aiosqlite", fn)
+        sid = (ids.get(id(code)) if code is not None else sites.get(_builtin_key(fn))) or _site("aiosqlite", fn)
         tally(cnt[sid])
         if not _win:
             return orig(self, fn, *args, **kwargs)
