@@ -43,6 +43,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if handled, code := child.Main(); handled {
 		return code
 	}
+	if err := stdoutNotDatabase(stdout); err != nil {
+		fmt.Fprintf(stderr, "ctxlab: %v\n", err)
+		return 2
+	}
 	return execute(newRoot(args, stdout, stderr), args, stderr)
 }
 

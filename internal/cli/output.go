@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/atomicfile"
 	"github.com/ctxlab/ctxlab/internal/store"
@@ -105,6 +107,50 @@ func notHistory(flag, path, db string) error {
 	}
 	if isSQLite(path) {
 		return usagef("%s %s is a SQLite database (another history, or another program's): output never replaces a database; write it to another file", flag, path)
+	}
+	return nil
+}
+
+// stdoutNotDatabase refuses, before anything starts, a standard output
+// that is a SQLite database or one of the files SQLite keeps beside one
+// (`ctxlab show last 1<>history.db`): writing there would replace a
+// history with text. It looks at the open file itself (by device and
+// inode, and its first bytes), whatever --db the command names.
+func stdoutNotDatabase(stdout io.Writer) error {
+	f, ok := stdout.(*os.File)
+	if !ok {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	path, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		return nil
+	}
+	if def, err := store.DefaultPath(); err == nil {
+		for _, suffix := range historySuffixes {
+			if sst, err := os.Stat(def + suffix); err == nil && os.SameFile(st, sst) {
+				return usagef("standard output is %s (%s): output never replaces the history; write it to another file", historyFiles[suffix], def+suffix)
+			}
+		}
+	}
+	for _, suffix := range historySuffixes {
+		base, found := strings.CutSuffix(path, suffix)
+		if !found || (suffix != "" && !isSQLite(base)) {
+			continue
+		}
+		if suffix == "" && !isSQLite(path) {
+			continue
+		}
+		what := strings.TrimPrefix(historyFiles[suffix], "the history database's ")
+		if suffix == "" {
+			what = "a SQLite database (a history, or another program's)"
+		} else {
+			what = "a SQLite database's " + what
+		}
+		return usagef("standard output is %s (%s): output never replaces a database; write it to another file", what, path)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"io"
 	"os"
@@ -211,5 +212,49 @@ func TestSameFile(t *testing.T) {
 	var ue *UsageError
 	if err := notHistory("-o", filepath.Join(dir, "hard"), a); !errors.As(err, &ue) {
 		t.Errorf("a hard link to the history: %v, want a usage error", err)
+	}
+}
+
+// A standard output that is a SQLite database, or a file SQLite keeps
+// beside one (`ctxlab show last 1<>history.db`), is refused before
+// anything runs, whatever --db says, and the database stays as it was;
+// any other file is written.
+func TestStdoutNeverADatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "other.db")
+	sdb, err := sql.Open("sqlite", db)
+	if err == nil {
+		_, err = sdb.Exec("create table t (i integer)")
+		sdb.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal := db + "-wal"
+	os.WriteFile(wal, []byte("not a real log"), 0o600)
+	text := filepath.Join(dir, "out.txt")
+	os.WriteFile(text, nil, 0o600)
+	for _, c := range []struct {
+		path, want string
+	}{
+		{db, "standard output is a SQLite database"},
+		{wal, "standard output is a SQLite database's write-ahead log"},
+		{text, ""},
+	} {
+		before, _ := os.ReadFile(c.path)
+		f, err := os.OpenFile(c.path, os.O_RDWR, 0) // as the shell's 1<>
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errb bytes.Buffer
+		code := Main([]string{"list"}, f, &errb)
+		f.Close()
+		after, _ := os.ReadFile(c.path)
+		switch {
+		case c.want == "" && (code != 0 || len(after) == 0):
+			t.Errorf("stdout %s: exit %d, %d bytes written; want the listing", filepath.Base(c.path), code, len(after))
+		case c.want != "" && (code != 2 || !strings.Contains(errb.String(), c.want) || !bytes.Equal(before, after)):
+			t.Errorf("stdout %s: exit %d, %q, unchanged %v; want 2 naming %q and the file as it was", filepath.Base(c.path), code, errb.String(), bytes.Equal(before, after), c.want)
+		}
 	}
 }
