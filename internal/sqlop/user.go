@@ -6,11 +6,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // UserOp is the "user" operation: the user's own read-only query on their
@@ -233,7 +235,7 @@ func ParseArgs(spec string) ([]any, error) {
 		}
 		return out, nil
 	case "file":
-		data, err := os.ReadFile(rest)
+		data, err := readRegular(rest)
 		if err != nil {
 			return nil, err
 		}
@@ -263,6 +265,35 @@ func ParseArgs(spec string) ([]any, error) {
 		return out, nil
 	}
 	return nil, errors.New("want range:A..B or file:PATH (one value per line)")
+}
+
+// readRegular reads a file that must be a regular one: a FIFO would
+// block the read for ever (and ignore Ctrl-C), a device may do anything.
+// It is opened non-blocking and looked at again, in case it was swapped.
+func readRegular(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		kind := "not a regular file"
+		switch {
+		case st.IsDir():
+			kind = "a directory"
+		case st.Mode()&os.ModeNamedPipe != 0:
+			kind = "a FIFO, not a regular file"
+		}
+		return nil, fmt.Errorf("%s; want a file of values, one per line", kind)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file; want a file of values, one per line")
+	}
+	return io.ReadAll(io.LimitReader(f, 1<<30))
 }
 
 // DSN is the URI of a connection to the file: read-only always (mode=ro);

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // userDB makes a small database of a user's shape in a temp dir.
@@ -40,6 +42,10 @@ func TestCheckUserRefuses(t *testing.T) {
 	dir := t.TempDir()
 	notDB := filepath.Join(dir, "notes.txt")
 	os.WriteFile(notDB, []byte("hello, not a database at all"), 0o600)
+	fifo := filepath.Join(dir, "fifo") // reading it would wait for a writer for ever
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	keys := filepath.Join(dir, "keys")
 	os.WriteFile(keys, []byte("1\n2\n"), 0o600)
 	for _, c := range []struct{ db, q, args, want string }{
@@ -59,6 +65,8 @@ func TestCheckUserRefuses(t *testing.T) {
 		{path, "select total from orders where order_id = ?", "range:10..1", "range:A..B"},
 		{path, "select total from orders where order_id = ?", "bogus", "range:A..B or file:PATH"},
 		{path, "select total from orders where order_id = ?", "file:" + filepath.Join(dir, "nokeys"), "no such file"},
+		{path, "select total from orders where order_id = ?", "file:" + fifo, "a FIFO, not a regular file"},
+		{path, "select total from orders where order_id = ?", "file:" + dir, "a directory"},
 		// Prepared fine, fail when run: refused before anything runs.
 		{path, "select load_extension('nosuch') from orders where order_id = ?", "range:1..10", "not authorized"},
 		{path, "select json_extract('{\"a\": ', '$.a') from orders where order_id = ?", "range:1..10", "malformed JSON"},
