@@ -58,11 +58,11 @@ func ParseAxis(s string) (Axis, error) {
 		return Axis{}, bad("%q: NAME %q is not an environment variable name; want letters, digits and _, not starting with a digit (e.g. T, GOMAXPROCS, OMP_NUM_THREADS)", s, name)
 	}
 	if list == "" {
-		return Axis{}, bad("%q: the list of values is empty; want 1..%d values, e.g. %s=2,32", s, MaxPoints, name)
+		return Axis{}, bad("%q: the list of values is empty; want 1..%d values a --vary (%d..%d points in the grid), e.g. %s=2,32", s, MaxPoints, MinPoints, MaxPoints, name)
 	}
 	vals := strings.Split(list, ",")
 	if len(vals) > MaxPoints {
-		return Axis{}, bad("%q: %d values; want 1..%d", s, len(vals), MaxPoints)
+		return Axis{}, bad("%q: %d values; want 1..%d values a --vary, and %d..%d points in the grid (the --vary flags' values multiplied)", s, len(vals), MaxPoints, MinPoints, MaxPoints)
 	}
 	seen := map[string]int{}
 	for i, v := range vals {
