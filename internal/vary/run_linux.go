@@ -289,6 +289,9 @@ func stopLeftovers(root procstat.Root, cmd procstat.Proc) string {
 	if len(left) == 0 {
 		return ""
 	}
+	if more := len(left) - len(names); more > 0 {
+		names = append(names, fmt.Sprintf("%d more", more))
+	}
 	return fmt.Sprintf("the command left %d process(es) running (%s): stopped, so no run outlives its turn", len(left), strings.Join(names, "; "))
 }
 
