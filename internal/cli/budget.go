@@ -68,7 +68,7 @@ output says so.`,
 			if ref == "" {
 				ref = "last"
 			}
-			run, err := loadRun(cmd.Context(), o.DB, ref)
+			run, err := loadRunKind(cmd.Context(), o.DB, ref, result.ExperimentRun, stderr)
 			if err != nil {
 				return err
 			}

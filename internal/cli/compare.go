@@ -62,11 +62,11 @@ markdown format has them all).`,
 			case 2:
 				refs = args
 			}
-			a, err := loadRunValue(cmd.Context(), o.DB, refs[0])
+			a, err := loadRunValue(cmd.Context(), o.DB, refs[0], stderr)
 			if err != nil {
 				return err
 			}
-			b, err := loadRunValue(cmd.Context(), o.DB, refs[1])
+			b, err := loadRunValue(cmd.Context(), o.DB, refs[1], stderr)
 			if err != nil {
 				return err
 			}

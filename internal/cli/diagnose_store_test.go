@@ -56,10 +56,11 @@ func TestDiagnoseStoresTheRun(t *testing.T) {
 		t.Errorf("findings lack the hop reading or the probe's cost: %+v", run.Experiments)
 	}
 	html := filepath.Join(t.TempDir(), "r.html")
-	if code, _, errs := ctxlab(t, "report", "last", "--db", db, "-o", html); code != 0 {
+	// By its id: report's and compare's "last" count the experiments' runs.
+	if code, _, errs := ctxlab(t, "report", run.ID, "--db", db, "-o", html); code != 0 {
 		t.Fatalf("report: exit %d\n%s", code, errs)
 	}
-	if code, out, errs := ctxlab(t, "compare", "last", "last", "--db", db); code != 0 || !strings.Contains(out, "diagnose") {
+	if code, out, errs := ctxlab(t, "compare", run.ID, run.ID, "--db", db); code != 0 || !strings.Contains(out, "diagnose") {
 		t.Errorf("compare of the run with itself: exit %d\n%s%s", code, out, errs)
 	}
 	// --no-store leaves the history alone.

@@ -35,7 +35,8 @@ the arms have one, a latency distribution where arms carry a histogram,
 each with a one-line reading, the checks and findings, and the published
 reference figures (README: Published figures) beside ours where an arm matches one.
 
-RUN is a stored run (id, unique prefix, last, last~N; default last) or a
+RUN is a stored run (id, unique prefix, last, last~N: last counts the runs
+of the experiments, not diagnose's or selfcheck's; default last) or a
 run JSON file. --chart NAME writes a single chart instead: NAME is an
 experiment (its bar chart) or EXPERIMENT:param / EXPERIMENT:cdf, or an arm
 pattern (as in ctxlab run) with an optional :param or :cdf, which charts
@@ -50,7 +51,7 @@ completes the names a run has).`,
   ctxlab report --chart 'pingpong/thread/*' -o threads.svg`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReport(cmd, o, args, stdout)
+			return runReport(cmd, o, args, stdout, stderr)
 		},
 	}
 	f := c.Flags()
@@ -61,7 +62,7 @@ completes the names a run has).`,
 	return c
 }
 
-func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Writer) error {
+func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout, stderr io.Writer) error {
 	format := o.Format
 	if format == "" {
 		switch ext := strings.ToLower(filepath.Ext(o.Output)); {
@@ -92,7 +93,7 @@ func runReport(cmd *cobra.Command, o *ReportOptions, args []string, stdout io.Wr
 	if len(args) == 1 {
 		ref = args[0]
 	}
-	run, err := loadRun(cmd.Context(), o.DB, ref)
+	run, err := loadRunKind(cmd.Context(), o.DB, ref, result.ExperimentRun, stderr)
 	if err != nil {
 		return err
 	}

@@ -181,6 +181,14 @@ func tightenDefaultDir(path string) {
 // directory is taken as a file, so a FIFO named x is refused as one, never
 // looked up as an id.
 func loadRun(ctx context.Context, db, ref string) (*result.Run, error) {
+	return loadRunKind(ctx, db, ref, result.AnyRun, nil)
+}
+
+// loadRunKind is loadRun where "last" and "last~N" count the runs of
+// kind k only (compare, budget and report need the experiments' runs);
+// when that passed over newer runs of other kinds it says on stderr which
+// run it took.
+func loadRunKind(ctx context.Context, db, ref string, k result.Kind, stderr io.Writer) (*result.Run, error) {
 	if ref != "" && (strings.HasSuffix(ref, ".json") || strings.ContainsRune(ref, os.PathSeparator)) {
 		return readRunFile(ctx, ref)
 	}
@@ -192,7 +200,12 @@ func loadRun(ctx context.Context, db, ref string) (*result.Run, error) {
 		return nil, err
 	}
 	defer s.Close()
-	run, err := s.Get(ctx, ref)
+	run, err := s.GetKind(ctx, ref, k)
+	if err == nil && stderr != nil && k != result.AnyRun && (ref == "" || ref == "last" || strings.HasPrefix(ref, "last~")) {
+		if any, aerr := s.Resolve(ctx, ref); aerr == nil && any != run.ID {
+			fmt.Fprintf(stderr, "ctxlab: %s is run %s, counting each %s only (newer diagnose and selfcheck runs are left out)\n", ref, run.ID, k)
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) || (err != nil && strings.Contains(err.Error(), "prefix matches")) || (err != nil && strings.Contains(err.Error(), "want an id")) {
 		return nil, &UsageError{err}
 	}

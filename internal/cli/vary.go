@@ -399,12 +399,12 @@ var valueRef = regexp.MustCompile(`^(.*?):([A-Za-z_][A-Za-z0-9_]*=.*)$`)
 // loadRunValue is loadRun that also takes RUN:NAME=V (RUN:T=2/N=4 in a
 // grid): the run narrowed to that value, its arms named without it
 // (vary.Select). A file of that very name is read as a file.
-func loadRunValue(ctx context.Context, db, ref string) (*result.Run, error) {
+func loadRunValue(ctx context.Context, db, ref string, stderr io.Writer) (*result.Run, error) {
 	m := valueRef.FindStringSubmatch(ref)
 	if _, err := os.Stat(ref); m == nil || err == nil {
-		return loadRun(ctx, db, ref)
+		return loadRunKind(ctx, db, ref, result.ExperimentRun, stderr)
 	}
-	run, err := loadRun(ctx, db, m[1])
+	run, err := loadRunKind(ctx, db, m[1], result.DiagnoseRun, stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,33 @@ type Run struct {
 // per value of the user's command (experiment "diagnose").
 const SuiteDiagnose = "diagnose"
 
+// SuiteSelfcheck is the suite of a stored selfcheck: one arm per row.
+const SuiteSelfcheck = "selfcheck"
+
+// Kind is which stored runs a reference's "last" counts.
+type Kind int
+
+const (
+	// AnyRun: every stored run (show, export).
+	AnyRun Kind = iota
+	// ExperimentRun: runs of the experiments, not diagnose's or
+	// selfcheck's (compare, budget, report).
+	ExperimentRun
+	// DiagnoseRun: diagnose --vary's runs (compare last:T=2 last:T=32).
+	DiagnoseRun
+)
+
+// String names the kind in words: "run", "run of the experiments", …
+func (k Kind) String() string {
+	switch k {
+	case ExperimentRun:
+		return "run of the experiments"
+	case DiagnoseRun:
+		return "diagnose --vary run"
+	}
+	return "run"
+}
+
 // Env is the machine as ctxlab saw it at the start of the run.
 type Env struct {
 	Hostname       string        `json:"hostname"`

@@ -13,7 +13,7 @@ import (
 // Experiment is the name a stored selfcheck's arms carry, and Suite its run's.
 const (
 	Experiment = "selfcheck"
-	Suite      = "selfcheck"
+	Suite      = result.SuiteSelfcheck
 )
 
 // Arms are the rows as a run's arms, so that a selfcheck is stored, shown,

@@ -488,6 +488,19 @@ func (s *Store) List(ctx context.Context, limit int) ([]Entry, error) {
 // Resolve turns a reference into a run id: a full id, a unique prefix of
 // one, "last" (the latest stored run) or "last~N" (N runs before it).
 func (s *Store) Resolve(ctx context.Context, ref string) (string, error) {
+	return s.ResolveKind(ctx, ref, result.AnyRun)
+}
+
+// kindWhere is the condition on runs' suite that a Kind's "last" counts.
+var kindWhere = map[result.Kind]string{
+	result.AnyRun:        "1",
+	result.ExperimentRun: "suite NOT IN ('" + result.SuiteDiagnose + "', '" + result.SuiteSelfcheck + "')",
+	result.DiagnoseRun:   "suite = '" + result.SuiteDiagnose + "'",
+}
+
+// ResolveKind is Resolve with "last" and "last~N" counting the runs of
+// kind k only; an id or a prefix names any run.
+func (s *Store) ResolveKind(ctx context.Context, ref string, k result.Kind) (string, error) {
 	if ref == "" {
 		ref = "last"
 	}
@@ -501,9 +514,9 @@ func (s *Store) Resolve(ctx context.Context, ref string) (string, error) {
 			back = n
 		}
 		var id string
-		err := s.db.QueryRowContext(ctx, `SELECT id FROM runs ORDER BY rowid DESC LIMIT 1 OFFSET ?`, back).Scan(&id)
+		err := s.db.QueryRowContext(ctx, `SELECT id FROM runs WHERE `+kindWhere[k]+` ORDER BY rowid DESC LIMIT 1 OFFSET ?`, back).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
-			return "", fmt.Errorf("run %s: %w (the store %s holds fewer runs)", ref, ErrNotFound, s.path)
+			return "", fmt.Errorf("run %s: %w (the store %s holds fewer runs%s)", ref, ErrNotFound, s.path, kindNote(k))
 		}
 		return id, err
 	}
@@ -548,7 +561,20 @@ func (s *Store) Latest(ctx context.Context, suite, host string) (*result.Run, er
 
 // Get loads a stored run by reference (see Resolve).
 func (s *Store) Get(ctx context.Context, ref string) (*result.Run, error) {
-	id, err := s.Resolve(ctx, ref)
+	return s.GetKind(ctx, ref, result.AnyRun)
+}
+
+// kindNote says which runs a kind counted, for a message.
+func kindNote(k result.Kind) string {
+	if k == result.AnyRun {
+		return ""
+	}
+	return " of that kind: last counts each " + k.String()
+}
+
+// GetKind is Get with "last" and "last~N" counting the runs of kind k.
+func (s *Store) GetKind(ctx context.Context, ref string, k result.Kind) (*result.Run, error) {
+	id, err := s.ResolveKind(ctx, ref, k)
 	if err != nil {
 		return nil, err
 	}
