@@ -105,6 +105,9 @@ func experimentLines(e result.Experiment, name string, arms []result.Arm, width 
 	if len(measured) > 0 {
 		out = append(out, textcol.WrapLines(verdictNoise(measured, "  noise"), width, 2)...)
 	}
+	if l := counterLine(measured); l != "" {
+		out = append(out, textcol.WrapLines(l, width, 4)...)
+	}
 	out = append(out, checkLines(e.Checks, width)...)
 	if len(e.Findings) > 0 {
 		out = append(out, "  readings:")
@@ -117,6 +120,48 @@ func experimentLines(e result.Experiment, name string, arms []result.Arm, width 
 		}
 	}
 	return out
+}
+
+// counterLine says, once for the arms, which perf counters --counters
+// read and which it could not, with why: "" when no arm carries counters.
+// The figures per arm are in the detail.
+func counterLine(arms []result.Arm) string {
+	var read, order []string
+	seen, armsRead := map[string]bool{}, 0
+	why := map[string][]string{} // reason -> counters
+	for _, a := range arms {
+		got := false
+		for _, c := range a.Counters {
+			if seen[c.Name] {
+				got = got || c.PerOp != nil
+				continue
+			}
+			seen[c.Name] = true
+			switch {
+			case c.PerOp != nil:
+				read, got = append(read, c.Name), true
+			case c.Unsupported != "":
+				if why[c.Unsupported] == nil {
+					order = append(order, c.Unsupported)
+				}
+				why[c.Unsupported] = append(why[c.Unsupported], c.Name)
+			}
+		}
+		if got {
+			armsRead++
+		}
+	}
+	if len(read) == 0 && len(order) == 0 {
+		return ""
+	}
+	parts := []string{}
+	for _, r := range order { // first: what the user asked for and did not get
+		parts = append(parts, fmt.Sprintf("unsupported here: %s — %s", strings.Join(why[r], ", "), r))
+	}
+	if len(read) > 0 {
+		parts = append(parts, fmt.Sprintf("read per op on %s: %s (the figures: the detail)", plural(armsRead, "arm"), strings.Join(read, ", ")))
+	}
+	return "  counters: " + strings.Join(parts, "; ")
 }
 
 // plural is "1 arm", "3 arms".
