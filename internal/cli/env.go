@@ -50,7 +50,7 @@ func env(w io.Writer, format string, h *sysinfo.Host, harness *result.HarnessChe
 		p.StealPct = 100 * (n1.Steal - n0.Steal) / dt
 	}
 	p.ProcsRunning = n1.ProcsRunning
-	p.Pythons = envPythons()
+	p.Pythons, p.PythonsNoAnswer = envPythons()
 	return writeEnv(w, format, h, p)
 }
 
@@ -64,6 +64,7 @@ type envProbes struct {
 	StealPct                 float64
 	ProcsRunning             uint64
 	Pythons                  []*pydriver.Interpreter
+	PythonsNoAnswer          []string // on PATH, but their probe did not answer in time
 	Harness                  *result.HarnessCheck
 }
 
@@ -77,13 +78,14 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
 			result.Env
-			ClockCostNs   float64 `json:"clock_cost_ns"`
-			SyscallNs     float64 `json:"syscall_ns"`
-			SyscallPathNs float64 `json:"syscall_path_ns"`
-			StealNowPct   float64 `json:"steal_now_pct"`
-			ProcsRunning  uint64  `json:"procs_running"`
-			Pythons       any     `json:"pythons"`
-		}{e, clock, p.SyscallNs, p.SyscallPathNs, steal, p.ProcsRunning, p.Pythons})
+			ClockCostNs   float64  `json:"clock_cost_ns"`
+			SyscallNs     float64  `json:"syscall_ns"`
+			SyscallPathNs float64  `json:"syscall_path_ns"`
+			StealNowPct   float64  `json:"steal_now_pct"`
+			ProcsRunning  uint64   `json:"procs_running"`
+			Pythons       any      `json:"pythons"`
+			NoAnswer      []string `json:"pythons_no_answer,omitempty"`
+		}{e, clock, p.SyscallNs, p.SyscallPathNs, steal, p.ProcsRunning, p.Pythons, p.PythonsNoAnswer})
 	}
 	// The machine's own text (host name, CPU model, cgroup paths, notes)
 	// is whatever its administrator set: shown escaped, as every outside
@@ -123,7 +125,7 @@ func writeEnv(w io.Writer, format string, h *sysinfo.Host, p envProbes) error {
 		}
 		fmt.Fprintf(w, "  %-18s %-9s %s\n", termsafe.String(c.Name), termsafe.String(c.Kind), termsafe.String(state))
 	}
-	writePythons(w, p.Pythons)
+	writePythons(w, p.Pythons, p.PythonsNoAnswer)
 	kv("noise now", fmt.Sprintf("load1 %.2f, steal %.1f%% (since boot %.2f%%), %d runnable", e.Load1, steal, e.StealPct, p.ProcsRunning))
 	for _, n := range e.Notes {
 		kv("note", n)

@@ -111,3 +111,18 @@ func TestEnvNamesBuildAndSyscallPath(t *testing.T) {
 		t.Errorf("warnings of a CGO_ENABLED=0 build: %q", w)
 	}
 }
+
+// An interpreter that did not answer its probe is said so, never "none on
+// PATH".
+func TestWritePythonsNoAnswer(t *testing.T) {
+	var b strings.Builder
+	writePythons(&b, nil, []string{"python3"})
+	if s := b.String(); strings.Contains(s, "none on PATH") || !strings.Contains(s, "python3 did not answer within") {
+		t.Errorf("writePythons with a late python3: %q", s)
+	}
+	b.Reset()
+	writePythons(&b, nil, nil)
+	if !strings.Contains(b.String(), "none on PATH") {
+		t.Errorf("writePythons with none: %q", b.String())
+	}
+}

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os/exec"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -53,17 +55,25 @@ func checkPythonFlag(py string) error {
 }
 
 // envPythons is what `ctxlab env` shows about Python: every python3,
-// python3.N and python3.Nt on PATH, by real executable.
-func envPythons() []*pydriver.Interpreter { return pydriver.FindAll() }
+// python3.N and python3.Nt on PATH, by real executable, and the names
+// whose probe did not answer in time.
+func envPythons() ([]*pydriver.Interpreter, []string) {
+	return pydriver.FindAllWhy(context.Background())
+}
 
-// writePythons prints the interpreters found for the env table.
-func writePythons(w io.Writer, ins []*pydriver.Interpreter) {
-	if len(ins) == 0 {
-		fmt.Fprintf(w, "%-22s %s\n", "python", "none on PATH (the CPython arms — pythread, pytask, pyprocess — are skipped)")
-		return
-	}
+// writePythons prints the interpreters found for the env table, and those
+// that did not answer: on a loaded machine an interpreter on PATH may miss
+// the probe's time, which is not "none on PATH".
+func writePythons(w io.Writer, ins []*pydriver.Interpreter, noAnswer []string) {
 	for _, in := range ins {
 		fmt.Fprintf(w, "%-22s %s %s: %s → %s\n", "python", termsafe.String(in.Version), termsafe.String(in.Build()),
 			termsafe.String(in.Name), termsafe.String(in.Path)) // an interpreter on PATH says what it likes
+	}
+	if len(noAnswer) > 0 {
+		fmt.Fprintf(w, "%-22s %s did not answer within %v (a loaded machine?): not known; ctxlab env again, or --python PATH\n",
+			"python", termsafe.String(strings.Join(noAnswer, ", ")), pydriver.ProbeTimeout())
+	}
+	if len(ins) == 0 && len(noAnswer) == 0 {
+		fmt.Fprintf(w, "%-22s %s\n", "python", "none on PATH (the CPython arms — pythread, pytask, pyprocess — are skipped)")
 	}
 }

@@ -134,3 +134,23 @@ func TestProbeStops(t *testing.T) {
 		})
 	}
 }
+
+// An interpreter on PATH whose probe does not answer in time (a loaded
+// machine) is named as such by FindAllWhy, not left out as if it did not
+// exist; one that fails at once is left out.
+func TestFindAllWhyNamesTheLate(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"python3.97": "exec /bin/sleep 20", "python3.98": "exit 1"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir)
+	old := probeTimeout
+	probeTimeout = 300 * time.Millisecond
+	defer func() { probeTimeout = old }()
+	ins, late := FindAllWhy(context.Background())
+	if len(ins) != 0 || len(late) != 1 || late[0] != "python3.97" {
+		t.Errorf("FindAllWhy = %v, %v; want none and python3.97 late", ins, late)
+	}
+}

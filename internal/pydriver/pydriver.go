@@ -76,6 +76,9 @@ print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % (v.major
 // not one a run should wait for.
 var probeTimeout = 5 * time.Second
 
+// ProbeTimeout is how long an interpreter's probe may take.
+func ProbeTimeout() time.Duration { return probeTimeout }
+
 var (
 	cacheMu sync.Mutex
 	cache   = map[string]*Interpreter{} // key: name + "\x00" + PATH
@@ -191,7 +194,7 @@ func probe(ctx context.Context, exe string) (stdout, stderr []byte, err error) {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("probe stopped: %w", context.Cause(ctx))
 	case pctx.Err() != nil:
-		err = fmt.Errorf("no answer within %v", probeTimeout)
+		err = fmt.Errorf("%w within %v", ErrNoAnswer, probeTimeout)
 	}
 	return outBuf.Bytes(), errBuf.Bytes(), err
 }
@@ -201,11 +204,23 @@ var pyName = regexp.MustCompile(`^python3(\.[0-9]+t?)?$`)
 // FindAll is FindAllContext without a deadline of the caller's own.
 func FindAll() []*Interpreter { return FindAllContext(context.Background()) }
 
-// FindAllContext lists every python3, python3.N and python3.Nt on PATH
-// that runs, one per real executable (the first found on PATH wins), by
-// version. Names that do not run (a pyenv shim without that version) are
-// left out; ctx ending stops every probe, and what answered by then is listed.
+// ErrNoAnswer is an interpreter that did not answer its probe in time: it
+// may run, on a less loaded machine.
+var ErrNoAnswer = errors.New("no answer")
+
+// FindAllContext is FindAllWhy without the names that did not answer.
 func FindAllContext(ctx context.Context) []*Interpreter {
+	ins, _ := FindAllWhy(ctx)
+	return ins
+}
+
+// FindAllWhy lists every python3, python3.N and python3.Nt on PATH that
+// runs, one per real executable (the first found on PATH wins), by
+// version. Names that do not run (a pyenv shim without that version) are
+// left out; ctx ending stops every probe, and what answered by then is
+// listed. noAnswer are the names whose probe did not answer in time (a
+// loaded machine): not known not to run.
+func FindAllWhy(ctx context.Context) (ins []*Interpreter, noAnswer []string) {
 	names := map[string]bool{}
 	var cands []string
 	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
@@ -223,6 +238,7 @@ func FindAllContext(ctx context.Context) []*Interpreter {
 	// Each probe starts an interpreter (through a pyenv shim, a shell
 	// script, that is ~0.5 s): probe a few at a time, keep PATH order.
 	found := make([]*Interpreter, len(cands))
+	late := make([]bool, len(cands))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
 	for i, n := range cands {
@@ -231,9 +247,8 @@ func FindAllContext(ctx context.Context) []*Interpreter {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if in, err := ResolveContext(ctx, n); err == nil {
-				found[i] = in
-			}
+			in, err := ResolveContext(ctx, n)
+			found[i], late[i] = in, errors.Is(err, ErrNoAnswer)
 		}()
 	}
 	wg.Wait()
@@ -253,7 +268,12 @@ func FindAllContext(ctx context.Context) []*Interpreter {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Tag() < out[j].Tag() })
-	return out
+	for i, n := range cands {
+		if late[i] {
+			noAnswer = append(noAnswer, n)
+		}
+	}
+	return out, noAnswer
 }
 
 func tailText(b []byte, n int) string {
