@@ -176,7 +176,7 @@ func eventloopChecks(arms []result.Arm) []result.Check {
 			// the work.
 			if e.x > timerDelayMs {
 				out = append(out, result.Check{
-					Name:   fmt.Sprintf("inline CPU work in a handler delays the loop's timers by the whole work: timer-lag p99 ≥ %.0f%% of the work's measured time (X ms nominal)", 100*inlineLagShare),
+					Name:   fmt.Sprintf("inline CPU work in a handler delays the loop's timers by the whole work: timer-lag p99 ≥ %.0f%% of the work's measured time (its nominal time where none was measured)", 100*inlineLagShare),
 					Holds:  e.p99 >= inlineLagShare*workOrNominalMs(e)*1e3,
 					Detail: fmt.Sprintf("%s: %s for %g ms of work (%.2f ms measured)", name, lagText(e), e.x, e.workMs),
 					Arms:   []string{name},
@@ -186,7 +186,7 @@ func eventloopChecks(arms []result.Arm) []result.Check {
 				capRate := 1e3 / (e.share * e.workMs) // requests/s
 				got := 1e9 / e.a.Median
 				out = append(out, result.Check{
-					Name:  fmt.Sprintf("inline CPU caps throughput near 1 ÷ CPU time per request (%.1f–%.1f× of 1 ÷ (share × work), X ≥ %g ms)", inlineCapLow, inlineCapHigh, inlineCapFromMs),
+					Name:  fmt.Sprintf("inline CPU caps throughput near 1 ÷ CPU time per request (%.1f–%.1f× of 1 ÷ (share × work), for work of %g ms or more a request)", inlineCapLow, inlineCapHigh, inlineCapFromMs),
 					Holds: got >= inlineCapLow*capRate && got <= inlineCapHigh*capRate,
 					Detail: fmt.Sprintf("%s: %.0f requests/s against a cap of %.0f/s (%.0f%% of the requests do %.2f ms): %.2f× the cap; the loop's thread was on a CPU %.0f%% of the time, %.0f µs per request",
 						name, got, capRate, 100*e.share, e.workMs, got/capRate, 100*e.a.Metrics["loop-thread-cpu-ratio"], e.a.Metrics["loop-cpu-us/request"]),
