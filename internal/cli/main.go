@@ -37,6 +37,22 @@ func usagef(format string, a ...any) error { return &UsageError{fmt.Errorf(forma
 // errInterrupted is returned when SIGINT/SIGTERM stopped the work.
 var errInterrupted = errors.New("interrupted")
 
+// interruptedInto is errInterrupted when the results so far went to an -o
+// file rather than to the screen: the message says where they are.
+type interruptedInto struct{ path string }
+
+func (e interruptedInto) Error() string { return "interrupted; results so far are in " + e.path }
+func (e interruptedInto) Is(t error) bool { return t == errInterrupted }
+
+// interruptedErr is the error a run stopped by a signal returns: its results
+// so far are above, or in the -o file output.
+func interruptedErr(output string) error {
+	if output == "" || output == "-" {
+		return errInterrupted
+	}
+	return interruptedInto{output}
+}
+
 // Main runs ctxlab with args and returns the exit status. A re-executed
 // ctxlab in child mode runs its role instead.
 func Main(args []string, stdout, stderr io.Writer) int {
@@ -79,9 +95,13 @@ func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	case errors.As(err, &xs): // diagnose: the command's own status
 		return xs.code
 	case errors.Is(err, errInterrupted), ctx.Err() != nil && errors.Is(err, context.Canceled):
-		if err == errInterrupted { // a run: what finished was printed
+		var into interruptedInto
+		switch {
+		case err == errInterrupted: // a run: what finished was printed
 			fmt.Fprintln(stderr, "ctxlab: interrupted; results so far are above")
-		} else {
+		case errors.As(err, &into): // … or written to its -o file
+			fmt.Fprintf(stderr, "ctxlab: %v\n", into)
+		default:
 			fmt.Fprintf(stderr, "ctxlab: interrupted: %v\n", err)
 		}
 		return 130

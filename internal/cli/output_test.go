@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/ctxlab/ctxlab/internal/store"
@@ -255,6 +256,22 @@ func TestStdoutNeverADatabase(t *testing.T) {
 			t.Errorf("stdout %s: exit %d, %d bytes written; want the listing", filepath.Base(c.path), code, len(after))
 		case c.want != "" && (code != 2 || !strings.Contains(errb.String(), c.want) || !bytes.Equal(before, after)):
 			t.Errorf("stdout %s: exit %d, %q, unchanged %v; want 2 naming %q and the file as it was", filepath.Base(c.path), code, errb.String(), bytes.Equal(before, after), c.want)
+		}
+	}
+}
+
+// An interrupted run that wrote its results so far to -o says so, not
+// "results so far are above"; both exit 130.
+func TestInterruptedSaysWhereTheResultsAre(t *testing.T) {
+	for _, c := range []struct{ output, want string }{
+		{"", "ctxlab: interrupted; results so far are above"},
+		{"-", "ctxlab: interrupted; results so far are above"},
+		{"run.json", "ctxlab: interrupted; results so far are in run.json"},
+	} {
+		root := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return interruptedErr(c.output) }}
+		var errb bytes.Buffer
+		if code := execute(root, nil, &errb); code != 130 || strings.TrimSpace(errb.String()) != c.want {
+			t.Errorf("-o %q: exit %d, %q; want 130 and %q", c.output, code, errb.String(), c.want)
 		}
 	}
 }

@@ -355,7 +355,7 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 		return errors.Join(saveErr, err)
 	}
 	if interrupted {
-		return errInterrupted
+		return interruptedErr(o.Output)
 	}
 	return saveErr
 }

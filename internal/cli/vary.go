@@ -281,7 +281,7 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 		}
 	}
 	if a.Interrupted {
-		return errInterrupted
+		return interruptedErr(v.Output)
 	}
 	if saveErr != nil {
 		return saveErr
