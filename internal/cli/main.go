@@ -41,7 +41,7 @@ var errInterrupted = errors.New("interrupted")
 // file rather than to the screen: the message says where they are.
 type interruptedInto struct{ path string }
 
-func (e interruptedInto) Error() string { return "interrupted; results so far are in " + e.path }
+func (e interruptedInto) Error() string   { return "interrupted; results so far are in " + e.path }
 func (e interruptedInto) Is(t error) bool { return t == errInterrupted }
 
 // interruptedErr is the error a run stopped by a signal returns: its results
