@@ -284,7 +284,7 @@ var corpus = []badInput{
 	{"watch 1 --db /nonexistent/h.db", "no runs stored yet"},
 	{"diagnose --db {text} -- true", "not a ctxlab history database"},
 	{"run --python ''", "python"},
-	{"diagnose", "requires at least 1 arg"},
+	{"diagnose", "diagnose needs a command to run"},
 	{"diagnose -- /nonexistent/cmd", `command "/nonexistent/cmd"`},
 	{"diagnose --interval 1ms -- true", "in 10ms..1h"},
 	{"diagnose --top -1 -- true", "--top -1"},

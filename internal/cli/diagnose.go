@@ -70,7 +70,12 @@ figures, readings and price, and every JSON record --format json writes
 diagnoses of a program, arm by arm).`,
 		Example: `  ctxlab diagnose -- stress-ng --cpu 8 --timeout 3s
   ctxlab diagnose --by-name -- ./server --bench`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("diagnose needs a command to run: ctxlab diagnose [flags] -- COMMAND [ARGS…] (e.g. ctxlab diagnose -- python3 app.py)")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if handled, err := varyDiagnose(cmd, o, args); handled {
 				return err

@@ -159,8 +159,9 @@ func newRoot(args []string, stdout, stderr io.Writer) *cobra.Command {
 		Use:   "ctxlab",
 		Short: "measure what switching between concurrent workers costs on this machine",
 		Long: `ctxlab measures, on this machine, what it costs when work moves between
-concurrent workers — goroutines, OS threads and processes: the handoff, the
-OS switches it causes, and how sure the figures are.
+concurrent workers — goroutines, OS threads, processes, CPython threads and
+asyncio tasks: the handoff, the OS switches it causes, and how sure the
+figures are.
 
 Alone, ctxlab runs the quick suite (≤ 30 s on 2 cores).`,
 		Version:       version(),

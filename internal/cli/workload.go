@@ -28,14 +28,13 @@ const (
 )
 
 // newWorkloadCmd is cachecost's sweep as a command of its own, for
-// trying diagnose --vary on a known program: hidden from the help, since
-// it is no measurement.
+// trying diagnose --vary on a known program; listed, since the README uses
+// it, and its help says it measures nothing itself.
 func newWorkloadCmd(stdout, stderr io.Writer) *cobra.Command {
 	o := &WorkloadOptions{}
 	c := &cobra.Command{
-		Use:    "workload",
-		Hidden: true,
-		Short:  "cachecost's sweep as a program: threads each following their own working set, the same total work at any count",
+		Use:   "workload",
+		Short: "a known program to diagnose (measures nothing itself): threads each following their own working set, the same total work at any count",
 		Long: `workload runs --threads locked OS threads (GOMAXPROCS set to match, so the
 kernel schedules them), each following its own working set of --ws bytes (a
 random or sequential cycle), --elements steps in all, split evenly: the same
