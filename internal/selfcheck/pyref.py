@@ -43,6 +43,7 @@ over -reps of the mean ns per op, nothing else.
 import argparse
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import shutil
@@ -180,18 +181,21 @@ def timed_loop(a, run):
     return statistics.median(run(n) / n * 1e9 for _ in range(a.reps))
 
 
-def async_mode(a):
+@contextlib.contextmanager
+def async_bench(mode, tasks=100):
+    """The ring of tasks or the two-hop wrapper (over the seed's table in a
+    temp file) on a new event loop, closed with all it holds afterwards."""
     loop = asyncio.new_event_loop()
     tmp = conn = None
     try:
-        if a.mode == "ring":
-            bench = Ring(loop, a.tasks)
+        if mode == "ring":
+            bench = Ring(loop, tasks)
         else:
             tmp = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())  # swept by ctxlab if left
             conn = sqlite3.connect(seed_db(tmp), check_same_thread=False)
             bench = TwoHop(loop, conn)
         try:
-            return timed_loop(a, bench.run)
+            yield bench
         finally:
             bench.close()
     finally:
@@ -200,6 +204,11 @@ def async_mode(a):
             conn.close()
         if tmp:
             shutil.rmtree(tmp)
+
+
+def async_mode(a):
+    with async_bench(a.mode, a.tasks) as bench:
+        return timed_loop(a, bench.run)
 
 
 def sized(a, pilot):

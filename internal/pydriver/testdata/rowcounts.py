@@ -16,10 +16,6 @@ import importlib.util
 import json
 import selectors
 import sys
-import tempfile
-import os
-import shutil
-import sqlite3
 
 driver = {"__name__": "ctxlab_driver"}
 with open(sys.argv[1]) as f:
@@ -99,26 +95,9 @@ def by_driver(bench, params, ops):
 
 
 def by_hand(make, ops):
-    loop = asyncio.new_event_loop()
-    tmp = conn = None
-    try:
-        if make == "ring":
-            bench = pyref.Ring(loop, 100)
-        else:
-            tmp = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())
-            conn = sqlite3.connect(pyref.seed_db(tmp), check_same_thread=False)
-            bench = pyref.TwoHop(loop, conn)
-        try:
-            bench.run(ops)  # warm-up
-            return counted(lambda: bench.run(ops), ops)
-        finally:
-            bench.close()
-    finally:
-        loop.close()
-        if conn is not None:
-            conn.close()
-        if tmp:
-            shutil.rmtree(tmp)
+    with pyref.async_bench(make) as bench:
+        bench.run(ops)  # warm-up
+        return counted(lambda: bench.run(ops), ops)
 
 
 rows = [
