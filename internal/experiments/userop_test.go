@@ -108,6 +108,22 @@ func TestUserQueryEveryWayReadOnly(t *testing.T) {
 	}
 }
 
+// debianPython is /usr/bin/python3 (where aiosqlite is Debian's package),
+// skipping the test without it, and a runner config of short repetitions;
+// the interpreter's driver is closed when the test ends.
+func debianPython(t *testing.T) (string, runner.Config) {
+	t.Helper()
+	const py = "/usr/bin/python3"
+	if _, err := pydriver.Resolve(py); err != nil {
+		t.Skipf("no usable %s: %v", py, err)
+	}
+	t.Cleanup(pydriver.CloseAll)
+	cfg := runner.ForSuite(exp.SuiteQuick)
+	cfg.Host = sysinfo.Detect()
+	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 1, 20*time.Millisecond, 10*time.Millisecond
+	return py, cfg
+}
+
 func isUserArm(name string) bool {
 	return strings.Contains(name, "/user/") || strings.Contains(name, "/user-immutable/")
 }
@@ -158,17 +174,10 @@ func TestUserQueryCPython(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs CPython arms")
 	}
-	const py = "/usr/bin/python3"
-	if _, err := pydriver.Resolve(py); err != nil {
-		t.Skipf("no usable %s: %v", py, err)
-	}
-	defer pydriver.CloseAll()
+	py, cfg := debianPython(t)
 	path := shopDB(t)
 	before, _ := os.ReadFile(path)
 	st0, _ := os.Stat(path)
-	cfg := runner.ForSuite(exp.SuiteQuick)
-	cfg.Host = sysinfo.Detect()
-	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 1, 20*time.Millisecond, 10*time.Millisecond
 	ran := 0
 	for _, name := range []string{"hop", "concurrency"} {
 		spec, _ := exp.Lookup(name)
@@ -212,19 +221,12 @@ func TestUserPyCall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs CPython arms")
 	}
-	const py = "/usr/bin/python3"
-	if _, err := pydriver.Resolve(py); err != nil {
-		t.Skipf("no usable %s: %v", py, err)
-	}
-	defer pydriver.CloseAll()
+	py, cfg := debianPython(t)
 	dir := t.TempDir()
 	src := "def quote(k):\n    return k * 3\n\ndef boom(k):\n    if k == 7:\n        raise ValueError('no price for item %d' % k)\n    return k\n\ndef hello():\n    return 1\n"
 	if err := os.WriteFile(filepath.Join(dir, "pricing.py"), []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := runner.ForSuite(exp.SuiteQuick)
-	cfg.Host = sysinfo.Detect()
-	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 1, 20*time.Millisecond, 10*time.Millisecond
 	arms := func(name string, extra map[string]string) []exp.Arm {
 		spec, _ := exp.Lookup(name)
 		p := pyParams(exp.SuiteDefault)
@@ -358,11 +360,7 @@ func TestUserQueryCPythonWAL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs CPython arms")
 	}
-	const py = "/usr/bin/python3"
-	if _, err := pydriver.Resolve(py); err != nil {
-		t.Skipf("no usable %s: %v", py, err)
-	}
-	defer pydriver.CloseAll()
+	py, cfg := debianPython(t)
 	path := shopDB(t)
 	w := exec.Command(py, "-c", walWriter, path)
 	stdin, _ := w.StdinPipe()
@@ -387,9 +385,6 @@ func TestUserQueryCPythonWAL(t *testing.T) {
 		return out
 	}
 	before := snap()
-	cfg := runner.ForSuite(exp.SuiteQuick)
-	cfg.Host = sysinfo.Detect()
-	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 1, 20*time.Millisecond, 10*time.Millisecond
 	spec, _ := exp.Lookup("hop")
 	p := pyParams(exp.SuiteDefault)
 	p.Python = py
