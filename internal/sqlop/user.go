@@ -3,6 +3,7 @@ package sqlop
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // UserOp is the "user" operation: the user's own read-only query on their
@@ -170,15 +172,29 @@ func (u *UserOp) walFiles() error {
 
 // trial runs the query once on the application's connection, with the
 // first argument, and reads every row: a query that fails while it runs
-// ("not authorized", "malformed JSON") is refused before anything starts.
+// ("not authorized", "malformed JSON") is refused before anything starts,
+// and so is one that does not reach its last row within TrialTimeout
+// (SQLite is interrupted): a call that never ends cannot be measured.
 func (u *UserOp) trial() (rows int64, err error) {
+	ctx, cancel := context.WithTimeout(bg, TrialTimeout)
+	defer cancel()
 	h, err := openUser(u, ConnApp)
 	if err != nil {
 		return 0, err
 	}
 	defer h.Close()
-	return h.Lookup(0)
+	rs, err := h.conn.QueryContext(ctx, u.Query, h.args()...)
+	if err == nil {
+		rows, err = (&userCursor{h: h, rows: rs}).Fetch()
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("no last row within %v: one call must end to be measured", TrialTimeout)
+	}
+	return rows, err
 }
+
+// TrialTimeout bounds the query's trial run (tests shorten it).
+var TrialTimeout = 30 * time.Second
 
 // readOnlyStatement: after comments and white space the statement starts
 // with SELECT or WITH, and it is one statement (no ; but a trailing one).

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -305,4 +306,24 @@ func TestUserWALNoShm(t *testing.T) {
 	}
 	h.Close()
 	sameFiles(t, "db-shm=write", before, statFiles(path))
+}
+
+// A query that never reaches its last row is interrupted and refused when
+// its trial run takes longer than TrialTimeout: validation cannot hang.
+func TestCheckUserEndlessQuery(t *testing.T) {
+	path := userDB(t)
+	old := TrialTimeout
+	TrialTimeout = 200 * time.Millisecond
+	defer func() { TrialTimeout = old }()
+	q := "with recursive n(i) as (select ? union all select i + 1 from n) select i from n"
+	done := make(chan error, 1)
+	go func() { _, err := CheckUser(path, q, "range:1..2", ""); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !errors.Is(err, ErrBadUserOp) || !strings.Contains(err.Error(), "no last row within 200ms") {
+			t.Errorf("an endless query: %v; want it refused for not ending", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("CheckUser hung on an endless query")
+	}
 }
