@@ -104,7 +104,7 @@ diagnoses of a program, arm by arm).`,
 	}
 	c.Flags().SetInterspersed(false) // flags after CMD belong to CMD
 	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings, "+durRange(minInterval, maxInterval))
-	c.Flags().StringVar(&o.PythonProbe, "python-probe", "auto", "time a CPython program from inside: loop lag, thread hops, the GIL (auto: when CMD is a CPython interpreter or a script for one; on; off)")
+	c.Flags().StringVar(&o.PythonProbe, "python-probe", "auto", "time a CPython program from inside: loop lag, thread hops, the GIL (auto: when CMD is a CPython interpreter or a script for one; on: the same, and a note saying why not when it is not; off)")
 	c.Flags().IntVar(&o.PythonCalls, "python-probe-calls", pyprobe.CallsPerS, fmt.Sprintf("the most thread hops a second the CPython probe times, 0..%d; above it, or above %d polls a second of a loop, it times them in windows and only counts the rest, so counts stay exact (0: every call and poll timed, at several µs a call)", pyprobe.MaxCallsPerS, pyprobe.PollsPerS))
 	addDisplayFlags(c, &o.WatchOptions)
 	addVaryFlags(c, &o.Vary)

@@ -69,7 +69,8 @@ const MaxCallsPerS = 1_000_000
 // WindowNs is how long a window of timed calls stays open (probe.py's ON_NS).
 const WindowNs = int64(2 * time.Millisecond)
 
-// Mode is --python-probe: auto (when the command is a CPython), on, off.
+// Mode is --python-probe: auto (when the command is a CPython), on (the
+// same, and a note saying why when it is not one), off.
 type Mode string
 
 // Modes.
@@ -180,7 +181,7 @@ type Session struct {
 	r, w   *os.File
 	col    *collector
 	done   chan error
-	Reason string // why the probe is there (Recognise's word, or --python-probe on)
+	Reason string // why the probe is there (Recognise's word)
 	// CallsPerS is the most wrapped calls a second the probe times (0:
 	// every call; CallsPerS by default).
 	CallsPerS int
@@ -199,19 +200,20 @@ func Prepare(mode Mode, argv []string, path string) (*Session, string) {
 		return nil, ""
 	}
 	ok, why := Recognise(argv[0], path)
-	if !ok && mode == ModeAuto {
-		return nil, ""
+	if !ok {
+		if mode == ModeAuto {
+			return nil, ""
+		}
+		// The probe reaches a Python through its environment; another
+		// command's (a shell's, make's) is left as it is.
+		return nil, fmt.Sprintf("python probe: not loaded — %s; the probe loads only into a CPython that diagnose starts itself, and leaves another command's environment as it is (run the interpreter or script directly: ctxlab diagnose -- python3 app.py)", why)
 	}
-	if ok {
-		args := argv[1:] // the interpreter's options come first
-		if direct, _ := pythonExe(argv[0], path); !direct {
-			_, args = shebang(path) // a script: its #! line's options
-		}
-		if opt := blockingOption(args); opt != "" {
-			return nil, fmt.Sprintf("python probe: not loaded — the interpreter was started with %s, which keeps a sitecustomize on PYTHONPATH from loading; the program ran without it", opt)
-		}
-	} else {
-		why = "--python-probe on"
+	args := argv[1:] // the interpreter's options come first
+	if direct, _ := pythonExe(argv[0], path); !direct {
+		_, args = shebang(path) // a script: its #! line's options
+	}
+	if opt := blockingOption(args); opt != "" {
+		return nil, fmt.Sprintf("python probe: not loaded — the interpreter was started with %s, which keeps a sitecustomize on PYTHONPATH from loading; the program ran without it", opt)
 	}
 	s, err := newSession()
 	if err != nil {

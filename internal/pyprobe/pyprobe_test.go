@@ -75,7 +75,10 @@ func TestPrepareModes(t *testing.T) {
 	if s, note := Prepare(ModeAuto, []string{"python3", "-I", "a.py"}, "/usr/bin/python3"); s != nil || !strings.Contains(note, "-I") {
 		t.Errorf("auto with -I: want no session and a note naming -I, got %q", note)
 	}
-	s, note := Prepare(ModeOn, []string{"sh", "-c", "python3 a.py"}, "/bin/sh")
+	if s, note := Prepare(ModeOn, []string{"sh", "-c", "python3 a.py"}, "/bin/sh"); s != nil || !strings.Contains(note, "sh is not a Python interpreter") {
+		t.Errorf("on, sh: a non-Python command's environment must be left alone, with a note saying why; got %v, %q", s, note)
+	}
+	s, note := Prepare(ModeOn, []string{"python3", "a.py"}, "/usr/bin/python3")
 	if s == nil {
 		t.Fatalf("on: no session (%s)", note)
 	}
@@ -379,7 +382,7 @@ func TestInferred(t *testing.T) {
 }
 
 func TestFinishWithoutProbe(t *testing.T) {
-	s, _ := Prepare(ModeOn, []string{"true"}, "/bin/true")
+	s, _ := Prepare(ModeOn, []string{"python3"}, "/usr/bin/python3")
 	if s == nil {
 		t.Fatal("no session")
 	}

@@ -1,6 +1,7 @@
 # ctxlab's CPython probe loader (docs/pyprobe.md). ctxlab diagnose puts this
 # file's directory first on PYTHONPATH, so site imports it as sitecustomize.
-# It starts the probe (_ctxlab_pyprobe, beside it), takes its directory off
+# It starts the probe (_ctxlab_pyprobe.py, beside it, run as a module that
+# sys.modules does not list), takes its directory off
 # sys.path and PYTHONPATH again, and then imports the sitecustomize this one
 # shadows, so that one runs as it would have; when there is none, this module
 # ends with the ImportError site ignores, so sys.modules looks as it would.
@@ -14,9 +15,15 @@ def _ctxlab_start():
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         if sys.version_info >= (3, 8) and sys.implementation.name == "cpython":
-            import _ctxlab_pyprobe
-
-            _ctxlab_pyprobe.start(here)
+            # Run without the import system, so that neither sys.modules
+            # nor -X importtime shows the probe to the program.
+            path = os.path.join(here, "_ctxlab_pyprobe.py")
+            with open(path, "rb") as f:
+                code = compile(f.read(), path, "exec")
+            probe = type(sys)("_ctxlab_pyprobe")
+            probe.__file__ = path
+            exec(code, probe.__dict__)
+            probe.start(here)
         else:
             _ctxlab_refuse(os)
     except BaseException:
