@@ -65,6 +65,30 @@ func TestBlockingOption(t *testing.T) {
 	}
 }
 
+func TestUnderCProfiler(t *testing.T) {
+	for _, c := range []struct {
+		argv0 string
+		args  []string
+		want  string
+	}{
+		{"python3", []string{"-m", "cProfile", "-s", "cumtime", "app.py"}, "cProfile"},
+		{"python3", []string{"-mcProfile", "app.py"}, "cProfile"},
+		{"python3", []string{"-X", "dev", "-m", "profile", "app.py"}, "profile"},
+		{"python3", []string{"-u", "-m", "yappi", "app.py"}, "yappi"},
+		{"kernprof", []string{"-l", "app.py"}, "kernprof"},
+		{"python3", []string{"-m", "pytest"}, ""},
+		{"python3", []string{"app.py", "-m", "cProfile"}, ""},
+		{"python3", []string{"-c", "import cProfile"}, ""},
+	} {
+		if got := underCProfiler(c.argv0, c.args); got != c.want {
+			t.Errorf("underCProfiler(%s %q) = %q, want %q", c.argv0, c.args, got, c.want)
+		}
+	}
+	if s, note := Prepare(ModeAuto, []string{"python3", "-m", "cProfile", "app.py"}, "/usr/bin/python3"); s != nil || !strings.Contains(note, "cProfile") {
+		t.Errorf("python3 -m cProfile: want no probe and a note naming cProfile, got %q", note)
+	}
+}
+
 func TestPrepareModes(t *testing.T) {
 	if s, note := Prepare(ModeOff, []string{"python3", "a.py"}, "/usr/bin/python3"); s != nil || note != "" {
 		t.Errorf("off: got a session or note %q", note)
