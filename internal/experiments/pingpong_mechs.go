@@ -66,8 +66,14 @@ func spinFloors(by armIndex) []string {
 		if row.Wait != mech.WaitSpin || !ok || s.Median <= 0 {
 			continue
 		}
-		line := fmt.Sprintf("the hardware's floor: two threads on two CPUs spinning on one cache line (%s) hand a value there and back in %s, %s a way, with %s OS switches (published: tens of ns within a core complex, ~50–200 ns across)",
-			s.Mechanism, result.FormatNs(s.Median), result.FormatNs(s.Median/2), swText(s))
+		// The typical op where it was sampled: the median of means per op
+		// carries every time the partner was preempted.
+		typical := fmt.Sprintf("%s a way", result.FormatNs(s.Median/2))
+		if s.Percentiles != nil && s.Percentiles.P50 > 0 {
+			typical = fmt.Sprintf("p50 %s, %s a way", result.FormatNs(s.Percentiles.P50), result.FormatNs(s.Percentiles.P50/2))
+		}
+		line := fmt.Sprintf("the hardware's floor: two threads on two CPUs spinning on one cache line (%s) hand a value there and back in %s (%s), with %s OS switches (published: tens of ns within a core complex, ~50–200 ns across)",
+			s.Mechanism, result.FormatNs(s.Median), typical, swText(s))
 		if kernel.Median > 0 {
 			line += fmt.Sprintf("; the cheapest kernel handoff across the same two CPUs, %s, costs %s (%.1f×)",
 				kernel.Mechanism, result.FormatNs(kernel.Median), kernel.Median/s.Median)
