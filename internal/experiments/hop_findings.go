@@ -56,8 +56,7 @@ func hopDerive(arms []result.Arm) {
 // Check thresholds: two hops cost twice one, within ±25%.
 const (
 	hopTwoLow, hopTwoHigh = 1.5, 2.5
-	hopMaxGoroutineSw     = 0.05 // goroutine hop at GOMAXPROCS=1: no OS switch
-	hopMinThreadSw        = 1.5  // locked-thread hop: a sleeping thread woken each way
+	hopMinThreadSw        = 1.5 // locked-thread hop: a sleeping thread woken each way
 )
 
 func hopChecks(arms []result.Arm) []result.Check {
@@ -94,12 +93,7 @@ func hopChecks(arms []result.Arm) []result.Check {
 			}
 		}
 		if g, ok := idx[hopKey{k.op, "goroutine", k.gmp}]; ok && k.gmp == 1 && g.Switches != nil && k.op == hopRepresentative(idx, 1) {
-			out = append(out, result.Check{
-				Name:   fmt.Sprintf("a hop to a goroutine at GOMAXPROCS=1 causes no OS switch (< %.2f per call)", hopMaxGoroutineSw),
-				Holds:  g.Switches.Total() < hopMaxGoroutineSw,
-				Detail: fmt.Sprintf("%s: %.4f switches per call", g.Name, g.Switches.Total()),
-				Arms:   []string{g.Name},
-			})
+			out = append(out, noSwitchCheck(*g, "a hop to a goroutine at GOMAXPROCS=1", "call"))
 		}
 	}
 	return out

@@ -33,8 +33,7 @@ func pingpongPyPlan(exp.Params) []pyArm {
 
 // Thresholds of the CPython pingpong checks.
 const (
-	minPyThreadSwitches = 1.5  // a blocking thread handoff: ≈ 2 per round trip
-	maxPyTaskSwitches   = 0.05 // a task handoff stays on one thread: ≈ 0
+	minPyThreadSwitches = 1.5 // a blocking thread handoff: ≈ 2 per round trip
 )
 
 func pingpongPyChecks(arms []result.Arm) []result.Check {
@@ -53,12 +52,7 @@ func pingpongPyChecks(arms []result.Arm) []result.Check {
 				Arms:   []string{a.Name},
 			})
 		case a.Substrate == "pytask":
-			out = append(out, result.Check{
-				Name:   "an asyncio task round trip causes no OS switch (< 0.05 per round trip)",
-				Holds:  sw < maxPyTaskSwitches,
-				Detail: fmt.Sprintf("%s: %.4f switches per round trip", a.Name, sw),
-				Arms:   []string{a.Name},
-			})
+			out = append(out, noSwitchCheck(a, "an asyncio task round trip", "round trip"))
 		}
 	}
 	return out
