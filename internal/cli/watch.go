@@ -16,8 +16,8 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
-	"github.com/ctxlab/ctxlab/internal/shim"
 	"github.com/ctxlab/ctxlab/internal/pyprobe"
+	"github.com/ctxlab/ctxlab/internal/shim"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 	"github.com/ctxlab/ctxlab/internal/watch"
