@@ -159,6 +159,10 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 			Op: "ctxlab ÷ reference", Findings: []string{verdict}}},
 	}
 	run.Warnings = envWarnings(host)
+	length := selfcheckLength(o, time.Since(began), host, before, after)
+	if length != "" && !run.Interrupted {
+		run.Warnings = append(run.Warnings, "selfcheck: "+length)
+	}
 	saveErr := saveRun(ctx, ro, run)
 	if o.Format == "json" {
 		enc := json.NewEncoder(termsafe.JSON(o.Stdout))
@@ -168,11 +172,34 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 		}
 	} else {
 		writeSelfcheck(o.Stdout, run)
+		if length != "" && !run.Interrupted {
+			for _, l := range textcol.Wrap("length: "+length, termWidth(o.Stdout)) {
+				fmt.Fprintln(o.Stdout, l)
+			}
+		}
 	}
 	if run.Interrupted {
 		return errInterrupted
 	}
 	return saveErr
+}
+
+// selfcheckLength says how long the check took and under what load when
+// that was longer than the README's "about 35 s" (scaled to --rounds,
+// --reps, --benchtime and --settle); "" otherwise, and with --set, whose
+// query adds its own comparisons.
+func selfcheckLength(o *SelfcheckOptions, took time.Duration, host *sysinfo.Host, before, after sysinfo.Noise) string {
+	if len(o.Sets) > 0 {
+		return ""
+	}
+	const defaultPer = 250*time.Millisecond + 3*100*time.Millisecond // --settle + --reps × --benchtime
+	per := o.Settle + time.Duration(o.Reps)*o.BenchTime
+	usual := time.Duration(float64(selfcheck.Usual) * float64(o.Rounds) / 3 * float64(per) / float64(defaultPer))
+	steal := 0.0
+	if dt := after.Total - before.Total; dt > 0 {
+		steal = 100 * (after.Steal - before.Steal) / dt
+	}
+	return selfcheck.LengthNote(took, usual, before.Load1, after.Load1, len(host.OnlineCPUs), steal)
 }
 
 // selfcheckHost is where the checks run: --cpu (in ctxlab's allowed set,
