@@ -214,34 +214,49 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 	}
 	cols = append(cols, marks)
 	room := max(width-indent-columnsSpan(cols, arms), 12)
+	// Too narrow for the names beside the figures (a phone's report): each
+	// name on a line of its own, its figures on the next.
+	stacked := nameWidth > room && room < minNameRoom
 	shown := fitNames(arms, names, room)
+	if stacked {
+		shown = fitNames(arms, names, width-indent)
+	}
 	labelWidth := 0 // the names' column as the table will have it
 	for _, parts := range shown {
 		for i, p := range parts {
 			labelWidth = max(labelWidth, textcol.Width(p)+2*min(i, 1))
 		}
 	}
-	own := map[int]string{}            // rows that stand for a heading on a line of its own
+	pre := map[int][]string{} // lines before a row: a heading, a stacked name
+	skip := map[int]bool{}    // rows that stand for a heading on a line of its own
 	heading := func(g string) string { // "" when it goes on a line of its own
-		if textcol.Width("per "+g) <= max(labelWidth, room) {
+		if !stacked && textcol.Width("per "+g) <= max(labelWidth, room) {
 			return "per " + g
 		}
 		return ""
 	}
+	line := func(s string) []string { return textcol.Wrap(strings.Repeat(" ", indent)+s, width) }
 	rows := [][]string{append([]string{heading(groups[0])}, headsOf(cols)...)}
 	if rows[0][0] == "" {
-		own[0] = "per " + groups[0]
+		pre[0] = line("per " + groups[0])
 	}
 	for i, g := range groups {
 		if i > 0 {
 			h := heading(g)
 			if h == "" {
-				own[len(rows)] = "per " + g
+				pre[len(rows)], skip[len(rows)] = line("per "+g), true
 			}
 			rows = append(rows, cellsOf(h, cols, nil))
 		}
 		for _, a := range byOp[g] {
 			parts := shown[a.Name]
+			if stacked {
+				for j, p := range parts {
+					pre[len(rows)] = append(pre[len(rows)], line(strings.Repeat("  ", min(j, 1))+p)...)
+				}
+				rows = append(rows, cellsOf("", cols, &a))
+				continue
+			}
 			rows = append(rows, cellsOf(parts[0], cols, &a))
 			for _, p := range parts[1:] {
 				rows = append(rows, cellsOf("  "+p, cols, nil))
@@ -253,16 +268,17 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 	textcol.Write(&b, rows, strings.Repeat(" ", indent), right)
 	var out []string
 	for i, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
-		if h, ok := own[i]; ok { // the op above its rows, wrapped; the header row keeps its column heads
-			out = append(out, textcol.Wrap(strings.Repeat(" ", indent)+h, width)...)
-			if i > 0 {
-				continue
-			}
+		out = append(out, pre[i]...)
+		if !skip[i] {
+			out = append(out, l)
 		}
-		out = append(out, l)
 	}
 	return out
 }
+
+// minNameRoom is the least room for names beside the figures; with less
+// (a narrow screen), each name goes on a line of its own.
+const minNameRoom = 24
 
 // tableColumns are the compact table's figure columns: median, range,
 // repetitions and, where any arm has them, switches; tail is the sampled
