@@ -112,7 +112,9 @@ const NarrowChartPx = 352
 
 // MinNarrowChartPx is the narrowest a page may show a narrow chart for
 // its ticks to read MinTextPx.
-func MinNarrowChartPx() int { return int(math.Ceil(NarrowChartPx * MinTextPx / (float64(tickSize) * 96 / 72))) }
+func MinNarrowChartPx() int {
+	return int(math.Ceil(NarrowChartPx * MinTextPx / (float64(tickSize) * 96 / 72)))
+}
 
 // narrow is the chart laid out for a phone (NarrowChartPx): the same plot
 // in a narrower canvas, its title and axis label wrapped anew when drawn.

@@ -227,8 +227,8 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 			labelWidth = max(labelWidth, textcol.Width(p)+2*min(i, 1))
 		}
 	}
-	pre := map[int][]string{} // lines before a row: a heading, a stacked name
-	skip := map[int]bool{}    // rows that stand for a heading on a line of its own
+	pre := map[int][]string{}          // lines before a row: a heading, a stacked name
+	skip := map[int]bool{}             // rows that stand for a heading on a line of its own
 	heading := func(g string) string { // "" when it goes on a line of its own
 		if !stacked && textcol.Width("per "+g) <= max(labelWidth, room) {
 			return "per " + g
