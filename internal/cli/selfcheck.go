@@ -171,12 +171,13 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 			return errors.Join(saveErr, err)
 		}
 	} else {
-		writeSelfcheck(o.Stdout, run)
-		if length != "" && !run.Interrupted {
-			for _, l := range textcol.Wrap("length: "+length, termWidth(o.Stdout)) {
-				fmt.Fprintln(o.Stdout, l)
+		_ = onScreen(o.Stdout, func(w io.Writer) error {
+			writeSelfcheck(w, run, termWidth(o.Stdout))
+			if length != "" && !run.Interrupted {
+				fmt.Fprintln(w, "length: "+length)
 			}
-		}
+			return nil
+		})
 	}
 	if run.Interrupted {
 		return errInterrupted
@@ -278,8 +279,9 @@ func selfcheckPlan(o *SelfcheckOptions) (plan selfcheck.Plan, clear func()) {
 	return plan, clear
 }
 
-// writeSelfcheck prints a selfcheck run's rows and its verdict.
-func writeSelfcheck(w io.Writer, run *result.Run) {
+// writeSelfcheck prints a selfcheck run's rows and its verdict for a
+// terminal width columns wide (0: none).
+func writeSelfcheck(w io.Writer, run *result.Run, width int) {
 	check := selfcheck.FromRun(run)
 	cpu, rounds := 0, 0
 	for _, a := range run.Arms {
@@ -305,13 +307,13 @@ func writeSelfcheck(w io.Writer, run *result.Run) {
 			table = append(table, []string{r.Arm, r.Status, "", "", "", r.Reference})
 		}
 	}
-	textcol.Fit(w, table, 0, func(col, _ int) bool { return col >= 1 && col <= 4 })
+	textcol.Fit(w, table, width, func(col, _ int) bool { return col >= 1 && col <= 4 })
 	for _, r := range check.Rows {
 		if r.Status != result.StatusOK {
 			fmt.Fprintf(w, "  %s: %s\n", r.Arm, termsafe.String(r.Reason))
 		}
 	}
-	for _, l := range textcol.Wrap("verdict: "+termsafe.String(check.Verdict), termWidth(w)) {
+	for _, l := range textcol.Wrap("verdict: "+termsafe.String(check.Verdict), width) {
 		fmt.Fprintln(w, l)
 	}
 }
