@@ -61,7 +61,12 @@ import (
 //     budget, export, import, completion) runs for real, against a history
 //     seeded with two tiny runs and the report fixture, in a temp dir.
 //
-// Each must exit 0.
+// Each must exit 0. The README's commands are what a newcomer runs first:
+// they run on a pseudo-terminal 80 columns wide, the run commands among
+// them small even where they select many arms or fixed work (all but the
+// few readmeNotRun names, with why), and their screens must keep their
+// word (screenProblems: no line over 80 columns, no placeholder for a
+// figure, no negative cost).
 func TestDocumentedCommands(t *testing.T) {
 	examples := docExamples(t)
 	if len(examples) < 40 {
