@@ -186,21 +186,18 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 }
 
 // selfcheckLength says how long the check took and under what load when
-// that was longer than the README's "about 35 s" (scaled to --rounds,
-// --reps, --benchtime and --settle); "" otherwise, and with --set, whose
-// query adds its own comparisons.
+// that was longer than the README's "about 35 s" for the default flags;
+// "" otherwise, and with other --rounds, --reps, --benchtime, --settle or
+// a --set query, for which the README gives no length.
 func selfcheckLength(o *SelfcheckOptions, took time.Duration, host *sysinfo.Host, before, after sysinfo.Noise) string {
-	if len(o.Sets) > 0 {
+	if len(o.Sets) > 0 || o.Rounds != 3 || o.Reps != 3 || o.BenchTime != 100*time.Millisecond || o.Settle != 250*time.Millisecond {
 		return ""
 	}
-	const defaultPer = 250*time.Millisecond + 3*100*time.Millisecond // --settle + --reps × --benchtime
-	per := o.Settle + time.Duration(o.Reps)*o.BenchTime
-	usual := time.Duration(float64(selfcheck.Usual) * float64(o.Rounds) / 3 * float64(per) / float64(defaultPer))
 	steal := 0.0
 	if dt := after.Total - before.Total; dt > 0 {
 		steal = 100 * (after.Steal - before.Steal) / dt
 	}
-	return selfcheck.LengthNote(took, usual, before.Load1, after.Load1, len(host.OnlineCPUs), steal)
+	return selfcheck.LengthNote(took, selfcheck.Usual, before.Load1, after.Load1, len(host.OnlineCPUs), steal)
 }
 
 // selfcheckHost is where the checks run: --cpu (in ctxlab's allowed set,
