@@ -359,7 +359,7 @@ func LengthNote(took, usual time.Duration, load0, load1 float64, cpus int, steal
 	if took <= usual*12/10 {
 		return ""
 	}
-	s := fmt.Sprintf("it took %s, not the about %s it takes on a quiet machine", took.Round(time.Second), usual.Round(time.Second))
+	s := fmt.Sprintf("it took %.0f s, not the about %.0f s it takes on a quiet machine", took.Seconds(), usual.Seconds())
 	if cpus > 0 && max(load0, load1) >= float64(cpus)/2 {
 		s += fmt.Sprintf(": the load average was %.1f at its start and %.1f at its end on %d CPUs, so its commands waited for a CPU", load0, load1, cpus)
 	} else {

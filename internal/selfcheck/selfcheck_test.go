@@ -402,7 +402,7 @@ func TestLengthNote(t *testing.T) {
 		t.Errorf("38 s of about 35: %q, want nothing", n)
 	}
 	n := LengthNote(90*time.Second, 0, 4.2, 5.1, 2, 3)
-	for _, want := range []string{"it took 1m30s, not the about 35s", "load average was 4.2 at its start and 5.1 at its end on 2 CPUs", "stole 3.0%"} {
+	for _, want := range []string{"it took 90 s, not the about 35 s", "load average was 4.2 at its start and 5.1 at its end on 2 CPUs", "stole 3.0%"} {
 		if !strings.Contains(n, want) {
 			t.Errorf("%q lacks %q", n, want)
 		}
