@@ -164,25 +164,32 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 		run.Warnings = append(run.Warnings, "selfcheck: "+length)
 	}
 	saveErr := saveRun(ctx, ro, run)
-	if o.Format == "json" {
-		enc := json.NewEncoder(termsafe.JSON(o.Stdout))
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(run); err != nil {
-			return errors.Join(saveErr, err)
-		}
-	} else {
-		_ = onScreen(o.Stdout, func(w io.Writer) error {
-			writeSelfcheck(w, run, termWidth(o.Stdout))
-			if length != "" && !run.Interrupted {
-				fmt.Fprintln(w, "length: "+length)
-			}
-			return nil
-		})
+	if err := printSelfcheck(o, run, length); err != nil {
+		return errors.Join(saveErr, err)
 	}
 	if run.Interrupted {
 		return errInterrupted
 	}
 	return saveErr
+}
+
+// printSelfcheck writes the check: the run's JSON, or its table and
+// verdict wrapped at the terminal, then its length when the load made it
+// longer than the README says.
+func printSelfcheck(o *SelfcheckOptions, run *result.Run, length string) error {
+	if o.Format == "json" {
+		enc := json.NewEncoder(termsafe.JSON(o.Stdout))
+		enc.SetIndent("", "  ")
+		return enc.Encode(run)
+	}
+	return onScreen(o.Stdout, func(w io.Writer) error {
+		writeSelfcheck(w, run, termWidth(o.Stdout))
+		if length != "" && !run.Interrupted {
+			_, err := fmt.Fprintln(w, "length: "+length)
+			return err
+		}
+		return nil
+	})
 }
 
 // selfcheckLength says how long the check took and under what load when

@@ -221,12 +221,7 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 	if stacked {
 		shown = fitNames(arms, names, width-indent)
 	}
-	labelWidth := 0 // the names' column as the table will have it
-	for _, parts := range shown {
-		for i, p := range parts {
-			labelWidth = max(labelWidth, textcol.Width(p)+2*min(i, 1))
-		}
-	}
+	labelWidth := namesWidth(shown)
 	pre := map[int][]string{}          // lines before a row: a heading, a stacked name
 	skip := map[int]bool{}             // rows that stand for a heading on a line of its own
 	heading := func(g string) string { // "" when it goes on a line of its own
@@ -266,8 +261,26 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 	right := func(col, ncols int) bool { return col > 0 && col <= len(cols) && cols[col-1].right }
 	var b strings.Builder
 	textcol.Write(&b, rows, strings.Repeat(" ", indent), right)
+	return interleave(strings.Split(strings.TrimRight(b.String(), "\n"), "\n"), pre, skip)
+}
+
+// namesWidth is the names' column as the table will have it: each name's
+// widest part, its continuations indented two.
+func namesWidth(shown map[string][]string) int {
+	w := 0
+	for _, parts := range shown {
+		for i, p := range parts {
+			w = max(w, textcol.Width(p)+2*min(i, 1))
+		}
+	}
+	return w
+}
+
+// interleave puts the lines of pre before the table's row of the same
+// index, and leaves out the rows skip names.
+func interleave(table []string, pre map[int][]string, skip map[int]bool) []string {
 	var out []string
-	for i, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+	for i, l := range table {
 		out = append(out, pre[i]...)
 		if !skip[i] {
 			out = append(out, l)
