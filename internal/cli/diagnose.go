@@ -22,6 +22,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/pyprobe"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/shim"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/vary"
@@ -237,6 +238,9 @@ func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sy
 	r.note = joinNote(note, probeNote)
 	defer counters.Close()
 	pid := cmd.Process.Pid
+	if shim.Script(path) { // pyenv's python3: profile the interpreter it execs, not the bash before it
+		r.note = joinNote(r.note, shim.Follow(ctx, procstat.DefaultRoot, pid, path, shim.Limit).Note())
+	}
 	cmdProc, _ := procstat.DefaultRoot.ReadProc(pid) // its start time tells its leftovers from older children
 	reaped := false
 	defer func() { // never leave the command behind

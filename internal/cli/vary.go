@@ -265,7 +265,7 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 
 	vary.Analyze(a, varyCost(ctx, o, a.Interrupted), host, host.Load1)
 	run := varyRun(cmd, o, pl, a, host, began)
-	if err := a.Table(o.Stderr, termWidth(o.Stderr)); err != nil {
+	if err := varyDisplay(o, a); err != nil {
 		return err
 	}
 	saveErr := saveRun(ctx, hist, run)
@@ -296,6 +296,17 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 		return fmt.Errorf("the command failed at %s; the other values are above", strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// varyDisplay shows the values on stderr by the rule watch and diagnose
+// follow: a table on a terminal, JSON lines redirected (--format auto), or
+// as --format says (json; table; bench, the run on stdout, leaves stderr
+// to auto's rule).
+func varyDisplay(o *DiagnoseOptions, a *vary.Analysis) error {
+	if o.Format == "json" || (o.Format != "table" && !isTerminal(o.Stderr)) {
+		return a.WriteJSON(o.Stderr)
+	}
+	return a.Table(o.Stderr, termWidth(o.Stderr))
 }
 
 // varyCost is this host's cost per switch, the one price uses: from the

@@ -17,6 +17,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/pyprobe"
+	"github.com/ctxlab/ctxlab/internal/shim"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 	"github.com/ctxlab/ctxlab/internal/watch"
@@ -272,6 +273,11 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 	if err != nil {
 		return err
 	}
+	if followShim(ctx, o, root) { // the program it exec'd: its name, its threads, its CPython reading
+		if pids, what, err = o.targets(root); err != nil {
+			return err
+		}
+	}
 	w, err := watch.NewWatcher(root, pids)
 	if err != nil {
 		if errors.Is(err, procstat.ErrNoProcess) {
@@ -336,4 +342,22 @@ func seenOf(sum watch.Profile, rss int64) price.Seen {
 	return price.Seen{Seconds: sum.Seconds, Vol: t.Vol, Invol: t.Invol, RSSBytes: rss,
 		CPUNs: t.CPUNs, HasCPU: t.HasSchedstat && t.Threads > 0,
 		ChildProcs: c.Procs, ChildVol: c.Total.Vol, ChildInvol: c.Total.Invol, BusiestChild: c.Busiest}
+}
+
+// followShim follows a PID that is in a shim (pyenv's python3: bash that
+// execs the interpreter) to the program it execs, and says so on stderr;
+// it reports whether it did.
+func followShim(ctx context.Context, o *WatchOptions, root procstat.Root) bool {
+	if o.PID <= 0 {
+		return false
+	}
+	script, ok := shim.Running(root, o.PID)
+	if !ok {
+		return false
+	}
+	fmt.Fprintf(o.Stderr, "ctxlab watch: PID %d is running %s, a shim; following it to the program it execs (at most %s)\n",
+		o.PID, termsafe.String(script), shim.Limit)
+	f := shim.Follow(ctx, root, o.PID, termsafe.String(script), shim.Limit)
+	fmt.Fprintf(o.Stderr, "ctxlab watch: %s\n", f.Note())
+	return f.OK()
 }

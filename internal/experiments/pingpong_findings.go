@@ -179,6 +179,7 @@ func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 	} else {
 		lines = append(lines, "  gap: not measured (needs "+goChan.String()+" and "+futexOne.String()+")")
 	}
+	lines = append(lines, pyTasksVsThreads(v)...)
 	if c, ok := price.DirectCost(v.Run); ok {
 		lines = append(lines, "  "+c.Line())
 	}

@@ -57,10 +57,10 @@ const SuiteSelfcheck = "selfcheck"
 type Kind int
 
 const (
-	// AnyRun: every stored run (show, export).
+	// AnyRun: every stored run (show).
 	AnyRun Kind = iota
 	// ExperimentRun: runs of the experiments, not diagnose's or
-	// selfcheck's (compare, budget, report).
+	// selfcheck's (compare, budget, report, export).
 	ExperimentRun
 	// DiagnoseRun: diagnose --vary's runs (compare last:T=2 last:T=32).
 	DiagnoseRun
