@@ -1,0 +1,98 @@
+package wss
+
+import (
+	"strings"
+	"testing"
+
+	_ "github.com/ctxlab/ctxlab/internal/experiments" // the refill curve is cachecost's declaration
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+var host = []result.Cache{{Level: 1, Type: "Data", SizeB: 32 * result.KiB}, {Level: 1, Type: "Instruction", SizeB: 32 * result.KiB},
+	{Level: 2, Type: "Unified", SizeB: result.MiB}, {Level: 3, Type: "Unified", SizeB: 32 * result.MiB, SharedCPUs: 2}}
+
+// curveRun measured 1 µs per switch at 1 MiB and 3 µs at 8 MiB.
+func curveRun() *result.Run {
+	mk := func(mode, w, wb string, median float64) result.Arm {
+		sw := 2.0
+		if mode == "per-switch-solo" {
+			sw = 0
+		}
+		return result.Arm{Name: "cachecost/" + mode + "/W=" + w, Experiment: "cachecost", Status: result.StatusOK, Median: median,
+			Params: map[string]string{"mode": mode, "W": w, "W_bytes": wb}, Switches: &result.Switches{Voluntary: sw}}
+	}
+	return &result.Run{ID: "run1", Arms: []result.Arm{
+		mk("per-switch", "0", "0", 6000),
+		mk("per-switch", "1MiB", "1048576", 16000), mk("per-switch-solo", "1MiB", "1048576", 8000),
+		mk("per-switch", "8MiB", "8388608", 60000), mk("per-switch-solo", "8MiB", "8388608", 48000),
+	}}
+}
+
+// The reading sets the set per thread beside the caches and the busy
+// threads, and prices it from the curve: each case is the figures a
+// sampling could give and the words they must read as.
+func TestRead(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		median    int64
+		busy      int
+		alike     bool
+		switches  float64
+		want      []string
+		indirectN float64
+	}{
+		{"32 threads of 8 MiB", 256 * result.MiB, 32, true, 100000, []string{
+			"≈ 8 MiB per thread (÷ 32 busy threads",
+			"8 MiB per thread, 32 threads busy on 2 CPUs, beside a 32 MiB L3 shared by 2 CPUs, 1 MiB L2 per core: together they overflow it: every resume refetches most of its data from memory",
+			"the indirect cost matters: indirect cost ≈ 300 ms: 100k switches × 3 µs per switch at 8 MiB (cachecost/per-switch/W=8MiB (3 µs) in run run1)",
+		}, 3e8},
+		{"2 threads of 16 KiB", 64 * result.KiB, 2, true, 200, []string{
+			"2 threads busy on 2 CPUs", "each thread can keep a CPU",
+			"a small working set: the indirect cost does not matter here",
+		}, 200 * 1000 * 32.0 / 1024},
+		{"4 threads of 256 KiB", result.MiB, 4, true, 1000, []string{"the 2 threads taking turns on a CPU fit its L2 together"}, 1000 * 250},
+		{"unlike threads", 12 * result.MiB, 3, false, 10, []string{"≈ 12 MiB per thread (the whole working set, the threads being unlike: an upper end per thread)",
+			"together they fit the L3", "the indirect cost does not matter here"}, 10 * 4500},
+	} {
+		r := &Reading{Kind: "wss", Intervals: 5, IntervalS: 0.2, MedianBytes: c.median, MaxBytes: c.median, RSSBytes: c.median, BusyThreads: c.busy, Alike: c.alike,
+			CostNs: 1e6, ProgramCPUNs: 1e9, CostShare: 0.001}
+		if c.alike {
+			r.PerThreadBytes = c.median / int64(c.busy)
+			r.AlikeWhy = "÷ " + string(rune('0'+c.busy%10)) + " busy threads"
+			if c.busy == 32 {
+				r.AlikeWhy = "÷ 32 busy threads"
+			}
+		}
+		text := strings.Join(r.Read(Setting{Caches: host, CPUs: 2, Switches: c.switches, CPUNs: 1e9, Curve: curveRun()}), "\n")
+		for _, w := range c.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: reading lacks %q:\n%s", c.name, w, text)
+			}
+		}
+		if r.Indirect == nil || r.Indirect.TotalNs < c.indirectN*0.999 || r.Indirect.TotalNs > c.indirectN*1.001 {
+			t.Errorf("%s: indirect %+v, want %.0f ns", c.name, r.Indirect, c.indirectN)
+		}
+		if !strings.Contains(text, "sampling cost: 1 ms of ctxlab's CPU time, 0.1% of the program's 1 s (bound: 2.0%)") {
+			t.Errorf("%s: no cost line:\n%s", c.name, text)
+		}
+	}
+	r := &Reading{Intervals: 1, MedianBytes: 1, BusyThreads: 1}
+	if got := strings.Join(r.Read(Setting{CPUs: 2}), "\n"); !strings.Contains(got, "beside the caches: unsupported: this kernel reports no cache sizes") {
+		t.Errorf("no caches: %s", got)
+	}
+}
+
+// Threads are alike when their CPU times agree within ×2; the set is
+// then divided among them, and otherwise not.
+func TestPerThread(t *testing.T) {
+	r := &Reading{MedianBytes: 30 << 20, BusyThreads: 3}
+	r.perThread(map[int]uint64{1: 100, 2: 150, 3: 190, 4: 5}) // 4 ran under a tenth of the busiest: not busy
+	if !r.Alike || r.PerThreadBytes != 10<<20 || !strings.Contains(r.AlikeWhy, "÷ 3 busy threads, assuming") {
+		t.Errorf("alike: %+v", r)
+	}
+	r = &Reading{MedianBytes: 30 << 20, BusyThreads: 2}
+	r.perThread(map[int]uint64{1: 100, 2: 300})
+	if per, how := r.PerThread(); r.Alike || per != 30<<20 || !strings.Contains(r.AlikeWhy, "not alike") || !strings.Contains(how, "upper end") {
+		t.Errorf("unlike: %+v", r)
+	}
+}
