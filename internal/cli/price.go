@@ -147,7 +147,8 @@ func priceOf(ctx context.Context, o *WatchOptions, seen price.Seen) *price.Price
 		fmt.Fprintf(o.Stderr, "ctxlab: not priced: %v\n", err)
 		return nil
 	}
-	p := price.Of(seen, cost, indirect)
+	o.curve, o.curveWhy = o.wssCurve(ctx, indirect)
+	p := price.Of(seen, cost, o.curve)
 	return &p
 }
 

@@ -90,6 +90,17 @@ func IndirectAt(run *result.Run, rssBytes int64) (Indirect, bool) {
 	return Indirect{LoNs: a, HiNs: b, From: lo.Label, To: hi.Label, Beyond: rssBytes > c[len(c)-1].Bytes}, true
 }
 
+// CurveArms are the arm patterns that measure the indirect curve, for a
+// calibration (exp.Spec.IndirectArms); ok is false when none is declared.
+func CurveArms() ([]string, bool) {
+	for _, s := range exp.All() {
+		if s.IndirectCost != nil && len(s.IndirectArms) > 0 {
+			return s.IndirectArms, true
+		}
+	}
+	return nil, false
+}
+
 // curveSource names the experiment that derives the indirect curve.
 func curveSource() string {
 	for _, s := range exp.All() {

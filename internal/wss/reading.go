@@ -48,7 +48,7 @@ type Reading struct {
 
 // alikeFactor is how far apart the busy threads' CPU times may be for the
 // threads to count as alike.
-const alikeFactor = 2.0
+const alikeFactor = 3.0
 
 // perThread divides the median working set among the busy threads when
 // their CPU times over the sampled intervals are alike.
@@ -95,7 +95,19 @@ func (r *Reading) PerThread() (int64, string) {
 	if r.Alike {
 		return r.PerThreadBytes, r.AlikeWhy
 	}
-	return r.MedianBytes, "the whole working set, the threads being unlike: an upper end per thread"
+	return r.MedianBytes, "the whole working set: " + r.AlikeWhy + "; an upper end per thread"
+}
+
+// Refill is the working set a switch can make a thread refetch: its set
+// per thread (PerThread), but no more than the last-level cache holds —
+// a switch cannot cost more than refetching what the caches held.
+func (r *Reading) Refill(cs []result.Cache) (int64, string) {
+	per, how := r.PerThread()
+	if c := cachesOf(cs); c.llc > 0 && per > c.llc {
+		return c.llc, fmt.Sprintf("%s per thread (%s), capped at the %s L%d: a switch costs at most refetching what the caches held",
+			result.FormatBytes(float64(per)), how, result.FormatBytes(float64(c.llc)), c.llcLevel)
+	}
+	return per, how
 }
 
 // Setting is what the working set is set beside: this host's caches and
@@ -119,6 +131,9 @@ type Indirect struct {
 	TotalNs     float64 `json:"total_ns"`
 	CPUShare    float64 `json:"cpu_share"` // of the program's CPU time
 	Source      string  `json:"source"`    // the arms and run it was read off
+	// Bounded says switches × per switch exceeded the program's CPU time,
+	// so TotalNs is that CPU time: an upper end, not an estimate.
+	Bounded bool `json:"bounded_by_cpu,omitempty"`
 }
 
 // Matters is the share of the program's CPU time above which the
@@ -143,7 +158,8 @@ func (r *Reading) Read(set Setting) []string {
 	lines = append(lines, fmt.Sprintf("  ≈ %s per thread (%s)", result.FormatBytes(float64(per)), how))
 	c := cachesOf(set.Caches)
 	lines = append(lines, "  "+c.beside(per, r.MedianBytes, r.BusyThreads, set.CPUs))
-	lines = append(lines, "  "+r.estimate(set, per, c))
+	refill, _ := r.Refill(set.Caches)
+	lines = append(lines, "  "+r.estimate(set, refill, c))
 	lines = append(lines, "  "+r.costLine())
 	r.Lines = lines
 	return lines
@@ -171,9 +187,16 @@ func (r *Reading) estimate(set Setting, per int64, c caches) string {
 	r.Indirect = in
 	est := fmt.Sprintf("indirect cost ≈ %s: %s switches × %s per switch at %s (%s)", result.FormatNs(in.TotalNs),
 		result.FormatCount(set.Switches), result.FormatNs(rf.Ns), result.FormatBytes(float64(per)), rf.Source())
+	if set.CPUNs > 0 && in.TotalNs > set.CPUNs {
+		in.TotalNs, in.CPUShare, in.Bounded = set.CPUNs, 1, true
+		est = fmt.Sprintf("indirect cost: %s switches × %s per switch at %s (%s) would be more than all the program's CPU time (%s): the threads cannot refetch that much after every switch, so the estimate is no figure here, only a sign that it is large",
+			result.FormatCount(set.Switches), result.FormatNs(rf.Ns), result.FormatBytes(float64(per)), rf.Source(), result.FormatNs(set.CPUNs))
+	}
 	switch {
 	case set.CPUNs <= 0:
 		return est + "; the program's CPU time is unknown, so its weight is not said"
+	case in.Bounded:
+		return "the indirect cost matters: " + est
 	case in.CPUShare < Matters && small:
 		return fmt.Sprintf("a small working set: the indirect cost does not matter here — %s, %s of its CPU time", est, price.Percent(in.CPUShare))
 	case in.CPUShare < Matters:

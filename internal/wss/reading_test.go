@@ -41,17 +41,27 @@ func TestRead(t *testing.T) {
 		want      []string
 		indirectN float64
 	}{
-		{"32 threads of 8 MiB", 256 * result.MiB, 32, true, 100000, []string{
+		{"32 threads of 8 MiB", 256 * result.MiB, 32, true, 100, []string{
 			"≈ 8 MiB per thread (÷ 32 busy threads",
 			"8 MiB per thread, 32 threads busy on 2 CPUs, beside a 32 MiB L3 shared by 2 CPUs, 1 MiB L2 per core: together they overflow it: every resume refetches most of its data from memory",
-			"the indirect cost matters: indirect cost ≈ 300 ms: 100k switches × 3 µs per switch at 8 MiB (cachecost/per-switch/W=8MiB (3 µs) in run run1)",
+			"the indirect cost does not matter here: indirect cost ≈ 300 µs: 100 switches × 3 µs per switch at 8 MiB (cachecost/per-switch/W=8MiB (3 µs) in run run1)",
+		}, 3e5},
+		{"32 threads of 8 MiB switching often", 256 * result.MiB, 32, true, 1e5, []string{
+			"the indirect cost matters: indirect cost ≈ 300 ms: 100k switches × 3 µs per switch at 8 MiB (cachecost/per-switch/W=8MiB (3 µs) in run run1), 30% of its CPU time",
 		}, 3e8},
+		{"more than all the CPU", 256 * result.MiB, 32, true, 1e6, []string{
+			"the indirect cost matters: indirect cost: 1M switches × 3 µs per switch at 8 MiB (cachecost/per-switch/W=8MiB (3 µs) in run run1) would be more than all the program's CPU time (1 s)",
+		}, 1e9},
+		{"one thread larger than the LLC", 64 * result.MiB, 1, true, 10, []string{
+			"64 MiB per thread, 1 threads busy on 2 CPUs",
+			"indirect cost ≈ 120 µs: 10 switches × 12 µs per switch at 32 MiB",
+		}, 1.2e5},
 		{"2 threads of 16 KiB", 64 * result.KiB, 2, true, 200, []string{
 			"2 threads busy on 2 CPUs", "each thread can keep a CPU",
 			"a small working set: the indirect cost does not matter here",
 		}, 200 * 1000 * 32.0 / 1024},
 		{"4 threads of 256 KiB", result.MiB, 4, true, 1000, []string{"the 2 threads taking turns on a CPU fit its L2 together"}, 1000 * 250},
-		{"unlike threads", 12 * result.MiB, 3, false, 10, []string{"≈ 12 MiB per thread (the whole working set, the threads being unlike: an upper end per thread)",
+		{"unlike threads", 12 * result.MiB, 3, false, 10, []string{"≈ 12 MiB per thread (the whole working set: the 3 busy threads are not alike; an upper end per thread)",
 			"together they fit the L3", "the indirect cost does not matter here"}, 10 * 4500},
 	} {
 		r := &Reading{Kind: "wss", Intervals: 5, IntervalS: 0.2, MedianBytes: c.median, MaxBytes: c.median, RSSBytes: c.median, BusyThreads: c.busy, Alike: c.alike,
@@ -62,6 +72,8 @@ func TestRead(t *testing.T) {
 			if c.busy == 32 {
 				r.AlikeWhy = "÷ 32 busy threads"
 			}
+		} else {
+			r.AlikeWhy = "the 3 busy threads are not alike"
 		}
 		text := strings.Join(r.Read(Setting{Caches: host, CPUs: 2, Switches: c.switches, CPUNs: 1e9, Curve: curveRun()}), "\n")
 		for _, w := range c.want {
@@ -82,7 +94,7 @@ func TestRead(t *testing.T) {
 	}
 }
 
-// Threads are alike when their CPU times agree within ×2; the set is
+// Threads are alike when their CPU times agree within ×3; the set is
 // then divided among them, and otherwise not.
 func TestPerThread(t *testing.T) {
 	r := &Reading{MedianBytes: 30 << 20, BusyThreads: 3}
@@ -91,7 +103,7 @@ func TestPerThread(t *testing.T) {
 		t.Errorf("alike: %+v", r)
 	}
 	r = &Reading{MedianBytes: 30 << 20, BusyThreads: 2}
-	r.perThread(map[int]uint64{1: 100, 2: 300})
+	r.perThread(map[int]uint64{1: 100, 2: 400})
 	if per, how := r.PerThread(); r.Alike || per != 30<<20 || !strings.Contains(r.AlikeWhy, "not alike") || !strings.Contains(how, "upper end") {
 		t.Errorf("unlike: %+v", r)
 	}

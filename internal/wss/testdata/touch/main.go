@@ -1,9 +1,11 @@
 // Command touch is the working-set test program (not shipped): T threads,
-// each touching its own W bytes at random in a loop for S seconds. Its
-// working set is T × W plus the Go runtime's own pages.
+// each touching its own W bytes at random in a loop for S seconds, or
+// until they have made N touches between them (the same work at any T).
+// Its working set is T × W plus the Go runtime's own pages.
 //
 //	go build -o /tmp/touch ./internal/wss/testdata/touch
-//	/tmp/touch -t 32 -w 8MiB -s 3
+//	/tmp/touch -t 32 -w 8MiB -s 3s
+//	/tmp/touch -t 32 -w 8MiB -n 400000000
 package main
 
 import (
@@ -20,7 +22,8 @@ import (
 func main() {
 	t := flag.Int("t", 2, "threads")
 	w := flag.String("w", "8MiB", "bytes each thread touches (KiB, MiB suffixes)")
-	s := flag.Duration("s", 3*time.Second, "how long to run")
+	s := flag.Duration("s", 3*time.Second, "how long to run at most")
+	quota := flag.Uint64("n", 0, "touches to make in all, divided among the threads (0: until -s)")
 	flag.Parse()
 	size, err := parseSize(*w)
 	if err != nil || *t < 1 || *t > 4096 || size < 64 {
@@ -37,7 +40,7 @@ func main() {
 		go func(seed uint64) {
 			defer wg.Done()
 			runtime.LockOSThread()
-			n := touch(size, seed, end)
+			n := touch(size, seed, end, *quota/uint64(*t))
 			mu.Lock()
 			total += n
 			mu.Unlock()
@@ -48,8 +51,9 @@ func main() {
 }
 
 // touch writes one byte of a random cache line of its own size bytes in a
-// loop until end, and returns how many it wrote.
-func touch(size int64, x uint64, end time.Time) uint64 {
+// loop until end or, when quota is above 0, quota writes; it returns how
+// many it wrote.
+func touch(size int64, x uint64, end time.Time, quota uint64) uint64 {
 	buf := make([]byte, size)
 	lines := uint64(size / 64)
 	for i := int64(0); i < size; i += 4096 {
@@ -64,7 +68,7 @@ func touch(size int64, x uint64, end time.Time) uint64 {
 			buf[(x%lines)*64]++
 		}
 		n += 4096
-		if time.Now().After(end) {
+		if (quota > 0 && n >= quota) || time.Now().After(end) {
 			return n
 		}
 	}
