@@ -207,7 +207,7 @@ type diagnosed struct {
 	note, left  string
 	py          *pyprobe.Report
 	wss         *wss.Reading // nil with --wss off
-	sample      vary.Sample // the same figures as one run of diagnose --vary
+	sample      vary.Sample  // the same figures as one run of diagnose --vary
 	began       time.Time
 	interrupted bool
 }

@@ -46,8 +46,8 @@ type WatchOptions struct {
 	wantCurve bool
 	curve     *result.Run
 	curveWhy  string
-	Stdout      io.Writer
-	Stderr      io.Writer
+	Stdout    io.Writer
+	Stderr    io.Writer
 }
 
 const (
