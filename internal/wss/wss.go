@@ -25,7 +25,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // Budget is the most of the program's CPU time the sampling may cost.
@@ -37,6 +39,15 @@ const Budget = 0.02
 // 256 MiB set on a 2-vCPU x86 VM, so a first window is refused rather
 // than the budget overrun.
 const firstPageNs = 400
+
+// firstTickNs is the part of a tick's cost that does not grow with RSS
+// (opening and parsing the /proc files), assumed before one is measured:
+// about 3× what it cost a small process on the same VM.
+const firstTickNs = 600_000
+
+// maxBackoff is the most ticks let pass between two readings of the
+// program's CPU time while the budget refuses a window.
+const maxBackoff = 64
 
 // maxKept is how many per-interval figures a Reading keeps (the first
 // ones); median and max cover all of them.
@@ -68,6 +79,8 @@ type Sampler struct {
 	windows     []window
 	threadCPU   map[int]uint64 // each thread's CPU time within the windows
 	skipped     int
+	wait        int // ticks to let pass before the next reading of the program's CPU time
+	backoff     int
 	maxRSS      int64
 	lost        int // windows that could not be read back (the program exited)
 }
@@ -142,6 +155,11 @@ func (s *Sampler) Tick() {
 	if s == nil || s.unsupported != "" {
 		return
 	}
+	if s.wait > 0 { // backing off: not even the program's CPU time is read
+		s.wait--
+		s.skipped++
+		return
+	}
 	runtime.LockOSThread() // the cost is this thread's CPU time
 	defer runtime.UnlockOSThread()
 	t0 := threadCPU()
@@ -156,8 +174,13 @@ func (s *Sampler) Tick() {
 	opened := false
 	if s.allowed() {
 		opened = s.openWindow()
+		s.backoff = 0
 	} else {
+		// Over budget: wait ever longer before reading the program's CPU
+		// time again, so that an idle program costs next to nothing.
 		s.skipped++
+		s.backoff = min(max(1, 2*s.backoff), maxBackoff)
+		s.wait = s.backoff
 	}
 	spent := threadCPU() - t0
 	s.costNs += spent
@@ -172,11 +195,16 @@ func (s *Sampler) Tick() {
 // allowed says whether one more window keeps the sampling within Budget
 // of the program's CPU time so far.
 func (s *Sampler) allowed() bool {
-	est := s.lastCost + s.lastCost/4 // a margin: the next tick may cost more
-	if est == 0 {
-		est = uint64(s.maxRSS/int64(os.Getpagesize())) * firstPageNs
+	return float64(s.costNs+s.estimate()) <= Budget*float64(s.progCPU)
+}
+
+// estimate is what the next window is expected to cost: the last steady
+// tick's cost and a margin, or before one, a guess from the RSS.
+func (s *Sampler) estimate() uint64 {
+	if s.lastCost > 0 {
+		return s.lastCost + s.lastCost/2 // the next tick may cost more
 	}
-	return float64(s.costNs+est) <= Budget*float64(s.progCPU)
+	return firstTickNs + uint64(s.maxRSS/int64(os.Getpagesize()))*firstPageNs
 }
 
 // openWindow clears the referenced bits and notes each thread's CPU time.
@@ -261,8 +289,12 @@ func (s *Sampler) Stop() *Reading {
 	case len(s.windows) == 0:
 		r.Unsupported = fmt.Sprintf("no interval was read: the process ran %s, too short to sample (the first interval opens one interval in, once its CPU time covers the sampling's cost)",
 			time.Since(s.start).Round(time.Millisecond))
-		if s.lost > 0 {
+		switch {
+		case s.lost > 0:
 			r.Unsupported = "no interval was read: the process exited before its first interval ended"
+		case s.skipped > 0:
+			r.Unsupported = fmt.Sprintf("no interval was read: the process used %s of CPU time, too little for one reading within %s of it (one would cost about %s, its RSS being %s)",
+				result.FormatNs(float64(s.progCPU)), price.Percent(Budget), result.FormatNs(float64(s.estimate())), result.FormatBytes(float64(s.maxRSS)))
 		}
 		return r
 	}
