@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ctxlab/ctxlab/internal/compare"
-	_ "github.com/ctxlab/ctxlab/internal/experiments" // the refill curve is cachecost's declaration
 	"github.com/ctxlab/ctxlab/internal/exp"
+	_ "github.com/ctxlab/ctxlab/internal/experiments" // the refill curve is cachecost's declaration
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
