@@ -98,7 +98,11 @@ func Start(root procstat.Root, pid int, on bool) *Sampler {
 		return nil
 	}
 	s := &Sampler{root: root, pid: pid, start: time.Now(), threadCPU: map[int]uint64{}}
+	runtime.LockOSThread() // the check's cost counts too
+	defer runtime.UnlockOSThread()
+	t0 := threadCPU()
 	s.unsupported = s.check()
+	s.costNs = threadCPU() - t0
 	return s
 }
 
