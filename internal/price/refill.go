@@ -13,7 +13,9 @@ import (
 // linearly between the two measured points around it; below the smallest,
 // on the line from no cost at 0 bytes to it; above the largest, that
 // point's cost scaled by size (an extrapolation: Beyond). A point that
-// read below 0 is noise around no cost, and counts as 0.
+// read below 0 is noise around no cost, and counts as 0; a point below a
+// smaller working set's is noise too (refilling more cannot cost less),
+// and counts as that one's figure: the curve is read as non-decreasing.
 type Refill struct {
 	Ns     float64
 	Bytes  int64
@@ -34,7 +36,7 @@ func RefillAt(run *result.Run, bytes int64) (Refill, bool) {
 	r := Refill{Bytes: bytes, RunID: run.ID}
 	lo := exp.CostPoint{}
 	for _, p := range c {
-		p.Ns = math.Max(p.Ns, 0)
+		p.Ns = math.Max(p.Ns, lo.Ns) // ≥ 0, and non-decreasing
 		if p.Bytes >= bytes {
 			r.Lo, r.Hi = lo, p
 			f := float64(bytes-lo.Bytes) / float64(p.Bytes-lo.Bytes)

@@ -62,3 +62,18 @@ func TestOfWithWorkingSet(t *testing.T) {
 		t.Errorf("indirect %v not bounded by the CPU left:\n%s", p.Indirect, strings.Join(p.Lines, "\n"))
 	}
 }
+
+// A point below a smaller working set's reads as that one's figure (noise:
+// refilling more cannot cost less), and one below 0 as 0.
+func TestRefillNonDecreasing(t *testing.T) {
+	run := curveRun()
+	run.Arms[3].Median = 40000 // 8 MiB: (40-48-6)/2 = −7 µs
+	rf, ok := price.RefillAt(run, 8<<20)
+	if !ok || rf.Ns != 1000 {
+		t.Errorf("8 MiB after a noisy point: %+v, want 1 µs (the 1 MiB figure)", rf)
+	}
+	run.Arms[1].Median = 10000 // 1 MiB: (10-8-6)/2 = −2 µs
+	if rf, _ := price.RefillAt(run, 1<<20); rf.Ns != 0 {
+		t.Errorf("1 MiB below 0: %+v, want 0", rf)
+	}
+}
