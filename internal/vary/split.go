@@ -3,6 +3,7 @@ package vary
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/compare"
 	"github.com/ctxlab/ctxlab/internal/price"
@@ -71,6 +72,9 @@ type IndirectEstimate struct {
 	Delta                  float64
 	SourceA, SourceB       string
 	Why                    string
+	// Over names the values whose estimate exceeds their CPU time: there
+	// it is no figure, only a sign that the indirect cost is large.
+	Over []string
 }
 
 // indirectOf estimates the indirect cost of base's and other's switches.
@@ -105,6 +109,14 @@ func indirectOf(base, other Value, cost Cost) IndirectEstimate {
 	e = IndirectEstimate{OK: true, WA: wa.Median, WB: wb.Median, PerSwitchA: ra.Ns, PerSwitchB: rb.Ns,
 		A: sa.Median * ra.Ns, B: sb.Median * rb.Ns, SourceA: ra.Source(), SourceB: rb.Source()}
 	e.Delta = e.B - e.A
+	for _, v := range []struct {
+		val Value
+		est float64
+	}{{base, e.A}, {other, e.B}} {
+		if c := v.val.Fig(KeyCPU); c.OK() && v.est > c.Median {
+			e.Over = append(e.Over, fmt.Sprintf("%s (%s of CPU time)", v.val.Point.Label(), result.FormatNs(c.Median)))
+		}
+	}
 	return e
 }
 
@@ -121,6 +133,8 @@ func (s Split) indirectLine() string {
 		s.Base, Format(KindCount, s.SwA), result.FormatNs(e.PerSwitchA), result.FormatBytes(e.WA), result.FormatNs(e.A),
 		s.Other, Format(KindCount, s.SwB), result.FormatNs(e.PerSwitchB), result.FormatBytes(e.WB), result.FormatNs(e.B), signedNs(e.Delta))
 	switch {
+	case len(e.Over) > 0:
+		l += fmt.Sprintf(": more than all the CPU time of %s — the threads cannot refetch that much after every switch, so it is no figure there, only a sign that the indirect cost is large", strings.Join(e.Over, ", "))
 	case !s.Priced || s.DirectOverflows || s.ExtraCPU <= 0:
 		l += " (no rest to set it beside)"
 	case s.RestNs <= 0:

@@ -387,6 +387,22 @@ func TestSplitIndirectEstimate(t *testing.T) {
 	if v, ok := arms[1].Metrics[KeyWSSThread]; !ok || v != 8<<20 {
 		t.Errorf("stored arm's working set per thread %v %v", v, ok)
 	}
+	// An estimate above a value's CPU time is no figure there.
+	an.Samples[1].WSS = withWSS(16 << 20) // 6 µs a switch × 101k = 606 ms … × 10 = more than 3 s
+	for i := range an.Samples {
+		if an.Samples[i].Point == 1 {
+			for j, c := range an.Samples[i].Counters {
+				if c.Event.Name == "context-switches" {
+					u := uint64(1010000)
+					an.Samples[i].Counters[j].Value = &u
+				}
+			}
+		}
+	}
+	Analyze(an, cost, nil, 0)
+	if l := strings.Join(an.Splits[0].Lines(), "\n"); !strings.Contains(l, "more than all the CPU time of T=32 (3 s of CPU time)") {
+		t.Errorf("an estimate above the CPU time:\n%s", l)
+	}
 	// One value without a working set: said; --wss off: nothing.
 	an.Samples[0].WSS = &wss.Reading{Kind: "wss", Unsupported: "no interval was read"}
 	Analyze(an, cost, nil, 0)

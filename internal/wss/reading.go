@@ -50,38 +50,54 @@ type Reading struct {
 // threads to count as alike.
 const alikeFactor = 3.0
 
-// perThread divides the median working set among the busy threads when
-// their CPU times over the sampled intervals are alike.
-func (r *Reading) perThread(cpu map[int]uint64) {
+// perThread keeps the working set per busy thread (PerThreadBytes, the
+// median over the intervals of each one's set ÷ its busy threads) only
+// when the busy threads are alike: all of one name (a pool of one kind of
+// worker), or CPU times over the sampled intervals within alikeFactor.
+func (r *Reading) perThread(cpu map[int]uint64, names map[int]string) {
+	per := r.PerThreadBytes
+	r.PerThreadBytes = 0
 	var top uint64
 	for _, c := range cpu {
 		top = max(top, c)
 	}
 	var busy []uint64
-	for _, c := range cpu {
-		if top > 0 && c*10 >= top {
-			busy = append(busy, c)
+	name, oneName := "", true
+	for tid, c := range cpu {
+		if top == 0 || c*busyShare < top {
+			continue
+		}
+		busy = append(busy, c)
+		if n := names[tid]; len(busy) == 1 {
+			name = n
+		} else if n != name {
+			oneName = false
 		}
 	}
-	if len(busy) == 0 || r.BusyThreads == 0 {
+	if len(busy) == 0 || r.BusyThreads == 0 || per <= 0 {
 		r.AlikeWhy = "no thread ran in the sampled intervals"
 		return
 	}
 	slices.Sort(busy)
 	lo, hi := busy[0], busy[len(busy)-1]
-	if float64(hi) > alikeFactor*float64(lo) {
-		r.AlikeWhy = fmt.Sprintf("the %d busy threads are not alike (CPU time in the sampled intervals %s to %s): no per-thread figure",
-			len(busy), result.FormatNs(float64(lo)), result.FormatNs(float64(hi)))
+	cpus := fmt.Sprintf("CPU time in the sampled intervals %s to %s", result.FormatNs(float64(lo)), result.FormatNs(float64(hi)))
+	why := ""
+	switch {
+	case len(busy) == 1:
+	case oneName && name != "":
+		why = fmt.Sprintf("all named %q, a pool of one kind; %s", name, cpus)
+	case float64(hi) <= alikeFactor*float64(lo):
+		why = fmt.Sprintf("their %s, within ×%.0f", cpus, alikeFactor)
+	default:
+		r.AlikeWhy = fmt.Sprintf("the %d busy threads are not alike (different names, %s): no per-thread figure", len(busy), cpus)
 		return
 	}
-	r.Alike = true
-	r.PerThreadBytes = r.MedianBytes / int64(r.BusyThreads)
+	r.Alike, r.PerThreadBytes = true, per
 	if r.BusyThreads == 1 {
 		r.AlikeWhy = "one busy thread"
 		return
 	}
-	r.AlikeWhy = fmt.Sprintf("÷ %d busy threads, assuming they touch alike, disjoint sets: their CPU times agree within ×%.0f (%s to %s); shared data would make each thread's set larger",
-		r.BusyThreads, alikeFactor, result.FormatNs(float64(lo)), result.FormatNs(float64(hi)))
+	r.AlikeWhy = fmt.Sprintf("÷ %d busy threads, assuming they touch alike, disjoint sets: %s; shared data would make each thread's set larger", r.BusyThreads, why)
 }
 
 // OK says there is a working set.

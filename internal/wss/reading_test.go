@@ -94,17 +94,23 @@ func TestRead(t *testing.T) {
 	}
 }
 
-// Threads are alike when their CPU times agree within ×3; the set is
-// then divided among them, and otherwise not.
+// Threads are alike when they share one name (a pool) or their CPU times
+// agree within ×3; the set per thread is then kept, and otherwise not.
 func TestPerThread(t *testing.T) {
-	r := &Reading{MedianBytes: 30 << 20, BusyThreads: 3}
-	r.perThread(map[int]uint64{1: 100, 2: 150, 3: 190, 4: 5}) // 4 ran under a tenth of the busiest: not busy
-	if !r.Alike || r.PerThreadBytes != 10<<20 || !strings.Contains(r.AlikeWhy, "÷ 3 busy threads, assuming") {
-		t.Errorf("alike: %+v", r)
+	names := map[int]string{1: "a", 2: "b", 3: "c", 4: "d"}
+	r := &Reading{MedianBytes: 30 << 20, BusyThreads: 3, PerThreadBytes: 10 << 20}
+	r.perThread(map[int]uint64{1: 100, 2: 150, 3: 190, 4: 5}, names) // 4 ran under a twentieth of the busiest: not busy
+	if !r.Alike || r.PerThreadBytes != 10<<20 || !strings.Contains(r.AlikeWhy, "÷ 3 busy threads, assuming") || !strings.Contains(r.AlikeWhy, "within ×3") {
+		t.Errorf("alike by CPU: %+v", r)
 	}
-	r = &Reading{MedianBytes: 30 << 20, BusyThreads: 2}
-	r.perThread(map[int]uint64{1: 100, 2: 400})
+	r = &Reading{MedianBytes: 30 << 20, BusyThreads: 2, PerThreadBytes: 15 << 20}
+	r.perThread(map[int]uint64{1: 100, 2: 400}, names)
 	if per, how := r.PerThread(); r.Alike || per != 30<<20 || !strings.Contains(r.AlikeWhy, "not alike") || !strings.Contains(how, "upper end") {
 		t.Errorf("unlike: %+v", r)
+	}
+	r = &Reading{MedianBytes: 30 << 20, BusyThreads: 2, PerThreadBytes: 15 << 20}
+	r.perThread(map[int]uint64{1: 100, 2: 400}, map[int]string{1: "worker", 2: "worker"})
+	if !r.Alike || r.PerThreadBytes != 15<<20 || !strings.Contains(r.AlikeWhy, `all named "worker", a pool of one kind`) {
+		t.Errorf("alike by name: %+v", r)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -38,12 +39,16 @@ const Budget = 0.02
 // table entry): about 2× the 170 ns a steady tick cost per page of a
 // 256 MiB set on a 2-vCPU x86 VM, so a first window is refused rather
 // than the budget overrun.
-const firstPageNs = 400
+const firstPageNs = 300
 
 // firstTickNs is the part of a tick's cost that does not grow with RSS
 // (opening and parsing the /proc files), assumed before one is measured:
 // about 3× what it cost a small process on the same VM.
 const firstTickNs = 600_000
+
+// busyShare: a thread is busy in an interval when it ran at least
+// 1/busyShare of the busiest thread's CPU time in it.
+const busyShare = 20
 
 // maxBackoff is the most ticks let pass between two readings of the
 // program's CPU time while the budget refuses a window.
@@ -78,6 +83,7 @@ type Sampler struct {
 	progCPU     uint64         // the program's CPU time at the last tick
 	windows     []window
 	threadCPU   map[int]uint64 // each thread's CPU time within the windows
+	names       map[int]string // each thread's name (comm), read once
 	skipped     int
 	wait        int // ticks to let pass before the next reading of the program's CPU time
 	backoff     int
@@ -89,6 +95,7 @@ type window struct {
 	seconds    float64
 	referenced int64
 	busy       int
+	perThread  int64 // referenced ÷ busy
 }
 
 // Start begins sampling pid; nil when off. Whether the process can be
@@ -97,7 +104,7 @@ func Start(root procstat.Root, pid int, on bool) *Sampler {
 	if !on {
 		return nil
 	}
-	s := &Sampler{root: root, pid: pid, start: time.Now(), threadCPU: map[int]uint64{}}
+	s := &Sampler{root: root, pid: pid, start: time.Now(), threadCPU: map[int]uint64{}, names: map[int]string{}}
 	runtime.LockOSThread() // the check's cost counts too
 	defer runtime.UnlockOSThread()
 	t0 := threadCPU()
@@ -248,10 +255,21 @@ func (s *Sampler) close() {
 			s.threadCPU[tid] += c - o
 		}
 	}
-	s.windows = append(s.windows, window{seconds: secs, referenced: ref, busy: busyCount(deltas)})
+	for tid := range deltas {
+		if _, ok := s.names[tid]; !ok {
+			b, _ := os.ReadFile(filepath.Join(string(s.root), strconv.Itoa(s.pid), "task", strconv.Itoa(tid), "comm"))
+			s.names[tid] = strings.TrimSpace(string(b))
+		}
+	}
+	w := window{seconds: secs, referenced: ref, busy: busyCount(deltas)}
+	if w.busy > 0 {
+		w.perThread = ref / int64(w.busy)
+	}
+	s.windows = append(s.windows, w)
 }
 
-// busyCount is how many threads ran at least a tenth of the busiest one.
+// busyCount is how many threads ran at least a twentieth of the busiest
+// one's CPU time (busyShare): enough to touch much of their sets.
 func busyCount(cpu map[int]uint64) int {
 	var top uint64
 	for _, c := range cpu {
@@ -259,7 +277,7 @@ func busyCount(cpu map[int]uint64) int {
 	}
 	n := 0
 	for _, c := range cpu {
-		if top > 0 && c*10 >= top {
+		if top > 0 && c*busyShare >= top {
 			n++
 		}
 	}
@@ -304,10 +322,14 @@ func (s *Sampler) Stop() *Reading {
 	}
 	var refs []int64
 	var busy []int
+	var per []int64
 	var secs float64
 	for _, w := range s.windows {
 		refs = append(refs, w.referenced)
 		busy = append(busy, w.busy)
+		if w.busy > 0 {
+			per = append(per, w.perThread)
+		}
 		secs += w.seconds
 	}
 	r.Intervals, r.IntervalS = len(refs), secs/float64(len(refs))
@@ -316,7 +338,11 @@ func (s *Sampler) Stop() *Reading {
 	slices.Sort(busy)
 	r.MedianBytes, r.MaxBytes = median(refs), refs[len(refs)-1]
 	r.BusyThreads = busy[len(busy)/2]
-	r.perThread(s.threadCPU)
+	if len(per) > 0 {
+		slices.Sort(per)
+		r.PerThreadBytes = median(per)
+	}
+	r.perThread(s.threadCPU, s.names)
 	return r
 }
 
