@@ -25,10 +25,10 @@ type Reading struct {
 	PerInterval []int64 `json:"per_interval_bytes,omitempty"`
 	RSSBytes    int64   `json:"rss_bytes,omitempty"` // the largest resident set seen
 	// BusyThreads is how many threads ran in a median interval (at least
-	// a tenth of the busiest one's CPU time). Alike says their CPU times
-	// over the intervals agree within alikeFactor, so the working set
-	// divided among them (PerThreadBytes) is a fair assumption; AlikeWhy
-	// says what was found either way.
+	// a hundredth of the busiest one's CPU time). Alike says they are one
+	// pool by name, or their CPU times over the intervals agree within
+	// alikeFactor, so the working set divided among them (PerThreadBytes)
+	// is a fair assumption; AlikeWhy says what was found either way.
 	BusyThreads    int    `json:"busy_threads,omitempty"`
 	Alike          bool   `json:"threads_alike"`
 	AlikeWhy       string `json:"threads_alike_why,omitempty"`
@@ -154,7 +154,7 @@ type Indirect struct {
 
 // Matters is the share of the program's CPU time above which the
 // indirect cost is worth acting on.
-const Matters = 0.01
+const Matters = 0.05
 
 // Read puts the working set into words beside set, fills r.Lines and
 // r.Indirect, and returns the lines.

@@ -99,7 +99,7 @@ func TestRead(t *testing.T) {
 func TestPerThread(t *testing.T) {
 	names := map[int]string{1: "a", 2: "b", 3: "c", 4: "d"}
 	r := &Reading{MedianBytes: 30 << 20, BusyThreads: 3, PerThreadBytes: 10 << 20}
-	r.perThread(map[int]uint64{1: 100, 2: 150, 3: 190, 4: 5}, names) // 4 ran under a twentieth of the busiest: not busy
+	r.perThread(map[int]uint64{1: 100, 2: 150, 3: 190, 4: 1}, names) // 4 ran under a hundredth of the busiest: not busy
 	if !r.Alike || r.PerThreadBytes != 10<<20 || !strings.Contains(r.AlikeWhy, "÷ 3 busy threads, assuming") || !strings.Contains(r.AlikeWhy, "within ×3") {
 		t.Errorf("alike by CPU: %+v", r)
 	}

@@ -48,7 +48,7 @@ const firstTickNs = 600_000
 
 // busyShare: a thread is busy in an interval when it ran at least
 // 1/busyShare of the busiest thread's CPU time in it.
-const busyShare = 20
+const busyShare = 100
 
 // maxBackoff is the most ticks let pass between two readings of the
 // program's CPU time while the budget refuses a window.
@@ -268,7 +268,7 @@ func (s *Sampler) close() {
 	s.windows = append(s.windows, w)
 }
 
-// busyCount is how many threads ran at least a twentieth of the busiest
+// busyCount is how many threads ran at least a hundredth of the busiest
 // one's CPU time (busyShare): enough to touch much of their sets.
 func busyCount(cpu map[int]uint64) int {
 	var top uint64
