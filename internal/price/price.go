@@ -312,11 +312,13 @@ func indirectLine(p *Price, s Seen, run *result.Run, rate, room float64) string 
 func workingSetLine(p *Price, s Seen, rf Refill, rate, room float64) string {
 	est := rate * rf.Ns / 1e9
 	p.IndirectPerSwitch, p.IndirectSource = rf.Ns, rf.Source()
-	head := fmt.Sprintf("  indirect (cold caches) ≈ %s of a core: %s switches/s × %s per switch at your working set of %s per thread (%s); refill cost from %s",
-		pct(est), fmtRate(rate), result.FormatNs(rf.Ns), result.FormatBytes(float64(s.WorkingSetBytes)), s.WorkingSetHow, rf.Source())
+	what := fmt.Sprintf("%s switches/s × %s per switch at your working set of %s per thread (%s); refill cost from %s",
+		fmtRate(rate), result.FormatNs(rf.Ns), result.FormatBytes(float64(s.WorkingSetBytes)), s.WorkingSetHow, rf.Source())
+	head := fmt.Sprintf("  indirect (cold caches) ≈ %s of a core: %s", pct(est), what)
 	if room = math.Max(room, 0); est > room {
+		head = fmt.Sprintf("  indirect (cold caches): at most %s of a core, all the CPU this process used beside the direct share: %s would be %s, more than that — the threads cannot refetch their whole set after every switch",
+			pct(room), what, pct(est))
 		est = room
-		head += fmt.Sprintf("; more than the %s of a core left of the CPU this process used, so at most that: the threads cannot refetch their whole set after every switch", pct(room))
 	}
 	p.Indirect = &est
 	p.Lines = append(p.Lines, head)

@@ -58,7 +58,7 @@ func TestOfWithWorkingSet(t *testing.T) {
 	s.CPUNs, s.HasCPU = uint64(0.3*2e9), true // 30% of a core: 15% direct leaves 15%; 16 MiB would be 6 µs × 50k = 30%
 	s.WorkingSetBytes = 16 << 20
 	p = price.Of(s, price.Cost{PerSwitchNs: 3000, Arm: "a", RunID: "r", RoundTripNs: 1, Switches: 1}, curveRun())
-	if p.Indirect == nil || math.Abs(*p.Indirect-0.15) > 1e-9 || !strings.Contains(strings.Join(p.Lines, "\n"), "so at most that") {
+	if p.Indirect == nil || math.Abs(*p.Indirect-0.15) > 1e-9 || !strings.Contains(strings.Join(p.Lines, "\n"), "indirect (cold caches): at most 15% of a core, all the CPU this process used beside the direct share") {
 		t.Errorf("indirect %v not bounded by the CPU left:\n%s", p.Indirect, strings.Join(p.Lines, "\n"))
 	}
 }
