@@ -27,6 +27,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/vary"
 	"github.com/ctxlab/ctxlab/internal/watch"
+	"github.com/ctxlab/ctxlab/internal/wss"
 )
 
 // exitStatusError carries a command's exit status out through cli.Main,
@@ -178,11 +179,9 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	o.noCalibrate = r.interrupted
 	d := newDisplay(&o.WatchOptions, o.Stderr, "")
 	out := d.prose()
-	pr := priceOf(ctx, &o.WatchOptions, seen)
-	if pr != nil {
-		if err := printPrice(out, d.json, pr); err != nil {
-			return err
-		}
+	pr, err := o.wssPrice(ctx, out, d.json, seen, r.wss, counterCheck(r.recs)) // the working set, then the price (wss.go)
+	if err != nil {
+		return err
 	}
 	if err := out.Flush(); err != nil {
 		return err
@@ -208,7 +207,8 @@ type diagnosed struct {
 	ru          RusageRecord
 	note, left  string
 	py          *pyprobe.Report
-	sample      vary.Sample // the same figures as one run of diagnose --vary
+	wss         *wss.Reading // nil with --wss off
+	sample      vary.Sample  // the same figures as one run of diagnose --vary
 	began       time.Time
 	interrupted bool
 }
@@ -254,7 +254,9 @@ func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sy
 		w.Descendants = true
 		w.Begin()
 	}
+	ws := wss.Start(procstat.DefaultRoot, pid, o.wssOn()) // the working set (wss.go)
 	r.interrupted = waitSampled(ctx, cmd, o.Interval, func() {
+		ws.Tick()
 		if w != nil {
 			r.sample.AddProfile(w.Step())
 		}
@@ -262,6 +264,8 @@ func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sy
 	if w != nil {
 		r.sample.AddProfile(w.Step()) // the exited command is a zombie until reaped: its last counts are still readable
 	}
+	r.wss = ws.Stop()
+	r.sample.WSS = r.wss
 	left := procstat.Leftovers(procstat.DefaultRoot, os.Getpid(), cmdProc)
 	waitErr := cmd.Wait()
 	reaped = true
@@ -480,6 +484,9 @@ func (r *diagnosed) run(o *DiagnoseOptions, host *sysinfo.Host, pr *price.Price)
 	if r.py != nil {
 		findings = append(findings, r.py.Findings()...)
 	}
+	if r.wss != nil {
+		findings = append(findings, r.wss.Lines...)
+	}
 	if pr != nil {
 		findings = append(findings, pr.Lines...)
 	}
@@ -504,6 +511,7 @@ func (r *diagnosed) records(o *DiagnoseOptions, pr *price.Price) []json.RawMessa
 	if r.py != nil {
 		_ = r.py.WriteJSON(&buf)
 	}
+	_ = printWSS(&buf, true, r.wss)
 	if pr != nil {
 		_ = printPrice(&buf, true, pr)
 	}

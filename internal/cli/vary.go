@@ -192,7 +192,7 @@ func validateVary(o *DiagnoseOptions) (*varyPlan, error) {
 		return nil, outOfRange("--timeout", v.Timeout, durRange(minVaryTimeout, maxVaryTimeout))
 	}
 	c := vary.Command{Args: o.Args, Env: os.Environ(), Interval: o.Interval, Timeout: v.Timeout,
-		Source: v.source, Events: measure.Events, Root: procstat.DefaultRoot}
+		Source: v.source, Events: measure.Events, Root: procstat.DefaultRoot, WSS: o.wssOn()}
 	if c.Source == nil {
 		c.Source = measure.PerfTree{}
 	}
@@ -315,15 +315,16 @@ func varyCost(ctx context.Context, o *DiagnoseOptions, interrupted bool) vary.Co
 	if !o.Price {
 		return vary.Cost{Why: "--price=false"}
 	}
-	o.noCalibrate = interrupted
+	o.noCalibrate, o.wantCurve = interrupted, o.wssOn()
 	if interrupted {
 		ctx = context.WithoutCancel(ctx)
 	}
-	c, _, err := costRun(ctx, &o.WatchOptions)
+	c, indirect, err := costRun(ctx, &o.WatchOptions)
 	if err != nil {
 		return vary.Cost{Why: err.Error()}
 	}
-	return vary.Cost{Cost: c, OK: true}
+	curve, why := o.wssCurve(ctx, indirect)
+	return vary.Cost{Cost: c, OK: true, Curve: curve, CurveWhy: why}
 }
 
 // varyRun is the analysis as a stored run.

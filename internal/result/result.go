@@ -114,6 +114,9 @@ type Cache struct {
 	Level int    `json:"level"`
 	Type  string `json:"type"`
 	SizeB int64  `json:"size_bytes"`
+	// SharedCPUs is how many CPUs share this cache (shared_cpu_list), 0
+	// when not reported.
+	SharedCPUs int `json:"shared_cpus,omitempty"`
 }
 
 // CounterInfo says whether one perf counter can be opened here, and why not.

@@ -22,6 +22,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/watch"
+	"github.com/ctxlab/ctxlab/internal/wss"
 )
 
 // Command is the user's command and how each run of it is measured.
@@ -48,6 +49,8 @@ type Command struct {
 	WorkFrom *regexp.Regexp
 	Host     *sysinfo.Host
 	Root     procstat.Root
+	// WSS says to sample the command's working set (--wss).
+	WSS bool
 	// Grace is how long a stopped run has between the signal that asks
 	// it to end and SIGKILL (0: DefaultGrace).
 	Grace time.Duration
@@ -83,6 +86,9 @@ type Sample struct {
 	Sampling             string
 	// Work is the run's units of work (0: not known).
 	Work float64
+	// WSS is the command's working set as package wss sampled it; nil
+	// with --wss off.
+	WSS *wss.Reading
 	// Notes: how the counters were opened, processes left running.
 	Notes         []string
 	Before, After sysinfo.Noise
@@ -190,6 +196,8 @@ func (c *Command) watch(ctx context.Context, s *Sample, pid int, grace time.Dura
 	} else {
 		s.Sampling = werr.Error()
 	}
+	ws := wss.Start(c.Root, pid, c.WSS) // the working set (package wss)
+	defer func() { s.WSS = ws.Stop() }()
 	tick := time.NewTicker(c.Interval)
 	defer tick.Stop()
 	limit := time.NewTimer(c.Timeout)
@@ -205,6 +213,7 @@ func (c *Command) watch(ctx context.Context, s *Sample, pid int, grace time.Dura
 			}
 			return
 		case <-tick.C:
+			ws.Tick()
 			if w != nil {
 				s.add(w.Step())
 			}
