@@ -125,6 +125,10 @@ func onSpawner(f func()) {
 	<-done
 }
 
+// OnSpawner runs f on the OS thread that lives as long as ctxlab, where
+// every child with a parent-death signal must be started (launch's keeper).
+func OnSpawner(f func()) { onSpawner(f) }
+
 // Options for Start.
 type Options struct {
 	Role           string

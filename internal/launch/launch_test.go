@@ -1,0 +1,219 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/child"
+)
+
+// TestMain makes the test binary the keeper's process, as ctxlab's main
+// does, and, with LAUNCH_TEST_SH set, a stand-in for ctxlab that runs
+// that shell line through the keeper (registering LAUNCH_TEST_TEMP as a
+// temp file) until it is stopped.
+func TestMain(m *testing.M) {
+	if handled, code := child.Main(); handled {
+		os.Exit(code)
+	}
+	if line := os.Getenv("LAUNCH_TEST_SH"); line != "" {
+		os.Exit(standIn(line))
+	}
+	os.Exit(m.Run())
+}
+
+func standIn(line string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer Close()
+	if p := os.Getenv("LAUNCH_TEST_TEMP"); p != "" {
+		forget := Temp(p)
+		defer func() { _ = os.Remove(p); forget() }()
+	}
+	sh, _ := exec.LookPath("sh")
+	r, err := Run(ctx, Spec{Path: sh, Args: []string{"sh", "-c", line}, Env: os.Environ(), Stdout: os.Stdout, Stderr: os.Stderr,
+		OwnGroup: os.Getenv("LAUNCH_TEST_OWN") != "", Grace: 300 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return r.ExitStatus
+}
+
+// marker is a sleep no other process runs: its argument is unique.
+func marker() string { return fmt.Sprintf("%d.%03d", 90000+rand.IntN(9000), rand.IntN(1000)) }
+
+// running lists the live processes whose command line holds m.
+func running(m string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(m)) {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err == nil && !bytes.Contains(st, []byte(") Z ")) {
+			var pid int
+			fmt.Sscan(e.Name(), &pid)
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// gone waits up to 10 s for every process holding m to end.
+func gone(t *testing.T, m string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(running(m)) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ps := running(m)
+	for _, p := range ps {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	t.Fatalf("processes of the command's tree outlived it: %v", ps)
+}
+
+// The exit status, 128 + a signal, rusage, and the output through a pipe.
+func TestRunStatusAndOutput(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	var out bytes.Buffer
+	r, err := Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", "echo hello; exit 3"}, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitStatus != 3 || !r.HasRusage || r.PID <= 0 || out.String() != "hello\n" || r.WallNs <= 0 {
+		t.Fatalf("status %d, rusage %v, pid %d, out %q, wall %d", r.ExitStatus, r.HasRusage, r.PID, out.String(), r.WallNs)
+	}
+	r, err = Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", "kill -TERM $$"}})
+	if err != nil || r.ExitStatus != 128+15 || r.Signal != syscall.SIGTERM {
+		t.Fatalf("killed by TERM: %+v, %v", r, err)
+	}
+	var pid int
+	_, err = Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", "true"}, Started: func(p int) { pid = p }})
+	if err != nil || pid <= 0 {
+		t.Fatalf("Started got pid %d (%v)", pid, err)
+	}
+}
+
+// What a command leaves running — in its group, in a new group, in a new
+// session after a double fork, ignoring SIGTERM — is named and ended.
+func TestRunEndsLeftovers(t *testing.T) {
+	m := marker()
+	sh, _ := exec.LookPath("sh")
+	line := fmt.Sprintf(`sleep %[1]s & setsid sh -c 'sh -c "sleep %[1]s" & sleep %[1]s' & sh -c 'trap "" TERM; sleep %[1]s' & sleep 0.3`, m)
+	r, err := Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", line}, OwnGroup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Left) < 4 {
+		t.Errorf("left %v: want the 4 sleeps and their shells named", r.Left)
+	}
+	gone(t, m)
+}
+
+// Timeout: SIGTERM, then SIGKILL after Grace for one that ignores it.
+func TestRunTimeout(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	m := marker()
+	r, err := Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", `trap "" TERM; sleep ` + m + `; sleep ` + m}, OwnGroup: true,
+		Timeout: 200 * time.Millisecond, Grace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stopped != TimedOut || r.ExitStatus != 128+9 {
+		t.Fatalf("stopped %v, status %d", r.Stopped, r.ExitStatus)
+	}
+	gone(t, m)
+}
+
+// A context that ends: SIGINT to a command in its own group.
+func TestRunInterrupted(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(200*time.Millisecond, cancel)
+	r, err := Run(ctx, Spec{Path: sh, Args: []string{"sh", "-c", "sleep " + marker()}, OwnGroup: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Stopped != Interrupted || r.ExitStatus != 128+2 {
+		t.Fatalf("stopped %v, status %d", r.Stopped, r.ExitStatus)
+	}
+}
+
+// Nothing outlives the process that runs a command through the keeper,
+// whichever signal ends it: the tree (a child that ignores SIGTERM, a
+// setsid double fork, a group change) and its temp file are gone.
+func TestNothingOutlivesItsRunner(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM, syscall.SIGINT} {
+		for _, own := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/own-group=%v", sig, own), func(t *testing.T) {
+				m := marker()
+				temp := filepath.Join(t.TempDir(), ".out.tmp-1")
+				if err := os.WriteFile(temp, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				line := fmt.Sprintf(`trap "" TERM; sleep %[1]s & setsid sh -c 'sleep %[1]s & sleep %[1]s' & sh -c 'trap "" TERM INT; exec sleep %[1]s' & exec sleep %[1]s`, m)
+				exe, _ := os.Executable()
+				cmd := exec.Command(exe)
+				cmd.Env = append(os.Environ(), "LAUNCH_TEST_SH="+line, "LAUNCH_TEST_TEMP="+temp)
+				if own {
+					cmd.Env = append(cmd.Env, "LAUNCH_TEST_OWN=1")
+				}
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				deadline := time.Now().Add(20 * time.Second)
+				for len(running(m)) < 5 && time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if n := len(running(m)); n < 5 {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+					gone(t, m)
+					t.Skipf("only %d of the 5 sleeps started in 20 s: the machine is too busy", n)
+				}
+				_ = cmd.Process.Signal(sig)
+				_ = cmd.Wait()
+				gone(t, m)
+				for end := time.Now().Add(10 * time.Second); len(keepersOf(cmd.Process.Pid)) > 0; time.Sleep(20 * time.Millisecond) {
+					if time.Now().After(end) {
+						t.Fatalf("its keeper %v did not end", keepersOf(cmd.Process.Pid))
+					}
+				}
+				if _, err := os.Stat(temp); err == nil {
+					t.Errorf("temp file %s outlived it", temp)
+				}
+			})
+		}
+	}
+}
+
+// keepersOf are the live keepers whose argument is ctxlab's PID pid.
+func keepersOf(pid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(b, []byte(child.EnvRole+"="+role+"\x00")) && bytes.Contains(b, []byte(child.EnvArgs+"="+fmt.Sprint(pid)+"\x00")) {
+			var p int
+			fmt.Sscan(e.Name(), &p)
+			out = append(out, p)
+		}
+	}
+	return out
+}
