@@ -141,34 +141,45 @@ type Options struct {
 	Stdin          *os.File // nil = /dev/null
 }
 
-// Start starts a child in its own process group with a parent-death signal.
-func Start(ctx context.Context, o Options) (*Proc, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+// Command is what Start runs for o: the program, its argv and its
+// environment (launch runs it so under its keeper).
+func Command(o Options) (path string, argv, env []string, err error) {
 	exe := o.Exe
 	var args []string
 	if exe == "" {
 		self, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("find ctxlab executable for child: %w", err)
+			return "", nil, nil, fmt.Errorf("find ctxlab executable for child: %w", err)
 		}
 		exe = self
 	} else {
 		args = o.Args
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), o.Env...)
+	env = append(os.Environ(), o.Env...)
 	if o.Exe == "" {
-		cmd.Env = append(cmd.Env, EnvRole+"="+o.Role, EnvArgs+"="+strings.Join(o.Args, "\x1f"))
+		env = append(env, EnvRole+"="+o.Role, EnvArgs+"="+strings.Join(o.Args, "\x1f"))
 		if len(o.CPUs) > 0 {
 			var s []string
 			for _, c := range o.CPUs {
 				s = append(s, strconv.Itoa(c))
 			}
-			cmd.Env = append(cmd.Env, EnvCPUs+"="+strings.Join(s, ","))
+			env = append(env, EnvCPUs+"="+strings.Join(s, ","))
 		}
 	}
+	return exe, append([]string{exe}, args...), env, nil
+}
+
+// Start starts a child in its own process group with a parent-death signal.
+func Start(ctx context.Context, o Options) (*Proc, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	exe, argv, env, err := Command(o)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, argv[1:]...)
+	cmd.Env = env
 	cmd.ExtraFiles = o.Files
 	cmd.Stdout = o.Stdout
 	if o.Stdin != nil {
@@ -179,7 +190,6 @@ func Start(ctx context.Context, o Options) (*Proc, error) {
 		cmd.Stderr = os.Stderr
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var err error
 	onSpawner(func() { err = cmd.Start() })
 	if err != nil {
 		return nil, fmt.Errorf("start child %s: %w", o.Role, err)

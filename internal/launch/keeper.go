@@ -149,13 +149,13 @@ func (k *keeper) start(m msg, fds []int) {
 			_ = f.Close()
 		}
 	}()
-	if len(files) != 3 {
+	if len(files) < 3 {
 		_ = k.c.send(msg{Op: "started", ID: m.ID, Err: "keeper: the command's stdin, stdout and stderr did not come"})
 		return
 	}
 	cmd := exec.Command(m.Path)
 	cmd.Args, cmd.Env, cmd.Dir = m.Args, m.Env, m.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = files[0], files[1], files[2]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = files[0], files[1], files[2], files[3:]
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: m.OwnGroup}
 	r := &keptRun{cmd: cmd, own: m.OwnGroup, goOn: make(chan struct{})}
 	note, err := measure.StartTraced(cmd, func(pid int) {

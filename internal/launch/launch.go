@@ -49,6 +49,8 @@ type Spec struct {
 	// writer that is no file gets what the command writes through a pipe.
 	Stdin          *os.File
 	Stdout, Stderr io.Writer
+	// ExtraFiles become the command's descriptors 3, 4, … (at most 13).
+	ExtraFiles []*os.File
 	// OwnGroup gives the command a process group of its own; without it
 	// the command shares ctxlab's, so a terminal's Ctrl-C reaches it too.
 	OwnGroup bool

@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -37,6 +38,14 @@ func openStdio(s Spec) (*stdio, error) {
 			st.close()
 			return nil, err
 		}
+		st.fds = append(st.fds, int(f.Fd()))
+	}
+	if len(s.ExtraFiles) > maxFDs-3 {
+		st.sent()
+		st.close()
+		return nil, fmt.Errorf("%d extra files; at most %d can be passed", len(s.ExtraFiles), maxFDs-3)
+	}
+	for _, f := range s.ExtraFiles {
 		st.fds = append(st.fds, int(f.Fd()))
 	}
 	return st, nil

@@ -39,6 +39,10 @@ type msg struct {
 	Held        string          `json:"held,omitempty"`
 }
 
+// maxFDs bounds the descriptors one start passes: stdin, stdout, stderr
+// and ExtraFiles.
+const maxFDs = 16
+
 // maxMsg bounds one message: the command line and environment of a start.
 const maxMsg = 1 << 20
 
@@ -75,7 +79,7 @@ func (c *conn) send(m msg, fds ...int) error {
 // end is gone.
 func (c *conn) recv() (msg, []int, error) {
 	buf := make([]byte, maxMsg+1)
-	oob := make([]byte, unix.CmsgSpace(3*4))
+	oob := make([]byte, unix.CmsgSpace(maxFDs*4))
 	var n, oobn int
 	var err error
 	for {
