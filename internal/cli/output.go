@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxlab/ctxlab/internal/atomicfile"
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/store"
 )
 
@@ -20,6 +21,7 @@ import (
 type output struct {
 	stdout io.Writer
 	file   *atomicfile.File // nil: stdout
+	forget func()           // the keeper removes the temporary file if ctxlab dies first
 }
 
 // openOutput checks -o PATH and prepares it before any work starts: it
@@ -39,6 +41,10 @@ func openOutput(flag, path, db string, stdout io.Writer) (*output, error) {
 		return nil, usagef("%s %s: %v", flag, path, err)
 	}
 	o.file = f
+	o.forget = func() {}
+	if tmp := f.TempPath(); tmp != "" {
+		o.forget = launch.Temp(tmp)
+	}
 	return o, nil
 }
 
@@ -56,6 +62,9 @@ func (o *output) write(fill func(io.Writer) error) error {
 func (o *output) close() {
 	if o != nil {
 		o.file.Abort()
+		if o.forget != nil {
+			o.forget()
+		}
 	}
 }
 

@@ -72,6 +72,10 @@ func keeperMain(args []string, files []*os.File) int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return 1
 	}
+	unix.CloseOnExec(int(files[0].Fd())) // the socket reaches no command
+	for _, f := range files[1:] {
+		_ = f.Close()
+	}
 	k := &keeper{c: &conn{fd: int(files[0].Fd())}, root: procstat.DefaultRoot, self: os.Getpid(),
 		tracer: make(chan func()), runs: map[int]*keptRun{}, temps: map[string]bool{}}
 	go func() {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -216,4 +217,35 @@ func keepersOf(pid int) []int {
 		}
 	}
 	return out
+}
+
+// The command gets its stdin, stdout, stderr and ExtraFiles, and no other
+// descriptor: not the keeper's socket.
+func TestRunPassesOnlyItsFiles(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out bytes.Buffer
+	ls, _ := exec.LookPath("ls")
+	_, err = Run(context.Background(), Spec{Path: ls, Args: []string{"ls", "-l", "/proc/self/fd/"}, Stdout: &out, ExtraFiles: []*os.File{w}})
+	if err == nil {
+		_, err = Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", "echo extra >&3"}, ExtraFiles: []*os.File{w}})
+	}
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Descriptors the test itself inherited without close-on-exec pass
+	// on, as they do to any child; the keeper's socket must not.
+	if strings.Contains(out.String(), "socket:") || !strings.Contains(out.String(), " 3 -> pipe:") {
+		t.Errorf("the command's descriptors:\n%s\nwant 3 the pipe and no socket", out.String())
+	}
+	b := make([]byte, 16)
+	n, _ := r.Read(b)
+	if string(b[:n]) != "extra\n" {
+		t.Errorf("ExtraFiles[0] got %q", b[:n])
+	}
 }
