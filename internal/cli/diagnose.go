@@ -246,7 +246,7 @@ func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sy
 		s.Notes = append(s.Notes, "the command could not be sampled: "+s.Sampling)
 	}
 	r.note = strings.Join(s.Notes, "; ")
-	r.left = vary.SelfCPUNote(s.SelfCPUNs, s.Rusage.UserNs+s.Rusage.SysNs, s.WallNs)
+	r.left = vary.SelfCPUNote(s.SelfCPUNs, s.Rusage.UserNs+s.Rusage.SysNs, s.WallNs, s.Held)
 	r.py = finishPyProbe(probe, &r.sum)
 	return r, nil
 }

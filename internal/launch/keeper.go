@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -37,6 +38,9 @@ type keeper struct {
 	runs   map[int]*keptRun
 	temps  map[string]bool
 	ending sync.Once
+	// cgroups is the delegated cgroup v2 directory each command's cgroup
+	// is made in, "" with noCgroup saying why there is none.
+	cgroups, noCgroup string
 }
 
 // keptRun is one command the keeper started.
@@ -44,6 +48,8 @@ type keptRun struct {
 	cmd   *exec.Cmd
 	pid   int
 	own   bool
+	cg    string // its cgroup, "" when none
+	held  string
 	goOn  chan struct{} // closed by go (ctxlab opened its counters) or by the end, once
 	once  sync.Once
 	began time.Time
@@ -78,6 +84,7 @@ func keeperMain(args []string, files []*os.File) int {
 	}
 	k := &keeper{c: &conn{fd: int(files[0].Fd())}, root: procstat.DefaultRoot, self: os.Getpid(),
 		tracer: make(chan func()), runs: map[int]*keptRun{}, temps: map[string]bool{}}
+	k.cgroups, k.noCgroup = delegated()
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread lives as long as the keeper
 		for f := range k.tracer {
@@ -164,6 +171,7 @@ func (k *keeper) start(m msg, fds []int) {
 	r := &keptRun{cmd: cmd, own: m.OwnGroup, goOn: make(chan struct{})}
 	note, err := measure.StartTraced(cmd, func(pid int) {
 		r.pid = pid
+		r.hold(k, m.ID)
 		k.mu.Lock()
 		k.runs[m.ID] = r
 		k.mu.Unlock()
@@ -193,7 +201,14 @@ func (k *keeper) reap(id int, r *keptRun) {
 	left := liveTree(k.root, k.self, map[int]bool{r.pid: true})
 	err := r.cmd.Wait()
 	var ee *exec.ExitError
-	out := msg{Op: "reaped", ID: id, Left: left, Held: held}
+	for _, pid := range cgroupPIDs(r.cg) {
+		if pid != r.pid && !slices.ContainsFunc(left, func(l Left) bool { return l.PID == pid }) {
+			if p, err := k.root.ReadProc(pid); err == nil && p.State != "Z" {
+				left = append(left, Left{PID: pid, Comm: p.Comm})
+			}
+		}
+	}
+	out := msg{Op: "reaped", ID: id, Left: left, Held: r.held}
 	if err != nil && !errors.As(err, &ee) && r.cmd.ProcessState == nil {
 		out.Err = "waiting for the command: " + err.Error()
 	}
@@ -205,6 +220,7 @@ func (k *keeper) reap(id int, r *keptRun) {
 			out.Rusage = ru
 		}
 	}
+	endCgroup(r.cg, nil)
 	killTree(k.root, k.self, k.pending(id))
 	out.KeeperCPUNs = selfCPUNs() - r.cpu0
 	k.mu.Lock()
@@ -236,7 +252,14 @@ func (k *keeper) end() {
 		}
 		temps := k.temps
 		k.temps = map[string]bool{}
+		var cgs []string
+		for _, r := range k.runs {
+			cgs = append(cgs, r.cg)
+		}
 		k.mu.Unlock()
+		for _, cg := range cgs {
+			endCgroup(cg, nil)
+		}
 		killTree(k.root, k.self, nil)
 		for p := range temps {
 			_ = os.RemoveAll(p)
@@ -244,8 +267,23 @@ func (k *keeper) end() {
 	})
 }
 
-// held says how the keeper holds a command's tree.
-const held = "keeper (subreaper with a parent-death signal; ends the tree by process group and children lists)"
+// held says how the keeper holds a command's tree without a cgroup.
+const held = "ctxlab's keeper (subreaper, parent-death signal; ends it by process group and children lists)"
+
+// hold puts the stopped command into a cgroup of its own where ctxlab's
+// is delegated, and says what holds its tree.
+func (r *keptRun) hold(k *keeper, id int) {
+	r.held = held + "; no cgroup: " + k.noCgroup
+	if k.cgroups == "" {
+		return
+	}
+	cg, err := cgroupOf(k.cgroups, id, r.pid)
+	if err != nil {
+		r.held = held + "; no cgroup: " + err.Error()
+		return
+	}
+	r.cg, r.held = cg, "a cgroup v2 of its own, "+cg+" (ended by cgroup.kill), and "+held
+}
 
 // selfCPUNs is this process's CPU time so far.
 func selfCPUNs() int64 {

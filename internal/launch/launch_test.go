@@ -32,6 +32,12 @@ func TestMain(m *testing.M) {
 }
 
 func standIn(line string) int {
+	if cg := os.Getenv("LAUNCH_TEST_CGROUP"); cg != "" { // before the keeper starts: it inherits the cgroup
+		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte("0"), 0); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	defer Close()
@@ -46,6 +52,7 @@ func standIn(line string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	fmt.Printf("held by %s; left %d\n", r.Held, len(r.Left))
 	return r.ExitStatus
 }
 
@@ -167,10 +174,9 @@ func TestNothingOutlivesItsRunner(t *testing.T) {
 				if err := os.WriteFile(temp, nil, 0o600); err != nil {
 					t.Fatal(err)
 				}
-				line := fmt.Sprintf(`trap "" TERM; sleep %[1]s & setsid sh -c 'sleep %[1]s & sleep %[1]s' & sh -c 'trap "" TERM INT; exec sleep %[1]s' & exec sleep %[1]s`, m)
 				exe, _ := os.Executable()
 				cmd := exec.Command(exe)
-				cmd.Env = append(os.Environ(), "LAUNCH_TEST_SH="+line, "LAUNCH_TEST_TEMP="+temp)
+				cmd.Env = append(os.Environ(), "LAUNCH_TEST_SH="+escapist(m), "LAUNCH_TEST_TEMP="+temp)
 				if own {
 					cmd.Env = append(cmd.Env, "LAUNCH_TEST_OWN=1")
 				}
@@ -200,6 +206,87 @@ func TestNothingOutlivesItsRunner(t *testing.T) {
 					t.Errorf("temp file %s outlived it", temp)
 				}
 			})
+		}
+	}
+}
+
+// escapist is a command tree that tries every way out: a child ignoring
+// SIGTERM and SIGINT, a setsid double fork, 5 sleeps of marker m.
+func escapist(m string) string {
+	return fmt.Sprintf(`trap "" TERM; sleep %[1]s & setsid sh -c '(sleep %[1]s &); sleep %[1]s' & sh -c 'trap "" TERM INT; exec sleep %[1]s' & exec sleep %[1]s`, m)
+}
+
+// testCgroup makes a cgroup v2 for the test under the hierarchy's root
+// (root only), which a stand-in moves itself into: its keeper then runs
+// in a delegated cgroup and makes one for each command.
+func testCgroup(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("making a cgroup to stand for a delegated one needs root")
+	}
+	mount := ""
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 8 && f[3] == "/" && strings.Contains(l, " - cgroup2 ") {
+			mount = f[4]
+		}
+	}
+	if mount == "" {
+		t.Skip("no cgroup v2 hierarchy mounted")
+	}
+	dir := filepath.Join(mount, fmt.Sprintf("ctxlab-launch-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("cannot make a cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		for i := 0; i < 200 && os.Remove(dir) != nil; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return dir
+}
+
+// Where ctxlab's cgroup is delegated, each command gets a cgroup of its
+// own, which holds its tree; after SIGKILL of the stand-in, nothing of
+// the tree and no cgroup of the keeper's is left.
+func TestCgroupHoldsTheTree(t *testing.T) {
+	cg := testCgroup(t)
+	exe, _ := os.Executable()
+	m := marker()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), "LAUNCH_TEST_SH="+fmt.Sprintf("sleep %[1]s & setsid sh -c '(sleep %[1]s &)'; sleep 0.2", m), "LAUNCH_TEST_CGROUP="+cg)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "held by a cgroup v2 of its own, "+cg+"/ctxlab-") || !strings.Contains(string(out), "left 2") {
+		t.Errorf("stand-in said %q; want its command held by a cgroup under %s and 2 left", out, cg)
+	}
+	gone(t, m)
+
+	m = marker()
+	cmd = exec.Command(exe)
+	cmd.Env = append(os.Environ(), "LAUNCH_TEST_SH="+escapist(m), "LAUNCH_TEST_CGROUP="+cg)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(20 * time.Second); len(running(m)) < 5 && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	subs, _ := filepath.Glob(filepath.Join(cg, "ctxlab-*"))
+	if len(subs) != 1 {
+		t.Errorf("cgroups under %s while the command runs: %v, want its one", cg, subs)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	gone(t, m)
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		subs, _ := filepath.Glob(filepath.Join(cg, "ctxlab-*"))
+		if len(subs) == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the keeper's cgroups outlived it: %v", subs)
 		}
 	}
 }

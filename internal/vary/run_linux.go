@@ -106,6 +106,8 @@ type Sample struct {
 	// keeper) used while the command ran: on a machine with few CPUs it
 	// preempts the command, so its share is stated beside the figures.
 	SelfCPUNs int64
+	// Held says what held the command's process tree (launch.Result.Held).
+	Held string
 	// Profile is the whole run as the /proc readings saw it (plain
 	// diagnose shows it).
 	Profile watch.Profile
@@ -209,7 +211,7 @@ func (c *Command) Run(ctx context.Context, p Point) Sample {
 // status or signal, why it was stopped, a failure (with the last line of
 // its stderr), what it left running, and ctxlab's own CPU time.
 func (s *Sample) exited(r *launch.Result, err error, timeout time.Duration, lastErr string) {
-	s.PID, s.WallNs, s.SelfCPUNs, s.ExitStatus = r.PID, r.WallNs, r.SelfCPUNs, r.ExitStatus
+	s.PID, s.WallNs, s.SelfCPUNs, s.ExitStatus, s.Held = r.PID, r.WallNs, r.SelfCPUNs, r.ExitStatus, r.Held
 	if r.Note != "" {
 		s.Notes = append(s.Notes, r.Note)
 	}
@@ -259,7 +261,7 @@ func (s *Sample) add(p watch.Profile, err error) {
 // sampling, waiting and keeper) beside the command's: on a machine with
 // few CPUs, every wake-up of ctxlab's can preempt one of the command's
 // threads, a switch the counters count ("" when nothing was measured).
-func SelfCPUNote(selfNs, cmdNs, wallNs int64) string {
+func SelfCPUNote(selfNs, cmdNs, wallNs int64, held string) string {
 	if selfNs <= 0 || wallNs <= 0 {
 		return ""
 	}
@@ -268,7 +270,11 @@ func SelfCPUNote(selfNs, cmdNs, wallNs int64) string {
 	if cmdNs > 0 {
 		s += fmt.Sprintf("; %.1f%% of the command's %s", 100*float64(selfNs)/float64(cmdNs), result.FormatNs(float64(cmdNs)))
 	}
-	return s + "): its sampling and its keeper, which can preempt the command where CPUs are few"
+	s += "): its sampling and its keeper, which can preempt the command where CPUs are few"
+	if held != "" {
+		s += "; its process tree was held by " + held
+	}
+	return s
 }
 
 // LeftNote names the processes a command left running when it exited,

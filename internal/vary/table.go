@@ -219,12 +219,13 @@ func (a *Analysis) notes() []string {
 // command's ("" when none was measured): SelfCPUNote's sentence.
 func (a *Analysis) selfCPU() string {
 	var self, cmd, wall int64
+	held := ""
 	for _, s := range a.Samples {
 		if s.PID != 0 {
-			self, cmd, wall = self+s.SelfCPUNs, cmd+s.Rusage.UserNs+s.Rusage.SysNs, wall+s.WallNs
+			self, cmd, wall, held = self+s.SelfCPUNs, cmd+s.Rusage.UserNs+s.Rusage.SysNs, wall+s.WallNs, s.Held
 		}
 	}
-	if n := SelfCPUNote(self, cmd, wall); n != "" {
+	if n := SelfCPUNote(self, cmd, wall, held); n != "" {
 		return "harness: " + strings.Replace(n, "while the command ran", "while the commands ran, all runs together", 1)
 	}
 	return ""
