@@ -196,3 +196,18 @@ func TestSelfcheckKilledDuringPerfBench(t *testing.T) {
 	}
 	stopCtxlab(t, syscall.SIGKILL, []string{"selfcheck", "--rounds", "2", "--reps", "3", "--benchtime", "300ms", "--settle", "0", "--no-store"}, ready, "")
 }
+
+// SIGKILL of ctxlab during a CPython program under the probe: the
+// program, what it started and the probe's directory in the temp
+// directory are gone (the keeper removes it).
+func TestDiagnoseKilledLeavesNoProbeDirectory(t *testing.T) {
+	py := needPython(t)
+	isolate(t)
+	m := fmt.Sprintf("%d.%03d", 80000+rand.IntN(9000), rand.IntN(1000))
+	prog := fmt.Sprintf(`import subprocess, time; subprocess.Popen(["sleep", "%[1]s"]); time.sleep(%[1]s)`, m)
+	ready := func(mark, tmp string) bool {
+		dirs, _ := filepath.Glob(filepath.Join(tmp, "ctxlab-pyprobe-*"))
+		return len(dirs) > 0 && len(marked(mark, true)) >= 1
+	}
+	stopCtxlab(t, syscall.SIGKILL, []string{"diagnose", "--no-store", "--price=false", "--python-probe", "on", "--", py, "-c", prog}, ready, "")
+}

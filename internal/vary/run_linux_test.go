@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/child"
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -169,5 +170,24 @@ func TestRunLeavesNothing(t *testing.T) {
 	}
 	if s := c.Run(ctx, pt); s.Status != result.StatusInterrupted || s.WallNs != 0 {
 		t.Errorf("after Ctrl-C a run does not start: %+v", s)
+	}
+}
+
+// The note on leftovers counts every one and names five, then how many
+// more: 6 processes are "6 processes", five named and "and 1 more".
+func TestLeftNote(t *testing.T) {
+	var left []launch.Left
+	for i := 1; i <= 6; i++ {
+		left = append(left, launch.Left{PID: 100 + i, Comm: "sleep"})
+	}
+	n := LeftNote(left)
+	if !strings.HasPrefix(n, "the command left 6 processes running when it exited (pid 101, sleep; ") || !strings.Contains(n, "pid 105, sleep; and 1 more)") || strings.Contains(n, "pid 106") {
+		t.Errorf("6 left: %q", n)
+	}
+	if n := LeftNote(left[:1]); !strings.HasPrefix(n, "the command left 1 process running when it exited (pid 101, sleep)") {
+		t.Errorf("1 left: %q", n)
+	}
+	if LeftNote(nil) != "" {
+		t.Error("none left gives a note")
 	}
 }
