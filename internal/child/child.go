@@ -27,6 +27,8 @@ const (
 	EnvRole = "CTXLAB_CHILD"
 	EnvCPUs = "CTXLAB_CHILD_CPUS"
 	EnvArgs = "CTXLAB_CHILD_ARGS"
+	// EnvParent, when set, is the PID the child's parent must have.
+	EnvParent = "CTXLAB_CHILD_PARENT"
 )
 
 // Role is a child-mode entry point: files are the inherited fds 3, 4, …
@@ -50,8 +52,9 @@ func Main() (handled bool, code int) {
 		fmt.Fprintf(os.Stderr, "ctxlab child: unknown role %q\n", role)
 		return true, 2
 	}
-	// Orphaned before we set up? Then exit at once.
-	if os.Getppid() == 1 {
+	// Orphaned before we set up? Then exit at once. A parent that named
+	// itself (EnvParent) may be PID 1 (ctxlab as a container's init).
+	if parent := os.Getenv(EnvParent); parent != "" && parent != strconv.Itoa(os.Getppid()) || parent == "" && os.Getppid() == 1 {
 		return true, 1
 	}
 	var files []*os.File

@@ -40,7 +40,8 @@ const DefaultGrace = 2 * time.Second
 // Spec is one command to run and how it is watched.
 type Spec struct {
 	// Path is the program (exec.LookPath's answer); Args its argv, Args[0]
-	// as the user wrote it; Env its environment; Dir its directory.
+	// as the user wrote it; Env its environment (nil: ctxlab's); Dir its
+	// directory.
 	Path string
 	Args []string
 	Env  []string
@@ -126,6 +127,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	defer std.close()
 	id, ch := k.register()
 	defer k.unregister(id)
+	if s.Env == nil {
+		s.Env = os.Environ() // ctxlab's, not the keeper's
+	}
 	self0 := selfCPUNs()
 	err = k.c.send(msg{Op: "start", ID: id, Path: s.Path, Args: s.Args, Env: s.Env, Dir: s.Dir, OwnGroup: s.OwnGroup}, std.fds...)
 	std.sent()
@@ -304,7 +308,8 @@ func startKeeper() (*keeperProc, error) {
 	theirs := os.NewFile(uintptr(fds[1]), "keeper")
 	defer theirs.Close()
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), child.EnvRole+"="+role, child.EnvArgs+"="+strconv.Itoa(os.Getpid()), child.EnvCPUs+"=")
+	pid := strconv.Itoa(os.Getpid())
+	cmd.Env = append(os.Environ(), child.EnvRole+"="+role, child.EnvArgs+"="+pid, child.EnvParent+"="+pid, child.EnvCPUs+"=")
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.Stderr = os.Stderr
 	child.OnSpawner(func() { err = cmd.Start() })

@@ -336,3 +336,17 @@ func TestRunPassesOnlyItsFiles(t *testing.T) {
 		t.Errorf("ExtraFiles[0] got %q", b[:n])
 	}
 }
+
+// A command given no environment gets ctxlab's, never the keeper's (whose
+// CTXLAB_CHILD would make a ctxlab command a keeper too).
+func TestRunEnvironmentIsCtxlabs(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	t.Setenv("LAUNCH_TEST_ENV", "ctxlab's")
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", `echo "$LAUNCH_TEST_ENV ${CTXLAB_CHILD-none}"`}, Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "ctxlab's none\n" {
+		t.Errorf("the command's environment: %q", out.String())
+	}
+}
