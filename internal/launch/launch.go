@@ -76,6 +76,16 @@ const (
 	TimedOut         // it ran past Timeout
 )
 
+func (s Stop) String() string {
+	switch s {
+	case Interrupted:
+		return "interrupted"
+	case TimedOut:
+		return "timed out"
+	}
+	return "not stopped"
+}
+
 // Result is one run of a command.
 type Result struct {
 	PID int

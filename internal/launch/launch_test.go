@@ -350,3 +350,15 @@ func TestRunEnvironmentIsCtxlabs(t *testing.T) {
 		t.Errorf("the command's environment: %q", out.String())
 	}
 }
+
+// One writer for stdout and stderr gets both, through one pipe, in order.
+func TestRunOneWriterForBoth(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	var out bytes.Buffer
+	if _, err := Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", "echo 1; echo 2 >&2; echo 3; echo 4 >&2"}, Stdout: &out, Stderr: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "1\n2\n3\n4\n" {
+		t.Errorf("stdout and stderr to one writer: %q", out.String())
+	}
+}

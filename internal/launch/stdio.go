@@ -31,7 +31,11 @@ func openStdio(s Spec) (*stdio, error) {
 		in = f
 	}
 	st.fds = append(st.fds, int(in.Fd()))
-	for _, w := range []io.Writer{s.Stdout, s.Stderr} {
+	for i, w := range []io.Writer{s.Stdout, s.Stderr} {
+		if i == 1 && w != nil && sameWriter(w, s.Stdout) {
+			st.fds = append(st.fds, st.fds[1]) // one pipe, as exec.Cmd does: the copies never interleave
+			break
+		}
 		f, err := st.writer(w)
 		if err != nil {
 			st.sent()
@@ -49,6 +53,17 @@ func openStdio(s Spec) (*stdio, error) {
 		st.fds = append(st.fds, int(f.Fd()))
 	}
 	return st, nil
+}
+
+// sameWriter says a and b are one writer (false where they cannot be
+// compared).
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 // writer is the file the command writes w through.
