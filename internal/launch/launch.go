@@ -396,6 +396,8 @@ func Temp(path string) (forget func()) {
 // Close ends the keeper, if one was started, and waits for it: everything
 // it held is ended by then. cli.Main calls it on every way out.
 func Close() {
+	runMu.Lock() // a run in flight (another Main in the same process) ends first
+	defer runMu.Unlock()
 	keeperMu.Lock()
 	k := current
 	current = nil
