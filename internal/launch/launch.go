@@ -212,13 +212,19 @@ func supervise(ctx context.Context, k *keeperProc, id int, ch <-chan msg, s Spec
 	asked := false // the command has had its SIGINT or SIGTERM
 	for {
 		select {
-		case m, ok := <-ch:
-			if !ok {
-				return msg{}, errKeeperGone
-			}
+		case m := <-ch:
 			if m.Op == "exited" {
 				return m, nil
 			}
+		case <-k.gone:
+			select {
+			case m := <-ch:
+				if m.Op == "exited" {
+					return m, nil
+				}
+			default:
+			}
+			return msg{}, errKeeperGone
 		case <-tick:
 			s.Tick()
 		case <-stop:
@@ -275,7 +281,11 @@ type keeperProc struct {
 	waiters map[int]chan msg
 	next    int
 	gone    chan struct{}
+	waited  sync.Once
 }
+
+// wait reaps the keeper once it has exited (or is about to).
+func (k *keeperProc) wait() { k.waited.Do(func() { _ = k.cmd.Wait() }) }
 
 var (
 	keeperMu sync.Mutex
@@ -334,7 +344,10 @@ func startKeeper() (*keeperProc, error) {
 
 // read hands each message to the run it is for, until the keeper is gone.
 func (k *keeperProc) read() {
-	defer close(k.gone)
+	defer func() {
+		close(k.gone)
+		k.wait() // its socket is closed: it has ended, or ends now
+	}()
 	for {
 		m, fds, err := k.c.recv()
 		for _, fd := range fds {
@@ -406,7 +419,7 @@ func Close() {
 		return
 	}
 	_ = k.c.send(msg{Op: "close"})
-	_ = k.cmd.Wait()
 	<-k.gone
+	k.wait()
 	_ = unix.Close(k.c.fd)
 }

@@ -362,3 +362,36 @@ func TestRunOneWriterForBoth(t *testing.T) {
 		t.Errorf("stdout and stderr to one writer: %q", out.String())
 	}
 }
+
+// A keeper killed under a run: Run says so rather than waiting for ever,
+// and the next run starts a new keeper.
+func TestRunSurvivesItsKeeper(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	m := marker()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", "exec sleep " + m}, OwnGroup: true})
+		done <- err
+	}()
+	for end := time.Now().Add(20 * time.Second); len(running(m)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Skip("the command did not start in 20 s: a busy machine")
+		}
+	}
+	for _, k := range keepersOf(os.Getpid()) {
+		_ = syscall.Kill(k, syscall.SIGKILL)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "keeper ended") {
+			t.Errorf("Run after its keeper was killed: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still waits 20 s after its keeper was killed")
+	}
+	gone(t, m) // its parent-death signal
+	r, err := Run(context.Background(), Spec{Path: sh, Args: []string{"sh", "-c", "exit 4"}})
+	if err != nil || r.ExitStatus != 4 {
+		t.Errorf("the next run: %v, %v", r, err)
+	}
+}
