@@ -57,11 +57,13 @@ all its threads and its descendant processes every interval until it exits,
 counts perf software events (context-switches, cpu-migrations, task-clock,
 page-faults) and hardware ones where the machine offers them for the whole
 run, and then prints — on stderr, like perf stat — the profile of its whole
-life, the counters, its rusage and a reading. ctxlab exits with CMD's status.
+life, the counters, its rusage and a reading. ctxlab exits with CMD's status
+(130 when Ctrl-C or SIGTERM stopped it).
 
 diagnose ends when CMD exits. Processes CMD started that are still running
-then (a daemon, a job left in the background) are named in a note and left
-running: what they do after that is not counted.
+then (a daemon, a job left in the background) are named in a note and ended
+with it; nothing CMD starts outlives ctxlab, even one killed with SIGKILL
+(its keeper ends the tree: docs/watch-diagnose.md).
 
 The run is stored in the history as a diagnose run (--no-store, --db): its
 figures, readings and price, and every JSON record --format json writes
