@@ -191,7 +191,7 @@ func (k *keeper) start(m msg, fds []int) {
 		var info unix.Siginfo
 		for unix.Waitid(unix.P_PID, r.pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
 		}
-		_ = k.c.send(msg{Op: "exited", ID: m.ID, WallNs: int64(time.Since(r.began)), Note: note})
+		_ = k.c.send(msg{Op: "exited", ID: m.ID, WallNs: int64(time.Since(r.began)), Note: note, KeeperCPUNs: selfCPUNs() - r.cpu0})
 	}()
 }
 
@@ -222,7 +222,6 @@ func (k *keeper) reap(id int, r *keptRun) {
 	}
 	endCgroup(r.cg, nil)
 	killTree(k.root, k.self, k.pending(id))
-	out.KeeperCPUNs = selfCPUNs() - r.cpu0
 	k.mu.Lock()
 	delete(k.runs, id)
 	k.mu.Unlock()

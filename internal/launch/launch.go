@@ -106,8 +106,8 @@ type Result struct {
 	Note string
 	// Held says what held its process tree.
 	Held string
-	// SelfCPUNs is the CPU time ctxlab itself (and its keeper) used while
-	// the command ran: sampling, waiting, the keeper.
+	// SelfCPUNs is the CPU time ctxlab itself (and its keeper) used from
+	// the command's release to its exit: sampling, waiting, the keeper.
 	SelfCPUNs int64
 }
 
@@ -140,7 +140,6 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if s.Env == nil {
 		s.Env = os.Environ() // ctxlab's, not the keeper's
 	}
-	self0 := selfCPUNs()
 	err = k.c.send(msg{Op: "start", ID: id, Path: s.Path, Args: s.Args, Env: s.Env, Dir: s.Dir, OwnGroup: s.OwnGroup}, std.fds...)
 	std.sent()
 	if err != nil {
@@ -160,11 +159,13 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err := k.c.send(msg{Op: "go", ID: id}); err != nil {
 		return nil, err
 	}
+	self0 := selfCPUNs()
 	exited, err := supervise(ctx, k, id, ch, s, r)
 	if err != nil {
 		return nil, err
 	}
 	r.WallNs, r.Note = exited.WallNs, exited.Note
+	r.SelfCPUNs = selfCPUNs() - self0 + exited.KeeperCPUNs
 	if s.Exited != nil {
 		s.Exited()
 	}
@@ -177,7 +178,6 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	r.reaped(reaped)
 	std.wait(grace(s))
-	r.SelfCPUNs = selfCPUNs() - self0 + reaped.KeeperCPUNs
 	if reaped.Err != "" {
 		return r, errors.New(reaped.Err)
 	}
