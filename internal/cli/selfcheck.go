@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
@@ -131,7 +132,8 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	forget := launch.Temp(dir) // the keeper removes it if ctxlab dies first
+	defer func() { os.RemoveAll(dir); forget() }()
 	h.Dir = dir
 	h.Perf, h.PerfWhy = selfcheck.ProbePerf(ctx)
 	comps, err := selfcheck.Comparisons(h)

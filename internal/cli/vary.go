@@ -251,9 +251,6 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 	host := sysinfo.Detect()
 	pl.command.Host = host
 	began := time.Now().UTC()
-	// The command's orphans come to ctxlab, which stops them after each
-	// run (vary.Command.Run).
-	defer subreaper()()
 	a := &vary.Analysis{Command: o.Args, Points: pl.points, Reps: v.Reps, Settle: v.Settle, Interval: o.Interval}
 	switch {
 	case v.Work != "":
