@@ -84,3 +84,27 @@ func TestPythonAllBothBuilds(t *testing.T) {
 		t.Errorf("free-threaded busy-thread checks %q, want one, on %s", ftChecks, ftt[1:])
 	}
 }
+
+// The ring's findings answer "did removing the GIL make handoffs cheaper?"
+// where both builds of one version ran, with the published pair beside
+// the figures, and say nothing where only one build did.
+func TestRingFreeThreadedFinding(t *testing.T) {
+	arm := func(n, py, gil string, ns float64) result.Arm {
+		return result.Arm{Name: "ring/pythread/simplequeue/n=" + n + "/py=" + py, Experiment: "ring", Substrate: "pythread",
+			Mechanism: "simplequeue", Status: result.StatusOK, Median: ns, Params: map[string]string{"n": n, "gil": gil}}
+	}
+	arms := []result.Arm{arm("100", "3.13.5", "enabled", 17200), arm("100", "3.13.5t", "disabled", 40900),
+		arm("2", "3.13.5", "enabled", 14200), arm("2", "3.13.5t", "disabled", 6000), arm("2", "3.12.1", "enabled", 9000)}
+	f := strings.Join(ringFreeThreaded(arms), "\n")
+	for _, want := range []string{
+		"ring/pythread/simplequeue/n=100, free-threaded against GIL, CPython 3.13.5: 40.9 µs against 17.2 µs per hop (2.38×); did removing the GIL make handoffs cheaper? no: the published finding holds here (published, 3.14: 5.22 µs per hop (free-threaded) against 4.54 µs per hop)",
+		"ring/pythread/simplequeue/n=2, free-threaded against GIL, CPython 3.13.5: 6 µs against 14.2 µs per hop (0.42×); did removing the GIL make handoffs cheaper? yes (under 0.9×): the published finding does not hold here",
+	} {
+		if !strings.Contains(f, want) {
+			t.Errorf("findings lack %q:\n%s", want, f)
+		}
+	}
+	if got := ringFreeThreaded(arms[:1]); len(got) != 0 {
+		t.Errorf("one build alone: %q", got)
+	}
+}
