@@ -497,7 +497,7 @@ func pyErr(err error) error {
 func pyResult(r *pydriver.Response, h pydriver.Hello) *exp.DirectResult {
 	d := &exp.DirectResult{OpsPerRep: r.Ops[0], Samples: r.SamplesNs, SampleEvery: r.SampleEvery,
 		Voluntary: r.Switches.Voluntary + r.Switches.ChildVoluntary, Involuntary: r.Switches.Involuntary + r.Switches.ChildInvoluntary,
-		ChildVoluntary: r.Switches.ChildVoluntary, ChildInvoluntary: r.Switches.ChildInvoluntary, Migrations: -1}
+		ChildVoluntary: r.Switches.ChildVoluntary, ChildInvoluntary: r.Switches.ChildInvoluntary, Migrations: -1, CPUNs: r.CPUNs}
 	for i := range r.RepNs {
 		d.RepMeans = append(d.RepMeans, float64(r.RepNs[i])/float64(r.Ops[i]))
 		d.TotalOps += r.Ops[i]

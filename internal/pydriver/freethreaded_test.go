@@ -32,7 +32,7 @@ func TestRealFreeThreaded(t *testing.T) {
 	if !h.FreeThreaded || h.GILEnabled || !strings.Contains(h.FullVersion, "free-threading") {
 		t.Errorf("hello %+v", h)
 	}
-	if !r.OK || len(r.RepNs) != 2 || r.Ops[0] != 1000 {
+	if !r.OK || len(r.RepNs) != 2 || r.Ops[0] != 1000 || r.CPUNs == nil || *r.CPUNs <= 0 {
 		t.Errorf("response %+v", r)
 	}
 }
