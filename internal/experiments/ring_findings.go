@@ -231,8 +231,12 @@ func ringFreeThreaded(arms []result.Arm) []string {
 		if r < ringFTCheaper {
 			verdict = fmt.Sprintf("yes (under %.1f×): the published finding does not hold here", ringFTCheaper)
 		}
-		out = append(out, fmt.Sprintf("%s, free-threaded against GIL, CPython %s: %s against %s per hop (%.2f×); did removing the GIL make handoffs cheaper? %s (published, 3.14: %s against %s)",
-			k.Plan(), strings.TrimSuffix(k.Interpreter, "t"), result.FormatNs(a.Median), result.FormatNs(g.Median), r, verdict, ftRef, gilRef))
+		cpu := ""
+		if a.CPUNsPerOp != nil && g.CPUNsPerOp != nil {
+			cpu = fmt.Sprintf(", CPU time %s against %s per hop", result.FormatNs(*a.CPUNsPerOp), result.FormatNs(*g.CPUNsPerOp))
+		}
+		out = append(out, fmt.Sprintf("%s, free-threaded against GIL, CPython %s: %s against %s per hop (%.2f×%s); did removing the GIL make handoffs cheaper? %s (published, 3.14: %s against %s)",
+			k.Plan(), strings.TrimSuffix(k.Interpreter, "t"), result.FormatNs(a.Median), result.FormatNs(g.Median), r, cpu, verdict, ftRef, gilRef))
 	}
 	return out
 }
