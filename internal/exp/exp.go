@@ -226,9 +226,12 @@ type DirectResult struct {
 	ChildVoluntary, ChildInvoluntary int64
 	// Migrations over the repetitions, or -1 when not counted.
 	Migrations int64
-	Params     map[string]string  // added to the arm's params
-	Metrics    map[string]float64 // added to the arm's metrics
-	Notes      []string
+	// CPUNs is the CPU time of every participating thread over the
+	// repetitions, nil when not counted.
+	CPUNs   *int64
+	Params  map[string]string  // added to the arm's params
+	Metrics map[string]float64 // added to the arm's metrics
+	Notes   []string
 }
 
 // Bench is an opened arm: it names who does the work and tears it down.

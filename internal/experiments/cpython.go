@@ -350,19 +350,24 @@ func cpythonAllArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 		tags[in.Tag()]++
 		ft = ft || in.FreeThreaded
 	}
+	names := make([]string, len(ins))
 	for i, in := range ins {
-		tag := "" // one interpreter: the plan's names
-		if len(ins) > 1 {
-			tag = in.Tag()
+		if len(ins) > 1 { // one interpreter: the plan's names
+			names[i] = in.Tag()
 			if tags[in.Tag()] > 1 {
-				tag += "-" + strconv.Itoa(i+1)
+				names[i] += "-" + strconv.Itoa(i+1)
 			}
 		}
-		for _, pa := range plan {
-			if pa.full && p.Suite != exp.SuiteFull {
-				continue
-			}
-			arms = append(arms, bindPyArm(p, in, pa, tag))
+	}
+	// Arm by arm, each on every interpreter in turn: one arm's builds run
+	// one after another, on the machine as it was then, and sit side by
+	// side in the table.
+	for _, pa := range plan {
+		if pa.full && p.Suite != exp.SuiteFull {
+			continue
+		}
+		for i, in := range ins {
+			arms = append(arms, bindPyArm(p, in, pa, names[i]))
 		}
 	}
 	if !ft {
@@ -492,7 +497,7 @@ func pyErr(err error) error {
 func pyResult(r *pydriver.Response, h pydriver.Hello) *exp.DirectResult {
 	d := &exp.DirectResult{OpsPerRep: r.Ops[0], Samples: r.SamplesNs, SampleEvery: r.SampleEvery,
 		Voluntary: r.Switches.Voluntary + r.Switches.ChildVoluntary, Involuntary: r.Switches.Involuntary + r.Switches.ChildInvoluntary,
-		ChildVoluntary: r.Switches.ChildVoluntary, ChildInvoluntary: r.Switches.ChildInvoluntary, Migrations: -1}
+		ChildVoluntary: r.Switches.ChildVoluntary, ChildInvoluntary: r.Switches.ChildInvoluntary, Migrations: -1, CPUNs: r.CPUNs}
 	for i := range r.RepNs {
 		d.RepMeans = append(d.RepMeans, float64(r.RepNs[i])/float64(r.Ops[i]))
 		d.TotalOps += r.Ops[i]

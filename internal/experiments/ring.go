@@ -48,7 +48,7 @@ CPython rings: pythread (threads over SimpleQueues, up to 10000) and pytask
 		Arms:     withCPython(ringArms, ringPyPlan),
 		Derive:   nativeDerive(ringDerive),
 		Checks:   cpythonChecks(ringChecks, nil),
-		Findings: cpythonFindings(ringFindings, ringPyRefs.findings),
+		Findings: cpythonFindings(ringFindings, ringPyFindings),
 		Metrics:  append(append([]exp.Metric(nil), ringMetrics...), cpythonMetrics...),
 	})
 	exp.RegisterOption(ringSubstratesOpt)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -195,4 +196,47 @@ var ringRefs = []exp.Reference{
 	{Substrates: []string{"pytask"}, Param: "n", Value: "100", Ns: 2220, Text: "CPython 3.14: ring per hop, asyncio tasks, 100 workers 2.22 µs"},
 	{Substrates: []string{"pytask"}, Param: "n", Value: "1000", Ns: 3070, Text: "CPython 3.14: ring per hop, asyncio tasks, 1000 workers 3.07 µs"},
 	{Substrates: []string{"pythread", "pytask"}, Match: []string{"same-cpu", "pinned"}, Ns: 6450, Text: "CPython 3.14: two threads pinned to one core 6.45 µs and 3.0 switches per hop (tasks 2.65 µs)"},
+}
+
+// ringPyFindings: the published figure beside each CPython ring, then the
+// free-threaded build against the GIL build of the same version.
+func ringPyFindings(arms []result.Arm) []string {
+	return append(ringPyRefs.findings(arms), ringFreeThreaded(arms)...)
+}
+
+// ringFTCheaper is how much cheaper the free-threaded hop must be than
+// the GIL build's for "removing the GIL made handoffs cheaper" to hold.
+const ringFTCheaper = 0.9
+
+// ringFreeThreaded answers the published finding "removing the GIL did
+// not make handoffs cheaper" for each ring it was published for, where
+// both builds of one version ran (--python all): the free-threaded hop
+// against the GIL build's, the published pair beside them, quoted.
+func ringFreeThreaded(arms []result.Arm) []string {
+	by := okArms(arms)
+	var out []string
+	for _, a := range arms {
+		k := keyOf(a)
+		ftRef, ok := refText(ringPyRefs.FT, k.Plan())
+		if !ok || a.Status != result.StatusOK || a.Params["gil"] != "disabled" || !strings.HasSuffix(k.Interpreter, "t") {
+			continue
+		}
+		g, ok := by.get(k.Plan().WithInterpreter(strings.TrimSuffix(k.Interpreter, "t")))
+		if !ok || g.Params["gil"] == "disabled" {
+			continue
+		}
+		gilRef, _ := refText(ringPyRefs.GIL, k.Plan())
+		r := a.Median / g.Median
+		verdict := "no: the published finding holds here"
+		if r < ringFTCheaper {
+			verdict = fmt.Sprintf("yes (under %.1f×): the published finding does not hold here", ringFTCheaper)
+		}
+		cpu := ""
+		if a.CPUNsPerOp != nil && g.CPUNsPerOp != nil {
+			cpu = fmt.Sprintf(", CPU time %s against %s per hop", result.FormatNs(*a.CPUNsPerOp), result.FormatNs(*g.CPUNsPerOp))
+		}
+		out = append(out, fmt.Sprintf("%s, free-threaded against GIL, CPython %s: %s against %s per hop (%.2f×%s); did removing the GIL make handoffs cheaper? %s (published, 3.14: %s against %s)",
+			k.Plan(), strings.TrimSuffix(k.Interpreter, "t"), result.FormatNs(a.Median), result.FormatNs(g.Median), r, cpu, verdict, ftRef, gilRef))
+	}
+	return out
 }

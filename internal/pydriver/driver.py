@@ -10,7 +10,8 @@
 #               warm-up and sizing); answers {"batch": [ops, ns]};
 #             {"do": "timed", "reps", "ops", "every", "per_op_ns"} runs the
 #               timed repetitions, timing every `every`-th unit on its own
-#               (0: none), and closes the arm;
+#               (0: none), and closes the arm; its answer carries switch
+#               counts and the driver's CPU time over them;
 #             {"do": "close"} closes the arm without measuring it.
 #   stdout: exactly one JSON line per message: {"id", "ok": true, ...}
 #           or {"id", "ok": false, "unsupported"|"error": "..."}; an arm that
@@ -1663,6 +1664,7 @@ class Arm:
         samples, rep_ns, rep_ops = [], [], []
         vol = invol = tvol = tinvol = cvol = cinvol = 0
         migr, have_migr = 0, True
+        cpu = 0  # the driver's CPU time (every thread) over the repetitions
         kids = bench.children()
         bench.begin_timed()
         for _ in range(reps):
@@ -1670,7 +1672,9 @@ class Arm:
             c0 = [proc_switches(k) for k in kids]
             s0 = rusage_self()
             t0 = rusage_thread()
+            p0 = time.process_time_ns()
             el, done = bench.run(ops, every, samples)
+            cpu += time.process_time_ns() - p0
             t1 = rusage_thread()
             s1 = rusage_self()
             c1 = [proc_switches(k) for k in kids]
@@ -1697,6 +1701,8 @@ class Arm:
             "switches": {"voluntary": vol, "involuntary": invol, "child_voluntary": cvol, "child_involuntary": cinvol},
             "thread_switches": {"voluntary": tvol, "involuntary": tinvol} if HAVE_RUSAGE_THREAD else None,
             "migrations": migr if have_migr else None,
+            # forked children's CPU time is not the process's: not counted then
+            "cpu_ns": None if kids else cpu,
             "switch_interval_s": sys.getswitchinterval(),
             "affinity": self.mask,
             "metrics": bench.metrics(),

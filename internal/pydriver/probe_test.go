@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,5 +153,33 @@ func TestFindAllWhyNamesTheLate(t *testing.T) {
 	ins, late := FindAllWhy(context.Background())
 	if len(ins) != 0 || len(late) != 1 || late[0] != "python3.97" {
 		t.Errorf("FindAllWhy = %v, %v; want none and python3.97 late", ins, late)
+	}
+}
+
+// A free-threaded CPython's prefix installs python3.13 as a hard link of
+// python3.13t, and each answers with the name it was started by: --python
+// all lists the build once, not once per link, and a different file of
+// the same version is kept.
+func TestFindAllOnePerFile(t *testing.T) {
+	dir := t.TempDir()
+	answer := func(ft bool) string {
+		return fmt.Sprintf("#!/bin/sh\necho '{\"executable\": \"'\"$0\"'\", \"version\": \"3.97.1\", \"free_threaded\": %v, \"gil_enabled\": %v, \"implementation\": \"cpython\"}'\n", ft, !ft)
+	}
+	for name, body := range map[string]string{"python3.97t": answer(true), "python3": answer(false)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(dir, "python3.97t"), filepath.Join(dir, "python3.97")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	t.Setenv("PATH", dir)
+	ins, late := FindAllWhy(context.Background())
+	var tags []string
+	for _, in := range ins {
+		tags = append(tags, in.Name+"="+in.Tag())
+	}
+	if got := strings.Join(tags, " "); len(late) != 0 || got != "python3=3.97.1 python3.97=3.97.1t" && got != "python3=3.97.1 python3.97t=3.97.1t" {
+		t.Errorf("FindAllWhy = %s (late %v); want python3 and one of the two links", got, late)
 	}
 }

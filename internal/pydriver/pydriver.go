@@ -252,18 +252,10 @@ func FindAllWhy(ctx context.Context) (ins []*Interpreter, noAnswer []string) {
 		}()
 	}
 	wg.Wait()
-	seen := map[string]bool{}
 	var out []*Interpreter
+	var seen files
 	for _, in := range found {
-		if in == nil {
-			continue
-		}
-		real := in.Path
-		if r, err := filepath.EvalSymlinks(real); err == nil {
-			real = r
-		}
-		if !seen[real] {
-			seen[real] = true
+		if in != nil && seen.add(in.Path) {
 			out = append(out, in)
 		}
 	}
@@ -274,6 +266,27 @@ func FindAllWhy(ctx context.Context) (ins []*Interpreter, noAnswer []string) {
 		}
 	}
 	return out, noAnswer
+}
+
+// files is a set of files by identity, not name: a symbolic or a hard
+// link is the file it names (a free-threaded CPython's prefix installs
+// python3.13 as a hard link of python3.13t).
+type files []os.FileInfo
+
+// add puts path's file in the set and says whether it was new; a path
+// that cannot be read is always new.
+func (fs *files) add(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return true
+	}
+	for _, s := range *fs {
+		if os.SameFile(s, fi) {
+			return false
+		}
+	}
+	*fs = append(*fs, fi)
+	return true
 }
 
 func tailText(b []byte, n int) string {

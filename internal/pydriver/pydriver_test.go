@@ -264,7 +264,7 @@ func TestRealDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r.OK || len(r.RepNs) != 2 || r.Ops[0] != 50 || len(r.SamplesNs) != 100 || r.SampleEvery != 1 {
+	if !r.OK || len(r.RepNs) != 2 || r.Ops[0] != 50 || len(r.SamplesNs) != 100 || r.SampleEvery != 1 || r.CPUNs == nil || *r.CPUNs <= 0 {
 		t.Fatalf("response = %+v", r)
 	}
 	if h.Version != in.Version || h.Implementation != "cpython" || h.ClockNs <= 0 {
@@ -386,6 +386,9 @@ func TestRealDriverEveryBench(t *testing.T) {
 		}
 		if c.bench == "yield.task" && !strings.Contains(strings.Join(r.Notes, "|"), "not comparable") {
 			t.Errorf("yield.task with a few yields per task carries no comparability note: %q", r.Notes)
+		}
+		if c.bench == "pingpong.pipe-fork" && r.CPUNs != nil {
+			t.Errorf("pipe-fork: CPU time %d ns counted without the forked partner's", *r.CPUNs)
 		}
 		if c.bench == "pingpong.pipe-fork" && r.Switches.ChildVoluntary == 0 {
 			t.Errorf("pipe-fork: the forked partner's switches were not counted: %+v", r.Switches)

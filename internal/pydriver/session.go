@@ -111,6 +111,9 @@ type Response struct {
 	// ThreadSwitches: getrusage(RUSAGE_THREAD) of the measuring thread alone.
 	ThreadSwitches *Counts `json:"thread_switches"`
 	Migrations     *int64  `json:"migrations"`
+	// CPUNs: the driver's CPU time (time.process_time_ns, every thread)
+	// over the repetitions; nil where forked children did part of the work.
+	CPUNs          *int64  `json:"cpu_ns"`
 	SwitchInterval float64 `json:"switch_interval_s"`
 	// Affinity is the measuring thread's CPU set during the arm.
 	Affinity []int              `json:"affinity"`

@@ -1,9 +1,12 @@
 package pyprobe
 
 import (
+	"bytes"
+	"debug/elf"
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/procstat"
@@ -35,7 +38,34 @@ func Identify(root procstat.Root, pid int) (Process, bool) {
 	}
 	p, ok := identify(im)
 	p.PID = pid
+	if ok && !p.FreeThreaded && p.Lib == "" {
+		// python3 and python3.13 of a free-threaded prefix: the name does
+		// not say, the interpreter's own version string does.
+		p.FreeThreaded = freeThreadedELF(filepath.Join(string(root), strconv.Itoa(pid), "exe"))
+	}
 	return p, ok
+}
+
+// ftBanner is in the read-only data of every free-threaded CPython and of
+// no GIL build: the build's part of sys.version ("3.13.5 experimental
+// free-threading build (main, …)"; 3.14 drops "experimental").
+var ftBanner = []byte(" free-threading build (")
+
+// freeThreadedELF says whether the ELF file at path (a process's exe
+// link) is a free-threaded CPython, by its .rodata; false when it cannot
+// be read.
+func freeThreadedELF(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sec := f.Section(".rodata")
+	if sec == nil || sec.Size > 256<<20 {
+		return false
+	}
+	b, err := sec.Data()
+	return err == nil && bytes.Contains(b, ftBanner)
 }
 
 // identify is Identify on what was read: a mapped libpython3.N[t].so names
@@ -51,6 +81,12 @@ func identify(im procstat.Image) (Process, bool) {
 	}
 	if g := exeName.FindStringSubmatch(filepath.Base(strings.TrimSuffix(im.Exe, " (deleted)"))); g != nil {
 		p.Version, p.FreeThreaded = g[1], g[2] == "t"
+		// A free-threaded prefix installs python3.13 as a hard link of
+		// python3.13t: its extension modules carry the ABI's t.
+		tag := ".cpython-" + strings.ReplaceAll(g[1], ".", "") + "t-"
+		for _, m := range im.Mapped {
+			p.FreeThreaded = p.FreeThreaded || strings.Contains(filepath.Base(m), tag)
+		}
 		return p, true
 	}
 	return p, false

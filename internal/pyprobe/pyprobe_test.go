@@ -366,6 +366,8 @@ func TestIdentify(t *testing.T) {
 		{procstat.Image{Exe: "/root/.pyenv/versions/3.11.7/bin/python3.11", Mapped: []string{"/root/.pyenv/versions/3.11.7/lib/libpython3.11.so.1.0"}}, true, "3.11", false},
 		{procstat.Image{Exe: "/opt/bin/python3.13t"}, true, "3.13", true},
 		{procstat.Image{Exe: "/usr/sbin/uwsgi", Mapped: []string{"/usr/lib/libpython3.13t.so.1.0"}}, true, "3.13", true},
+		{procstat.Image{Exe: "/opt/cpython/3.13.5t/bin/python3.13", Mapped: []string{"/opt/cpython/3.13.5t/lib/python3.13t/lib-dynload/_asyncio.cpython-313t-x86_64-linux-gnu.so"}}, true, "3.13", true},
+		{procstat.Image{Exe: "/opt/cpython/3.13.5/bin/python3.13", Mapped: []string{"/opt/cpython/3.13.5/lib/python3.13/lib-dynload/_asyncio.cpython-313-x86_64-linux-gnu.so"}}, true, "3.13", false},
 		{procstat.Image{Exe: "/usr/bin/bash", Mapped: []string{"/usr/lib/libc.so.6"}}, false, "", false},
 	} {
 		p, ok := identify(c.im)

@@ -77,6 +77,10 @@ func directResult(r result.Arm, cfg Config, d *exp.DirectResult, perOp float64, 
 			m := float64(d.Migrations) / n
 			r.Migrations = &m
 		}
+		if d.CPUNs != nil {
+			c := float64(*d.CPUNs) / n
+			r.CPUNsPerOp = &c
+		}
 	}
 	if d.SampleEvery > 1 {
 		r.Notes = append(r.Notes, fmt.Sprintf("percentiles from every %d%s op (%d samples)", d.SampleEvery, ordinal(d.SampleEvery), len(d.Samples)))

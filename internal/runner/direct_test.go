@@ -46,11 +46,12 @@ func directConfig() Config {
 
 func TestDirectArmResult(t *testing.T) {
 	var got exp.DirectRequest
+	cpuNs := int64(4500)
 	a := directArm(func(ctx context.Context, req exp.DirectRequest) (*exp.DirectResult, error) {
 		got = req
 		return &exp.DirectResult{RepMeans: []float64{100, 300, 200}, OpsPerRep: 10, TotalOps: 30,
 			Samples: []int64{90, 100, 110, 120}, SampleEvery: 3, Voluntary: 60, Involuntary: 3, ChildVoluntary: 30,
-			Migrations: 6, Params: map[string]string{"python": "3.11.7"}, Metrics: map[string]float64{"task_bytes": 800},
+			Migrations: 6, CPUNs: &cpuNs, Params: map[string]string{"python": "3.11.7"}, Metrics: map[string]float64{"task_bytes": 800},
 			Notes: []string{"from python"}}, nil
 	})
 	cfg := directConfig()
@@ -73,6 +74,9 @@ func TestDirectArmResult(t *testing.T) {
 	}
 	if r.Migrations == nil || *r.Migrations != 0.2 {
 		t.Fatalf("migrations = %v", r.Migrations)
+	}
+	if r.CPUNsPerOp == nil || *r.CPUNsPerOp != 150 {
+		t.Fatalf("CPU time per op = %v, want 4500 ns over 30 ops", r.CPUNsPerOp)
 	}
 	if r.Percentiles == nil || r.Percentiles.Samples != 4 || r.Percentiles.P50 != 100 || r.Percentiles.Max != 120 || len(r.Histogram) == 0 {
 		t.Fatalf("percentiles = %+v", r.Percentiles)

@@ -8,6 +8,7 @@ scripts/sqlite-seed-compare.sh.
     python3 pyref.py -db FILE -query 'select ... ?' -keys 1..1000 -all [-immutable]
     python3 pyref.py -mode ring -tasks 100 -seconds 0.2
     python3 pyref.py -mode two-hop -seconds 0.2
+    python3 pyref.py -mode thread-ring -tasks 100 -seconds 0.2 [-cpu 0]
 
 -mode lookup (the default), against hop/pytask/direct: without -db it builds
 the seed's table in a temp file (1 000 rows, keyed by the integer primary
@@ -36,6 +37,12 @@ through loop.run_in_executor on one worker thread (started outside
 timing), then the cursor's fetchone() through the same worker, ids
 1..1000 in turn.
 
+-mode thread-ring, against ring/pythread/simplequeue/n=TASKS (with -cpu 0,
+against …/n=2/same-cpu): the seeds' thread ring, -tasks threads in a ring
+of queue.SimpleQueue, the main thread one of them: it puts the token into
+the next thread's queue and gets it back from its own; every other thread
+gets from its queue and puts the token on. One op is one hop.
+
 -seconds S sizes -n so that one repetition takes about S (from a pilot of
 2 000 ops); -cpu C pins the process to CPU C first. It prints the median
 over -reps of the mean ns per op, nothing else.
@@ -46,10 +53,12 @@ import concurrent.futures
 import contextlib
 import itertools
 import os
+import queue
 import shutil
 import sqlite3
 import statistics
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -132,6 +141,43 @@ class Ring:
                 await t
 
         self.loop.run_until_complete(stop())
+
+
+def thread_ring_worker(qin, qout):
+    get, put = qin.get, qout.put
+    while True:
+        v = get()
+        put(v)
+        if v is None:
+            return
+
+
+class ThreadRing:
+    """The thread ring: tasks-1 threads parked on their SimpleQueues."""
+
+    def __init__(self, tasks):
+        self.n = tasks
+        self.qs = [queue.SimpleQueue() for _ in range(tasks)]
+        self.ts = [threading.Thread(target=thread_ring_worker, args=(self.qs[i], self.qs[(i + 1) % tasks]), daemon=True)
+                   for i in range(1, tasks)]
+        for t in self.ts:
+            t.start()
+
+    def run(self, n):
+        """About n hops (whole laps): seconds per hop times n."""
+        k = max(1, -(-n // self.n))
+        put, get = self.qs[1 % self.n].put, self.qs[0].get
+        t0 = time.perf_counter()
+        for _ in range(k):
+            put(1)
+            get()
+        return (time.perf_counter() - t0) / (k * self.n) * n
+
+    def close(self):
+        self.qs[1 % self.n].put(None)
+        self.qs[0].get()
+        for t in self.ts:
+            t.join()
 
 
 class TwoHop:
@@ -221,7 +267,7 @@ def sized(a, pilot):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("-mode", choices=("lookup", "chain", "ring", "two-hop"), default="lookup")
+    ap.add_argument("-mode", choices=("lookup", "chain", "ring", "two-hop", "thread-ring"), default="lookup")
     ap.add_argument("-tasks", type=int, default=100, help="-mode ring: the ring's size")
     ap.add_argument("-n", type=int, default=200000)
     ap.add_argument("-seconds", type=float, default=0)
@@ -235,6 +281,15 @@ def main():
     a = ap.parse_args()
     if a.cpu >= 0:
         os.sched_setaffinity(0, {a.cpu})
+    if a.mode == "thread-ring":
+        if a.tasks < 2:
+            ap.error("-tasks: a ring needs at least 2 threads")
+        ring = ThreadRing(a.tasks)
+        try:
+            print("%.1f" % timed_loop(a, ring.run))
+        finally:
+            ring.close()
+        return
     if a.mode in ("ring", "two-hop"):
         if a.tasks < 2:
             ap.error("-tasks: a ring needs at least 2 tasks")
