@@ -95,6 +95,9 @@ func TestPyProbeGIL(t *testing.T) {
 				t.Fatalf("want one loop record, got %v", recs["py-loop"])
 			}
 			text, got := hasReading(recs, "gil-contention")
+			if c.want && !got {
+				skipIfStarved(t, recs, "a busy thread contending for the GIL")
+			}
 			if got != c.want {
 				t.Fatalf("GIL reading %v, want %v; readings %v; loop %v; threads %v", got, c.want, readingKinds(recs), recs["py-loop"][0]["lag"], recs["py-thread"])
 			}
@@ -134,7 +137,11 @@ func TestPyProbeHandlerCPU(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d", code)
 			}
-			if _, got := hasReading(recs, "handler-cpu"); got != c.want {
+			_, got := hasReading(recs, "handler-cpu")
+			if c.want && !got {
+				skipIfStarved(t, recs, "a loop running its handlers' CPU work")
+			}
+			if got != c.want {
 				t.Errorf("handler reading %v, want %v: readings %v, loop %v", got, c.want, readingKinds(recs), recs["py-loop"])
 			}
 			if _, got := hasReading(recs, "gil-contention"); got {
