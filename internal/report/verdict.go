@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
@@ -334,11 +335,18 @@ func acrossCPUs(a result.Arm, env result.Env) bool {
 // medians carry a slow tail, in words.
 func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, notes, published []string) {
 	head := []string{"handoff, one round trip", "one CPU", "across CPUs", "", "published (see README)"}
+	busyWhy, busy := exp.Busy(v.Run)
+	cpuLed := busy && headlineCPU(v, rows)
 	cells := [][]string{head}
 	var tails, pubs []string
 	anyAcross, confined := false, false
+	var split string // the busy line's example: the row whose participants waited most
+	most := -1.0
 	for _, r := range rows {
-		h := newHandoffRow(v, r)
+		h := newHandoffRow(v, r, cpuLed)
+		if h.split != "" && h.wait > most {
+			split, most = h.split, h.wait
+		}
 		tails = append(tails, h.tails...)
 		anyAcross, confined = anyAcross || h.across || h.acrossFew, confined || h.confined
 		if r.Published != "" {
@@ -362,6 +370,9 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 	if !anyAcross && confined {
 		table = append(table, "  across CPUs: not measured, the run was confined to one CPU (--cpus)")
 	}
+	if busy {
+		table = append(table, busyLine(busyWhy, split, cpuLed))
+	}
 	if len(tails) > 0 {
 		notes = append(notes, "  slow tail: these medians (means per op) stand well above the typical op, p50: "+strings.Join(tails, " · "))
 	}
@@ -378,12 +389,74 @@ type handoffRow struct {
 	tails            []string
 	across, confined bool
 	acrossFew        bool // its across-CPUs arm has too few ops
+	// split is one of its figures split into CPU and wait (exp.CostSplit)
+	// on a busy machine, and wait that figure's share of wall time waiting.
+	split string
+	wait  float64
 }
 
-func newHandoffRow(v *exp.VerdictRun, r exp.Headline) handoffRow {
-	h := handoffRow{cells: []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}}
+// busyLine says, under the handoff table, that the machine was busy, why,
+// and what its figures then are: CPU time with one figure split into CPU
+// and wait (cpuLed), or wall times that the run cannot split.
+func busyLine(why, split string, cpuLed bool) string {
+	if !cpuLed {
+		return "  busy machine (" + why + "): wall times, with the wait behind other work; no CPU time per op to split it from"
+	}
+	l := "  busy machine (" + why + "): CPU time per op of all the workers, wall beside it"
+	if split != "" {
+		l += "; " + split
+	}
+	return l
+}
+
+// headlineCPU says whether one of the handoff table's arms has a CPU time
+// per op: the table can lead with CPU time.
+func headlineCPU(v *exp.VerdictRun, rows []exp.Headline) bool {
+	for _, r := range rows {
+		for _, n := range append(append([]string(nil), r.One...), r.Across...) {
+			if a, ok := v.Pick(n); ok {
+				if _, _, ok := price.CPUPerOp(a); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// busyFigure is an arm's figure on a busy machine: its CPU time per op,
+// with its wall time beside it ("6.2 µs (wall 19)", the unit said once
+// where both share it), or its wall time alone, said so, where the run
+// has no CPU time for it.
+func busyFigure(a result.Arm) string {
+	c, _, ok := price.CPUPerOp(a)
+	if !ok {
+		return result.FormatValue(a.Median, a.Unit) + " wall"
+	}
+	cs, ws := result.FormatNs(c), result.FormatNs(a.Median)
+	if ci, wi := strings.LastIndexByte(cs, ' '), strings.LastIndexByte(ws, ' '); ci > 0 && wi > 0 && cs[ci:] == ws[wi:] {
+		ws = ws[:wi]
+	}
+	return cs + " (wall " + ws + ")"
+}
+
+func newHandoffRow(v *exp.VerdictRun, r exp.Headline, busy bool) handoffRow {
+	h := handoffRow{cells: []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}, wait: -1}
 	figure := func(a result.Arm, where string) string {
 		s := exp.Figure(a)
+		if busy {
+			s = busyFigure(a)
+			if sp, ok := exp.CostSplit(a); ok {
+				// The example: the figure that waited most, of those whose
+				// wait fits in its wall time (a goroutine arm's participants
+				// are all of ctxlab's threads, whose waits add up).
+				w, ok := exp.WaitShare(a)
+				fits := !ok || w <= 1
+				if fits && w > h.wait {
+					h.split, h.wait = r.Label+", "+where+": "+sp, w
+				}
+			}
+		}
 		if py := exp.Interpreter(a.Name); py != "" {
 			s += " (py=" + py + ")" // --python all: say whose figure it is
 		}
