@@ -344,8 +344,11 @@ func hopGoVerdict(v *exp.VerdictRun) (lines, notes []string) {
 		if !ok {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("  %s, GOMAXPROCS=%d: a thread hop adds %s", hopOpWords(t.Params["op"]), t.GOMAXPROCS, result.FormatNs(t.Median-d.Median)),
+		lines = append(lines, fmt.Sprintf("  %s, GOMAXPROCS=%d: a thread hop adds %s", hopOpWords(t.Params["op"]), t.GOMAXPROCS, hopAdds(t.Median-d.Median)),
 			"    direct "+exp.Figure(d)+" · thread hop "+exp.Figure(t))
+		if c, ok := v.Comparison(t.Name, d.Name); ok {
+			notes = append(notes, fmt.Sprintf("  %s, GOMAXPROCS=%d, side by side: the thread hop is %s than direct", hopOpWords(t.Params["op"]), t.GOMAXPROCS, exp.PairWords(c, "slower", "faster")))
+		}
 		var more []string
 		for _, w := range []struct{ way, label string }{{"goroutine", "a goroutine hop"}, {"thread-2hop", "two thread hops"}} {
 			if a, ok := same(w.way); ok {
@@ -378,8 +381,11 @@ func hopPyVerdict(v *exp.VerdictRun) (lines, notes []string) {
 			if tag != "" {
 				on += ", " + interpreterText(tag)
 			}
-			lines = append(lines, fmt.Sprintf("  CPython sqlite3, %s: an executor hop adds %s", on, result.FormatNs(e.Median-d.Median)),
+			lines = append(lines, fmt.Sprintf("  CPython sqlite3, %s: an executor hop adds %s", on, hopAdds(e.Median-d.Median)),
 				"    direct "+exp.Figure(d)+" · executor hop "+exp.Figure(e))
+			if c, ok := v.Comparison(e.Name, d.Name); ok {
+				notes = append(notes, fmt.Sprintf("  CPython sqlite3, %s, side by side: the executor hop is %s than direct", on, exp.PairWords(c, "slower", "faster")))
+			}
 			var more []string
 			if t, ok := pick("two-hop", db); ok {
 				more = append(more, "two hops "+exp.Figure(t))
@@ -397,6 +403,16 @@ func hopPyVerdict(v *exp.VerdictRun) (lines, notes []string) {
 		}
 	}
 	return lines, notes
+}
+
+// hopAdds is what a hop adds to the direct call: a duration, or, where
+// the hop's median came out below the direct call's (a busy machine moved
+// one of them), "nothing measurable" with how much lower it was.
+func hopAdds(ns float64) string {
+	if ns < 0 {
+		return "nothing measurable (its median was " + result.FormatNs(-ns) + " lower)"
+	}
+	return result.FormatNs(ns)
 }
 
 // hopOpWords says what a hop operation is in words a user can look up:

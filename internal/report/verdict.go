@@ -5,6 +5,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/price"
@@ -248,7 +249,33 @@ func closing(run *result.Run, stored bool) []string {
 	if run.Interrupted {
 		out = append(out, "interrupted: the verdict covers the arms that finished")
 	}
+	if _, busy := exp.Busy(run); !busy { // a busy machine's line under the handoff table says it
+		if l := suiteLength(run); l != "" {
+			out = append(out, "length: the arms took "+l+", over the quick suite's 30 s on a quiet 2-core machine")
+		}
+	}
 	return out
+}
+
+// QuickSuiteLimit is how long the quick suite takes at most on a quiet
+// 2-core machine.
+const QuickSuiteLimit = 30 * time.Second
+
+// suiteLength is how long a quick suite's arms took when the machine made
+// it longer than QuickSuiteLimit (their durations, set-up included, which
+// leave out the start and the comparisons side by side); "" otherwise.
+func suiteLength(run *result.Run) string {
+	if run.Suite != exp.SuiteQuick {
+		return ""
+	}
+	var ns int64
+	for _, a := range run.Arms {
+		ns += a.DurationNs
+	}
+	if time.Duration(ns) <= QuickSuiteLimit {
+		return ""
+	}
+	return time.Duration(ns).Round(time.Second).String()
 }
 
 // block is one answer of the screen, its lines already wrapped.
@@ -371,6 +398,9 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 		table = append(table, "  across CPUs: not measured, the run was confined to one CPU (--cpus)")
 	}
 	if busy {
+		if l := suiteLength(v.Run); l != "" {
+			busyWhy += "; the quick suite took " + l
+		}
 		table = append(table, busyLine(busyWhy, split, cpuLed))
 	}
 	if len(tails) > 0 {
