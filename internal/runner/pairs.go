@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
@@ -79,7 +80,7 @@ func armNamed(arms []exp.Arm, name string) (exp.Arm, bool) {
 // a time per op.
 func resultNamed(arms []result.Arm, name string) (result.Arm, bool) {
 	for _, a := range arms {
-		if a.Name == name && a.Status == result.StatusOK && a.HasFigure() && a.Median > 0 && (a.Unit == "" || a.Unit == "ns/op") {
+		if a.Name == name && a.Status == result.StatusOK && a.HasFigure() && a.Median > 0 && (a.Unit == "" || strings.HasPrefix(a.Unit, "ns/")) {
 			return a, true
 		}
 	}
