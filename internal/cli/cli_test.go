@@ -14,6 +14,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/testload"
 )
 
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -158,7 +159,7 @@ func waitChildren(t *testing.T, pid int) []int {
 		if waited > 20*time.Second && (wait <= run || waited > 2*time.Minute) {
 			if wait > run {
 				t.Skipf("ctxlab waited for a CPU %v and ran %v in %v, and its process arm had not started (load average %s)",
-					wait.Round(time.Millisecond), run.Round(time.Millisecond), waited.Round(time.Second), load1())
+					wait.Round(time.Millisecond), run.Round(time.Millisecond), waited.Round(time.Second), testload.Load1())
 			}
 			t.Fatalf("no child process appeared in %v (ctxlab ran %v, waited for a CPU %v)", waited.Round(time.Second), run, wait)
 		}

@@ -2,9 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"testing"
+
+	"github.com/ctxlab/ctxlab/internal/testload"
 )
 
 // Tests that drive a busy program (a CPython thread spinning beside a
@@ -52,18 +52,6 @@ func skipIfStarved(t *testing.T, recs map[string][]map[string]any, what string) 
 	share, who, ok := runqWait(recs)
 	if ok && share > maxRunqShare {
 		t.Skipf("the machine did not give the program the CPU %s needs: %s waited for a CPU %.0f%% of the run (over %.0f%%; load average %s)",
-			what, who, 100*share, 100*maxRunqShare, load1())
+			what, who, 100*share, 100*maxRunqShare, testload.Load1())
 	}
-}
-
-// load1 is the 1-minute load average, for skip messages.
-func load1() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	if f := strings.Fields(string(b)); len(f) > 0 {
-		return f[0]
-	}
-	return "unknown"
 }
