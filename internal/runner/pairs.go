@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
@@ -92,12 +93,15 @@ type pairSide struct {
 	arm        exp.Arm
 	gomaxprocs int
 	bench      exp.Bench
-	close      func() error
-	batch      batchFunc
-	probe      *taskProbe
-	ops        int       // ops a turn
-	wall, cpu  []float64 // ns per op of each round's turn
-	runq       []float64
+	// mu guards close: the stop of a pair that ran out of time closes
+	// the benches from another goroutine than the turns'.
+	mu        sync.Mutex
+	close     func() error
+	batch     batchFunc
+	probe     *taskProbe
+	ops       int       // ops a turn
+	wall, cpu []float64 // ns per op of each round's turn
+	runq      []float64
 	// placeEach: the two arms' placements differ, so each turn puts its
 	// own on (else runPair puts the common one on once).
 	placeEach bool
@@ -130,22 +134,27 @@ func comparePair(ctx context.Context, cfg Config, p exp.Pair, arms [2]exp.Arm, r
 	}
 	pctx, cancel := context.WithTimeout(ctx, min(cfg.Timeout, pairLimit))
 	defer cancel()
-	err, gone := await(pctx, func() error { return runPair(pctx, cfg, &c, sides) }, func() {
+	type done struct {
+		c   result.Comparison
+		err error
+	}
+	d, gone := await(pctx, func() done {
+		work := c // the measuring goroutine's own copy: an abandoned one may still write it
+		err := runPair(pctx, cfg, &work, sides)
+		return done{work, err}
+	}, func() {
 		for _, s := range sides {
-			if s.close != nil {
-				s.close()
-			}
+			s.closeBench()
 		}
 	}, abandonAfter, nil)
-	for _, s := range sides {
-		if s.close != nil && !gone {
-			if cerr := s.close(); cerr != nil && err == nil {
-				err = fmt.Errorf("teardown: %w", cerr)
-			}
-		}
-	}
 	if gone {
 		return abandonedPair(c)
+	}
+	c, err := d.c, d.err
+	for _, s := range sides {
+		if cerr := s.closeBench(); cerr != nil && err == nil {
+			err = fmt.Errorf("teardown: %w", cerr)
+		}
 	}
 	if err != nil {
 		c.Rounds, c.Wall, c.CPU, c.Note = 0, result.Ratio{}, nil, "not measured side by side: "+err.Error()
@@ -273,7 +282,9 @@ func (s *pairSide) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.bench, s.close = b, closeOnce(b)
+	s.mu.Unlock()
 	switch x := b.(type) {
 	case exp.Loop:
 		s.batch = loopBatch(ctx, x.Run)
@@ -289,6 +300,18 @@ func (s *pairSide) open(ctx context.Context) error {
 	// driver's process).
 	s.probe = newTaskProbe(b.Participants())
 	return nil
+}
+
+// closeBench tears the arm's bench down, once, if one is set up.
+func (s *pairSide) closeBench() error {
+	s.mu.Lock()
+	c := s.close
+	s.close = nil
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c()
 }
 
 // place puts the arm's placement on the process, where the two arms'
@@ -316,7 +339,7 @@ func (s *pairSide) turn(ctx context.Context, keep bool) error {
 		if err := s.open(ctx); err != nil {
 			return err
 		}
-		defer func() { s.close(); s.close = nil }()
+		defer s.closeBench()
 		if _, _, err := s.batch(max(s.ops/4, 1)); err != nil { // warm the fresh set-up
 			return err
 		}

@@ -172,3 +172,27 @@ func TestPairedRatioAndAnswer(t *testing.T) {
 		}
 	}
 }
+
+// A turn that never ends (a starved partner) is stopped at the pair's
+// time limit: the bench is closed, which unblocks it, and the comparison
+// says it was not measured.
+func TestPairTurnStuck(t *testing.T) {
+	j := &journal{}
+	s, arms, _ := pairArms(j, 1, 1)
+	st := &stuck{release: make(chan struct{})}
+	n := 0
+	open := arms[1].Open
+	arms[1].Open = func(ctx context.Context) (exp.Bench, error) {
+		if n++; n > 1 {
+			return st, nil
+		}
+		return open(ctx)
+	}
+	c := cfg()
+	c.Timeout = time.Second
+	_, exps, _ := Run(context.Background(), c, []exp.Selection{{Spec: s, Arms: arms}})
+	cp := exps[0].Comparisons[0]
+	if cp.Rounds != 0 || !strings.HasPrefix(cp.Note, "not measured side by side: fake/b: ") || st.closes.Load() == 0 {
+		t.Errorf("comparison %+v, %d closes", cp, st.closes.Load())
+	}
+}
