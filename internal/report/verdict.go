@@ -399,7 +399,7 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 	}
 	if busy {
 		if l := suiteLength(v.Run); l != "" {
-			busyWhy += "; the quick suite took " + l
+			busyWhy += "; the quick suite's arms took " + l
 		}
 		table = append(table, busyLine(busyWhy, split, cpuLed))
 	}
