@@ -269,7 +269,14 @@ func TestUserPyCall(t *testing.T) {
 			if err := a.Resolve(context.Background()); err != nil {
 				t.Fatalf("%s: resolve: %v", a.Name, err)
 			}
+			w := testload.Start()
 			r := runner.Arm(context.Background(), cfg, spec, a)
+			if r.Status == result.StatusTooFewOps {
+				if starved, why := w.Starved(); starved {
+					t.Logf("%s: too few ops on a busy machine, not counted: %s (%s)", a.Name, r.Reason, why)
+					continue
+				}
+			}
 			if r.Status != result.StatusOK || r.Params["py-call"] != c.extra["py-call"] || !strings.Contains(r.Op, c.extra["py-call"]) {
 				t.Errorf("%s: %s (%s), params %v, op %q", a.Name, r.Status, r.Reason, r.Params, r.Op)
 			}
