@@ -102,6 +102,16 @@ func (f *File) Commit(fill func(io.Writer) error) (err error) {
 	return nil
 }
 
+// TempPath is the temporary file's path, "" for a target written in
+// place and once committed or aborted: a caller may have it removed
+// should the process die before either.
+func (f *File) TempPath() string {
+	if f == nil || f.tmp == nil {
+		return ""
+	}
+	return f.tmp.Name()
+}
+
 // Abort removes the temporary file and leaves the target as it was. It is
 // safe to call more than once, and after Commit.
 func (f *File) Abort() {

@@ -27,6 +27,8 @@ const (
 	EnvRole = "CTXLAB_CHILD"
 	EnvCPUs = "CTXLAB_CHILD_CPUS"
 	EnvArgs = "CTXLAB_CHILD_ARGS"
+	// EnvParent, when set, is the PID the child's parent must have.
+	EnvParent = "CTXLAB_CHILD_PARENT"
 )
 
 // Role is a child-mode entry point: files are the inherited fds 3, 4, …
@@ -50,8 +52,9 @@ func Main() (handled bool, code int) {
 		fmt.Fprintf(os.Stderr, "ctxlab child: unknown role %q\n", role)
 		return true, 2
 	}
-	// Orphaned before we set up? Then exit at once.
-	if os.Getppid() == 1 {
+	// Orphaned before we set up? Then exit at once. A parent that named
+	// itself (EnvParent) may be PID 1 (ctxlab as a container's init).
+	if parent := os.Getenv(EnvParent); parent != "" && parent != strconv.Itoa(os.Getppid()) || parent == "" && os.Getppid() == 1 {
 		return true, 1
 	}
 	var files []*os.File
@@ -125,6 +128,10 @@ func onSpawner(f func()) {
 	<-done
 }
 
+// OnSpawner runs f on the OS thread that lives as long as ctxlab, where
+// every child with a parent-death signal must be started (launch's keeper).
+func OnSpawner(f func()) { onSpawner(f) }
+
 // Options for Start.
 type Options struct {
 	Role           string
@@ -137,34 +144,45 @@ type Options struct {
 	Stdin          *os.File // nil = /dev/null
 }
 
-// Start starts a child in its own process group with a parent-death signal.
-func Start(ctx context.Context, o Options) (*Proc, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+// Command is what Start runs for o: the program, its argv and its
+// environment (launch runs it so under its keeper).
+func Command(o Options) (path string, argv, env []string, err error) {
 	exe := o.Exe
 	var args []string
 	if exe == "" {
 		self, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("find ctxlab executable for child: %w", err)
+			return "", nil, nil, fmt.Errorf("find ctxlab executable for child: %w", err)
 		}
 		exe = self
 	} else {
 		args = o.Args
 	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), o.Env...)
+	env = append(os.Environ(), o.Env...)
 	if o.Exe == "" {
-		cmd.Env = append(cmd.Env, EnvRole+"="+o.Role, EnvArgs+"="+strings.Join(o.Args, "\x1f"))
+		env = append(env, EnvRole+"="+o.Role, EnvArgs+"="+strings.Join(o.Args, "\x1f"))
 		if len(o.CPUs) > 0 {
 			var s []string
 			for _, c := range o.CPUs {
 				s = append(s, strconv.Itoa(c))
 			}
-			cmd.Env = append(cmd.Env, EnvCPUs+"="+strings.Join(s, ","))
+			env = append(env, EnvCPUs+"="+strings.Join(s, ","))
 		}
 	}
+	return exe, append([]string{exe}, args...), env, nil
+}
+
+// Start starts a child in its own process group with a parent-death signal.
+func Start(ctx context.Context, o Options) (*Proc, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	exe, argv, env, err := Command(o)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, argv[1:]...)
+	cmd.Env = env
 	cmd.ExtraFiles = o.Files
 	cmd.Stdout = o.Stdout
 	if o.Stdin != nil {
@@ -175,7 +193,6 @@ func Start(ctx context.Context, o Options) (*Proc, error) {
 		cmd.Stderr = os.Stderr
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var err error
 	onSpawner(func() { err = cmd.Start() })
 	if err != nil {
 		return nil, fmt.Errorf("start child %s: %w", o.Role, err)

@@ -4,19 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
@@ -26,6 +25,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/vary"
 	"github.com/ctxlab/ctxlab/internal/watch"
+	"github.com/ctxlab/ctxlab/internal/wss"
 )
 
 // exitStatusError carries a command's exit status out through cli.Main,
@@ -58,11 +58,13 @@ all its threads and its descendant processes every interval until it exits,
 counts perf software events (context-switches, cpu-migrations, task-clock,
 page-faults) and hardware ones where the machine offers them for the whole
 run, and then prints — on stderr, like perf stat — the profile of its whole
-life, the counters, its rusage and a reading. ctxlab exits with CMD's status.
+life, the counters, its rusage and a reading. ctxlab exits with CMD's status
+(130 when Ctrl-C or SIGTERM stopped it).
 
 diagnose ends when CMD exits. Processes CMD started that are still running
-then (a daemon, a job left in the background) are named in a note and left
-running: what they do after that is not counted.
+then (a daemon, a job left in the background) are named in a note and ended
+with it; nothing CMD starts outlives ctxlab, even one killed with SIGKILL
+(its keeper ends the tree: docs/watch-diagnose.md).
 
 The run is stored in the history as a diagnose run (--no-store, --db): its
 figures, readings and price, and every JSON record --format json writes
@@ -104,7 +106,7 @@ diagnoses of a program, arm by arm).`,
 	}
 	c.Flags().SetInterspersed(false) // flags after CMD belong to CMD
 	c.Flags().DurationVar(&o.Interval, "interval", 200*time.Millisecond, "time between readings, "+durRange(minInterval, maxInterval))
-	c.Flags().StringVar(&o.PythonProbe, "python-probe", "auto", "time a CPython program from inside: loop lag, thread hops, the GIL (auto: when CMD is a CPython interpreter or a script for one; on; off)")
+	c.Flags().StringVar(&o.PythonProbe, "python-probe", "auto", "time a CPython program from inside: loop lag, thread hops, the GIL (auto: when CMD is a CPython interpreter or a script for one; on: the same, and a note saying why not when it is not; off)")
 	c.Flags().IntVar(&o.PythonCalls, "python-probe-calls", pyprobe.CallsPerS, fmt.Sprintf("the most thread hops a second the CPython probe times, 0..%d; above it, or above %d polls a second of a loop, it times them in windows and only counts the rest, so counts stay exact (0: every call and poll timed, at several µs a call)", pyprobe.MaxCallsPerS, pyprobe.PollsPerS))
 	addDisplayFlags(c, &o.WatchOptions)
 	addVaryFlags(c, &o.Vary)
@@ -177,11 +179,9 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	o.noCalibrate = r.interrupted
 	d := newDisplay(&o.WatchOptions, o.Stderr, "")
 	out := d.prose()
-	pr := priceOf(ctx, &o.WatchOptions, seen)
-	if pr != nil {
-		if err := printPrice(out, d.json, pr); err != nil {
-			return err
-		}
+	pr, err := o.wssPrice(ctx, out, d.json, seen, r.wss, counterCheck(r.recs)) // the working set, then the price (wss.go)
+	if err != nil {
+		return err
 	}
 	if err := out.Flush(); err != nil {
 		return err
@@ -191,7 +191,7 @@ func runDiagnose(ctx context.Context, o *DiagnoseOptions) error {
 	if err := saveRun(ctx, hist, run); err != nil {
 		return err
 	}
-	if r.interrupted && ru.ExitStatus == 0 {
+	if r.interrupted { // stopped by ctxlab: 130, whatever the signal made the command return
 		return errInterrupted
 	}
 	if ru.ExitStatus != 0 {
@@ -207,149 +207,51 @@ type diagnosed struct {
 	ru          RusageRecord
 	note, left  string
 	py          *pyprobe.Report
-	sample      vary.Sample // the same figures as one run of diagnose --vary
+	wss         *wss.Reading // nil with --wss off
+	sample      vary.Sample  // the same figures as one run of diagnose --vary
 	began       time.Time
 	interrupted bool
 }
 
-// diagnoseOnce starts the command stopped, opens its counters, lets it
-// run with its stdin, stdout and stderr, samples it every interval until
-// it exits, and reads everything; the command is never left behind.
+// diagnoseOnce runs the command as a grid of one point (vary.Command,
+// through launch) with ctxlab's stdin, stdout and stderr, sampling it
+// every interval until it exits, and reads everything; nothing it started
+// outlives it.
 func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sysinfo.Host) (*diagnosed, error) {
-	cmd := exec.Command(path, o.Args[1:]...)
-	cmd.Args[0] = o.Args[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, o.Stdout, o.Stderr
-	probe, probeNote := preparePyProbe(o, cmd, path)
+	c := vary.Command{Args: o.Args, Env: os.Environ(), Interval: o.Interval, Source: measure.PerfTree{}, Events: measure.Events,
+		Host: host, Root: procstat.DefaultRoot, Stdio: &vary.Stdio{In: os.Stdin, Out: o.Stdout, Err: o.Stderr}, WSS: o.wssOn()}
+	probe, probeNote := preparePyProbe(o, &c, path)
 	if probe != nil {
-		defer probe.Close()
+		forget := launch.Temp(probe.Dir()) // the keeper removes it if ctxlab dies first
+		defer func() { probe.Close(); forget() }()
+		c.Started = func(int) { probe.Started() }
 	}
-	// The command's orphans come to ctxlab rather than to init, so the ones
-	// still running when it exits can be named (leftovers).
-	defer subreaper()()
-	r := &diagnosed{began: time.Now(), sample: vary.Sample{Status: result.StatusOK, Before: sysinfo.Sample(host)}}
-	counters, note, err := measure.StartStopped(cmd, measure.PerfTree{}, measure.Events)
-	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", o.Args[0], err)
-	}
-	if probe != nil {
-		probe.Started()
-	}
-	r.note = joinNote(note, probeNote)
-	defer counters.Close()
-	pid := cmd.Process.Pid
-	cmdProc, _ := procstat.DefaultRoot.ReadProc(pid) // its start time tells its leftovers from older children
-	reaped := false
-	defer func() { // never leave the command behind
-		if !reaped {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+	r := &diagnosed{began: time.Now()}
+	r.sample = c.Run(ctx, vary.Point{})
+	if r.sample.PID == 0 {
+		if ctx.Err() != nil {
+			return nil, errInterrupted
 		}
-	}()
-	w, werr := watch.NewWatcher(procstat.DefaultRoot, []int{pid})
-	if werr == nil {
-		w.Descendants = true
-		w.Begin()
+		return nil, errors.New(r.sample.Reason)
 	}
-	r.interrupted = waitSampled(ctx, cmd, o.Interval, func() {
-		if w != nil {
-			r.sample.AddProfile(w.Step())
-		}
-	})
-	if w != nil {
-		r.sample.AddProfile(w.Step()) // the exited command is a zombie until reaped: its last counts are still readable
+	s := &r.sample
+	r.interrupted = s.Status == result.StatusInterrupted
+	r.sum = s.Profile
+	r.wss = s.WSS // the working set (wss.go)
+	r.recs = readCounters(s.Counters)
+	r.ru = RusageRecord{Kind: "rusage", ExitStatus: s.ExitStatus, WallS: float64(s.WallNs) / 1e9,
+		Voluntary: s.Rusage.Vol, Involuntary: s.Rusage.Invol, UserUs: s.Rusage.UserNs / 1e3, SysUs: s.Rusage.SysNs / 1e3,
+		MinorFaults: s.Rusage.MinFlt, MaxRSSKiB: s.Rusage.MaxRSSKiB}
+	if probeNote != "" {
+		s.Notes = append(s.Notes, probeNote)
 	}
-	left := procstat.Leftovers(procstat.DefaultRoot, os.Getpid(), cmdProc)
-	waitErr := cmd.Wait()
-	reaped = true
-	wall := time.Since(r.began)
-	if cmd.ProcessState == nil && waitErr != nil {
-		return nil, fmt.Errorf("waiting for %s: %w", o.Args[0], waitErr)
+	if s.Sampling != "" {
+		s.Notes = append(s.Notes, "the command could not be sampled: "+s.Sampling)
 	}
-	r.sample.After = sysinfo.Sample(host)
-	r.exited(cmd.ProcessState, wall, counters.Read())
-	if w != nil {
-		r.sum = w.Summary
-	} else {
-		r.note = joinNote(r.note, "the command could not be sampled: "+werr.Error())
-		r.sample.Sampling = werr.Error()
-	}
-	r.left = leftoverNote(left)
+	r.note = strings.Join(s.Notes, "; ")
+	r.left = vary.SelfCPUNote(s.SelfCPUNs, s.Rusage.UserNs+s.Rusage.SysNs, s.WallNs, s.Held)
 	r.py = finishPyProbe(probe, &r.sum)
 	return r, nil
-}
-
-// exited reads the command's end: its exit status (128 + the signal that
-// killed it), rusage and counters, into the records and the sample.
-func (r *diagnosed) exited(ps *os.ProcessState, wall time.Duration, readings []measure.TreeReading) {
-	status := ps.ExitCode()
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		status = 128 + int(ws.Signal())
-	}
-	r.recs = readCounters(readings)
-	r.ru = RusageRecord{Kind: "rusage", ExitStatus: status, WallS: wall.Seconds()}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		r.ru.Voluntary, r.ru.Involuntary = ru.Nvcsw, ru.Nivcsw
-		r.ru.UserUs = ru.Utime.Sec*1e6 + ru.Utime.Usec
-		r.ru.SysUs = ru.Stime.Sec*1e6 + ru.Stime.Usec
-		r.ru.MinorFaults, r.ru.MaxRSSKiB = ru.Minflt, ru.Maxrss
-		r.sample.Rusage = vary.Rusage{UserNs: r.ru.UserUs * 1e3, SysNs: r.ru.SysUs * 1e3, Vol: ru.Nvcsw, Invol: ru.Nivcsw,
-			MinFlt: ru.Minflt, MajFlt: ru.Majflt, MaxRSSKiB: ru.Maxrss}
-	}
-	r.fillSample(wall, status, readings)
-}
-
-// fillSample completes the run's figures as diagnose --vary keeps them.
-func (r *diagnosed) fillSample(wall time.Duration, status int, readings []measure.TreeReading) {
-	s := &r.sample
-	s.WallNs, s.ExitStatus, s.Counters = int64(wall), status, readings
-	switch {
-	case r.interrupted:
-		s.Status, s.Reason = result.StatusInterrupted, "interrupted"
-	case status != 0:
-		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("exit status %d", status)
-	}
-	if r.note != "" {
-		s.Notes = append(s.Notes, r.note)
-	}
-}
-
-// waitSampled waits for the command to exit, without reaping it, calling
-// sample every interval. Ctrl-C on a terminal reaches the command too: it
-// is given time to finish, then asked, then made to; interrupted says so.
-func waitSampled(ctx context.Context, cmd *exec.Cmd, interval time.Duration, sample func()) (interrupted bool) {
-	pid := cmd.Process.Pid
-	exited := make(chan struct{})
-	go func() { // tells when the command has exited, without reaping it
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
-		close(exited)
-	}()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	var grace <-chan time.Time
-	done := ctx.Done()
-	signalled := 0
-	for {
-		select {
-		case <-exited:
-			return interrupted
-		case <-tick.C:
-			sample()
-		case <-done:
-			interrupted, done = true, nil
-			grace = time.After(2 * time.Second)
-		case <-grace:
-			if signalled == 0 {
-				_ = cmd.Process.Signal(os.Interrupt)
-				grace = time.After(3 * time.Second)
-			} else {
-				_ = cmd.Process.Kill()
-				grace = nil
-			}
-			signalled++
-		}
-	}
 }
 
 func joinNote(a, b string) string {
@@ -369,42 +271,6 @@ func coverage(sum watch.Profile, ru RusageRecord) string {
 	return fmt.Sprintf("/proc sampling saw %d of the %d switches rusage counted for the command and its waited-for children (%.0f%%); "+
 		"it misses each thread's last partial interval and processes shorter than an interval",
 		seen, all, 100*float64(seen)/float64(all))
-}
-
-// subreaper makes ctxlab the child subreaper (PR_SET_CHILD_SUBREAPER) and
-// returns what undoes it; a ctxlab that already is one stays one.
-func subreaper() (undo func()) {
-	var was int
-	if unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0) != nil || was != 0 {
-		return func() {}
-	}
-	if unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != nil {
-		return func() {}
-	}
-	return func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) }
-}
-
-// leftoverNote says which processes outlived the command, and what that
-// means for the figures ("" when none did).
-func leftoverNote(ps []procstat.Proc) string {
-	if len(ps) == 0 {
-		return ""
-	}
-	var names []string
-	for i, p := range ps {
-		if i == 5 {
-			names = append(names, fmt.Sprintf("and %d more", len(ps)-i))
-			break
-		}
-		names = append(names, fmt.Sprintf("pid %d, %s", p.PID, termsafe.String(p.Comm)))
-	}
-	list := strings.Join(names, "; ")
-	if len(ps) == 1 {
-		return "1 process started by the command was still running when it exited (" + list + "); diagnose ends with the command and leaves it running: " +
-			"its switches after that are not counted (rusage, which covers waited-for children only, counts none of them)"
-	}
-	return fmt.Sprintf("%d processes started by the command were still running when it exited (%s); diagnose ends with the command and leaves them running: "+
-		"their switches after that are not counted (rusage, which covers waited-for children only, counts none of them)", len(ps), list)
 }
 
 func printDiagnosis(o *DiagnoseOptions, r *diagnosed) error {
@@ -476,6 +342,9 @@ func (r *diagnosed) run(o *DiagnoseOptions, host *sysinfo.Host, pr *price.Price)
 	if r.py != nil {
 		findings = append(findings, r.py.Findings()...)
 	}
+	if r.wss != nil {
+		findings = append(findings, r.wss.Lines...)
+	}
 	if pr != nil {
 		findings = append(findings, pr.Lines...)
 	}
@@ -500,6 +369,7 @@ func (r *diagnosed) records(o *DiagnoseOptions, pr *price.Price) []json.RawMessa
 	if r.py != nil {
 		_ = r.py.WriteJSON(&buf)
 	}
+	_ = printWSS(&buf, true, r.wss)
 	if pr != nil {
 		_ = printPrice(&buf, true, pr)
 	}

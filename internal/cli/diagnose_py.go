@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"os"
-	"os/exec"
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/pyprobe"
+	"github.com/ctxlab/ctxlab/internal/vary"
 	"github.com/ctxlab/ctxlab/internal/watch"
 )
 
@@ -17,12 +16,12 @@ const pyProbeWait = 2 * time.Second
 // preparePyProbe gives a CPython command the probe (docs/pyprobe.md) as
 // --python-probe says: its environment and the pipe as descriptor 3. The
 // note says why a Python command runs without it.
-func preparePyProbe(o *DiagnoseOptions, cmd *exec.Cmd, path string) (*pyprobe.Session, string) {
+func preparePyProbe(o *DiagnoseOptions, c *vary.Command, path string) (*pyprobe.Session, string) {
 	s, note := pyprobe.Prepare(o.pyProbe, o.Args, path)
 	if s != nil {
 		s.CallsPerS = o.PythonCalls
-		cmd.Env = s.Env(os.Environ())
-		cmd.ExtraFiles = s.Files()
+		c.Env = s.Env(c.Env)
+		c.ExtraFiles = s.Files()
 	}
 	return s, note
 }

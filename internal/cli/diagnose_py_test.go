@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -322,6 +324,8 @@ func TestPyProbeLeavesTheProgramAlone(t *testing.T) {
 	py := needPython(t)
 	abs, _ := filepath.Abs(filepath.Join(pyTestdata, "usersite"))
 	t.Setenv("PYTHONPATH", abs)
+	tmp := t.TempDir() // ctxlab's own temporary files, apart from other tests'
+	t.Setenv("TMPDIR", tmp)
 	run := func(mode string) (string, string, int) {
 		var out, errb syncBuf
 		code := Main([]string{"diagnose", "--no-store", "--python-probe", mode, "--price=false", "--format", "table", "--", py, filepath.Join(pyTestdata, "outputs.py")}, &out, &errb)
@@ -342,28 +346,106 @@ func TestPyProbeLeavesTheProgramAlone(t *testing.T) {
 	if !strings.Contains(err1, "the user's sitecustomize ran") {
 		t.Errorf("the user's sitecustomize did not run: %q", err1)
 	}
-	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "ctxlab-pyprobe-*"))
-	for _, m := range matches {
-		if st, err := os.Stat(m); err == nil && time.Since(st.ModTime()) < time.Minute {
-			t.Errorf("a probe directory was left behind: %s", m)
-		}
+	if left, _ := os.ReadDir(tmp); len(left) > 0 {
+		t.Errorf("a probe directory was left behind in TMPDIR: %v", left)
 	}
 }
 
-// A command that is not Python is not touched under auto: its environment
+// A program's own profiler and tracer (sys.setprofile, threading.setprofile,
+// sys.settrace) see nothing of the probe: the program prints what they saw,
+// the same with the probe as without; the probe steps aside while they are
+// set and says so, and still counts every call.
+func TestPyProbeUnseenByProfilers(t *testing.T) {
+	py := needPython(t)
+	off, _, code0 := pyDiagnoseWith(t, []string{"--python-probe", "off"}, py, filepath.Join(pyTestdata, "profiled.py"))
+	on, recs, code1 := pyDiagnoseWith(t, []string{"--python-probe", "on"}, py, filepath.Join(pyTestdata, "profiled.py"))
+	if code0 != 0 || code1 != 0 || off != on || !strings.Contains(on, "getprofile is prof True gettrace is trace True") {
+		t.Fatalf("the program's profiler saw the probe (exit %d, %d):\n%s", code0, code1, lineDiff(off, on))
+	}
+	if calls, _ := toThreadCalls(recs); calls != 60 {
+		t.Errorf("to_thread calls %v, want 60: counting goes on while the probe steps aside", calls)
+	}
+	aside := false
+	for _, n := range recs["py-note"] {
+		aside = aside || strings.Contains(fmt.Sprint(n["text"]), "stepped aside")
+	}
+	if !aside {
+		t.Errorf("no note that the probe stepped aside: %v", recs["py-note"])
+	}
+}
+
+// lineDiff: the lines of a and b that the other lacks.
+func lineDiff(a, b string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	ma, mb := in(a), in(b)
+	var out []string
+	for l := range ma {
+		if !mb[l] {
+			out = append(out, "- "+l)
+		}
+	}
+	for l := range mb {
+		if !ma[l] {
+			out = append(out, "+ "+l)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "\n")
+}
+
+// -X importtime and sys.modules show the program no import of the probe's:
+// with the probe, the one line more is its loader, sitecustomize.
+func TestPyProbeImportsUnseen(t *testing.T) {
+	py := needPython(t)
+	mods := func(mode string) []string {
+		var out, errb syncBuf
+		code := Main([]string{"diagnose", "--no-store", "--price=false", "--python-probe", mode, "--format", "json", "--",
+			py, "-X", "importtime", "-c", "import sys, asyncio; print(sorted(sys.modules))"}, &out, &errb)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", mode, code, errb.String())
+		}
+		var names []string
+		for _, l := range strings.Split(errb.String(), "\n") {
+			if _, name, ok := strings.Cut(l, "|"); ok && strings.HasPrefix(l, "import time:") {
+				if _, n, ok := strings.Cut(name, "|"); ok && strings.TrimSpace(n) != "imported package" {
+					names = append(names, strings.TrimSpace(n))
+				}
+			}
+		}
+		return append(names, "sys.modules: "+out.String())
+	}
+	off, on := mods("off"), mods("on")
+	if i := slices.Index(on, "sitecustomize"); i >= 0 {
+		on = slices.Delete(on, i, i+1)
+	}
+	if !slices.Equal(on, off) {
+		t.Errorf("with the probe the program sees other imports, or in another order (besides the loader, sitecustomize):\n%s\noff: %q\non:  %q",
+			lineDiff(strings.Join(off, "\n"), strings.Join(on, "\n")), off, on)
+	}
+}
+
+// A command that is not Python is not touched, under auto or on: its environment
 // has no probe and descriptor 3 is not open in it.
 func TestPyProbeNonPythonUntouched(t *testing.T) {
-	var out, errb syncBuf
-	code := Main([]string{"diagnose", "--no-store", "--price=false", "--format", "table", "--", "sh", "-c", `echo "PYTHONPATH=${PYTHONPATH-unset} PROBE=${CTXLAB_PYPROBE-unset}"; [ -e /proc/self/fd/3 ] && echo fd3 open; exit 0`}, &out, &errb)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errb.String())
-	}
-	t.Setenv("PYTHONPATH", "") // the value the test itself may have is not the point
-	if got := out.String(); strings.Contains(got, "ctxlab-pyprobe") || strings.Contains(got, "fd3 open") || !strings.Contains(got, "PROBE=unset") {
-		t.Errorf("a non-Python command saw the probe: %q", got)
-	}
-	if strings.Contains(errb.String(), "python probe") {
-		t.Errorf("diagnose printed a probe section for sh: %s", errb.String())
+	for _, mode := range []string{"auto", "on"} {
+		var out, errb syncBuf
+		code := Main([]string{"diagnose", "--no-store", "--price=false", "--format", "table", "--python-probe", mode, "--", "sh", "-c", `echo "PYTHONPATH=${PYTHONPATH-unset} PROBE=${CTXLAB_PYPROBE-unset}"; [ -e /proc/self/fd/3 ] && echo fd3 open; exit 0`}, &out, &errb)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", mode, code, errb.String())
+		}
+		if got := out.String(); strings.Contains(got, "ctxlab-pyprobe") || strings.Contains(got, "fd3 open") || !strings.Contains(got, "PROBE=unset") {
+			t.Errorf("%s: a non-Python command saw the probe: %q", mode, got)
+		}
+		// auto says nothing; on says why the probe did not load
+		if said := strings.Contains(errb.String(), "python probe: not loaded — sh is not a Python interpreter"); said != (mode == "on") {
+			t.Errorf("%s: note about the probe %v, want %v: %s", mode, said, mode == "on", errb.String())
+		}
 	}
 }
 

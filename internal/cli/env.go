@@ -27,7 +27,10 @@ func newEnvCmd(stdout io.Writer) *cobra.Command {
 				return usagef("--format %q: must be table or json", format)
 			}
 			h := sysinfo.Detect()
-			return env(stdout, format, h, lastHarness(cmd.Context(), db, h.Env.Hostname))
+			if format == "json" {
+				return env(stdout, format, h, lastHarness(cmd.Context(), db, h.Env.Hostname))
+			}
+			return onScreen(stdout, func(w io.Writer) error { return env(w, format, h, lastHarness(cmd.Context(), db, h.Env.Hostname)) })
 		},
 	}
 	c.Flags().StringVar(&format, "format", "table", "table or json")

@@ -57,7 +57,7 @@ func TestUnsavedRunExitsOneAndKeepsItsJSON(t *testing.T) {
 		return os.Mkdir(db, 0o700)
 	}}
 	args := []string{"pingpong/goroutine/chan/gomaxprocs=1", "--reps", "1", "--benchtime", "5ms", "--db", db}
-	code := execute(newRunCmd(o), args, &errb)
+	code := execute(newRunCmd(o), args, nil, &errb)
 	errs := errb.String()
 	if code != 1 || !strings.Contains(out.String(), "pingpong") || !strings.Contains(errs, "was not stored") {
 		t.Fatalf("run with a failing save: exit %d, stdout %q, stderr %q", code, out.String(), errs)

@@ -12,10 +12,10 @@ import (
 	"github.com/ctxlab/ctxlab/internal/store"
 )
 
-// compare, budget and report need runs of the experiments: after a
-// diagnose --vary and a selfcheck were stored, their "last" passes over
-// those to the experiments' runs and says which run it took; show and
-// export still take the latest run of any kind.
+// compare, budget, report and export need runs of the experiments: after
+// a diagnose (a real one, as a user runs it) and a selfcheck were stored,
+// their "last" passes over those to the experiments' runs and says which
+// run it took; show still takes the latest run of any kind.
 func TestLastCountsTheKindACommandNeeds(t *testing.T) {
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "h.db")
@@ -39,12 +39,16 @@ func TestLastCountsTheKindACommandNeeds(t *testing.T) {
 		}
 		ids = append(ids, run.ID)
 	}
-	now := time.Now().UTC()
-	for _, r := range []struct{ id, suite string }{{"20261206T100000-dddddd", result.SuiteDiagnose}, {"20261206T100001-ssssss", result.SuiteSelfcheck}} {
-		run := &result.Run{Schema: result.SchemaVersion, ID: r.id, Time: now, Suite: r.suite}
-		if err := s.Save(ctx, run, store.SourceRun); err != nil {
-			t.Fatal(err)
-		}
+	s.Close()
+	if code, _, errs := run(t, "diagnose", "--db", db, "--price=false", "--format", "table", "--", "true"); code != 0 || !strings.Contains(errs, "stored as run") {
+		t.Fatalf("diagnose: exit %d\n%s", code, errs)
+	}
+	if s, err = store.Open(db); err != nil {
+		t.Fatal(err)
+	}
+	sc := &result.Run{Schema: result.SchemaVersion, ID: "20991206T100001-ssssss", Time: time.Now().UTC(), Suite: result.SuiteSelfcheck}
+	if err := s.Save(ctx, sc, store.SourceRun); err != nil {
+		t.Fatal(err)
 	}
 	s.Close()
 	note := "counting each run of the experiments only"
@@ -55,13 +59,17 @@ func TestLastCountsTheKindACommandNeeds(t *testing.T) {
 		{[]string{"compare", "--db", db}, ""},
 		{[]string{"budget", "--rate", "10000/s", "--db", db}, ids[1]},
 		{[]string{"report", "--db", db, "-o", filepath.Join(t.TempDir(), "r.html")}, ""},
+		{[]string{"export", "--db", db}, `"id": "` + ids[1] + `"`},
 	} {
 		code, out, errs := run(t, c.args...)
 		if code != 0 || !strings.Contains(errs, note) || !strings.Contains(errs, ids[1]) || !strings.Contains(out, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 0, the run it took (%s) named, and %q in:\n%s", c.args, code, errs, ids[1], c.want, out)
 		}
 	}
-	if code, out, _ := run(t, "export", "--db", db); code != 0 || !strings.Contains(out, "20261206T100001-ssssss") {
-		t.Errorf("export: exit %d; want the latest run of any kind, the selfcheck", code)
+	if code, out, _ := run(t, "show", "--db", db, "--format", "json"); code != 0 || !strings.Contains(out, sc.ID) {
+		t.Errorf("show: exit %d; want the latest run of any kind, the selfcheck", code)
+	}
+	if code, out, _ := run(t, "export", sc.ID, "--db", db); code != 0 || !strings.Contains(out, sc.ID) {
+		t.Errorf("export ID: exit %d; want the run named, whatever its kind", code)
 	}
 }

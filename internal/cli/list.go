@@ -40,7 +40,7 @@ character and […] one of a set. budget --arm, serve --probes and report
   ctxlab list 'pingpong/thread/*'
   ctxlab list '*/futex/*' --suite quick`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return list(stdout, args, o)
+			return onScreen(stdout, func(w io.Writer) error { return list(w, args, o) })
 		},
 	}
 	c.Flags().StringVar(&o.Suite, "suite", exp.SuiteDefault, "which suite's arms to list: quick, default, full")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/child"
 	_ "github.com/ctxlab/ctxlab/internal/experiments" // registers every experiment
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
@@ -63,21 +64,25 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ctxlab: %v\n", err)
 		return 2
 	}
-	return execute(newRoot(args, stdout, stderr), args, stderr)
+	return execute(newRoot(args, stdout, stderr), args, stdout, stderr)
 }
 
 // execute runs the command tree root with args until it finishes or
 // SIGINT/SIGTERM, and maps what it returned to the exit status.
-func execute(root *cobra.Command, args []string, stderr io.Writer) int {
+func execute(root *cobra.Command, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	defer child.KillAll()
+	defer launch.Close() // ends the keeper: nothing it held outlives ctxlab
 
 	// Main prints errors its own way; reached is set once cobra has
 	// parsed flags and arguments.
 	root.SilenceUsage, root.SilenceErrors = true, true
 	reached := false
-	root.PersistentPreRun = func(*cobra.Command, []string) { reached = true }
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		reached = true
+		return stdoutNotHistory(c, stdout)
+	}
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/ctxlab/ctxlab/internal/child"
 	"github.com/ctxlab/ctxlab/internal/testhome"
 )
 
@@ -15,6 +16,9 @@ import (
 // ctxlab for the .txtar scripts, and testhome fails the run when any test
 // wrote into HOME or XDG_DATA_HOME.
 func TestMain(m *testing.M) {
+	if handled, code := child.Main(); handled { // launch's keeper, process arms' partners
+		os.Exit(code)
+	}
 	if os.Getenv("CTXLAB_TEST_AS_MAIN") == "1" {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}

@@ -7,7 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/ctxlab/ctxlab/internal/atomicfile"
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/store"
 )
 
@@ -18,6 +21,7 @@ import (
 type output struct {
 	stdout io.Writer
 	file   *atomicfile.File // nil: stdout
+	forget func()           // the keeper removes the temporary file if ctxlab dies first
 }
 
 // openOutput checks -o PATH and prepares it before any work starts: it
@@ -37,6 +41,10 @@ func openOutput(flag, path, db string, stdout io.Writer) (*output, error) {
 		return nil, usagef("%s %s: %v", flag, path, err)
 	}
 	o.file = f
+	o.forget = func() {}
+	if tmp := f.TempPath(); tmp != "" {
+		o.forget = launch.Temp(tmp)
+	}
 	return o, nil
 }
 
@@ -54,6 +62,9 @@ func (o *output) write(fill func(io.Writer) error) error {
 func (o *output) close() {
 	if o != nil {
 		o.file.Abort()
+		if o.forget != nil {
+			o.forget()
+		}
 	}
 }
 
@@ -151,6 +162,37 @@ func stdoutNotDatabase(stdout io.Writer) error {
 			what = "a SQLite database's " + what
 		}
 		return usagef("standard output is %s (%s): output never replaces a database; write it to another file", what, path)
+	}
+	return nil
+}
+
+// stdoutNotHistory refuses, once the flags are read and before anything
+// starts, a standard output that is the history this command uses (--db,
+// or the default) or one of its files, by device and inode: `1<>X.db
+// --db X.db` opens the history as standard output, where the run's
+// output would land on top of what was just stored.
+func stdoutNotHistory(c *cobra.Command, stdout io.Writer) error {
+	f, ok := stdout.(*os.File)
+	fl := c.Flags().Lookup("db")
+	if !ok || fl == nil {
+		return nil
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil
+	}
+	db := fl.Value.String()
+	if db == "" {
+		if db, err = store.DefaultPath(); err != nil {
+			return nil
+		}
+	}
+	for _, base := range []string{db, canonical(db)} {
+		for _, suffix := range historySuffixes {
+			if sst, err := os.Stat(base + suffix); err == nil && os.SameFile(st, sst) {
+				return usagef("standard output is %s (%s): output never replaces the history; write it to another file", historyFiles[suffix], base+suffix)
+			}
+		}
 	}
 	return nil
 }

@@ -270,8 +270,55 @@ func TestInterruptedSaysWhereTheResultsAre(t *testing.T) {
 	} {
 		root := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return interruptedErr(c.output) }}
 		var errb bytes.Buffer
-		if code := execute(root, nil, &errb); code != 130 || strings.TrimSpace(errb.String()) != c.want {
+		if code := execute(root, nil, nil, &errb); code != 130 || strings.TrimSpace(errb.String()) != c.want {
 			t.Errorf("-o %q: exit %d, %q; want 130 and %q", c.output, code, errb.String(), c.want)
+		}
+	}
+}
+
+// Standard output opened on the history the command is about to use —
+// `1<>X.db --db X.db`, where X.db is empty until the run is stored, or
+// `1<>history.db` on the default one — is refused by device and inode
+// before anything runs (exit 2), and the history passes SQLite's
+// integrity check afterwards. Before, diagnose --vary stored its run and
+// then wrote its JSON over it, exit 0.
+func TestStdoutNeverTheHistory(t *testing.T) {
+	def := isolate(t)
+	if code, _, errs := ctxlab(t, "import", testRunFile, "--db", def); code != 0 {
+		t.Fatalf("import: %d %s", code, errs)
+	}
+	empty := filepath.Join(t.TempDir(), "X.db")
+	for _, c := range []struct {
+		db   string
+		args []string
+	}{
+		{empty, []string{"diagnose", "--vary", "T=1,2", "--reps", "1", "--settle", "0", "--format", "json", "--db", empty, "--", "true"}},
+		{empty, []string{"show", "last", "--format", "json", "--db", empty}},
+		{def, []string{"show", "last", "--format", "json"}},
+		{def, []string{"diagnose", "--vary", "T=1,2", "--reps", "1", "--settle", "0", "--format", "json", "--", "true"}},
+	} {
+		f, err := os.OpenFile(c.db, os.O_RDWR|os.O_CREATE, 0o600) // as the shell's 1<>
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errb bytes.Buffer
+		code := Main(c.args, f, &errb)
+		f.Close()
+		if code != 2 || !strings.Contains(errb.String(), "standard output is ") || !strings.Contains(errb.String(), c.db) {
+			t.Errorf("%s with stdout on %s: exit %d, %q; want 2 naming it", strings.Join(c.args, " "), c.db, code, errb.String())
+		}
+		if st, _ := os.Stat(c.db); st.Size() == 0 {
+			continue // nothing was stored, nothing written: still empty
+		}
+		sdb, err := sql.Open("sqlite", c.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ok string
+		err = sdb.QueryRow("PRAGMA integrity_check").Scan(&ok)
+		sdb.Close()
+		if err != nil || ok != "ok" {
+			t.Errorf("%s after %s: integrity_check %q, %v", c.db, strings.Join(c.args, " "), ok, err)
 		}
 	}
 }

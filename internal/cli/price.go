@@ -119,7 +119,7 @@ func calibrate(ctx context.Context, calibrationArm string) (*result.Run, error) 
 	cfg.Reps, cfg.BenchTime, cfg.Timeout, cfg.Host = 3, 600*time.Millisecond, 20*time.Second, h
 	cfg.ClockCost = measure.ClockCost()
 	arms, exps, _ := runner.Run(ctx, cfg, sel)
-	return &result.Run{Schema: result.SchemaVersion, ID: "calibration " + time.Now().UTC().Format("15:04:05"), Env: h.Env, Arms: arms, Experiments: exps}, nil
+	return &result.Run{Schema: result.SchemaVersion, ID: price.CalibrationID + time.Now().UTC().Format("15:04:05"), Env: h.Env, Arms: arms, Experiments: exps}, nil
 }
 
 // writePrice closes a watch or diagnose with the price of what it saw.
@@ -147,7 +147,8 @@ func priceOf(ctx context.Context, o *WatchOptions, seen price.Seen) *price.Price
 		fmt.Fprintf(o.Stderr, "ctxlab: not priced: %v\n", err)
 		return nil
 	}
-	p := price.Of(seen, cost, indirect)
+	o.curve, o.curveWhy = o.wssCurve(ctx, indirect)
+	p := price.Of(seen, cost, o.curve)
 	return &p
 }
 

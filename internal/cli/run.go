@@ -374,6 +374,18 @@ func runSuite(ctx context.Context, o *RunOptions, args []string) error {
 // termWidth is w's width in columns when w is a terminal, else 0: the
 // verdict is laid out for it, and long lines are wrapped at spaces there
 // rather than cut mid-word by the terminal.
+// onScreen runs print with w wrapped at the terminal's width
+// (textcol.LineWrapper), so no line a person reads there is cut by the
+// terminal; off a terminal it passes everything on as it is.
+func onScreen(w io.Writer, print func(io.Writer) error) error {
+	lw := textcol.NewLineWrapper(w, termWidth(w))
+	err := print(lw)
+	if ferr := lw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
 func termWidth(w io.Writer) int {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
@@ -417,8 +429,9 @@ func writeReport(w io.Writer, run *result.Run, format string) error {
 // not a terminal, nothing is wrapped).
 func writeReportWidth(w io.Writer, run *result.Run, format string, width int) error {
 	if run.Suite == selfcheck.Suite && (format == "table" || format == "") {
-		writeSelfcheck(w, run)
-		return nil
+		lw := textcol.NewLineWrapper(w, width)
+		writeSelfcheck(lw, run, width)
+		return lw.Flush()
 	}
 	if width <= 0 || (format != "table" && format != "") {
 		return report.Write(w, run, format)

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
@@ -131,7 +132,8 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	forget := launch.Temp(dir) // the keeper removes it if ctxlab dies first
+	defer func() { os.RemoveAll(dir); forget() }()
 	h.Dir = dir
 	h.Perf, h.PerfWhy = selfcheck.ProbePerf(ctx)
 	comps, err := selfcheck.Comparisons(h)
@@ -159,20 +161,52 @@ func runSelfcheck(ctx context.Context, o *SelfcheckOptions) error {
 			Op: "ctxlab ÷ reference", Findings: []string{verdict}}},
 	}
 	run.Warnings = envWarnings(host)
+	length := selfcheckLength(o, time.Since(began), host, before, after)
+	if length != "" && !run.Interrupted {
+		run.Warnings = append(run.Warnings, "selfcheck: "+length)
+	}
 	saveErr := saveRun(ctx, ro, run)
-	if o.Format == "json" {
-		enc := json.NewEncoder(termsafe.JSON(o.Stdout))
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(run); err != nil {
-			return errors.Join(saveErr, err)
-		}
-	} else {
-		writeSelfcheck(o.Stdout, run)
+	if err := printSelfcheck(o, run, length); err != nil {
+		return errors.Join(saveErr, err)
 	}
 	if run.Interrupted {
 		return errInterrupted
 	}
 	return saveErr
+}
+
+// printSelfcheck writes the check: the run's JSON, or its table and
+// verdict wrapped at the terminal, then its length when the load made it
+// longer than the README says.
+func printSelfcheck(o *SelfcheckOptions, run *result.Run, length string) error {
+	if o.Format == "json" {
+		enc := json.NewEncoder(termsafe.JSON(o.Stdout))
+		enc.SetIndent("", "  ")
+		return enc.Encode(run)
+	}
+	return onScreen(o.Stdout, func(w io.Writer) error {
+		writeSelfcheck(w, run, termWidth(o.Stdout))
+		if length != "" && !run.Interrupted {
+			_, err := fmt.Fprintln(w, "length: "+length)
+			return err
+		}
+		return nil
+	})
+}
+
+// selfcheckLength says how long the check took and under what load when
+// that was longer than the README's "about 35 s" for the default flags;
+// "" otherwise, and with other --rounds, --reps, --benchtime, --settle or
+// a --set query, for which the README gives no length.
+func selfcheckLength(o *SelfcheckOptions, took time.Duration, host *sysinfo.Host, before, after sysinfo.Noise) string {
+	if len(o.Sets) > 0 || o.Rounds != 3 || o.Reps != 3 || o.BenchTime != 100*time.Millisecond || o.Settle != 250*time.Millisecond {
+		return ""
+	}
+	steal := 0.0
+	if dt := after.Total - before.Total; dt > 0 {
+		steal = 100 * (after.Steal - before.Steal) / dt
+	}
+	return selfcheck.LengthNote(took, selfcheck.Usual, before.Load1, after.Load1, len(host.OnlineCPUs), steal)
 }
 
 // selfcheckHost is where the checks run: --cpu (in ctxlab's allowed set,
@@ -251,8 +285,9 @@ func selfcheckPlan(o *SelfcheckOptions) (plan selfcheck.Plan, clear func()) {
 	return plan, clear
 }
 
-// writeSelfcheck prints a selfcheck run's rows and its verdict.
-func writeSelfcheck(w io.Writer, run *result.Run) {
+// writeSelfcheck prints a selfcheck run's rows and its verdict for a
+// terminal width columns wide (0: none).
+func writeSelfcheck(w io.Writer, run *result.Run, width int) {
 	check := selfcheck.FromRun(run)
 	cpu, rounds := 0, 0
 	for _, a := range run.Arms {
@@ -278,13 +313,13 @@ func writeSelfcheck(w io.Writer, run *result.Run) {
 			table = append(table, []string{r.Arm, r.Status, "", "", "", r.Reference})
 		}
 	}
-	textcol.Fit(w, table, 0, func(col, _ int) bool { return col >= 1 && col <= 4 })
+	textcol.Fit(w, table, width, func(col, _ int) bool { return col >= 1 && col <= 4 })
 	for _, r := range check.Rows {
 		if r.Status != result.StatusOK {
 			fmt.Fprintf(w, "  %s: %s\n", r.Arm, termsafe.String(r.Reason))
 		}
 	}
-	for _, l := range textcol.Wrap("verdict: "+termsafe.String(check.Verdict), termWidth(w)) {
+	for _, l := range textcol.Wrap("verdict: "+termsafe.String(check.Verdict), width) {
 		fmt.Fprintln(w, l)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxlab/ctxlab/internal/report"
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // ShowOptions are the flags of `ctxlab show` and `ctxlab export`.
@@ -14,6 +15,10 @@ type ShowOptions struct {
 	DB     string
 	Format string
 	Output string
+	// kind is what "last" counts: any run for show; the experiments'
+	// runs for export, which then names the run it took on stderr.
+	kind   result.Kind
+	stderr io.Writer
 }
 
 func newShowCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -50,7 +55,7 @@ func runShow(cmd *cobra.Command, o *ShowOptions, args []string, stdout io.Writer
 	if len(args) == 1 {
 		ref = args[0]
 	}
-	run, err := loadRun(cmd.Context(), o.DB, ref)
+	run, err := loadRunKind(cmd.Context(), o.DB, ref, o.kind, o.stderr)
 	if err != nil {
 		return err
 	}
@@ -58,13 +63,16 @@ func runShow(cmd *cobra.Command, o *ShowOptions, args []string, stdout io.Writer
 }
 
 func newExportCmd(stdout, stderr io.Writer) *cobra.Command {
-	o := &ShowOptions{Format: "json"}
+	o := &ShowOptions{Format: "json", kind: result.ExperimentRun, stderr: stderr}
 	c := &cobra.Command{
 		Use:   "export [RUN]",
 		Short: "write a stored run as JSON, to move it to another machine",
-		Long: `Write a stored run (default: the latest) as the versioned result JSON
-(docs/result-schema.md). ctxlab import reads it back on another machine,
-and ctxlab compare and ctxlab report accept the file directly.`,
+		Long: `Write a stored run as the versioned result JSON (docs/result-schema.md).
+ctxlab import reads it back on another machine, and ctxlab compare and
+ctxlab report accept the file directly. RUN is an id, a unique prefix, or
+last (the default) or last~N, which count the experiments' runs, as
+compare and report do: a newer diagnose or selfcheck is passed over, and
+stderr names the run taken.`,
 		Example: `  ctxlab export -o laptop.json
   ctxlab export 20261130T1204 > run.json`,
 		Args: cobra.MaximumNArgs(1),

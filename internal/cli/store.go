@@ -19,6 +19,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
+	"github.com/ctxlab/ctxlab/internal/textcol"
 )
 
 // checkStore opens the store once the request is valid and before
@@ -107,7 +108,9 @@ func saveRun(ctx context.Context, o *RunOptions, run *result.Run) error {
 		}
 		return &saveError{fmt.Errorf("run %s was not stored: %v; %s", run.ID, err, keepRunJSON(o, run))}
 	}
-	fmt.Fprintf(o.Stderr, "ctxlab: stored as run %s in %s\n", run.ID, s.Path())
+	for _, l := range textcol.Wrap(fmt.Sprintf("ctxlab: stored as run %s in %s", run.ID, s.Path()), termWidth(o.Stderr)) {
+		fmt.Fprintln(o.Stderr, l)
+	}
 	return nil
 }
 

@@ -192,7 +192,7 @@ func validateVary(o *DiagnoseOptions) (*varyPlan, error) {
 		return nil, outOfRange("--timeout", v.Timeout, durRange(minVaryTimeout, maxVaryTimeout))
 	}
 	c := vary.Command{Args: o.Args, Env: os.Environ(), Interval: o.Interval, Timeout: v.Timeout,
-		Source: v.source, Events: measure.Events, Root: procstat.DefaultRoot}
+		Source: v.source, Events: measure.Events, Root: procstat.DefaultRoot, WSS: o.wssOn()}
 	if c.Source == nil {
 		c.Source = measure.PerfTree{}
 	}
@@ -251,9 +251,6 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 	host := sysinfo.Detect()
 	pl.command.Host = host
 	began := time.Now().UTC()
-	// The command's orphans come to ctxlab, which stops them after each
-	// run (vary.Command.Run).
-	defer subreaper()()
 	a := &vary.Analysis{Command: o.Args, Points: pl.points, Reps: v.Reps, Settle: v.Settle, Interval: o.Interval}
 	switch {
 	case v.Work != "":
@@ -265,7 +262,7 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 
 	vary.Analyze(a, varyCost(ctx, o, a.Interrupted), host, host.Load1)
 	run := varyRun(cmd, o, pl, a, host, began)
-	if err := a.Table(o.Stderr, termWidth(o.Stderr)); err != nil {
+	if err := varyDisplay(o, a); err != nil {
 		return err
 	}
 	saveErr := saveRun(ctx, hist, run)
@@ -298,21 +295,33 @@ func runVary(ctx context.Context, cmd *cobra.Command, o *DiagnoseOptions) error 
 	return nil
 }
 
+// varyDisplay shows the values on stderr by the rule watch and diagnose
+// follow: a table on a terminal, JSON lines redirected (--format auto), or
+// as --format says (json; table; bench, the run on stdout, leaves stderr
+// to auto's rule).
+func varyDisplay(o *DiagnoseOptions, a *vary.Analysis) error {
+	if o.Format == "json" || (o.Format != "table" && !isTerminal(o.Stderr)) {
+		return a.WriteJSON(o.Stderr)
+	}
+	return a.Table(o.Stderr, termWidth(o.Stderr))
+}
+
 // varyCost is this host's cost per switch, the one price uses: from the
 // history, else a 2-second calibration (none after Ctrl-C).
 func varyCost(ctx context.Context, o *DiagnoseOptions, interrupted bool) vary.Cost {
 	if !o.Price {
 		return vary.Cost{Why: "--price=false"}
 	}
-	o.noCalibrate = interrupted
+	o.noCalibrate, o.wantCurve = interrupted, o.wssOn()
 	if interrupted {
 		ctx = context.WithoutCancel(ctx)
 	}
-	c, _, err := costRun(ctx, &o.WatchOptions)
+	c, indirect, err := costRun(ctx, &o.WatchOptions)
 	if err != nil {
 		return vary.Cost{Why: err.Error()}
 	}
-	return vary.Cost{Cost: c, OK: true}
+	curve, why := o.wssCurve(ctx, indirect)
+	return vary.Cost{Cost: c, OK: true, Curve: curve, CurveWhy: why}
 }
 
 // varyRun is the analysis as a stored run.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/store"
+	"github.com/ctxlab/ctxlab/internal/vary"
 )
 
 // seedCost stores a run of this host with thread round trips, so the
@@ -97,9 +99,37 @@ func TestVaryWorkload(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
 	}
-	for _, want := range []string{"per unit", "T=1", "T=4", "CPU time", "run-queue wait (sampled)", "involuntary", "stored as run " + run.ID} {
-		if !strings.Contains(errs, want) {
-			t.Errorf("the table lacks %q:\n%s", want, errs)
+	// --format json: stderr holds JSON lines, as watch's and diagnose's do.
+	if !strings.Contains(errs, "stored as run "+run.ID) {
+		t.Errorf("no stored-run line:\n%s", errs)
+	}
+	var head vary.HeadRecord
+	var values []vary.ValueRecord
+	for _, line := range strings.Split(errs, "\n") {
+		var k struct{ Kind string }
+		if json.Unmarshal([]byte(line), &k) != nil {
+			continue
+		}
+		switch k.Kind {
+		case "vary":
+			_ = json.Unmarshal([]byte(line), &head)
+		case "value":
+			var v vary.ValueRecord
+			_ = json.Unmarshal([]byte(line), &v)
+			values = append(values, v)
+		}
+	}
+	if head.Per != "unit" || strings.Join(head.Values, ",") != "T=1,T=4" || len(values) != 2 {
+		t.Fatalf("JSON lines: head %+v, %d values\n%s", head, len(values), errs)
+	}
+	for _, v := range values {
+		for _, key := range []string{vary.KeyWall, vary.KeyCPU, vary.KeyRunq, vary.KeyInvoluntary} {
+			if f, ok := v.Figures[key]; !ok || (f.Median == nil) == (f.Unsupported == "") {
+				t.Errorf("%s: figure %s: %+v", v.Value, key, f)
+			}
+		}
+		if v.Status != result.StatusOK || v.Runs != 2 {
+			t.Errorf("%s: status %s, %d runs", v.Value, v.Status, v.Runs)
 		}
 	}
 	// The history holds it, as a diagnose run.
@@ -126,7 +156,7 @@ func TestVaryWorkload(t *testing.T) {
 func TestVaryFailingValue(t *testing.T) {
 	isolate(t)
 	code, _, errs := ctxlab(t, "diagnose", "--vary", "V=ok,bad,fine", "--reps", "2", "--settle", "0s", "--no-store", "--price=false",
-		"--", "sh", "-c", "test {V} != bad || { echo broken >&2; exit 3; }")
+		"--format", "table", "--", "sh", "-c", "test {V} != bad || { echo broken >&2; exit 3; }")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", code, errs)
 	}
@@ -191,7 +221,9 @@ if [ {V} = b ] && [ $n -ge 1 ]; then setsid sleep 37.41 & sleep 37.41 & echo $$ 
 		t.Fatalf("exit %v, want 130\n%s", err, errb.String())
 	}
 	errs := errb.String()
-	for _, want := range []string{"(interrupted: the runs that finished)", "V=a", "V=b", "the run was interrupted and is not stored", "interrupted; results so far are above"} {
+	// stderr is a pipe, so --format auto writes JSON lines (as watch and
+	// diagnose do), the head saying the run was interrupted.
+	for _, want := range []string{`{"kind":"vary",`, `"interrupted":true`, `"value":"V=a"`, `"value":"V=b"`, "the run was interrupted and is not stored", "interrupted; results so far are above"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}

@@ -17,9 +17,12 @@ import (
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/pyprobe"
+	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/shim"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
 	"github.com/ctxlab/ctxlab/internal/watch"
+	"github.com/ctxlab/ctxlab/internal/wss"
 )
 
 // WatchOptions are the flags of `ctxlab watch` (and, for display, diagnose).
@@ -38,8 +41,14 @@ type WatchOptions struct {
 	DB          string
 	Price       bool
 	noCalibrate bool
-	Stdout      io.Writer
-	Stderr      io.Writer
+	// WSS is --wss, on or off: sample the working set (wss.go); the
+	// refill curve it is priced with is curve, or why there is none.
+	WSS       string
+	wantCurve bool
+	curve     *result.Run
+	curveWhy  string
+	Stdout    io.Writer
+	Stderr    io.Writer
 }
 
 const (
@@ -105,6 +114,7 @@ func addDisplayFlags(c *cobra.Command, o *WatchOptions) {
 	f.StringVar(&o.Format, "format", "auto", "auto (table on a terminal, else json), table or json")
 	f.BoolVar(&o.Price, "price", true, "close with the price: switches/s × this host's measured cost per switch (from the history, or a 2 s calibration)")
 	f.StringVar(&o.DB, "db", "", "history to take the cost per switch from (default $XDG_DATA_HOME/ctxlab/history.db)")
+	f.StringVar(&o.WSS, "wss", "on", "sample the working set (clear_refs and smaps_rollup every interval, at most 2% of the program's CPU) and price the indirect cost from it: on or off")
 }
 
 func (o *WatchOptions) validateDisplay() error {
@@ -118,6 +128,9 @@ func (o *WatchOptions) validateDisplay() error {
 	case "auto", "table", "json":
 	default:
 		return usagef("--format %q: must be auto, table or json", o.Format)
+	}
+	if _, err := wss.Parse(o.WSS); err != nil {
+		return usagef("%v", err)
 	}
 	return nil
 }
@@ -298,6 +311,11 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 	if err != nil {
 		return err
 	}
+	if followShim(ctx, o, root) { // the program it exec'd: its name, its threads, its CPython reading
+		if pids, what, err = o.targets(root); err != nil {
+			return err
+		}
+	}
 	w, pids, err := o.watcher(root, pids)
 	if err != nil {
 		if errors.Is(err, procstat.ErrNoProcess) {
@@ -311,6 +329,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		d.more = func(p watch.Profile) []watch.Reading { return pyprobe.Inferred(p, py) }
 	}
 	rss := rssOf(root, pids)
+	ws := wss.Start(root, pids[0], o.wssOn()) // the first PID's working set (wss.go)
 	w.Begin()
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
@@ -322,6 +341,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 			stopped = true
 		case <-tick.C:
 		}
+		ws.Tick()
 		p, err := w.Step()
 		if r := rssOf(root, pids); r > 0 {
 			rss = r
@@ -348,7 +368,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 		return err
 	}
 	out := d.prose()
-	if err := writePrice(ctx, o, out, d.json, seenOf(w.Summary, rss)); err != nil {
+	if _, err := o.wssPrice(ctx, out, d.json, seenOf(w.Summary, rss), ws.Stop(), ""); err != nil {
 		return err
 	}
 	return out.Flush()
@@ -362,4 +382,22 @@ func seenOf(sum watch.Profile, rss int64) price.Seen {
 	return price.Seen{Seconds: sum.Seconds, Vol: t.Vol, Invol: t.Invol, RSSBytes: rss,
 		CPUNs: t.CPUNs, HasCPU: t.HasSchedstat && t.Threads > 0,
 		ChildProcs: c.Procs, ChildVol: c.Total.Vol, ChildInvol: c.Total.Invol, BusiestChild: c.Busiest}
+}
+
+// followShim follows a PID that is in a shim (pyenv's python3: bash that
+// execs the interpreter) to the program it execs, and says so on stderr;
+// it reports whether it did.
+func followShim(ctx context.Context, o *WatchOptions, root procstat.Root) bool {
+	if o.PID <= 0 {
+		return false
+	}
+	script, ok := shim.Running(root, o.PID)
+	if !ok {
+		return false
+	}
+	fmt.Fprintf(o.Stderr, "ctxlab watch: PID %d is running %s, a shim; following it to the program it execs (at most %s)\n",
+		o.PID, termsafe.String(script), shim.Limit)
+	f := shim.Follow(ctx, root, o.PID, termsafe.String(script), shim.Limit)
+	fmt.Fprintf(o.Stderr, "ctxlab watch: %s\n", f.Note())
+	return f.OK()
 }

@@ -104,6 +104,10 @@ type Spec struct {
 	// that the experiment's arms in arms measured, ascending by size; nil
 	// when they measured none (price's cold-cache range).
 	IndirectCost func(arms []result.Arm) []CostPoint
+	// IndirectArms are the arm patterns (exp.Select) that measure the
+	// IndirectCost curve: what a brief calibration runs when no stored run
+	// has it and a working set is to be priced.
+	IndirectArms []string
 	// Hogged, if set, says an arm runs CPU hogs beside its workers: its op
 	// time holds the hogs' turns, so it is no cost per switch (serve).
 	Hogged func(a result.Arm) bool

@@ -364,4 +364,5 @@ type CostPoint struct {
 	Bytes int64
 	Label string // the working set as the experiment names it ("256KiB")
 	Ns    float64
+	Arm   string // the arm whose round trips measured it
 }

@@ -24,6 +24,7 @@ func init() {
 		References:   cachecostRefs,
 		Verdict:      cachecostVerdict,
 		IndirectCost: cachecostCurve,
+		IndirectArms: []string{"cachecost/per-switch/*"},
 		Summary:      "the indirect cost of switching: cold caches after other workers ran (sweep, per-switch, slice)",
 		Op:           "element visited",
 		OpLabels:     []exp.OpLabel{{Label: "elementvisited", Has: "sweep"}, {Label: "roundtrip", Has: "pingpong"}},

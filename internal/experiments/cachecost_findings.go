@@ -296,12 +296,12 @@ func cachecostCurve(arms []result.Arm) []exp.CostPoint {
 				extra -= s.Switches.Total()
 			}
 			if extra >= 1 {
-				out = append(out, exp.CostPoint{Bytes: n, Label: r.Params["W"], Ns: (rc - sc - z) / extra})
+				out = append(out, exp.CostPoint{Bytes: n, Label: r.Params["W"], Ns: (rc - sc - z) / extra, Arm: r.Name})
 			}
 		case r.Switches != nil && r.Switches.Total() >= 1.5 && r.Switches.Total() <= 2.5 && (s.Switches == nil || s.Switches.Total() < 0.5):
 			// Wall time only from round trips that switched about twice
 			// (not preempted), divided by the switches they made.
-			out = append(out, exp.CostPoint{Bytes: n, Label: r.Params["W"], Ns: (r.Median - s.Median - zero.Median) / r.Switches.Total()})
+			out = append(out, exp.CostPoint{Bytes: n, Label: r.Params["W"], Ns: (r.Median - s.Median - zero.Median) / r.Switches.Total(), Arm: r.Name})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Bytes < out[j].Bytes })

@@ -125,8 +125,12 @@ func callchainFindings(arms []result.Arm) []string {
 			if a.Status != result.StatusOK || a.Params["kind"] != "task-per-item" {
 				continue
 			}
-			line := fmt.Sprintf("%s tiny items at GOMAXPROCS=%d: inline %s per item · a goroutine per item %s (%.0f×, so starting and awaiting one costs ≈ %s)",
-				a.Params["items"], a.GOMAXPROCS, result.FormatNs(in.Median), result.FormatNs(a.Median), a.Median/in.Median, result.FormatNs(a.Median-in.Median))
+			cost := "so starting and awaiting one costs ≈ " + result.FormatNs(a.Median-in.Median)
+			if a.Median <= in.Median { // noise: never a negative cost
+				cost = "no measurable cost of starting and awaiting one here"
+			}
+			line := fmt.Sprintf("%s tiny items at GOMAXPROCS=%d: inline %s per item · a goroutine per item %s (%.0f×, %s)",
+				a.Params["items"], a.GOMAXPROCS, result.FormatNs(in.Median), result.FormatNs(a.Median), a.Median/in.Median, cost)
 			for _, bt := range arms {
 				if bt.Status == result.StatusOK && bt.Params["kind"] == "task-per-batch" && bt.GOMAXPROCS == a.GOMAXPROCS {
 					line += fmt.Sprintf(" · a goroutine per batch of %s %s per item (%.1f×)", bt.Params["batch"], result.FormatNs(bt.Median), bt.Median/in.Median)

@@ -113,7 +113,7 @@ func TestPythonPlan(t *testing.T) {
 				t.Fatalf("incomplete arm %+v", a)
 			}
 		}
-		if quick == 0 || quick > 11 {
+		if quick == 0 || quick > 12 {
 			t.Fatalf("%s: %d quick arms; the quick suite budget allows a handful", suite, quick)
 		}
 		for _, k := range []string{"pingpong/pythread/simplequeue/unpinned", "pingpong/pythread/event/unpinned",
@@ -373,15 +373,16 @@ func TestCPythonArmsLiveInTheirExperiments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The 7 it had before, one each for asyncio.Event and eventloop, and
+	// The 7 it had before, one each for asyncio.Event and eventloop,
 	// concurrency's pair (a semaphore + to_thread and the pool map at C=10,
-	// so its check runs in the quick suite too).
-	if len(quick) != 11 {
+	// so its check runs in the quick suite too), and asyncio.Queue on one
+	// CPU (the verdict's tasks-vs-threads line, issue 50).
+	if len(quick) != 12 {
 		var ns []string
 		for _, a := range quick {
 			ns = append(ns, a.Name)
 		}
-		t.Errorf("the quick suite has %d CPython arms, want 11: %v", len(quick), ns)
+		t.Errorf("the quick suite has %d CPython arms, want 12: %v", len(quick), ns)
 	}
 }
 

@@ -421,3 +421,26 @@ func TestHopFileAndMemoryAndPreparedArms(t *testing.T) {
 		}
 	}
 }
+
+// A hop that measured faster than the direct call (noise) never reads as a
+// negative cost (issue 50: "adds -1.86e+04 ns to a 78 µs call").
+func TestAddsNeverNegative(t *testing.T) {
+	if got := adds("adds", 18200); got != "adds 18.2 µs" {
+		t.Errorf("got %q", got)
+	}
+	if got := adds("adds", -18600); got != "adds nothing measurable (18.6 µs below direct)" {
+		t.Errorf("got %q", got)
+	}
+	if got := addsFigure(-5); got != "nothing measurable (5 ns below direct)" {
+		t.Errorf("got %q", got)
+	}
+	d := result.Arm{Name: "hop/modernc-file/direct/gomaxprocs=all", Experiment: "hop", Status: result.StatusOK, Median: 78000,
+		GOMAXPROCS: 2, Params: map[string]string{"op": "modernc-file", "way": "direct"}}
+	th := d
+	th.Name, th.Median, th.Params = "hop/modernc-file/thread/gomaxprocs=all", 59400, map[string]string{"op": "modernc-file", "way": "thread"}
+	for _, c := range hopChecks([]result.Arm{d, th}) {
+		if strings.Contains(c.Detail, "adds -") || strings.Contains(c.Detail, "e+") {
+			t.Errorf("a negative figure: %s", c.Detail)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -65,6 +66,20 @@ func (g *goroutinePair) Close() error {
 	return err
 }
 
+// armUnsupported makes a mechanism that cannot be made here
+// (mech.ErrUnsupported) an unsupported arm (exp.ErrUnsupported), its
+// message kept.
+func armUnsupported(err error) error {
+	if errors.Is(err, mech.ErrUnsupported) {
+		return unsupportedHere{err}
+	}
+	return err
+}
+
+type unsupportedHere struct{ error }
+
+func (e unsupportedHere) Unwrap() []error { return []error{e.error, exp.ErrUnsupported} }
+
 // threadPair: A and B are locked OS threads, placed as asked.
 type threadPair struct {
 	pair   *mech.Pair
@@ -76,7 +91,7 @@ type threadPair struct {
 func openThreadPair(kind string, pl exp.Placement) (exp.Loop, error) {
 	pair, err := mech.NewPair(kind)
 	if err != nil {
-		return nil, err
+		return nil, armUnsupported(err)
 	}
 	ta, err := mech.StartThread(pl.A)
 	if err != nil {

@@ -2,9 +2,11 @@ package experiments
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/mech"
 )
 
 // pingpong: A sends a value, B sends it back; op = one round trip (SPEC §5.1).
@@ -71,10 +73,6 @@ func ppPlaced(sub, m, placement string) exp.ArmKey {
 	return exp.Key("pingpong", exp.Seg(sub), exp.Seg(m), exp.Seg(placement))
 }
 
-// kernelMechs hand over through the kernel only; thread arms over them show
-// the OS switch itself, the Go runtime stays out of the way.
-var kernelMechs = map[string]bool{"futex": true, "eventfd": true, "pipe": true, "unixsock": true, "shmfutex": true}
-
 var quickPingpong = keysOf(
 	ppGoroutine("chan", "1"), ppGoroutine("chan", "all"), ppGoroutine("cond", "1"),
 	ppPlaced("thread", "futex", "unpinned"), ppPlaced("thread", "futex", "same-cpu"), ppPlaced("thread", "futex", "cross-cpu"),
@@ -92,25 +90,22 @@ func pingpongArms(p exp.Params) ([]exp.Arm, error) {
 	if p.GOMAXPROCS != nil {
 		threadGmps = p.GOMAXPROCS
 	}
-	for _, sub := range []string{"thread", "process"} {
-		mechs := []string{"chan", "cond", "futex", "eventfd", "pipe", "unixsock"}
-		if sub == "process" {
-			mechs = []string{"pipe", "unixsock", "shmfutex"}
-		}
-		for _, m := range mechs {
+	// Every mechanism of mech's rows on each substrate its row names.
+	for _, sub := range []string{mech.SubThread, mech.SubProcess} {
+		for _, row := range mech.On(sub) {
 			for _, pl := range exp.Placements(p) {
 				for _, g := range threadGmps {
-					key := ppPlaced(sub, m, pl.Name)
+					key := ppPlaced(sub, row.Name, pl.Name)
 					name := key
 					if p.GOMAXPROCS != nil {
 						name = key.With(exp.KV("gomaxprocs", g))
 					}
-					pl, m, sub := workerPlacement(pl, p), m, sub
+					pl, m, sub := workerPlacement(pl, p), row.Name, sub
 					arms = append(arms, exp.Arm{
 						Name: name.String(), Substrate: sub, Mechanism: m,
 						Params:     map[string]string{"placement": pl.Name},
 						GOMAXPROCS: g, Placement: pl.Name, CPUs: pl.Process, Quick: quickPingpong.has(key),
-						Unsupported: pl.Unsupported,
+						Unsupported: placementRefused(row, pl),
 						Open: func(ctx context.Context) (exp.Bench, error) {
 							if sub == "thread" {
 								return openThreadPair(m, pl)
@@ -131,7 +126,8 @@ func pingpongGoroutineArms(p exp.Params) []exp.Arm {
 	var arms []exp.Arm
 	gmps, gmpNames := gomaxprocsSweep(p)
 	unp := exp.Unpinned(p)
-	for _, m := range []string{"chan", "chan-buffered", "cond"} {
+	for _, row := range mech.On(mech.SubGoroutine) {
+		m := row.Name
 		for i, g := range gmps {
 			key := ppGoroutine(m, gmpNames[i])
 			arms = append(arms, exp.Arm{
@@ -171,4 +167,18 @@ func workerPlacement(pl exp.Placement, p exp.Params) exp.Placement {
 		}
 	}
 	return pl
+}
+
+// placementRefused says why a pair of row cannot run at placement pl
+// (the run's CPUs, or a spinning row whose two workers would share one
+// CPU: a side that spins while its partner waits for that CPU would spin
+// until preempted), "" when it can.
+func placementRefused(row mech.Row, pl exp.Placement) string {
+	if pl.Unsupported != "" || !row.Locked {
+		return pl.Unsupported
+	}
+	if len(pl.A) == 1 && len(pl.B) == 1 && pl.A[0] == pl.B[0] {
+		return fmt.Sprintf("%s spins: both workers on CPU %d would each spin out the other's time slice; it needs two CPUs (cross-cpu, or unpinned)", row.Name, pl.A[0])
+	}
+	return ""
 }

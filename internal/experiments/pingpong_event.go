@@ -29,7 +29,7 @@ func eventPairChecks(arms []result.Arm) []result.Check {
 		as, ts := a.Switches.Total(), t.Switches.Total()
 		out = append(out, result.Check{
 			Name:  "asyncio.Event hands over with no OS switch (< 0.05 per round trip), threading.Event with about 2 (≥ 1.5)",
-			Holds: as < maxPyTaskSwitches && ts >= minPyThreadSwitches,
+			Holds: as < maxNoSwitch && ts >= minPyThreadSwitches,
 			Detail: fmt.Sprintf("asyncio.Event %s, %.3f switches per round trip; threading.Event %s, %.2f switches%s (published 5.3 µs against 9.3 µs)",
 				result.FormatNs(a.Median), as, result.FormatNs(t.Median), ts, onInterpreter(py)),
 			Arms: []string{a.Name, t.Name},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/mech"
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 )
@@ -16,9 +17,8 @@ import (
 
 // Thresholds of the pingpong checks (SPEC §5.1).
 const (
-	minThreadSwitches    = 1.5  // a blocking handoff: ≈ 2 per round trip
-	minWordSwitches      = 1    // shmfutex: a side may not sleep (below)
-	maxGoroutineSwitches = 0.05 // goroutines at GOMAXPROCS=1: ≈ 0
+	minThreadSwitches = 1.5 // a blocking handoff: ≈ 2 per round trip
+	minWordSwitches   = 1   // shmfutex: a side may not sleep (below)
 )
 
 func pingpongChecks(arms []result.Arm) []result.Check {
@@ -29,6 +29,8 @@ func pingpongChecks(arms []result.Arm) []result.Check {
 			continue
 		}
 		sw := a.Switches.Total()
+		row, _ := mech.RowOf(a.Mechanism)
+		sub, _ := mech.SubstrateOf(a.Substrate)
 		switch {
 		// Unpinned only: across two CPUs the partner may already have
 		// replied before the waker reaches its wait (a polling idle vCPU),
@@ -40,33 +42,32 @@ func pingpongChecks(arms []result.Arm) []result.Check {
 		// message posted while it is still in its wake call. ≥ 1 is the
 		// floor measured, not a guarantee: below it, neither side sleeps
 		// most round trips and the arm measures spinning, not a handoff.
-		case a.Substrate == "process" && a.Mechanism == "shmfutex" && a.Placement == "unpinned":
+		case sub.Kernel && row.Trip == mech.TripMayFindPosted && a.Placement == "unpinned":
 			out = append(out, result.Check{
 				Name:   "a futex handoff between processes costs about 1–2 OS switches per round trip (≥ 1: either side may find the other's word already posted and not sleep)",
 				Holds:  sw >= minWordSwitches,
 				Detail: fmt.Sprintf("%s: %.2f switches per round trip (%.2f voluntary, %.2f involuntary)", a.Name, sw, a.Switches.Voluntary, a.Switches.Involuntary),
 				Arms:   []string{a.Name},
 			})
-		case (a.Substrate == "thread" || a.Substrate == "process") && kernelMechs[a.Mechanism] && a.Placement == "unpinned":
+		case sub.Kernel && row.Trip == mech.TripBlocks && a.Placement == "unpinned":
 			out = append(out, result.Check{
 				Name:   "a blocking handoff between OS threads costs about 2 OS switches per round trip (≥ 1.5)",
 				Holds:  sw >= minThreadSwitches,
 				Detail: fmt.Sprintf("%s: %.2f switches per round trip (%.2f voluntary, %.2f involuntary)", a.Name, sw, a.Switches.Voluntary, a.Switches.Involuntary),
 				Arms:   []string{a.Name},
 			})
-		case a.Substrate == "goroutine" && a.GOMAXPROCS == 1:
-			out = append(out, result.Check{
-				Name:   "a goroutine handoff at GOMAXPROCS=1 causes no OS switch (< 0.05 per round trip)",
-				Holds:  sw < maxGoroutineSwitches,
-				Detail: fmt.Sprintf("%s: %.4f switches per round trip", a.Name, sw),
-				Arms:   []string{a.Name},
-			})
+		// Spinning on two CPUs: neither side sleeps. Unpinned, the two may
+		// share a CPU for a while and yield to each other.
+		case sub.Kernel && row.Trip == mech.TripSpins && a.Placement == "cross-cpu":
+			out = append(out, noSwitchCheck(a, fmt.Sprintf("a %s round trip between two threads on two CPUs", a.Mechanism), "round trip"))
+		case a.Substrate == mech.SubGoroutine && a.GOMAXPROCS == 1:
+			out = append(out, noSwitchCheck(a, "a goroutine handoff at GOMAXPROCS=1", "round trip"))
 		}
 	}
 	// Pinning both threads on one CPU: switches per round trip rise
 	// (published: 3.0); kernels differ, and the check says which holds here.
 	for _, a := range arms {
-		if a.Substrate != "thread" || a.Placement != "same-cpu" || !kernelMechs[a.Mechanism] || a.Switches == nil {
+		if row, _ := mech.RowOf(a.Mechanism); a.Substrate != mech.SubThread || a.Placement != "same-cpu" || !row.Wait.Kernel() || a.Switches == nil {
 			continue
 		}
 		u, ok := byName.get(keyOf(a).Replace(exp.Seg("same-cpu"), exp.Seg("unpinned")))
@@ -108,7 +109,7 @@ func pingpongFindings(arms []result.Arm) []string {
 		out = append(out, fmt.Sprintf("a Go channel between two locked threads costs %s and %.1f OS switches per round trip vs %.1f for a raw futex: the runtime hands the wake-up through its own threads",
 			result.FormatNs(tc.Median), tc.Switches.Total(), t.Switches.Total()))
 	}
-	return out
+	return append(out, mechFindings(byName)...)
 }
 
 // pingpongRefs are SPEC §8's published round trips, each beside the
@@ -181,9 +182,7 @@ func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 	} else {
 		lines = append(lines, "  gap: not measured (needs "+goChan.String()+" and "+futexOne.String()+")")
 	}
-	if c, ok := v.Comparison(ppPlaced("pytask", "asyncio-queue", "unpinned").String(), ppPlaced("pythread", "simplequeue", "unpinned").String()); ok {
-		lines = append(lines, "  asyncio tasks vs CPython threads, unpinned: "+exp.PairWords(c, "slower", "faster"))
-	}
+	lines = append(lines, pyTasksVsThreads(v)...)
 	if c, ok := price.DirectCost(v.Run); ok {
 		lines = append(lines, "  "+c.Line())
 	}

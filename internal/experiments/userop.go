@@ -1,11 +1,11 @@
 package experiments
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/pydriver"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sqlop"
@@ -215,9 +216,18 @@ func (c *pyCall) check(ctx context.Context, in *pydriver.Interpreter) error {
 	c.once.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		out, err := exec.CommandContext(ctx, in.Path, "-c", pyCallCheck, c.fn, c.path).CombinedOutput()
+		// The user's module runs: through launch, so nothing it starts
+		// outlives ctxlab.
+		var out bytes.Buffer
+		r, err := launch.Run(ctx, launch.Spec{Path: in.Path, Args: []string{in.Path, "-c", pyCallCheck, c.fn, c.path}, Stdout: &out, Stderr: &out, OwnGroup: true})
+		switch {
+		case err == nil && r.Stopped != launch.NotStopped:
+			err = fmt.Errorf("stopped: %v (30 s at most)", r.Stopped)
+		case err == nil && r.ExitStatus != 0:
+			err = fmt.Errorf("exit status %d", r.ExitStatus)
+		}
 		if err != nil {
-			last := strings.TrimSpace(string(out))
+			last := strings.TrimSpace(out.String())
 			if i := strings.LastIndexByte(last, '\n'); i >= 0 {
 				last = last[i+1:]
 			}

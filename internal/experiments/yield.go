@@ -372,9 +372,7 @@ func (y *Yield) Analyze(rec *exp.Record, a *result.Arm) {
 
 // Thresholds of the yield checks.
 const (
-	maxFloorSwitches    = 0.05 // a lone sched_yield: ≈ 0 switches per yield
-	minSameCPUSwitches  = 0.5  // K ≥ 2 threads on one CPU: ≈ 1 switch per yield
-	maxGoschedSwitches1 = 0.05 // Gosched at GOMAXPROCS=1: ≈ 0
+	minSameCPUSwitches = 0.5 // K ≥ 2 threads on one CPU: ≈ 1 switch per yield
 )
 
 func yieldChecks(arms []result.Arm) []result.Check {
@@ -389,7 +387,7 @@ func yieldChecks(arms []result.Arm) []result.Check {
 		case a.Substrate == "thread" && k == 1:
 			out = append(out, result.Check{
 				Name:   "a lone thread's sched_yield is the syscall floor, not a switch (< 0.05 OS switches per yield)",
-				Holds:  sw < maxFloorSwitches,
+				Holds:  sw < maxNoSwitch, // a lone sched_yield: ≈ 0 switches per yield
 				Detail: fmt.Sprintf("%s: %s per yield, %.3f switches per yield (other load on the CPU makes this fail)", a.Name, result.FormatNs(a.Median), sw),
 				Arms:   []string{a.Name},
 			})
@@ -401,12 +399,7 @@ func yieldChecks(arms []result.Arm) []result.Check {
 				Arms:   []string{a.Name},
 			})
 		case a.Substrate == "goroutine" && a.GOMAXPROCS == 1:
-			out = append(out, result.Check{
-				Name:   "runtime.Gosched at GOMAXPROCS=1 causes no OS switch (< 0.05 per yield)",
-				Holds:  sw < maxGoschedSwitches1,
-				Detail: fmt.Sprintf("%s: %.4f switches per yield", a.Name, sw),
-				Arms:   []string{a.Name},
-			})
+			out = append(out, noSwitchCheck(a, "runtime.Gosched at GOMAXPROCS=1", "yield"))
 		}
 	}
 	return out

@@ -133,13 +133,28 @@ func (t *TreeCounters) Read() []TreeReading {
 
 // StartStopped starts cmd stopped at its exec (ptrace), opens events on it
 // through src, inherited by all it starts, and lets it go, so the counters
-// cover the whole run. cmd's SysProcAttr, when set, is kept (a process
-// group, say); ptrace and a parent-death signal are added. If ptrace is
-// refused it starts cmd normally and opens the counters just after, and
-// the note says so; a set-user-ID command is started untraced too.
+// cover the whole run (StartTraced holds the rules).
 func StartStopped(cmd *exec.Cmd, src TreeSource, events []EventSpec) (*TreeCounters, string, error) {
 	runtime.LockOSThread() // ptrace requests must come from the tracing thread
 	defer runtime.UnlockOSThread()
+	var cs *TreeCounters
+	note, err := StartTraced(cmd, func(pid int) { cs = OpenTree(src, events, pid) })
+	if err != nil {
+		cs.Close()
+		return nil, "", err
+	}
+	return cs, note, nil
+}
+
+// StartTraced starts cmd stopped at its exec (ptrace), calls opened with
+// its PID while it is stopped (to open counters inherited by all it
+// starts), and lets it go. The caller's goroutine must be locked to its OS
+// thread: ptrace requests come from the tracing thread. cmd's
+// SysProcAttr, when set, is kept (a process group, say); ptrace and a
+// parent-death signal are added. If ptrace is refused it starts cmd
+// normally and calls opened just after, and the note says so; a
+// set-user-ID command is started untraced too.
+func StartTraced(cmd *exec.Cmd, opened func(pid int)) (string, error) {
 	base := syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
 		base = *cmd.SysProcAttr
@@ -154,37 +169,38 @@ func StartStopped(cmd *exec.Cmd, src TreeSource, events []EventSpec) (*TreeCount
 		// command would run without its privileges and behave differently.
 		cmd.SysProcAttr = untraced()
 		if err := cmd.Start(); err != nil {
-			return nil, "", err
+			return "", err
 		}
-		return OpenTree(src, events, cmd.Process.Pid), "the command is set-user-ID or set-group-ID, so it was started untraced to keep its privileges: counters were opened just after it started, so its first moments are not counted", nil
+		opened(cmd.Process.Pid)
+		return "the command is set-user-ID or set-group-ID, so it was started untraced to keep its privileges: counters were opened just after it started, so its first moments are not counted", nil
 	}
 	traced := base
 	traced.Ptrace, traced.Pdeathsig = true, syscall.SIGKILL
 	cmd.SysProcAttr = &traced
 	if err := cmd.Start(); err != nil {
 		if !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EACCES) {
-			return nil, "", err
+			return "", err
 		}
 		cmd.SysProcAttr = untraced()
 		cmd.Process = nil
 		if err := cmd.Start(); err != nil {
-			return nil, "", err
+			return "", err
 		}
-		return OpenTree(src, events, cmd.Process.Pid), "ptrace refused: counters opened just after the command started, so its first moments are not counted", nil
+		opened(cmd.Process.Pid)
+		return "ptrace refused: counters opened just after the command started, so its first moments are not counted", nil
 	}
 	pid := cmd.Process.Pid
 	var ws unix.WaitStatus
 	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, "", fmt.Errorf("starting %s: did not stop at exec (%v, status %v)", cmd.Path, err, ws)
+		return "", fmt.Errorf("starting %s: did not stop at exec (%v, status %v)", cmd.Path, err, ws)
 	}
-	cs := OpenTree(src, events, pid)
+	opened(pid)
 	if err := unix.PtraceDetach(pid); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		cs.Close()
-		return nil, "", fmt.Errorf("starting %s: ptrace detach: %w", cmd.Path, err)
+		return "", fmt.Errorf("starting %s: ptrace detach: %w", cmd.Path, err)
 	}
-	return cs, "", nil
+	return "", nil
 }

@@ -17,15 +17,16 @@ func TestHandoffEndsLoopInSections(t *testing.T) {
 	if !sections {
 		t.Skip("a race build has no system-call sections (section_race.go)")
 	}
-	inScheduler := map[string]bool{"chan": true, "chan-buffered": true, "cond": true}
 	for _, kind := range ThreadKinds() {
+		row, _ := RowOf(kind)
+		inScheduler := row.Wait == WaitGo
 		p, err := NewPair(kind)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for side, e := range map[string]Endpoint{"A": p.A, "B": p.B} {
-			if _, ok := e.(tripper); ok == inScheduler[kind] {
-				t.Errorf("thread kind %s, side %s (%T): runs in sections %v, want %v", kind, side, e, ok, !inScheduler[kind])
+			if _, ok := e.(tripper); ok == inScheduler {
+				t.Errorf("thread kind %s, side %s (%T): runs in sections %v, want %v", kind, side, e, ok, !inScheduler)
 			}
 		}
 		p.Stop()

@@ -10,11 +10,15 @@ import (
 )
 
 func init() {
-	threadKinds["pipe"] = fdThreadPair(pipe)
-	threadKinds["unixsock"] = fdThreadPair(socketpair)
-	threadKinds["eventfd"] = eventfdPair
-	processKinds["pipe"] = processKind{parent: fdParent(pipe), child: fdChild}
-	processKinds["unixsock"] = processKind{parent: fdParent(socketpair), child: fdChild}
+	register(Row{Name: "eventfd", Order: 40, Wait: WaitKernel, On: []string{SubThread}, Trip: TripBlocks,
+		Summary: "an eventfd counter per direction"},
+		eventfdPair, nil)
+	register(Row{Name: "pipe", Order: 50, Wait: WaitKernel, On: []string{SubThread, SubProcess}, Trip: TripBlocks, Value: true,
+		Summary: "a pipe per direction, 8-byte messages"},
+		fdThreadPair(pipe), processKindOf(fdParent(pipe), fdChild))
+	register(Row{Name: "unixsock", Order: 60, Wait: WaitKernel, On: []string{SubThread, SubProcess}, Trip: TripBlocks, Value: true,
+		Summary: "a Unix stream socketpair per direction, 8-byte messages"},
+		fdThreadPair(socketpair), processKindOf(fdParent(socketpair), fdChild))
 }
 
 // fdEnd reads its partner's 8-byte messages from in and writes to out.

@@ -17,11 +17,12 @@ const (
 )
 
 func init() {
-	threadKinds["futex"] = func() (*Pair, error) {
-		w := new(futexWords)
-		return futexPair(w, futexPrivate), nil
-	}
-	processKinds["shmfutex"] = processKind{parent: shmParent, child: shmChild}
+	register(Row{Name: "futex", Order: 30, Wait: WaitKernel, On: []string{SubThread}, Trip: TripBlocks,
+		Summary: "a private futex word per side: FUTEX_WAKE, FUTEX_WAIT"},
+		func() (*Pair, error) { return futexPair(new(futexWords), futexPrivate), nil }, nil)
+	register(Row{Name: "shmfutex", Order: 70, Wait: WaitKernel, On: []string{SubProcess}, Trip: TripMayFindPosted,
+		Summary: "a shared futex word per side on a memfd page mapped by both processes"},
+		nil, processKindOf(shmParent, shmChild))
 }
 
 // futexWords is the shared state of a futex pair: one sequence word per

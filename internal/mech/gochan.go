@@ -7,9 +7,15 @@ import (
 )
 
 func init() {
-	threadKinds["chan"] = func() (*Pair, error) { return chanPair(0), nil }
-	threadKinds["chan-buffered"] = func() (*Pair, error) { return chanPair(1), nil }
-	threadKinds["cond"] = func() (*Pair, error) { return condPair(), nil }
+	register(Row{Name: "chan", Order: 10, Wait: WaitGo, On: []string{SubGoroutine, SubThread}, Value: true,
+		Summary: "two unbuffered Go channels, one each way"},
+		func() (*Pair, error) { return chanPair(0), nil }, nil)
+	register(Row{Name: "chan-buffered", Order: 15, Wait: WaitGo, On: []string{SubGoroutine}, Value: true,
+		Summary: "two Go channels of capacity 1"},
+		func() (*Pair, error) { return chanPair(1), nil }, nil)
+	register(Row{Name: "cond", Order: 20, Wait: WaitGo, On: []string{SubGoroutine, SubThread}, Value: true,
+		Summary: "a sync.Mutex and one sync.Cond per side"},
+		func() (*Pair, error) { return condPair(), nil }, nil)
 }
 
 type chanEnd struct {

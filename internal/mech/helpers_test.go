@@ -14,5 +14,5 @@ func threadExists(tid int) bool {
 	return err == nil
 }
 
-// carriesValues: futex and eventfd hand over a wake-up, not the value.
-func carriesValues(kind string) bool { return kind != "futex" && kind != "eventfd" }
+// carriesValues: futex and eventfd hand over a wake-up, not the value (Row.Value).
+func carriesValues(kind string) bool { r, _ := RowOf(kind); return r.Value }

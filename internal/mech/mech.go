@@ -28,6 +28,11 @@ const Stop = ^uint64(0)
 // other side has gone away.
 var ErrStopped = errors.New("mech: stopped")
 
+// ErrUnsupported is wrapped by a constructor's error when the mechanism
+// cannot be made on this host (its system call missing or refused); the
+// error says why.
+var ErrUnsupported = errors.New("unsupported")
+
 // Endpoint is one side of a two-party handoff. Channels, cond, pipes and
 // sockets carry the value; futex and eventfd hand over only the wake-up
 // (Recv returns a sequence number or count), which is all a handoff needs.

@@ -90,6 +90,17 @@ func IndirectAt(run *result.Run, rssBytes int64) (Indirect, bool) {
 	return Indirect{LoNs: a, HiNs: b, From: lo.Label, To: hi.Label, Beyond: rssBytes > c[len(c)-1].Bytes}, true
 }
 
+// CurveArms are the arm patterns that measure the indirect curve, for a
+// calibration (exp.Spec.IndirectArms); ok is false when none is declared.
+func CurveArms() ([]string, bool) {
+	for _, s := range exp.All() {
+		if s.IndirectCost != nil && len(s.IndirectArms) > 0 {
+			return s.IndirectArms, true
+		}
+	}
+	return nil, false
+}
+
 // curveSource names the experiment that derives the indirect curve.
 func curveSource() string {
 	for _, s := range exp.All() {
@@ -126,6 +137,12 @@ type Seen struct {
 	ChildProcs           int
 	ChildVol, ChildInvol uint64
 	BusiestChild         int
+	// WorkingSetBytes is what one thread touches between switches, as
+	// the working-set sampling estimated it (package wss), 0 when unknown;
+	// WorkingSetHow says how it was derived. With it the indirect cost is
+	// priced at that point of the refill curve, not as a range up to RSS.
+	WorkingSetBytes int64
+	WorkingSetHow   string
 }
 
 // Rate is switches per second.
@@ -169,6 +186,12 @@ type Price struct {
 	// IndirectLo/Hi are the indirect share of a core, when known.
 	IndirectLo *float64 `json:"indirect_core_share_lo,omitempty"`
 	IndirectHi *float64 `json:"indirect_core_share_hi,omitempty"`
+	// Indirect is the indirect share of a core estimated from the working
+	// set (Seen.WorkingSetBytes) and the refill curve, IndirectPerSwitch
+	// the cost per switch read off it and IndirectSource where from.
+	Indirect          *float64 `json:"indirect_core_share,omitempty"`
+	IndirectPerSwitch float64  `json:"indirect_cost_per_switch_ns,omitempty"`
+	IndirectSource    string   `json:"indirect_cost_source,omitempty"`
 	// ChildRate is the switches per second of the child processes, which
 	// are not priced here.
 	ChildRate float64  `json:"child_switches_per_s,omitempty"`
@@ -233,6 +256,12 @@ func Of(s Seen, cost Cost, run *result.Run) Price {
 // resident set within room, the share of a core the process used beyond
 // its direct switching (or a core when its CPU is unknown).
 func indirectLine(p *Price, s Seen, run *result.Run, rate, room float64) string {
+	if s.WorkingSetBytes > 0 && run != nil {
+		if rf, ok := RefillAt(run, s.WorkingSetBytes); ok {
+			rf.Calibrated = IsCalibration(run)
+			return workingSetLine(p, s, rf, rate, room)
+		}
+	}
 	if s.RSSBytes <= 0 {
 		return "  indirect (cold caches): not priced, the process's resident set is unknown"
 	}
@@ -276,6 +305,35 @@ func indirectLine(p *Price, s Seen, run *result.Run, rate, room float64) string 
 	return fmt.Sprintf("  indirect (cold caches) at RSS %s: %s per switch if a switch touches little (W=%s) to %s) ≈ %s",
 		rss, result.FormatNs(in.LoNs), in.From, upper, share)
 }
+
+// workingSetLine prices the indirect cost at the working set per thread
+// the sampling estimated, within room (as indirectLine), and adds the
+// line that sets it beside the direct cost.
+func workingSetLine(p *Price, s Seen, rf Refill, rate, room float64) string {
+	est := rate * rf.Ns / 1e9
+	p.IndirectPerSwitch, p.IndirectSource = rf.Ns, rf.Source()
+	what := fmt.Sprintf("%s switches/s × %s per switch at your working set of %s per thread (%s); refill cost from %s",
+		fmtRate(rate), result.FormatNs(rf.Ns), result.FormatBytes(float64(s.WorkingSetBytes)), s.WorkingSetHow, rf.Source())
+	head := fmt.Sprintf("  indirect (cold caches) ≈ %s of a core: %s", pct(est), what)
+	if room = math.Max(room, 0); est > room {
+		head = fmt.Sprintf("  indirect (cold caches): at most %s of a core, all the CPU this process used beside the direct share: %s would be %s, more than that — the threads cannot refetch their whole set after every switch",
+			pct(room), what, pct(est))
+		est = room
+	}
+	p.Indirect = &est
+	p.Lines = append(p.Lines, head)
+	direct := pct(p.Share)
+	if p.Bounded {
+		direct = "≤ " + direct
+	}
+	return fmt.Sprintf("  direct ≈ %s, indirect ≈ %s of a core (estimated from your working set and this host's refill curve; no hardware counter needed)", direct, pct(est))
+}
+
+// IsCalibration says run was measured now for the price, not stored.
+func IsCalibration(run *result.Run) bool { return strings.HasPrefix(run.ID, CalibrationID) }
+
+// CalibrationID begins the id of a run measured for the price.
+const CalibrationID = "calibration "
 
 // advice reads the switch mix: voluntary switches are handoffs the code
 // asked for (batch them); involuntary ones are preemptions (too many

@@ -37,3 +37,30 @@ func (r Root) ReadImage(pid int) (Image, error) {
 	sort.Strings(im.Mapped)
 	return im, nil
 }
+
+// ReadExe reads pid's executable link alone (cheap enough to poll: a shim
+// followed to the program it execs). A missing process wraps
+// ErrNoProcess.
+func (r Root) ReadExe(pid int) (string, error) {
+	p, err := r.proc(pid)
+	if err != nil {
+		return "", err
+	}
+	exe, err := p.Executable()
+	if err != nil {
+		if _, serr := r.ReadProc(pid); serr != nil {
+			return "", serr
+		}
+		return "", err
+	}
+	return exe, nil
+}
+
+// ReadCmdline reads pid's command line (/proc/<pid>/cmdline).
+func (r Root) ReadCmdline(pid int) ([]string, error) {
+	p, err := r.proc(pid)
+	if err != nil {
+		return nil, err
+	}
+	return p.CmdLine()
+}

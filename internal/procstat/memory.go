@@ -68,3 +68,20 @@ func (r Root) ReadKernelStack() (int64, error) {
 	}
 	return int64(*m.KernelStackBytes), nil
 }
+
+// ReadReferenced is pid's referenced and resident memory in bytes
+// (/proc/<pid>/smaps_rollup Referenced and Rss; prometheus/procfs sums
+// smaps on a kernel without smaps_rollup). Referenced counts the pages
+// whose accessed bit is set: touched since the bits were last cleared
+// (/proc/<pid>/clear_refs), or since they were mapped.
+func (r Root) ReadReferenced(pid int) (referenced, rss int64, err error) {
+	p, err := r.proc(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	sm, err := p.ProcSMapsRollup()
+	if err != nil {
+		return 0, 0, notExist(pid, err)
+	}
+	return int64(sm.Referenced), int64(sm.Rss), nil
+}

@@ -200,3 +200,28 @@ func (r Root) ReadTasks(pid int) ([]Task, error) {
 	}
 	return out, nil
 }
+
+// ReadThreadsCPU is each thread's time on CPU in ns
+// (/proc/<pid>/task/<tid>/schedstat), by TID; threads that exit while
+// being read, or whose schedstat is unreadable, are left out.
+func (r Root) ReadThreadsCPU(pid int) (map[int]uint64, error) {
+	tids, err := r.TIDs(pid)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := procfs.NewFS(string(r))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]uint64, len(tids))
+	for _, tid := range tids {
+		p, err := fs.Thread(pid, tid)
+		if err != nil {
+			continue
+		}
+		if ss, err := p.Schedstat(); err == nil {
+			out[tid] = ss.RunningNanoseconds
+		}
+	}
+	return out, nil
+}

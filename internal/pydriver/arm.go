@@ -51,7 +51,7 @@ func (in *Interpreter) Open(ctx context.Context, req Request) (*Arm, error) {
 		return nil, err
 	}
 	a := &Arm{Hello: s.Hello, p: p, s: s, held: true}
-	r, err := a.do(ctx, Message{Do: "open", Request: &req}, false)
+	r, err := a.do(ctx, Message{Do: DoOpen, Request: &req}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (in *Interpreter) Open(ctx context.Context, req Request) (*Arm, error) {
 // warm-up and sizing, and returns the ops done (a ring runs whole laps)
 // and the ns they took by the driver's clock.
 func (a *Arm) Batch(ctx context.Context, n int) (ops int, ns int64, err error) {
-	r, err := a.do(ctx, Message{Do: "batch", N: n}, false)
+	r, err := a.do(ctx, Message{Do: DoBatch, N: n}, false)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -76,7 +76,7 @@ func (a *Arm) Batch(ctx context.Context, n int) (ops int, ns int64, err error) {
 // Measure runs the arm's timed repetitions and closes the arm.
 func (a *Arm) Measure(ctx context.Context, t Timed) (*Response, error) {
 	// The driver tears the bench down after its repetitions.
-	return a.do(ctx, Message{Do: "timed", Timed: &t}, true)
+	return a.do(ctx, Message{Do: DoTimed, Timed: &t}, true)
 }
 
 // Close ends the arm: the driver tears its bench down if it still holds
@@ -91,7 +91,7 @@ func (a *Arm) Close() {
 	}
 	if a.open {
 		ctx, cancel := context.WithTimeout(context.Background(), closeWait)
-		r, err := a.s.Do(ctx, Message{Do: "close"})
+		r, err := a.s.Do(ctx, Message{Do: DoClose})
 		cancel()
 		if err != nil || !r.OK {
 			a.s.Kill()

@@ -57,9 +57,21 @@ type Timed struct {
 	PerOpNs float64 `json:"per_op_ns"`
 }
 
-// Message is one line to the driver: Do is "open" (Request), "batch" (N
-// ops, untimed by the runner, unsampled), "timed" (Timed) or "close" (the
-// open arm, without measuring it).
+// The messages to the driver (Message.Do): open an arm (Request), run a
+// batch of N ops (untimed by the runner, unsampled), run the timed
+// repetitions (Timed), close the open arm without measuring it.
+// TestDriverProtocol holds driver.py's handle() to this list.
+const (
+	DoOpen  = "open"
+	DoBatch = "batch"
+	DoTimed = "timed"
+	DoClose = "close"
+)
+
+// doMessages is every Do the driver is sent.
+var doMessages = []string{DoOpen, DoBatch, DoTimed, DoClose}
+
+// Message is one line to the driver: Do is one of doMessages.
 type Message struct {
 	ID       int    `json:"id"`
 	Do       string `json:"do"`

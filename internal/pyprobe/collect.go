@@ -23,6 +23,10 @@ const (
 	recordLen = 6
 )
 
+// eventNames are probe.py's names of the event types (TestProbeProtocol
+// holds probe.py's values and record lengths to these).
+var eventNames = map[string]int64{"T_LAG": evLag, "T_CST": evCST, "T_CALL": evCall, "T_RUNQ": evRunq, "T_COUNT": evCount}
+
 // maxFrame bounds one frame: the probe sends at most 8192 records (320 KiB)
 // of events at a time; anything far larger is not the probe talking.
 const maxFrame = 16 << 20
@@ -283,6 +287,57 @@ func (c *collector) frame(typ byte, b []byte) error {
 	return fmt.Errorf("%w: type %q", errFrame, typ)
 }
 
+// Protocol is the version of the probe's pipe protocol this collector
+// reads (probe.py's PROTOCOL; TestProbeProtocol holds them together).
+const Protocol = 1
+
+// Every JSON object kind the probe sends (probe.py and its loader,
+// sitecustomize.py), with the type it is read into: the one declaration of
+// the "J" frames on the Go side. TestProbeProtocol fails when the Python
+// sends a kind or a field not declared here, or when a kind here is one
+// the Python never sends.
+var frameTypes = map[string]func() any{
+	"hello":       func() any { return new(helloFrame) },
+	"unsupported": func() any { return new(statusFrame) },
+	"failed":      func() any { return new(statusFrame) },
+	"final":       func() any { return new(finalFrame) },
+	"thread":      func() any { return new(threadInfo) },
+	"thread-end":  func() any { return new(threadInfo) },
+	"site":        func() any { return new(siteFrame) },
+	"loop":        func() any { return new(loopFrame) },
+	"loop-end":    func() any { return new(loopFrame) },
+	"library":     func() any { return new(Library) },
+	"note":        func() any { return new(noteFrame) },
+}
+
+// statusFrame: the probe is not running (unsupported: not a CPython it
+// supports; failed: it raised as it started), and why.
+type statusFrame struct {
+	PID    int    `json:"pid"`
+	Reason string `json:"reason"`
+}
+
+type siteFrame struct {
+	Site  int64  `json:"site"`
+	Kind  string `json:"site_kind"`
+	Name  string `json:"name"`
+	Where string `json:"where"`
+}
+
+// loopFrame: a loop's start (its thread and class) or its end (how long it
+// ran, and how much of that it was observed).
+type loopFrame struct {
+	Loop       int64  `json:"loop"`
+	Ident      int64  `json:"ident"`
+	Class      string `json:"class"`
+	ObservedNs int64  `json:"observed_ns"`
+	RunningNs  int64  `json:"running_ns"`
+}
+
+type noteFrame struct {
+	Text string `json:"text"`
+}
+
 func (c *collector) object(b []byte) error {
 	var k struct {
 		Kind string `json:"kind"`
@@ -290,86 +345,57 @@ func (c *collector) object(b []byte) error {
 	if err := json.Unmarshal(b, &k); err != nil {
 		return fmt.Errorf("%w: %v", errFrame, err)
 	}
-	var err error
-	switch k.Kind {
-	case "hello":
-		var h helloFrame
-		err = json.Unmarshal(b, &h)
-		c.hello = &h
-		c.threads[h.MainIdent] = &threadInfo{Ident: h.MainIdent, NativeID: h.MainNative, Name: "MainThread", order: 0}
-	case "unsupported", "failed":
-		var u struct {
-			Reason string `json:"reason"`
-		}
-		err = json.Unmarshal(b, &u)
-		if k.Kind == "failed" {
-			c.failed = u.Reason
-		} else {
-			c.unsup = u.Reason
-		}
-	case "final":
-		var f finalFrame
-		err = json.Unmarshal(b, &f)
-		c.final = &f
-		for _, t := range f.Threads {
-			c.thread(t, false)
-		}
-	case "thread", "thread-end":
-		var t threadInfo
-		err = json.Unmarshal(b, &t)
-		c.thread(t, k.Kind == "thread-end")
-	case "site":
-		var s struct {
-			Site  int64  `json:"site"`
-			Kind  string `json:"site_kind"`
-			Name  string `json:"name"`
-			Where string `json:"where"`
-		}
-		err = json.Unmarshal(b, &s)
-		a := c.site(s.Site)
-		a.kind, a.name, a.where = s.Kind, s.Name, s.Where
-	case "loop", "loop-end":
-		err = c.loopObject(k.Kind == "loop-end", b)
-	case "library":
-		var l Library
-		err = json.Unmarshal(b, &l)
-		c.libs = append(c.libs, l)
-	case "note":
-		var n struct {
-			Text string `json:"text"`
-		}
-		err = json.Unmarshal(b, &n)
-		c.notes = append(c.notes, trimNL(n.Text))
-	default:
+	mk, ok := frameTypes[k.Kind]
+	if !ok {
 		c.notes = append(c.notes, fmt.Sprintf("the probe sent a record of an unknown kind %q", k.Kind))
+		return nil
 	}
-	if err != nil {
+	v := mk()
+	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%w: %s: %v", errFrame, k.Kind, err)
 	}
+	c.take(k.Kind, v)
 	return nil
 }
 
-// loopObject takes a loop's JSON object: its start (its thread and class)
-// or its end (how long it ran, and how much of that it was observed).
-func (c *collector) loopObject(end bool, b []byte) error {
-	var l struct {
-		Loop       int64  `json:"loop"`
-		Ident      int64  `json:"ident"`
-		Class      string `json:"class"`
-		ObservedNs int64  `json:"observed_ns"`
-		RunningNs  int64  `json:"running_ns"`
+// take keeps one decoded JSON object of the probe's.
+func (c *collector) take(kind string, v any) {
+	switch f := v.(type) {
+	case *helloFrame:
+		c.hello = f
+		c.threads[f.MainIdent] = &threadInfo{Ident: f.MainIdent, NativeID: f.MainNative, Name: "MainThread", order: 0}
+		if f.Protocol != Protocol {
+			c.notes = append(c.notes, fmt.Sprintf("the probe speaks protocol %d where this ctxlab reads %d: its figures may be misread", f.Protocol, Protocol))
+		}
+	case *statusFrame:
+		if kind == "failed" {
+			c.failed = f.Reason
+		} else {
+			c.unsup = f.Reason
+		}
+	case *finalFrame:
+		c.final = f
+		for _, t := range f.Threads {
+			c.thread(t, false)
+		}
+	case *threadInfo:
+		c.thread(*f, kind == "thread-end")
+	case *siteFrame:
+		a := c.site(f.Site)
+		a.kind, a.name, a.where = f.Kind, f.Name, f.Where
+	case *loopFrame:
+		a := c.loop(f.Loop)
+		if kind == "loop-end" {
+			a.observedNs += max(f.ObservedNs, 0)
+			a.runningNs += max(f.RunningNs, 0)
+		} else {
+			a.ident, a.class = f.Ident, f.Class
+		}
+	case *Library:
+		c.libs = append(c.libs, *f)
+	case *noteFrame:
+		c.notes = append(c.notes, trimNL(f.Text))
 	}
-	if err := json.Unmarshal(b, &l); err != nil {
-		return err
-	}
-	a := c.loop(l.Loop)
-	if end {
-		a.observedNs += max(l.ObservedNs, 0)
-		a.runningNs += max(l.RunningNs, 0)
-	} else {
-		a.ident, a.class = l.Ident, l.Class
-	}
-	return nil
 }
 
 func (c *collector) thread(t threadInfo, ended bool) {

@@ -26,10 +26,43 @@
 #       flush): for call_soon_threadsafe, those from one calling thread
 #       (caller_ident), or (same_thread 1, caller 0) from the loop's own
 #       thread
-import os
+import os  # os and sys: loaded by every interpreter before site runs
 import sys
-import time
-from array import array
+
+
+def _private(name):
+    """A module the probe needs, without the import system: the program's
+    own when it has imported it, else an instance of the probe's that
+    neither sys.modules nor -X importtime shows to the program."""
+    m = sys.modules.get(name)
+    if m is not None:
+        return m
+    imp = sys.modules["_imp"]
+    if name in sys.builtin_module_names:
+        m = imp.create_builtin(sys.modules["_frozen_importlib"].ModuleSpec(name, None, origin="built-in"))
+        imp.exec_builtin(m)
+    else:
+        m = imp.create_dynamic(sys.modules["_frozen_importlib_external"].PathFinder.find_spec(name))
+        imp.exec_dynamic(m)
+    return m
+
+
+def _high_fd(fd):
+    """fd moved to the first free descriptor from 200 up, closed on exec
+    (what fcntl's F_DUPFD_CLOEXEC does, without importing fcntl)."""
+    for hi in range(200, 1024):
+        try:
+            os.fstat(hi)
+        except OSError:
+            os.dup2(fd, hi, inheritable=False)
+            os.close(fd)
+            return hi
+    os.set_inheritable(fd, False)
+    return fd
+
+
+array = _private("array").array
+time = _private("time")
 
 PROTOCOL = 1
 
@@ -201,7 +234,7 @@ def _counter(sid, key):
 
 
 def _itertools():
-    return sys.modules.get("itertools") or __import__("itertools")  # asyncio has imported it
+    return _private("itertools")  # asyncio has imported it
 
 
 # --- names of call sites -------------------------------------------------
@@ -498,12 +531,8 @@ def _schedstat_fd():
     except OSError:
         return -1
     try:
-        import fcntl
-
-        hi = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
-        os.close(fd)
-        return hi
-    except Exception:
+        return _high_fd(fd)
+    except OSError:
         return fd
 
 
@@ -548,15 +577,23 @@ class _Tick:
         self.q0, self.qw0 = self.runq(), self.w0
         self.due = self.w0 + _tick_ns
         self.win0, self.nc0, self.until = self.w0, _nwin[0], self.w0 + 10 * ON_NS  # the first look at the rates
-        # The poll is wrapped by a subclass of the selector's own class, put
-        # in as the selector's class while the loop runs: the loop's
-        # `self._selector.select` stays a plain method lookup (an instance
-        # attribute in its way would cost the lookup on every poll).
-        self.cls = cls = type(sel)
-        self.sub = type(cls.__name__, (cls,), {"select": _poller(self, cls.select), "__slots__": (),
-                                               "__module__": cls.__module__, "__qualname__": cls.__qualname__})
-        sel.__class__ = self.sub
-        self.h = loop.call_later(_tick_s, self.fire, context=self.ctx)
+        self.cls, self.sub, self.h = type(sel), None, None
+
+    def arm(self):
+        """Puts the poll wrapper in and the first tick's timer in the loop.
+        The poll is wrapped by a subclass of the selector's own class, put
+        in as the selector's class while the loop runs: the loop's
+        `self._selector.select` stays a plain method lookup (an instance
+        attribute in its way would cost the lookup on every poll)."""
+        self.sel.__class__ = self.make_sub()
+        self.h = self.loop.call_later(_tick_s, self.fire, context=self.ctx)
+
+    def make_sub(self):
+        cls = self.cls
+        if self.sub is None:
+            self.sub = type(cls.__name__, (cls,), {"select": _poller(self, cls.select), "__slots__": (),
+                                                   "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        return self.sub
 
     def fire(self):
         # The timer is due: the loop runs this as soon as it can; the tick
@@ -681,6 +718,7 @@ class _Tick:
         _pending.append({"kind": "loop-end", "loop": self.lid, "observed_ns": self.observed, "running_ns": now - self.t0})
         self.segment(now)
         self.close()
+        self.loop = self.sel = None  # the poll wrapper's class lives on until the garbage collector's turn; the loop need not
 
 
 def _poller(t, real):
@@ -691,7 +729,7 @@ def _poller(t, real):
     def select(sel, timeout=None):
         t.np += 1
         if t.resting:  # the first poll of a window
-            if t.stopped or not _on:
+            if t.stopped or not _on or _aside["keys"]:
                 sel.__class__ = t.cls
                 return real(sel, timeout)
             t.resume(_pc())
@@ -738,7 +776,7 @@ def _wake(lock):
         for lid, (at, t) in list(rest.items()):
             if at <= now:
                 rest.pop(lid, None)
-                if not t.stopped and _on:
+                if not t.stopped and _on and not _aside["keys"]:
                     t.sel.__class__ = t.sub
             elif nxt == 0 or at < nxt:
                 nxt = at
@@ -761,6 +799,8 @@ def _open_calls(now, k):
     global _weight
     w = _W
     _weight = k
+    if _aside["keys"]:  # stepped aside (the program's profiler): no window
+        return
     if not w["open"]:
         w["open"], w["start"] = True, now
         w["opened"] += 1
@@ -819,8 +859,12 @@ def _make_run_forever(orig):
             _note("the lag of this loop is not measured: %s: %s" % (type(e).__name__, e))
         if t is not None:
             _ticks[t.lid] = t
-            if _driver() is t:  # a new first loop: calls are timed until its first look at the rates
-                _open_calls(t.t0, 1)
+            if _aside["keys"]:  # the program's profiler is set: the tick rests until the probe comes back
+                _tick_aside(t, t.t0)
+            else:
+                t.arm()
+                if _driver() is t:  # a new first loop: calls are timed until its first look at the rates
+                    _open_calls(t.t0, 1)
         try:
             return orig(self)
         finally:
@@ -836,11 +880,20 @@ def _make_run_forever(orig):
 # --- threads ----------------------------------------------------------------
 
 def _thread_started(th):
-    _pending.append({"kind": "thread", "ident": _get_ident(), "native_id": _native_id(), "name": str(th.name), "daemon": bool(th.daemon)})
+    _pending.append({"kind": "thread", "ident": _get_ident(), "native_id": _native_id(), "name": _thread_name(th), "daemon": bool(getattr(th, "_daemonic", False))})
 
 
 def _thread_ended(th):
-    _pending.append({"kind": "thread-end", "ident": _get_ident(), "native_id": _native_id(), "name": str(th.name)})
+    if _aside["keys"]:
+        ident = _get_ident()
+        _set_aside((ident, "p"), False)
+        _set_aside((ident, "t"), False)
+    _pending.append({"kind": "thread-end", "ident": _get_ident(), "native_id": _native_id(), "name": _thread_name(th)})
+
+
+def _thread_name(th):
+    # the attribute, not the property: a profiler would see the property's frame
+    return str(th.__dict__.get("_name", ""))
 
 
 def _native_id():
@@ -959,6 +1012,179 @@ def _note(text):
     _pending.append({"kind": "note", "text": text})
 
 
+# --- the program's own profiler or tracer ------------------------------------
+#
+# sys.setprofile and sys.settrace (which threading's calls in each new
+# thread) are replaced by stand-ins that give the program's function a
+# proxy: it hands the function every event but those of the probe's own
+# frames (the wrappers, the stand-ins; what the wrappers pass on, the
+# originals, is the program's and is handed on), and for the stand-ins the
+# c_call and c_return the builtin would have made. sys.getprofile and
+# sys.gettrace give back the program's function. While any thread has one
+# set, the probe steps aside: no tick, no poll wrapper, no window (so no
+# timer or callback of the probe's runs in the program's loops for it to
+# see); the call wrappers go on counting, so counts stay whole. The note
+# says for how long.
+
+_hiding = False  # the probe's own work at exit: no event of it is handed on
+_aside = {"keys": set(), "since": 0, "ns": 0, "times": 0}
+_real = {}  # sys's own functions, by name
+_fname = _high_fd.__code__.co_filename  # the probe's frames: their code's file (one string object)
+
+
+def _proxy_profile(f):
+    synth = _synth
+
+    def profile(frame, event, arg):
+        if frame.f_code.co_filename is not _fname:
+            if not _hiding:
+                f(frame, event, arg)
+            return
+        s = synth.get(frame.f_code)  # a stand-in: the builtin's events, as without the probe
+        if s is not None:
+            if event == "call":
+                f(frame.f_back, "c_call", s[0])
+            elif event == "return" and (s[1] is True or (s[1] and _was_profiled.pop(_get_ident(), False))):
+                f(frame.f_back, "c_return", s[0])
+
+    return profile
+
+
+def _proxy_trace(f):
+    def trace(frame, event, arg):
+        if frame.f_code.co_filename is _fname or _hiding:
+            return None
+        return f(frame, event, arg)
+
+    return trace
+
+
+def _target(p):
+    """The program's function behind a proxy (p itself when it is not one)."""
+    code = getattr(p, "__code__", None)
+    if code is _proxy_profile_code or code is _proxy_trace_code:
+        return p.__closure__[code.co_freevars.index("f")].cell_contents
+    return p
+
+
+def _set_aside(key, on):
+    keys = _aside["keys"]
+    was = bool(keys)
+    if on:
+        keys.add(key)
+    else:
+        keys.discard(key)
+    if bool(keys) != was:
+        (_go_aside if keys else _come_back)(_pc())
+
+
+def _go_aside(now):
+    _aside["since"] = now
+    _aside["times"] += 1
+    _close_calls(now)
+    for t in list(_ticks.values()):
+        _tick_aside(t, now)
+
+
+def _tick_aside(t, now):
+    """Tick t rests until the probe comes back: no timer, no poll wrapper."""
+    if t.stopped:
+        return
+    _waker["rest"].pop(t.lid, None)
+    h, t.h = t.h, None
+    if h is not None:
+        h.cancel()
+    if not t.resting:
+        t.observed += now - t.win0
+    t.resting, t.wake_at = True, now
+    if type(t.sel) is t.sub:
+        t.sel.__class__ = t.cls
+
+
+def _come_back(now):
+    _aside["ns"] += now - _aside["since"]
+    for t in list(_ticks.values()):
+        if not t.stopped:
+            t.make_sub()
+            _rest(t, now, now)  # the waker puts the poll wrapper back; the next poll opens a window
+
+
+def _aside_note(now):
+    a = _aside
+    if a["times"]:
+        ns = a["ns"] + (now - a["since"] if a["keys"] else 0)
+        _note("the probe stepped aside for %.3f s (%d time%s) while the program had its own profiler or tracer set "
+              "(sys.setprofile, sys.settrace, or threading's): no loop lag and no timed call then; every call was still counted"
+              % (ns / 1e9, a["times"], "" if a["times"] == 1 else "s"))
+
+
+def _make_set(name, proxy, key, every_thread=False):
+    real = _real[name]
+
+    def stand_in(function):
+        k = (0 if every_thread else _get_ident(), key)
+        if key == "p":
+            _was_profiled[_get_ident()] = any(x[1] == "p" for x in _aside["keys"])
+        if function is not None and callable(function):
+            _set_aside(k, True)
+            return real(proxy(_target(function)))
+        r = real(function)  # None, or what the builtin refuses as it would
+        _set_aside(k, False)
+        return r
+
+    return _named(stand_in, name, real)
+
+
+def _make_get(name):
+    real = _real[name]
+
+    def stand_in():
+        return _target(real())
+
+    return _named(stand_in, name, real)
+
+
+def _named(f, name, real):
+    """f as name, with a code object of its own (_synth tells them apart)."""
+    f.__code__ = f.__code__.replace(co_name=name)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = real.__doc__
+    return f
+
+
+_was_profiled = {}  # thread ident -> some thread had a profiler when it last called setprofile
+_synth = {}  # a stand-in's code -> (the builtin it stands for, whether its c_return is seen)
+_proxy_profile_code = _proxy_profile(None).__code__
+_proxy_trace_code = _proxy_trace(None).__code__
+
+
+def _stand_in():
+    """Puts the stand-ins in sys (at start)."""
+    for name, make in (("setprofile", lambda: _make_set("setprofile", _proxy_profile, "p")),
+                       ("settrace", lambda: _make_set("settrace", _proxy_trace, "t")),
+                       # threading.setprofile_all_threads and settrace_all_threads (3.12)
+                       ("_setprofileallthreads", lambda: _make_set("_setprofileallthreads", _proxy_profile, "p", True)),
+                       ("_settraceallthreads", lambda: _make_set("_settraceallthreads", _proxy_trace, "t", True)),
+                       ("getprofile", lambda: _make_get("getprofile")),
+                       ("gettrace", lambda: _make_get("gettrace"))):
+        real = getattr(sys, name, None)
+        if real is None:
+            continue
+        _real[name] = real
+        f = make()
+        # Whether a profiler sees the builtin's c_return: always but after
+        # setprofile, which until 3.12 leaves none; from 3.12 (sys.monitoring
+        # underneath) it leaves one when some thread was profiled already.
+        ret = True if name not in ("setprofile", "_setprofileallthreads") else "if profiled" if sys.version_info >= (3, 12) else False
+        _synth[f.__code__] = (real, ret)
+        setattr(sys, name, f)
+
+
+def _unstand():
+    for name, real in _real.items():
+        setattr(sys, name, real)
+
+
 # --- fork, exit ---------------------------------------------------------------
 
 def _forked():
@@ -991,6 +1217,7 @@ def _forked():
         sys.meta_path.remove(_finder)
     except ValueError:
         pass
+    _unstand()
 
 
 def _calibrate(n=300):
@@ -1094,11 +1321,13 @@ def _threads_now():
 def _report():
     """The final frame, at exit (atexit: after the program's own handlers
     and after threading joined its threads)."""
-    global _on, _win
+    global _on, _win, _hiding
     if not _on or _fd < 0:
         return
+    _hiding = True  # a profiler still set at exit sees nothing of this
     t = _tt()
     try:
+        _aside_note(_pc())
         cal = _calibrate() if _sites.get("n") else {}
         _win = False
         tm = os.times()
@@ -1162,12 +1391,8 @@ def start(here):
         return
     # Keep the pipe away from the program: a high descriptor, closed on exec.
     try:
-        import fcntl
-
-        hi = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 200)
-        os.close(fd)
-        fd = hi
-    except Exception:
+        fd = _high_fd(fd)
+    except OSError:
         os.set_inheritable(fd, False)
     _fd = fd
     _tick_ns = int(parts.get("tick_us", "5000")) * 1000
@@ -1184,9 +1409,7 @@ def start(here):
     _write(_frame(b"J", hello.encode()))
     _on = _win = True
     _W["start"], _W["rng"] = _pc(), (os.getpid() * 2654435761 + _t0) & 0x7FFFFFFF
-    import atexit
-
-    atexit.register(_report)
+    _private("atexit").register(_report)
     os.register_at_fork(after_in_child=_forked)
     for name, hook in _HOOKS.items():
         m = sys.modules.get(name)
@@ -1196,4 +1419,5 @@ def start(here):
             except Exception as e:
                 _note("could not hook %s: %s: %s" % (name, type(e).__name__, e))
     sys.meta_path.insert(0, _finder)
+    _stand_in()
     _self["load"] = _tt() - c0

@@ -69,7 +69,8 @@ const MaxCallsPerS = 1_000_000
 // WindowNs is how long a window of timed calls stays open (probe.py's ON_NS).
 const WindowNs = int64(2 * time.Millisecond)
 
-// Mode is --python-probe: auto (when the command is a CPython), on, off.
+// Mode is --python-probe: auto (when the command is a CPython), on (the
+// same, and a note saying why when it is not one), off.
 type Mode string
 
 // Modes.
@@ -151,24 +152,59 @@ func shebang(path string) (string, []string) {
 // out (-E and -I ignore PYTHONPATH, -S skips site), "" when none does. args
 // are the interpreter's arguments, options first.
 func blockingOption(args []string) string {
+	flags, _ := pythonOptions(args)
+	for _, c := range flags {
+		if c == 'E' || c == 'I' || c == 'S' {
+			return "-" + string(c)
+		}
+	}
+	return ""
+}
+
+// pythonOptions reads the interpreter's options (args, options first): the
+// one-letter flags given before the program, and the module -m names ("").
+func pythonOptions(args []string) (flags []byte, module string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") {
-			return ""
+			return flags, ""
 		}
 		for j := 1; j < len(a); j++ {
 			switch c := a[j]; c {
-			case 'E', 'I', 'S':
-				return "-" + string(c)
-			case 'c', 'm': // the rest is the command or module
-				return ""
+			case 'c': // the rest is the command
+				return flags, ""
+			case 'm': // the module: the rest of this argument, or the next
+				module = a[j+1:]
+				if module == "" && i+1 < len(args) {
+					module = args[i+1]
+				}
+				return flags, module
 			case 'W', 'X': // an argument follows, attached or next
 				if j == len(a)-1 {
 					i++
 				}
 				j = len(a)
+			default:
+				flags = append(flags, c)
 			}
 		}
+	}
+	return flags, ""
+}
+
+// cProfilers are profilers that install themselves in C (PyEval_SetProfile),
+// past the probe's sys.setprofile stand-in: their statistics would list
+// the probe's own functions, so the probe stays out of a program they run.
+var cProfilers = map[string]bool{"cProfile": true, "profile": true, "yappi": true, "pyinstrument": true, "line_profiler": true, "kernprof": true}
+
+// underCProfiler names the C-level profiler the command runs the program
+// under (python -m cProfile …, kernprof …), or "".
+func underCProfiler(argv0 string, args []string) string {
+	if b := filepath.Base(argv0); cProfilers[b] {
+		return b
+	}
+	if _, mod := pythonOptions(args); cProfilers[mod] {
+		return mod
 	}
 	return ""
 }
@@ -180,7 +216,7 @@ type Session struct {
 	r, w   *os.File
 	col    *collector
 	done   chan error
-	Reason string // why the probe is there (Recognise's word, or --python-probe on)
+	Reason string // why the probe is there (Recognise's word)
 	// CallsPerS is the most wrapped calls a second the probe times (0:
 	// every call; CallsPerS by default).
 	CallsPerS int
@@ -199,19 +235,23 @@ func Prepare(mode Mode, argv []string, path string) (*Session, string) {
 		return nil, ""
 	}
 	ok, why := Recognise(argv[0], path)
-	if !ok && mode == ModeAuto {
-		return nil, ""
+	if !ok {
+		if mode == ModeAuto {
+			return nil, ""
+		}
+		// The probe reaches a Python through its environment; another
+		// command's (a shell's, make's) is left as it is.
+		return nil, fmt.Sprintf("python probe: not loaded — %s; the probe loads only into a CPython that diagnose starts itself, and leaves another command's environment as it is (run the interpreter or script directly: ctxlab diagnose -- python3 app.py)", why)
 	}
-	if ok {
-		args := argv[1:] // the interpreter's options come first
-		if direct, _ := pythonExe(argv[0], path); !direct {
-			_, args = shebang(path) // a script: its #! line's options
-		}
-		if opt := blockingOption(args); opt != "" {
-			return nil, fmt.Sprintf("python probe: not loaded — the interpreter was started with %s, which keeps a sitecustomize on PYTHONPATH from loading; the program ran without it", opt)
-		}
-	} else {
-		why = "--python-probe on"
+	args := argv[1:] // the interpreter's options come first
+	if direct, _ := pythonExe(argv[0], path); !direct {
+		_, args = shebang(path) // a script: its #! line's options
+	}
+	if opt := blockingOption(args); opt != "" {
+		return nil, fmt.Sprintf("python probe: not loaded — the interpreter was started with %s, which keeps a sitecustomize on PYTHONPATH from loading; the program ran without it", opt)
+	}
+	if p := underCProfiler(argv[0], args); p != "" {
+		return nil, fmt.Sprintf("python probe: not loaded — the program runs under %s, a profiler set in C whose statistics would list the probe's own functions; the program ran without it", p)
 	}
 	s, err := newSession()
 	if err != nil {

@@ -65,6 +65,30 @@ func TestBlockingOption(t *testing.T) {
 	}
 }
 
+func TestUnderCProfiler(t *testing.T) {
+	for _, c := range []struct {
+		argv0 string
+		args  []string
+		want  string
+	}{
+		{"python3", []string{"-m", "cProfile", "-s", "cumtime", "app.py"}, "cProfile"},
+		{"python3", []string{"-mcProfile", "app.py"}, "cProfile"},
+		{"python3", []string{"-X", "dev", "-m", "profile", "app.py"}, "profile"},
+		{"python3", []string{"-u", "-m", "yappi", "app.py"}, "yappi"},
+		{"kernprof", []string{"-l", "app.py"}, "kernprof"},
+		{"python3", []string{"-m", "pytest"}, ""},
+		{"python3", []string{"app.py", "-m", "cProfile"}, ""},
+		{"python3", []string{"-c", "import cProfile"}, ""},
+	} {
+		if got := underCProfiler(c.argv0, c.args); got != c.want {
+			t.Errorf("underCProfiler(%s %q) = %q, want %q", c.argv0, c.args, got, c.want)
+		}
+	}
+	if s, note := Prepare(ModeAuto, []string{"python3", "-m", "cProfile", "app.py"}, "/usr/bin/python3"); s != nil || !strings.Contains(note, "cProfile") {
+		t.Errorf("python3 -m cProfile: want no probe and a note naming cProfile, got %q", note)
+	}
+}
+
 func TestPrepareModes(t *testing.T) {
 	if s, note := Prepare(ModeOff, []string{"python3", "a.py"}, "/usr/bin/python3"); s != nil || note != "" {
 		t.Errorf("off: got a session or note %q", note)
@@ -75,7 +99,10 @@ func TestPrepareModes(t *testing.T) {
 	if s, note := Prepare(ModeAuto, []string{"python3", "-I", "a.py"}, "/usr/bin/python3"); s != nil || !strings.Contains(note, "-I") {
 		t.Errorf("auto with -I: want no session and a note naming -I, got %q", note)
 	}
-	s, note := Prepare(ModeOn, []string{"sh", "-c", "python3 a.py"}, "/bin/sh")
+	if s, note := Prepare(ModeOn, []string{"sh", "-c", "python3 a.py"}, "/bin/sh"); s != nil || !strings.Contains(note, "sh is not a Python interpreter") {
+		t.Errorf("on, sh: a non-Python command's environment must be left alone, with a note saying why; got %v, %q", s, note)
+	}
+	s, note := Prepare(ModeOn, []string{"python3", "a.py"}, "/usr/bin/python3")
 	if s == nil {
 		t.Fatalf("on: no session (%s)", note)
 	}
@@ -379,7 +406,7 @@ func TestInferred(t *testing.T) {
 }
 
 func TestFinishWithoutProbe(t *testing.T) {
-	s, _ := Prepare(ModeOn, []string{"true"}, "/bin/true")
+	s, _ := Prepare(ModeOn, []string{"python3"}, "/usr/bin/python3")
 	if s == nil {
 		t.Fatal("no session")
 	}

@@ -31,7 +31,8 @@ import (
 // page's resource timing must list nothing but data: URLs). At 1280 px no
 // table, chart or verdict is wider than its column; at 390 px the page
 // itself never scrolls sideways: what is wider scrolls inside its own
-// container, never clipped. Chromium runs with its fonts restricted to
+// container, never clipped, and only tables do: the verdict and the charts
+// are laid out for the phone's width. Chromium runs with its fonts restricted to
 // DejaVu, as on a viewer without the Liberation fonts the charts are laid
 // out with. The test skips, saying so, when chromium is not installed
 // (.ci/run installs it). With CTXLAB_UPDATE_SCREENSHOT=1 it rewrites
@@ -89,7 +90,9 @@ window.addEventListener('load', function () {
     // Every table, chart and the verdict: its width, and the box that
     // scrolls it sideways (its nearest ancestor with overflow-x auto or
     // scroll), if any.
+    var shown = function (el) { return el.getClientRects().length > 0; }; // the wide or the narrow one
     document.querySelectorAll('table, figure.chart svg, pre.verdict').forEach(function (el) {
+      if (!shown(el)) { return; }
       var sc = el.parentElement;
       while (sc && ['auto', 'scroll'].indexOf(getComputedStyle(sc).overflowX) < 0) { sc = sc.parentElement; }
       var col = (sc || el).parentElement;
@@ -102,6 +105,7 @@ window.addEventListener('load', function () {
     performance.getEntriesByType('resource').forEach(function (e) { out.resources.push(e.name.slice(0, 80)); });
     document.fonts.forEach(function (f) { out.fonts.push(f.family.replace(/['"]/g, '') + ' ' + f.status); });
     document.querySelectorAll('figure.chart svg').forEach(function (svg) {
+      if (!shown(svg)) { return; }
       out.charts++;
       var name = svg.closest('figure').getAttribute('data-name');
       var box = svg.getBoundingClientRect();
@@ -329,8 +333,8 @@ func checkProbe(t *testing.T, got probeResult, width int) {
 		}
 		if b.BoxScroll > b.BoxWidth+0.5 {
 			scrolling++
-			if width >= 1280 {
-				t.Errorf("%s is %.0f px wide in a %.0f px column at %d px: it overflows", b.What, b.BoxScroll, b.BoxWidth, width)
+			if width >= 1280 || !strings.HasPrefix(b.What, "table") { // on a phone only wide tables scroll (issue 50)
+				t.Errorf("%s is %.0f px wide in a %.0f px column at %d px: it scrolls sideways", b.What, b.BoxScroll, b.BoxWidth, width)
 			}
 		}
 	}
@@ -338,7 +342,7 @@ func checkProbe(t *testing.T, got probeResult, width int) {
 		t.Errorf("only %d tables measured", tables)
 	}
 	if width < 500 && scrolling == 0 {
-		t.Errorf("at %d px nothing scrolls sideways: the charts shrank their text, or the check measured nothing", width)
+		t.Errorf("at %d px nothing scrolls sideways, not even the tables of arms: the check measured nothing", width)
 	}
 	for _, v := range got.Violations {
 		t.Errorf("the page tried to load something: %s", v)

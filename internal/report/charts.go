@@ -75,6 +75,7 @@ func (c *Chart) render(format string, embedFont bool) ([]byte, error) {
 			return nil, err
 		}
 	}
+	defer c.rewrap()()
 	dc := draw.New(cv)
 	// A margin round the plot: a browser's line box for a label is a
 	// little taller than the font's extents that gonum lays out with.
@@ -90,18 +91,108 @@ func (c *Chart) render(format string, embedFont bool) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// inlineSVG is the chart as an <svg> element for embedding in HTML; the
-// page embeds the font once (ChartFontFace).
-func (c *Chart) inlineSVG() (string, error) {
+// inlineSVG is the chart as an <svg> element of class class for
+// embedding in HTML; the page embeds the font once (ChartFontFace).
+func (c *Chart) inlineSVG(class string) (string, error) {
 	b, err := c.render("svg", false)
 	if err != nil {
 		return "", err
 	}
 	s := string(b)
 	if i := strings.Index(s, "<svg"); i >= 0 {
-		s = s[i:]
+		s = `<svg class="` + class + `"` + s[i+len("<svg"):]
 	}
 	return s, nil
+}
+
+// NarrowChartPx is the width, in CSS px, a chart is drawn at for a phone:
+// a 390 px screen less the page's margins. Its text keeps its size, so it
+// reads as the wide chart's does, and the page need not scroll it.
+const NarrowChartPx = 352
+
+// MinNarrowChartPx is the narrowest a page may show a narrow chart for
+// its ticks to read MinTextPx.
+func MinNarrowChartPx() int {
+	return int(math.Ceil(NarrowChartPx * MinTextPx / (float64(tickSize) * 96 / 72)))
+}
+
+// narrow is the chart laid out for a phone (NarrowChartPx): the same plot
+// in a narrower canvas, its title and axis label wrapped anew when drawn.
+func (c *Chart) narrow() *Chart {
+	n := *c
+	n.w = vg.Length(NarrowChartPx * 72.0 / 96)
+	return &n
+}
+
+// rewrap lays a narrow chart's text out for its width, and returns what
+// puts the wide chart's back (the plot is shared): the title wrapped anew,
+// the x axis's label moved under it (a label centred under a narrow data
+// area runs past the chart's edge, and gonum sets its lines too close
+// for a browser), and the x ticks thinned to labels that do not touch.
+func (c *Chart) rewrap() (undo func()) {
+	if c.w == chartWidth {
+		return func() {}
+	}
+	p := c.plot
+	title, label, marker := p.Title.Text, p.X.Label.Text, p.X.Tick.Marker
+	flat := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	t := flat(title)
+	if l := flat(label); l != "" {
+		t += " — x: " + l
+	}
+	p.Title.Text = wrap(t, textStyle(titleSize), c.w-2*chartMargin-vg.Points(8))
+	p.X.Label.Text = ""
+	p.X.Tick.Marker = thinTicks{marker}
+	return func() { p.Title.Text, p.X.Label.Text, p.X.Tick.Marker = title, label, marker }
+}
+
+// thinTicks keeps few enough of a ticker's labels for a narrow chart
+// (tooManyTicks), the rest left as unlabelled ticks: on a log axis the
+// powers of ten (1, 10, 100) first, then every other one.
+type thinTicks struct{ plot.Ticker }
+
+// tooManyTicks says a narrow chart's axis cannot show these labels apart:
+// more than 5, or more than 10 characters in all.
+func tooManyTicks(ticks []plot.Tick) bool {
+	n, chars := 0, 0
+	for _, k := range ticks {
+		if k.Label != "" {
+			n++
+			chars += len(k.Label)
+		}
+	}
+	return n > 5 || chars > 10
+}
+
+func (t thinTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := t.Ticker.Ticks(min, max)
+	if tooManyTicks(ticks) {
+		ones := append([]plot.Tick(nil), ticks...)
+		n := 0
+		for i, k := range ones {
+			if k.Label != "" && !strings.HasPrefix(strings.TrimLeft(k.Label, "0."), "1") {
+				ones[i].Label = ""
+			} else if k.Label != "" {
+				n++
+			}
+		}
+		if n >= 2 {
+			ticks = ones
+		}
+	}
+	for tooManyTicks(ticks) {
+		i := 0
+		for j := range ticks {
+			if ticks[j].Label == "" {
+				continue
+			}
+			if i%2 == 1 {
+				ticks[j].Label = ""
+			}
+			i++
+		}
+	}
+	return ticks
 }
 
 // Every chart's text is set in Liberation Sans, the face gonum/plot measures

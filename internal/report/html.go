@@ -11,22 +11,33 @@ import (
 )
 
 // htmlVerdictWidth is the verdict's width in the report: wider than a
-// terminal's 80, so arm names keep their middles; its box scrolls on a
-// phone.
-const htmlVerdictWidth = 110
+// terminal's 80, so arm names keep their middles. On a phone the page
+// shows it laid out for narrowVerdictWidth columns instead, as it shows
+// each chart drawn for NarrowChartPx: neither scrolls sideways.
+const (
+	htmlVerdictWidth   = 110
+	narrowVerdictWidth = 50
+)
+
+// phoneCSS is the widest window the page lays out for a phone: below it
+// the narrow verdict and charts are shown (a wide chart would be shrunk
+// below MinChartWidthPx in the page's column).
+const phoneCSS = "600px"
 
 // HTML writes a self-contained report: the verdict (as ctxlab run prints
 // it), the environment, then per experiment its charts (inline SVG, their
 // font embedded once, no scripts, no network), each with a one-line
 // reading, the checks, the findings, the published reference figures
-// beside ours, and the table of arms. The page uses a wide window's width
-// and, on a phone, scrolls wide tables, the verdict and charts sideways
-// rather than shrinking their text below MinTextPx. html/template escapes
+// beside ours, and the table of arms. The page uses a wide window's width;
+// on a phone it shows the verdict and the charts laid out for its width
+// (neither scrolls sideways) and scrolls only wide tables, never
+// shrinking text below MinTextPx. html/template escapes
 // markup but passes control characters, so every string goes through
 // termsafe first, as in every other format.
 func HTML(w io.Writer, run *result.Run) error {
 	run = termsafe.Strings(run)
-	data := htmlRun{Run: run, Verdict: strings.Join(VerdictLines(run, true, htmlVerdictWidth), "\n")}
+	data := htmlRun{Run: run, Verdict: strings.Join(VerdictLines(run, true, htmlVerdictWidth), "\n"),
+		NarrowVerdict: strings.Join(VerdictLines(run, true, narrowVerdictWidth), "\n")}
 	exps := experimentIndex(run)
 	for _, name := range experimentOrder(run) {
 		arms := armsOf(run, name)
@@ -37,11 +48,15 @@ func HTML(w io.Writer, run *result.Run) error {
 			he.Op = arms[0].Op
 		}
 		for _, c := range ExperimentCharts(name, arms) {
-			svg, err := c.inlineSVG()
+			svg, err := c.inlineSVG("wide")
 			if err != nil {
 				return fmt.Errorf("chart %s: %w", c.Name(), err)
 			}
-			he.Charts = append(he.Charts, htmlChart{Kind: c.Kind, Name: c.Name(), Reading: c.Reading, SVG: template.HTML(svg)})
+			narrow, err := c.narrow().inlineSVG("narrow")
+			if err != nil {
+				return fmt.Errorf("chart %s: %w", c.Name(), err)
+			}
+			he.Charts = append(he.Charts, htmlChart{Kind: c.Kind, Name: c.Name(), Reading: c.Reading, SVG: template.HTML(svg + narrow)})
 		}
 		for _, a := range arms {
 			he.Arms = append(he.Arms, htmlArmRow(name, a))
@@ -55,9 +70,9 @@ func HTML(w io.Writer, run *result.Run) error {
 }
 
 type htmlRun struct {
-	Run     *result.Run
-	Verdict string
-	Exps    []htmlExp
+	Run                    *result.Run
+	Verdict, NarrowVerdict string
+	Exps                   []htmlExp
 }
 
 type htmlExp struct {
@@ -107,13 +122,15 @@ func htmlArmRow(experiment string, a result.Arm) []string {
 }
 
 var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ns":       result.FormatNs,
-	"fontface": func() template.CSS { return template.CSS(ChartFontFace()) },
-	"chartmin": func() template.CSS { return template.CSS(fmt.Sprintf("%dpx", MinChartWidthPx())) },
-	"mark":     checkMark,
-	"cpus":     func(cs []int) string { return fmt.Sprint(cs) },
-	"bytes":    func(b int64) string { return result.FormatValue(float64(b), "B/op") },
-	"date":     func(r *result.Run) string { return r.Time.UTC().Format("2006-01-02 15:04 UTC") },
+	"ns":        result.FormatNs,
+	"fontface":  func() template.CSS { return template.CSS(ChartFontFace()) },
+	"chartmin":  func() template.CSS { return template.CSS(fmt.Sprintf("%dpx", MinChartWidthPx())) },
+	"narrowmin": func() template.CSS { return template.CSS(fmt.Sprintf("%dpx", MinNarrowChartPx())) },
+	"phone":     func() template.CSS { return template.CSS(phoneCSS) },
+	"mark":      checkMark,
+	"cpus":      func(cs []int) string { return fmt.Sprint(cs) },
+	"bytes":     func(b int64) string { return result.FormatValue(float64(b), "B/op") },
+	"date":      func(r *result.Run) string { return r.Time.UTC().Format("2006-01-02 15:04 UTC") },
 	"supported": func(cs []result.CounterInfo) string {
 		var ok, no []string
 		for _, c := range cs {
@@ -150,6 +167,12 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 td.wide { min-width: 16em; } table.env td { overflow-wrap: anywhere; }
 pre.verdict { font: 12.5px/1.4 ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; margin: 0.5em 0; padding: 0.6em 0.8em; background: #f6f8fa; border: 1px solid #ddd; white-space: pre-wrap; }
 @media (max-width: 900px) { pre.verdict { white-space: pre; width: max-content; } }
+pre.verdict.narrow, figure.chart svg.narrow { display: none; }
+@media (max-width: {{phone}}) {
+  pre.verdict.wide, figure.chart svg.wide { display: none; }
+  pre.verdict.narrow { display: block; font-size: 11px; width: auto; white-space: pre-wrap; overflow-wrap: anywhere; }
+  figure.chart svg.narrow { display: block; min-width: {{narrowmin}}; }
+}
 figure.chart { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 0.4em 1.5em; margin: 1.2em 0; }
 figure.chart .plot { flex: 0 1 672px; min-width: 0; }
 figure.chart svg { display: block; width: 100%; min-width: {{chartmin}}; height: auto; }
@@ -164,7 +187,7 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 <p class="muted">run {{.Run.ID}} · {{date .Run}} · suite {{.Run.Suite}} · ctxlab {{.Run.Version}} · {{.Run.GoVersion}}</p>
 <section id="verdict">
 <h2>Verdict</h2>
-<div class="scroll"><pre class="verdict">{{.Verdict}}</pre></div>
+<div class="scroll"><pre class="verdict wide">{{.Verdict}}</pre><pre class="verdict narrow">{{.NarrowVerdict}}</pre></div>
 </section>
 <section id="environment">
 <h2>Environment</h2>

@@ -264,7 +264,7 @@ func TestChartLegendsUnitsAndFont(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inline, err := c.inlineSVG()
+	inline, err := c.inlineSVG("wide")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,10 +182,11 @@ type column struct {
 
 // armTable is the compact table of measured arms: a header row, then the
 // arms grouped by their op in run order (the header row names the first
-// op, a row of its own each later one). The sampled p50 and p99 come in
-// only where the width has room for them with the names whole; names too
-// long for what is left lose their middle, or wrap at a '/' where that
-// would make two of them look alike.
+// op, a row of its own each later one; an op too wide for the names'
+// column is a line of its own above its rows, so it never widens the
+// table). The sampled p50 and p99 come in only where the width has room
+// for them with the names whole; names too long for what is left wrap at
+// a '/', never cut.
 func armTable(experiment string, arms []result.Arm, width int) []string {
 	if len(arms) == 0 {
 		return nil
@@ -202,10 +203,7 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 	cols, tail := tableColumns(arms)
 	marks := column{"", armMark, false}
 	names := map[string]string{}
-	nameWidth := textcol.Width("per " + groups[0])
-	for _, g := range groups {
-		nameWidth = max(nameWidth, textcol.Width("per "+g))
-	}
+	nameWidth := 0
 	for _, a := range arms {
 		names[a.Name] = exp.ShortName(a)
 		nameWidth = max(nameWidth, textcol.Width(names[a.Name]))
@@ -215,18 +213,45 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 		cols = append(cols, tail...)
 	}
 	cols = append(cols, marks)
-	room := width - indent - columnsSpan(cols, arms)
-	if room < 12 {
-		room = 12
-	}
+	room := max(width-indent-columnsSpan(cols, arms), 12)
+	// Too narrow for the names beside the figures (a phone's report): each
+	// name on a line of its own, its figures on the next.
+	stacked := nameWidth > room && room < minNameRoom
 	shown := fitNames(arms, names, room)
-	rows := [][]string{append([]string{"per " + groups[0]}, headsOf(cols)...)}
+	if stacked {
+		shown = fitNames(arms, names, width-indent)
+	}
+	labelWidth := namesWidth(shown)
+	pre := map[int][]string{}          // lines before a row: a heading, a stacked name
+	skip := map[int]bool{}             // rows that stand for a heading on a line of its own
+	heading := func(g string) string { // "" when it goes on a line of its own
+		if !stacked && textcol.Width("per "+g) <= max(labelWidth, room) {
+			return "per " + g
+		}
+		return ""
+	}
+	line := func(s string) []string { return textcol.Wrap(strings.Repeat(" ", indent)+s, width) }
+	rows := [][]string{append([]string{heading(groups[0])}, headsOf(cols)...)}
+	if rows[0][0] == "" {
+		pre[0] = line("per " + groups[0])
+	}
 	for i, g := range groups {
 		if i > 0 {
-			rows = append(rows, cellsOf("per "+g, cols, nil))
+			h := heading(g)
+			if h == "" {
+				pre[len(rows)], skip[len(rows)] = line("per "+g), true
+			}
+			rows = append(rows, cellsOf(h, cols, nil))
 		}
 		for _, a := range byOp[g] {
 			parts := shown[a.Name]
+			if stacked {
+				for j, p := range parts {
+					pre[len(rows)] = append(pre[len(rows)], line(strings.Repeat("  ", min(j, 1))+p)...)
+				}
+				rows = append(rows, cellsOf("", cols, &a))
+				continue
+			}
 			rows = append(rows, cellsOf(parts[0], cols, &a))
 			for _, p := range parts[1:] {
 				rows = append(rows, cellsOf("  "+p, cols, nil))
@@ -236,8 +261,37 @@ func armTable(experiment string, arms []result.Arm, width int) []string {
 	right := func(col, ncols int) bool { return col > 0 && col <= len(cols) && cols[col-1].right }
 	var b strings.Builder
 	textcol.Write(&b, rows, strings.Repeat(" ", indent), right)
-	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	return interleave(strings.Split(strings.TrimRight(b.String(), "\n"), "\n"), pre, skip)
 }
+
+// namesWidth is the names' column as the table will have it: each name's
+// widest part, its continuations indented two.
+func namesWidth(shown map[string][]string) int {
+	w := 0
+	for _, parts := range shown {
+		for i, p := range parts {
+			w = max(w, textcol.Width(p)+2*min(i, 1))
+		}
+	}
+	return w
+}
+
+// interleave puts the lines of pre before the table's row of the same
+// index, and leaves out the rows skip names.
+func interleave(table []string, pre map[int][]string, skip map[int]bool) []string {
+	var out []string
+	for i, l := range table {
+		out = append(out, pre[i]...)
+		if !skip[i] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// minNameRoom is the least room for names beside the figures; with less
+// (a narrow screen), each name goes on a line of its own.
+const minNameRoom = 24
 
 // tableColumns are the compact table's figure columns: median, range,
 // repetitions and, where any arm has them, switches; tail is the sampled
@@ -344,25 +398,15 @@ func cellsOf(label string, cols []column, a *result.Arm) []string {
 }
 
 // fitNames gives each arm's short name as the table shows it, in room
-// columns: whole when it fits; else with its middle elided, when no two
-// arms then look alike; else wrapped at '/' onto lines of its own.
+// columns: whole when it fits, else wrapped at '/' onto lines of its own
+// (never cut: a cut name is not an arm a user can run or look up).
 func fitNames(arms []result.Arm, names map[string]string, room int) map[string][]string {
 	out := map[string][]string{}
-	elided := map[string]string{}
-	seen := map[string]int{}
-	for _, a := range arms {
-		e := textcol.ElideMiddle(names[a.Name], room)
-		elided[a.Name] = e
-		seen[e]++
-	}
 	for _, a := range arms {
 		n := names[a.Name]
-		switch {
-		case textcol.Width(n) <= room:
+		if textcol.Width(n) <= room {
 			out[a.Name] = []string{n}
-		case seen[elided[a.Name]] == 1:
-			out[a.Name] = []string{elided[a.Name]}
-		default:
+		} else {
 			out[a.Name] = wrapName(n, room)
 		}
 	}

@@ -233,7 +233,7 @@ func header(run *result.Run, what string, width int) []string {
 	if one := first + " · " + second; textcol.Width(one) <= width {
 		return []string{one}
 	}
-	return []string{first, second}
+	return append(textcol.Wrap(first, width), textcol.Wrap(second, width)...) // many experiments: `ctxlab run python`
 }
 
 // closing is where the details are, the run's warnings, and whether it
@@ -394,6 +394,9 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 		table = writeCells(cells)
 		published = []string{"  published, on other machines (" + PublishedSource + "): " + strings.Join(pubs, " · ")}
 	}
+	if tableWidth(table) > width { // a narrow screen (a phone's report): a row's figures under its label
+		table = stackCells(cells, width)
+	}
 	if !anyAcross && confined {
 		table = append(table, "  across CPUs: not measured, the run was confined to one CPU (--cpus)")
 	}
@@ -535,6 +538,30 @@ func newHandoffRow(v *exp.VerdictRun, r exp.Headline, busy bool) handoffRow {
 		}
 	}
 	return h
+}
+
+// stackCells is the handoff table for a screen too narrow for its
+// columns: the head's words on one line, then each row's label and, under
+// it, its figures (one CPU · across CPUs and how placed), each wrapped to
+// width.
+func stackCells(cells [][]string, width int) []string {
+	head := cells[0]
+	var heads []string
+	for _, h := range head[1:] {
+		if h != "" && !strings.HasPrefix(h, "published") {
+			heads = append(heads, h)
+		}
+	}
+	out := textcol.Wrap(head[0]+": "+strings.Join(heads, " · "), width)
+	for _, r := range cells[1:] {
+		out = append(out, textcol.Wrap(r[0], width)...)
+		figs := r[1]
+		if len(r) >= 4 && r[2] != "—" { // label, one CPU, across CPUs, placed
+			figs += " · " + strings.TrimSpace(r[2]+" "+r[3])
+		}
+		out = append(out, textcol.Wrap("    "+figs, width)...)
+	}
+	return out
 }
 
 // writeCells lines cells up in columns (textcol.Write) as lines.

@@ -57,10 +57,10 @@ const SuiteSelfcheck = "selfcheck"
 type Kind int
 
 const (
-	// AnyRun: every stored run (show, export).
+	// AnyRun: every stored run (show).
 	AnyRun Kind = iota
 	// ExperimentRun: runs of the experiments, not diagnose's or
-	// selfcheck's (compare, budget, report).
+	// selfcheck's (compare, budget, report, export).
 	ExperimentRun
 	// DiagnoseRun: diagnose --vary's runs (compare last:T=2 last:T=32).
 	DiagnoseRun
@@ -114,6 +114,9 @@ type Cache struct {
 	Level int    `json:"level"`
 	Type  string `json:"type"`
 	SizeB int64  `json:"size_bytes"`
+	// SharedCPUs is how many CPUs share this cache (shared_cpu_list), 0
+	// when not reported.
+	SharedCPUs int `json:"shared_cpus,omitempty"`
 }
 
 // CounterInfo says whether one perf counter can be opened here, and why not.

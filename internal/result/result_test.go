@@ -67,7 +67,8 @@ func TestFormatNs(t *testing.T) {
 	for _, tc := range []struct {
 		ns   float64
 		want string
-	}{{850, "850 ns"}, {4210, "4.21 µs"}, {12300000, "12.3 ms"}, {2e9, "2 s"}} {
+	}{{850, "850 ns"}, {4210, "4.21 µs"}, {12300000, "12.3 ms"}, {2e9, "2 s"},
+		{-18600, "-18.6 µs"}, {999.7, "1 µs"}, {999.4, "999 ns"}, {999_700, "1 ms"}, {-5, "-5 ns"}} {
 		if got := FormatNs(tc.ns); got != tc.want {
 			t.Errorf("FormatNs(%v) = %q, want %q", tc.ns, got, tc.want)
 		}

@@ -75,7 +75,11 @@ func ParseSize(s string) (int64, error) {
 // FormatNs renders a duration in ns with a scaled unit and three
 // significant digits: 850 ns, 4.21 µs, 12.3 ms.
 func FormatNs(ns float64) string {
-	div, name := nsScale(ns)
+	a := math.Abs(ns) // -18.6 µs, never -1.86e+04 ns
+	div, name := nsScale(a)
+	if a/div >= 999.5 && div < 1e9 { // 999.7 ns reads 1 µs, never 1e+03 ns
+		div, name = nsScale(div * 1000)
+	}
 	return fmt.Sprintf("%.3g %s", ns/div, name)
 }
 

@@ -74,6 +74,7 @@ func (e *Env) validate(v *validator) {
 	for i, c := range e.Caches {
 		v.intIn(fmt.Sprintf("caches[%d].level", i), int64(c.Level), 0, 9)
 		v.intIn(fmt.Sprintf("caches[%d].size_bytes", i), c.SizeB, 0, MaxCount)
+		v.intIn(fmt.Sprintf("caches[%d].shared_cpus", i), int64(c.SharedCPUs), 0, MaxCPUs)
 	}
 	v.intIn("gomaxprocs", int64(e.GOMAXPROCS), 0, MaxGOMAXPROCS)
 	v.intIn("cgroup_version", int64(e.CgroupVersion), 0, 2)

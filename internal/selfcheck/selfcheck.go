@@ -343,3 +343,30 @@ func addsAtMost(rows []Row, subject string) string {
 	}
 	return fmt.Sprintf("%s ≤ %.0f%% (%s)", subject, math.Ceil(100*(hi-1)-1e-9), span)
 }
+
+// Usual is how long selfcheck takes with its default flags on a quiet
+// 2-CPU machine, as the README and its help say ("about 35 s").
+const Usual = 35 * time.Second
+
+// LengthNote says how long the check took and why, when it took longer
+// than it usually does (over 1.2 × usual; "" otherwise): the load
+// average at its start and end against the CPUs, the steal. usual is
+// Usual scaled to the flags given (0: Usual).
+func LengthNote(took, usual time.Duration, load0, load1 float64, cpus int, stealPct float64) string {
+	if usual <= 0 {
+		usual = Usual
+	}
+	if took <= usual*12/10 {
+		return ""
+	}
+	s := fmt.Sprintf("it took %.0f s, not the about %.0f s it takes on a quiet machine", took.Seconds(), usual.Seconds())
+	if cpus > 0 && max(load0, load1) >= float64(cpus)/2 {
+		s += fmt.Sprintf(": the load average was %.1f at its start and %.1f at its end on %d CPUs, so its commands waited for a CPU", load0, load1, cpus)
+	} else {
+		s += fmt.Sprintf(" (load average %.1f at its start, %.1f at its end, on %d CPUs)", load0, load1, cpus)
+	}
+	if stealPct > 1 {
+		s += fmt.Sprintf(", and the hypervisor stole %.1f%% of the CPUs' time", stealPct)
+	}
+	return s
+}

@@ -394,3 +394,23 @@ func TestUserRows(t *testing.T) {
 		t.Errorf("a WAL database: %+v; want the application's loop refused with the reason, the immutable one kept", rows)
 	}
 }
+
+// selfcheck says how long it took, and the load, only when it took longer
+// than the README says.
+func TestLengthNote(t *testing.T) {
+	if n := LengthNote(38*time.Second, 0, 0.5, 0.6, 2, 0); n != "" {
+		t.Errorf("38 s of about 35: %q, want nothing", n)
+	}
+	n := LengthNote(90*time.Second, 0, 4.2, 5.1, 2, 3)
+	for _, want := range []string{"it took 90 s, not the about 35 s", "load average was 4.2 at its start and 5.1 at its end on 2 CPUs", "stole 3.0%"} {
+		if !strings.Contains(n, want) {
+			t.Errorf("%q lacks %q", n, want)
+		}
+	}
+	if n := LengthNote(90*time.Second, 0, 0.1, 0.2, 2, 0); !strings.Contains(n, "(load average 0.1 at its start") {
+		t.Errorf("quiet machine: %q", n)
+	}
+	if n := LengthNote(90*time.Second, 100*time.Second, 4, 4, 2, 0); n != "" {
+		t.Errorf("within a longer usual (more --rounds): %q", n)
+	}
+}

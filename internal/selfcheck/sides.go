@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/child"
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/sqlop"
 )
@@ -282,56 +282,44 @@ func (h Host) pyLoop(pyref, mode string) Side {
 	}
 }
 
-// output runs a child to its end and returns its stdout; a cancelled ctx
-// kills it (its whole process group), and a failure carries the last line
-// of its stderr.
+// output runs a child to its end through launch (its own process group,
+// under ctxlab's keeper, so nothing it starts outlives ctxlab) and returns
+// its stdout; a cancelled ctx stops it, and a failure carries the last
+// line of its stderr.
 func output(ctx context.Context, o child.Options) ([]byte, error) {
-	outR, outW, err := os.Pipe()
+	path, argv, env, err := child.Command(o)
 	if err != nil {
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
+	var stdout bytes.Buffer
+	stderr := &capped{max: 1 << 20}
+	r, err := launch.Run(ctx, launch.Spec{Path: path, Args: argv, Env: env, Stdout: &stdout, Stderr: stderr, OwnGroup: true})
+	switch {
+	case err != nil && r == nil:
 		return nil, err
-	}
-	o.Stdout, o.Stderr = outW, errW
-	p, err := child.Start(ctx, o)
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		return nil, err
-	}
-	var stdout, stderr bytes.Buffer
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _, _ = io.Copy(&stdout, outR); outR.Close() }()
-	go func() {
-		defer wg.Done()
-		_, _ = io.Copy(&stderr, io.LimitReader(errR, 1<<20))
-		_, _ = io.Copy(io.Discard, errR)
-		errR.Close()
-	}()
-	waited := make(chan error, 1)
-	go func() { wg.Wait(); waited <- p.Wait() }()
-	select {
-	case err = <-waited:
-	case <-ctx.Done():
-		p.Kill()
-		<-waited
+	case r.Stopped == launch.Interrupted:
 		return nil, ctx.Err()
-	}
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return nil, fmt.Errorf("%s (%s)", lastLine(stderr.Bytes()), ee.ProcessState)
-		}
+	case err != nil:
 		return nil, err
+	case r.Signal != 0:
+		return nil, fmt.Errorf("%s (signal: %v)", lastLine(stderr.buf.Bytes()), r.Signal)
+	case r.ExitStatus != 0:
+		return nil, fmt.Errorf("%s (exit status %d)", lastLine(stderr.buf.Bytes()), r.ExitStatus)
 	}
 	return stdout.Bytes(), nil
+}
+
+// capped keeps the first max bytes written to it and drops the rest.
+type capped struct {
+	max int
+	buf bytes.Buffer
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 func lastLine(b []byte) string {

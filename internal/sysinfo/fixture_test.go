@@ -18,7 +18,7 @@ func fixture(name string) Roots {
 }
 
 // TestDetectAtReadsTheFixture: every file DetectAt reads under /proc and
-// /sys, from testdata/host — a 4-CPU, 2-core host with four caches (and a
+// /sys, from testdata/host — a 4-CPU, 2-core host with four caches (L2 shared by 2 CPUs, L3 by 4; and a
 // fifth whose size is not a size), a governor, EEVDF's base slice, the
 // sysctls and a v2 cgroup with a half-CPU quota.
 func TestDetectAtReadsTheFixture(t *testing.T) {
@@ -35,8 +35,8 @@ func TestDetectAtReadsTheFixture(t *testing.T) {
 	want := []result.Cache{
 		{Level: 1, Type: "Data", SizeB: 48 * result.KiB},
 		{Level: 1, Type: "Instruction", SizeB: 32 * result.KiB},
-		{Level: 2, Type: "Unified", SizeB: result.MiB},
-		{Level: 3, Type: "Unified", SizeB: 32 * result.MiB},
+		{Level: 2, Type: "Unified", SizeB: result.MiB, SharedCPUs: 2},
+		{Level: 3, Type: "Unified", SizeB: 32 * result.MiB, SharedCPUs: 4},
 	}
 	if !reflect.DeepEqual(h.Caches, want) {
 		t.Errorf("caches = %+v, want %+v", h.Caches, want)

@@ -306,9 +306,32 @@ func caches(dir string) (out []result.Cache, notes []string) {
 			notes = append(notes, "cache "+filepath.Base(d)+" left out: "+err.Error())
 			continue
 		}
-		out = append(out, result.Cache{Level: int(lvl), Type: strings.TrimSpace(string(typ)), SizeB: size})
+		c := result.Cache{Level: int(lvl), Type: strings.TrimSpace(string(typ)), SizeB: size}
+		if b, err := os.ReadFile(filepath.Join(d, "shared_cpu_list")); err == nil {
+			c.SharedCPUs = CountCPUList(b)
+		}
+		out = append(out, c)
 	}
 	return out, notes
+}
+
+// CountCPUList is how many CPUs a sysfs CPU list names ("0-3,8\n": 5),
+// 0 when it does not parse.
+func CountCPUList(b []byte) int {
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		z, err2 := a, error(nil)
+		if isRange {
+			z, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || z < a {
+			return 0
+		}
+		n += z - a + 1
+	}
+	return n
 }
 
 // ParseCacheSize reads a sysfs cache size file (cache/index*/size, e.g.

@@ -87,3 +87,11 @@ func FuzzParseCPUList(f *testing.F) {
 		}
 	})
 }
+
+func TestCountCPUList(t *testing.T) {
+	for in, want := range map[string]int{"0\n": 1, "0-3,8\n": 5, "0-1,4-5": 4, "": 0, "x": 0, "3-1": 0} {
+		if got := CountCPUList([]byte(in)); got != want {
+			t.Errorf("CountCPUList(%q) = %d, want %d", in, got, want)
+		}
+	}
+}

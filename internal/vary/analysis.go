@@ -213,6 +213,10 @@ func (a *Analysis) figures(r *result.Arm, v Value, splitOf map[string]Split) {
 			r.SetMetric("not-in-switch-path-ns/op", s.RestNs)
 			r.SetMetric("direct-share-ratio", s.DirectShare)
 		}
+		if s.Indirect.OK {
+			r.SetMetric("indirect-estimate-ns/op", s.Indirect.B) // from the working set (split.go)
+			r.SetMetric("extra-indirect-estimate-ns/op", s.Indirect.Delta)
+		}
 	}
 	for _, f := range Figures {
 		if st := v.Fig(f.Key); st.OK() && st.Source != "" {

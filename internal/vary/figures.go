@@ -14,6 +14,7 @@ const (
 	KindCount = "count"
 	KindRatio = "ratio"
 	KindCores = "cores"
+	KindBytes = "bytes"
 )
 
 // Figure is one row of the side-by-side table: how one run gives it. Its
@@ -49,6 +50,8 @@ const (
 	KeyIPC          = "ipc"
 	KeyLLC          = "llc-load-misses/1k-instructions"
 	KeyDTLB         = "dtlb-load-misses/1k-instructions"
+	KeyWSS          = "working-set-bytes"
+	KeyWSSThread    = "working-set-per-thread-bytes"
 )
 
 // counter is a perf counter's value in s, or why it has none.
@@ -167,6 +170,27 @@ var Figures = []Figure{
 	}},
 	{Key: KeyLLC, Label: "LLC misses/1k instr", Kind: KindRatio, Get: perMille("LLC-load-misses")},
 	{Key: KeyDTLB, Label: "dTLB misses/1k instr", Kind: KindRatio, Get: perMille("dTLB-load-misses")},
+	{Key: KeyWSS, Label: "working set", Kind: KindBytes, Get: workingSet(false)},
+	{Key: KeyWSSThread, Label: "per thread", Kind: KindBytes, Get: workingSet(true)},
+}
+
+// workingSet is the run's working set per interval, the median of its
+// intervals (package wss), or per thread; or why there is none.
+func workingSet(perThread bool) func(Sample) (float64, string, string) {
+	return func(s Sample) (float64, string, string) {
+		switch {
+		case s.WSS == nil:
+			return 0, "", "--wss off"
+		case !s.WSS.OK():
+			return 0, "", s.WSS.Unsupported
+		case !perThread:
+			return float64(s.WSS.MedianBytes), "clear_refs", ""
+		case s.WSS.Alike:
+			return float64(s.WSS.PerThreadBytes), "alike threads", ""
+		}
+		v, _ := s.WSS.PerThread()
+		return float64(v), "unlike threads: the whole set", ""
+	}
 }
 
 // FigureByKey is the figure of that key.
@@ -233,6 +257,8 @@ func Format(kind string, v float64) string {
 		return result.FormatCount(v)
 	case KindCores:
 		return fmt.Sprintf("%.2f cores", v)
+	case KindBytes:
+		return result.FormatBytes(v)
 	}
 	return fmt.Sprintf("%.3g", v)
 }

@@ -11,17 +11,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/shim"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/watch"
+	"github.com/ctxlab/ctxlab/internal/wss"
 )
 
 // Command is the user's command and how each run of it is measured.
@@ -48,9 +48,27 @@ type Command struct {
 	WorkFrom *regexp.Regexp
 	Host     *sysinfo.Host
 	Root     procstat.Root
+	// WSS says to sample the command's working set (--wss).
+	WSS bool
 	// Grace is how long a stopped run has between the signal that asks
 	// it to end and SIGKILL (0: DefaultGrace).
 	Grace time.Duration
+	// Stdio, when set, passes ctxlab's own stdin, stdout and stderr to the
+	// command, which then shares ctxlab's process group and terminal
+	// (plain diagnose); without it the command's output is kept (Show).
+	Stdio *Stdio
+	// Started is called with the command's PID once its counters are
+	// open, before it runs.
+	Started func(pid int)
+	// ExtraFiles become the command's descriptors 3, 4, … (the CPython
+	// probe's pipe).
+	ExtraFiles []*os.File
+}
+
+// Stdio are the streams plain diagnose passes through to the command.
+type Stdio struct {
+	In       *os.File
+	Out, Err io.Writer
 }
 
 // Rusage is what wait4 says of the command and its waited-for children.
@@ -64,6 +82,8 @@ type Rusage struct {
 // Sample is one run of the command at one point.
 type Sample struct {
 	Point, Round int
+	// PID is the command's process, 0 when it never started.
+	PID int
 	// Status is result.StatusOK, StatusFailed (a non-zero exit, a signal,
 	// no work found), StatusTimedOut or StatusInterrupted; Reason says
 	// why it is not ok.
@@ -83,9 +103,21 @@ type Sample struct {
 	Sampling             string
 	// Work is the run's units of work (0: not known).
 	Work float64
+	// WSS is the command's working set as package wss sampled it; nil
+	// with --wss off.
+	WSS *wss.Reading
 	// Notes: how the counters were opened, processes left running.
 	Notes         []string
 	Before, After sysinfo.Noise
+	// SelfCPUNs is the CPU time ctxlab itself (sampling, waiting, its
+	// keeper) used while the command ran: on a machine with few CPUs it
+	// preempts the command, so its share is stated beside the figures.
+	SelfCPUNs int64
+	// Held says what held the command's process tree (launch.Result.Held).
+	Held string
+	// Profile is the whole run as the /proc readings saw it (plain
+	// diagnose shows it).
+	Profile watch.Profile
 }
 
 // OK says the run finished and its figures count.
@@ -93,7 +125,7 @@ func (s Sample) OK() bool { return s.Status == result.StatusOK }
 
 // DefaultGrace is how long a stopped command has between the signal that
 // asks it to end and SIGKILL.
-const DefaultGrace = 2 * time.Second
+const DefaultGrace = launch.DefaultGrace
 
 // keepOut and keepErr are how much of the command's stdout (for
 // --work-from) and stderr (for a failure's reason) a run keeps.
@@ -102,14 +134,13 @@ const (
 	keepErr = 4 << 10
 )
 
-// Run runs the command once at p and measures it: wall time from its exec
-// to its exit, perf counters over everything it starts, rusage, and
-// /proc samples of its threads every Interval. It runs in a process
-// group of its own, stdin /dev/null; when ctx ends (Ctrl-C) or Timeout
-// passes it gets SIGINT (SIGTERM at the time limit), then SIGKILL after
-// Grace. Whatever it leaves running, in its group or reparented to ctxlab
-// (the subreaper, which the caller must make ctxlab), is killed and reaped
-// before Run returns, so no run outlives its turn.
+// Run runs the command once at p through launch and measures it: wall
+// time from its exec to its exit, perf counters over everything it
+// starts, rusage, and /proc samples of its threads every Interval. It
+// runs in a process group of its own, stdin /dev/null (unless Stdio
+// passes ctxlab's own through); when ctx ends (Ctrl-C) or Timeout passes
+// it is stopped by launch's one rule. Whatever it leaves running is
+// killed and reaped before Run returns, so no run outlives its turn.
 func (c *Command) Run(ctx context.Context, p Point) Sample {
 	s := Sample{Status: result.StatusOK}
 	if ctx.Err() != nil {
@@ -122,41 +153,48 @@ func (c *Command) Run(ctx context.Context, p Point) Sample {
 		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("command %q: %v", args[0], err)
 		return s
 	}
-	cmd := exec.Command(path, args[1:]...)
-	cmd.Args[0] = args[0]
-	cmd.Env = p.Env(c.Env)
+	spec := launch.Spec{Path: path, Args: args, Env: p.Env(c.Env), Timeout: c.Timeout, Grace: c.Grace, Interval: c.Interval, OwnGroup: c.Stdio == nil,
+		ExtraFiles: c.ExtraFiles}
 	out, errOut := &tail{max: keepOut}, &tail{max: keepErr}
-	cmd.Stdout, cmd.Stderr = io.Writer(out), io.Writer(errOut)
-	if c.Show != nil {
-		cmd.Stdout, cmd.Stderr = io.MultiWriter(out, c.Show), io.MultiWriter(errOut, c.Show)
+	if c.Stdio != nil {
+		spec.Stdin, spec.Stdout, spec.Stderr = c.Stdio.In, c.Stdio.Out, c.Stdio.Err
+	} else {
+		spec.Stdout, spec.Stderr = io.Writer(out), io.Writer(errOut)
+		if c.Show != nil {
+			spec.Stdout, spec.Stderr = io.MultiWriter(out, c.Show), io.MultiWriter(errOut, c.Show)
+		}
 	}
-	grace := c.Grace
-	if grace <= 0 {
-		grace = DefaultGrace
+	var counters *measure.TreeCounters
+	defer func() { counters.Close() }()
+	sm := &sampling{c: c, s: &s}
+	defer sm.wait()
+	spec.Started = func(pid int) {
+		counters = measure.OpenTree(c.Source, c.Events, pid)
+		if shim.Script(path) { // pyenv's python3: sample the interpreter it execs, not the bash before it
+			sm.follow(ctx, pid, path)
+		} else {
+			sm.begin(pid)
+		}
+		if c.Started != nil {
+			c.Started(pid)
+		}
 	}
-	cmd.WaitDelay = grace // a pipe held open by something already killed
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	spec.Tick = func() { sm.step(true) }
+	spec.Exited = func() { sm.step(false) } // the exited command is a zombie until reaped: its last counts are still readable
 	s.Before = sysinfo.Sample(c.Host)
-	counters, note, err := measure.StartStopped(cmd, c.Source, c.Events)
-	if err != nil {
-		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("starting %s: %v", args[0], err)
+	r, err := launch.Run(ctx, spec)
+	s.After = sysinfo.Sample(c.Host)
+	sm.wait()
+	if r == nil {
+		s.Status, s.Reason = result.StatusFailed, err.Error()
+		if ctx.Err() != nil {
+			s.Status = result.StatusInterrupted
+		}
 		return s
 	}
-	began := time.Now()
-	defer counters.Close()
-	if note != "" {
-		s.Notes = append(s.Notes, note)
-	}
-	cmdProc, _ := c.Root.ReadProc(cmd.Process.Pid) // its start time tells its leftovers from older processes
-	c.watch(ctx, &s, cmd.Process.Pid, grace, began)
-	if n := stopLeftovers(c.Root, cmdProc); n != "" {
-		s.Notes = append(s.Notes, n)
-	}
-	waitErr := cmd.Wait()
-	reapLeftovers(c.Root, cmdProc)
-	s.After = sysinfo.Sample(c.Host)
 	s.Counters = counters.Read()
-	s.exited(cmd, waitErr, args[0], lastLine(errOut.Bytes()))
+	sm.end()
+	s.exited(r, err, c.Timeout, lastLine(errOut.Bytes()))
 	if s.Status == result.StatusOK {
 		s.Work = c.Work
 		if c.WorkFrom != nil {
@@ -170,84 +208,100 @@ func (c *Command) Run(ctx context.Context, p Point) Sample {
 	return s
 }
 
-// watch reads the command's threads every Interval until it exits,
-// without reaping it, and stops it when ctx ends (SIGINT) or Timeout
-// passes (SIGTERM), then SIGKILL after grace. The wall time from began
-// ends when it exits; the last readings are taken after: a zombie's
-// counts are still readable.
-func (c *Command) watch(ctx context.Context, s *Sample, pid int, grace time.Duration, began time.Time) {
-	exited := make(chan struct{})
-	go func() { // tells when the command has exited, without reaping it
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
-		close(exited)
-	}()
-	w, werr := watch.NewWatcher(c.Root, []int{pid})
-	if werr == nil {
+// sampling is a run's /proc readings of the command's threads and its
+// working set, begun once the command runs its own program: at once, or
+// for a shim once it has exec'd the program it stands for.
+type sampling struct {
+	c         *Command
+	s         *Sample
+	mu        sync.Mutex
+	w         *watch.Watcher
+	ws        *wss.Sampler
+	following sync.WaitGroup
+}
+
+func (m *sampling) begin(pid int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, err := watch.NewWatcher(m.c.Root, []int{pid})
+	if err == nil {
 		w.Descendants = true
 		w.Begin()
+		m.w = w
 	} else {
-		s.Sampling = werr.Error()
+		m.s.Sampling = err.Error()
 	}
-	tick := time.NewTicker(c.Interval)
-	defer tick.Stop()
-	limit := time.NewTimer(c.Timeout)
-	defer limit.Stop()
-	var kill <-chan time.Time
-	stop := ctx.Done()
-	for {
-		select {
-		case <-exited:
-			s.WallNs = int64(time.Since(began))
-			if w != nil {
-				s.add(w.Step())
-			}
-			return
-		case <-tick.C:
-			if w != nil {
-				s.add(w.Step())
-			}
-		case <-stop:
-			s.Status, s.Reason = result.StatusInterrupted, "interrupted: the run in flight was stopped"
-			_ = unix.Kill(-pid, unix.SIGINT)
-			stop, kill = nil, time.After(grace)
-		case <-limit.C:
-			if s.Status == result.StatusOK {
-				s.Status, s.Reason = result.StatusTimedOut, fmt.Sprintf("timed out: still running after %s (--timeout)", c.Timeout)
-			}
-			_ = unix.Kill(-pid, unix.SIGTERM)
-			kill = time.After(grace)
-		case <-kill:
-			_ = unix.Kill(-pid, unix.SIGKILL)
-			kill = nil
+	m.ws = wss.Start(m.c.Root, pid, m.c.WSS)
+}
+
+// follow begins the readings once pid, in a shim, has exec'd its program
+// (or shim.Limit has passed), and notes where the shim led.
+func (m *sampling) follow(ctx context.Context, pid int, path string) {
+	m.following.Add(1)
+	go func() {
+		defer m.following.Done()
+		note := shim.Follow(ctx, m.c.Root, pid, path, shim.Limit).Note()
+		m.begin(pid)
+		m.mu.Lock()
+		if note != "" {
+			m.s.Notes = append(m.s.Notes, note)
 		}
+		m.mu.Unlock()
+	}()
+}
+
+// step takes a reading; every interval (tick) the working set's too.
+func (m *sampling) step(tick bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if tick && m.ws != nil {
+		m.ws.Tick()
+	}
+	if m.w != nil {
+		m.s.add(m.w.Step())
+	}
+}
+
+func (m *sampling) wait() { m.following.Wait() }
+
+// end keeps the whole run's readings in the sample.
+func (m *sampling) end() {
+	if m.w != nil {
+		m.s.Profile = m.w.Summary
+	}
+	if m.ws != nil {
+		m.s.WSS = m.ws.Stop()
 	}
 }
 
 // exited records how the reaped command ended: its rusage, its exit
-// status or signal, and a failure (with the last line of its stderr).
-func (s *Sample) exited(cmd *exec.Cmd, waitErr error, name, lastErr string) {
-	ps := cmd.ProcessState
-	if ps == nil {
-		if waitErr != nil && s.Status == result.StatusOK {
-			s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("waiting for %s: %v", name, waitErr)
+// status or signal, why it was stopped, a failure (with the last line of
+// its stderr), what it left running, and ctxlab's own CPU time.
+func (s *Sample) exited(r *launch.Result, err error, timeout time.Duration, lastErr string) {
+	s.PID, s.WallNs, s.SelfCPUNs, s.ExitStatus, s.Held = r.PID, r.WallNs, r.SelfCPUNs, r.ExitStatus, r.Held
+	if r.Note != "" {
+		s.Notes = append(s.Notes, r.Note)
+	}
+	if n := LeftNote(r.Left); n != "" {
+		s.Notes = append(s.Notes, n)
+	}
+	if r.HasRusage {
+		u := r.Rusage
+		s.Rusage = Rusage{UserNs: (u.Utime.Sec*1e6 + u.Utime.Usec) * 1e3, SysNs: (u.Stime.Sec*1e6 + u.Stime.Usec) * 1e3,
+			Vol: u.Nvcsw, Invol: u.Nivcsw, MinFlt: u.Minflt, MajFlt: u.Majflt, MaxRSSKiB: u.Maxrss}
+	}
+	switch {
+	case r.Stopped == launch.Interrupted:
+		s.Status, s.Reason = result.StatusInterrupted, "interrupted: the run in flight was stopped"
+	case r.Stopped == launch.TimedOut:
+		s.Status, s.Reason = result.StatusTimedOut, fmt.Sprintf("timed out: still running after %s (--timeout)", timeout)
+	case err != nil:
+		s.Status, s.Reason = result.StatusFailed, err.Error()
+	case s.ExitStatus != 0:
+		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("exit status %d", s.ExitStatus)
+		if r.Signal != 0 {
+			s.Reason += fmt.Sprintf(" (killed by signal %d, %v)", int(r.Signal), r.Signal)
 		}
-		return
-	}
-	if r, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		s.Rusage = Rusage{UserNs: (r.Utime.Sec*1e6 + r.Utime.Usec) * 1e3, SysNs: (r.Stime.Sec*1e6 + r.Stime.Usec) * 1e3,
-			Vol: r.Nvcsw, Invol: r.Nivcsw, MinFlt: r.Minflt, MajFlt: r.Majflt, MaxRSSKiB: r.Maxrss}
-	}
-	signal := ""
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		s.ExitStatus = 128 + int(ws.Signal())
-		signal = fmt.Sprintf(" (killed by signal %d, %v)", int(ws.Signal()), ws.Signal())
-	} else {
-		s.ExitStatus = ps.ExitCode()
-	}
-	if s.Status == result.StatusOK && s.ExitStatus != 0 {
-		s.Status, s.Reason = result.StatusFailed, fmt.Sprintf("exit status %d%s", s.ExitStatus, signal)
 		if lastErr != "" {
 			s.Reason += ": " + lastErr
 		}
@@ -270,53 +324,47 @@ func (s *Sample) add(p watch.Profile, err error) {
 	}
 }
 
-// stopLeftovers kills what the command left running: the rest of its
-// process group, and processes that came to ctxlab as orphans
-// (procstat.Leftovers). It names them in a note, "" when there were none.
-func stopLeftovers(root procstat.Root, cmd procstat.Proc) string {
-	if cmd.PID == 0 {
+// SelfCPUNote states ctxlab's own CPU time while the command ran (its
+// sampling, waiting and keeper) beside the command's: on a machine with
+// few CPUs, every wake-up of ctxlab's can preempt one of the command's
+// threads, a switch the counters count ("" when nothing was measured).
+func SelfCPUNote(selfNs, cmdNs, wallNs int64, held string) string {
+	if selfNs <= 0 || wallNs <= 0 {
 		return ""
 	}
-	left := procstat.Leftovers(root, os.Getpid(), cmd)
-	_ = unix.Kill(-cmd.PID, unix.SIGKILL) // its group: the command is a zombie, the rest go
-	var names []string
-	for _, p := range left {
-		_ = unix.Kill(p.PID, unix.SIGKILL)
-		if len(names) < 5 {
-			names = append(names, fmt.Sprintf("pid %d, %s", p.PID, termsafe.String(p.Comm)))
-		}
+	s := fmt.Sprintf("ctxlab's own CPU time while the command ran: %s (%.1f%% of one CPU over its %s", result.FormatNs(float64(selfNs)),
+		100*float64(selfNs)/float64(wallNs), result.FormatNs(float64(wallNs)))
+	if cmdNs > 0 {
+		s += fmt.Sprintf("; %.1f%% of the command's %s", 100*float64(selfNs)/float64(cmdNs), result.FormatNs(float64(cmdNs)))
 	}
+	s += "): its sampling and its keeper, which can preempt the command where CPUs are few"
+	if held != "" {
+		s += "; its process tree was held by " + held
+	}
+	return s
+}
+
+// LeftNote names the processes a command left running when it exited,
+// which launch ended ("" when none): every one is counted, at most five
+// named.
+func LeftNote(left []launch.Left) string {
 	if len(left) == 0 {
 		return ""
 	}
-	if more := len(left) - len(names); more > 0 {
-		names = append(names, fmt.Sprintf("%d more", more))
+	var names []string
+	for i, p := range left {
+		if i == 5 {
+			names = append(names, fmt.Sprintf("and %d more", len(left)-i))
+			break
+		}
+		names = append(names, fmt.Sprintf("pid %d, %s", p.PID, termsafe.String(p.Comm)))
 	}
-	return fmt.Sprintf("the command left %d process(es) running (%s): stopped, so no run outlives its turn", len(left), strings.Join(names, "; "))
-}
-
-// reapLeftovers waits for the killed orphans that came to ctxlab, and for
-// their children, which come to it in turn as their parents die.
-func reapLeftovers(root procstat.Root, cmd procstat.Proc) {
-	self := os.Getpid()
-	for pass := 0; pass < 100 && cmd.PID != 0; pass++ {
-		all, err := root.Procs()
-		if err != nil {
-			return
-		}
-		n := 0
-		for _, p := range all {
-			if p.PPID == self && p.PID != cmd.PID && p.StartTicks >= cmd.StartTicks {
-				_ = unix.Kill(p.PID, unix.SIGKILL)
-				var ws unix.WaitStatus
-				_, _ = unix.Wait4(p.PID, &ws, 0, nil)
-				n++
-			}
-		}
-		if n == 0 {
-			return
-		}
+	what := fmt.Sprintf("%d processes", len(left))
+	if len(left) == 1 {
+		what = "1 process"
 	}
+	return fmt.Sprintf("the command left %s running when it exited (%s): ended with it, so nothing outlives its run; "+
+		"what they did after its exit is not counted (rusage, which covers waited-for children only, counts none of them)", what, strings.Join(names, "; "))
 }
 
 // WorkIn reads the units of work from a command's output: the last match

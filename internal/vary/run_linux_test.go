@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/ctxlab/ctxlab/internal/child"
+	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/procstat"
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -47,17 +46,12 @@ func command(args ...string) *Command {
 
 var pt = Point{Names: []string{"T"}, Values: []string{"3"}}
 
-// subreaper makes the test process the child subreaper, as diagnose does.
-func subreaper(t *testing.T) {
-	t.Helper()
-	var was int
-	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0); err != nil || was != 0 {
-		return
+// TestMain makes the test binary launch's keeper, as ctxlab's main does.
+func TestMain(m *testing.M) {
+	if handled, code := child.Main(); handled {
+		os.Exit(code)
 	}
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		t.Skip("no subreaper here")
-	}
-	t.Cleanup(func() { unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
+	os.Exit(m.Run())
 }
 
 // running lists the processes whose command line holds marker.
@@ -143,10 +137,9 @@ func TestRunReal(t *testing.T) {
 // past its time limit, or in flight at Ctrl-C, is stopped with all it
 // started.
 func TestRunLeavesNothing(t *testing.T) {
-	subreaper(t)
 	c := command("sh", "-c", "setsid sleep 31.17 & sleep 31.17 & echo started")
 	s := c.Run(context.Background(), pt)
-	if !s.OK() || len(s.Notes) == 0 || !strings.Contains(strings.Join(s.Notes, ";"), "process(es) running") {
+	if !s.OK() || len(s.Notes) == 0 || !strings.Contains(strings.Join(s.Notes, ";"), "the command left 2 processes running when it exited") {
 		t.Errorf("leftovers: %s %q %q", s.Status, s.Reason, s.Notes)
 	}
 	if left := running(t, "31.17"); len(left) > 0 {
@@ -177,5 +170,24 @@ func TestRunLeavesNothing(t *testing.T) {
 	}
 	if s := c.Run(ctx, pt); s.Status != result.StatusInterrupted || s.WallNs != 0 {
 		t.Errorf("after Ctrl-C a run does not start: %+v", s)
+	}
+}
+
+// The note on leftovers counts every one and names five, then how many
+// more: 6 processes are "6 processes", five named and "and 1 more".
+func TestLeftNote(t *testing.T) {
+	var left []launch.Left
+	for i := 1; i <= 6; i++ {
+		left = append(left, launch.Left{PID: 100 + i, Comm: "sleep"})
+	}
+	n := LeftNote(left)
+	if !strings.HasPrefix(n, "the command left 6 processes running when it exited (pid 101, sleep; ") || !strings.Contains(n, "pid 105, sleep; and 1 more)") || strings.Contains(n, "pid 106") {
+		t.Errorf("6 left: %q", n)
+	}
+	if n := LeftNote(left[:1]); !strings.HasPrefix(n, "the command left 1 process running when it exited (pid 101, sleep)") {
+		t.Errorf("1 left: %q", n)
+	}
+	if LeftNote(nil) != "" {
+		t.Error("none left gives a note")
 	}
 }

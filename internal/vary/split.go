@@ -3,6 +3,7 @@ package vary
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/ctxlab/ctxlab/internal/compare"
 	"github.com/ctxlab/ctxlab/internal/price"
@@ -17,6 +18,11 @@ type Cost struct {
 	price.Cost
 	OK  bool
 	Why string
+	// Curve is the run with this host's refill curve, which the indirect
+	// cost is estimated from (the working set per thread); CurveWhy says
+	// why there is none.
+	Curve    *result.Run
+	CurveWhy string
 }
 
 // Split is the extra CPU time between the first value and another, cut
@@ -48,6 +54,99 @@ type Split struct {
 	// wait, migrations and page faults of the two values (Stat.OK false:
 	// unsupported).
 	Runq, Migrations, Faults, User, Sys [2]Stat
+	// Indirect is the indirect cost of the two values' switches estimated
+	// from their working sets (IndirectEstimate), beside the rest.
+	Indirect IndirectEstimate
+}
+
+// IndirectEstimate is each value's switches × the refill cost at its
+// working set per thread, read off this host's curve (price.RefillAt),
+// and how much of the rest their difference explains; Why says why
+// there is none ("" with Off: --wss off, nothing to say).
+type IndirectEstimate struct {
+	OK                     bool
+	Off                    bool
+	A, B                   float64 // ns per run (per unit with units of work)
+	PerSwitchA, PerSwitchB float64
+	WA, WB                 float64 // working set per thread
+	Delta                  float64
+	SourceA, SourceB       string
+	Why                    string
+	// Over names the values whose estimate exceeds their CPU time: there
+	// it is no figure, only a sign that the indirect cost is large.
+	Over []string
+}
+
+// indirectOf estimates the indirect cost of base's and other's switches.
+func indirectOf(base, other Value, cost Cost) IndirectEstimate {
+	wa, wb := base.Fig(KeyWSSThread), other.Fig(KeyWSSThread)
+	sa, sb := base.Fig(KeySwitches), other.Fig(KeySwitches)
+	var e IndirectEstimate
+	switch {
+	case wa.Unsupported == "--wss off" || wb.Unsupported == "--wss off":
+		return IndirectEstimate{Off: true}
+	case !wa.OK():
+		e.Why = "working set at " + base.Point.Label() + ": unsupported: " + wa.Unsupported
+	case !wb.OK():
+		e.Why = "working set at " + other.Point.Label() + ": unsupported: " + wb.Unsupported
+	case !sa.OK() || !sb.OK():
+		e.Why = "the switches were not counted"
+	case cost.Curve == nil:
+		e.Why = cost.CurveWhy
+		if e.Why == "" {
+			e.Why = cost.Why
+		}
+	}
+	if e.Why != "" {
+		return e
+	}
+	ra, oka := price.RefillAt(cost.Curve, int64(wa.Median))
+	rb, okb := price.RefillAt(cost.Curve, int64(wb.Median))
+	if !oka || !okb {
+		return IndirectEstimate{Why: "run " + cost.Curve.ID + " has no refill curve"}
+	}
+	ra.Calibrated, rb.Calibrated = price.IsCalibration(cost.Curve), price.IsCalibration(cost.Curve)
+	e = IndirectEstimate{OK: true, WA: wa.Median, WB: wb.Median, PerSwitchA: ra.Ns, PerSwitchB: rb.Ns,
+		A: sa.Median * ra.Ns, B: sb.Median * rb.Ns, SourceA: ra.Source(), SourceB: rb.Source()}
+	e.Delta = e.B - e.A
+	for _, v := range []struct {
+		val Value
+		est float64
+	}{{base, e.A}, {other, e.B}} {
+		if c := v.val.Fig(KeyCPU); c.OK() && v.est > c.Median {
+			e.Over = append(e.Over, fmt.Sprintf("%s (%s of CPU time)", v.val.Point.Label(), result.FormatNs(c.Median)))
+		}
+	}
+	return e
+}
+
+// indirectLine puts the estimate beside the rest: "" with --wss off.
+func (s Split) indirectLine() string {
+	e := s.Indirect
+	switch {
+	case e.Off:
+		return ""
+	case !e.OK:
+		return "  indirect estimate (from the working set): not made — " + e.Why
+	}
+	l := fmt.Sprintf("  indirect estimate (from the working set and this host's refill curve): %s %s switches × %s at %s per thread = %s; %s %s × %s at %s = %s: %s",
+		s.Base, Format(KindCount, s.SwA), result.FormatNs(e.PerSwitchA), result.FormatBytes(e.WA), result.FormatNs(e.A),
+		s.Other, Format(KindCount, s.SwB), result.FormatNs(e.PerSwitchB), result.FormatBytes(e.WB), result.FormatNs(e.B), signedNs(e.Delta))
+	switch {
+	case len(e.Over) > 0:
+		l += fmt.Sprintf(": more than all the CPU time of %s — the threads cannot refetch that much after every switch, so it is no figure there, only a sign that the indirect cost is large", strings.Join(e.Over, ", "))
+	case !s.Priced || s.DirectOverflows || s.ExtraCPU <= 0:
+		l += " (no rest to set it beside)"
+	case s.RestNs <= 0:
+		l += fmt.Sprintf(" beside a rest of %s: nothing left for it to explain", signedNs(s.RestNs))
+	default:
+		l += fmt.Sprintf(", %s of the rest (%s)", share(e.Delta/s.RestNs), signedNs(s.RestNs))
+	}
+	src := e.SourceB
+	if e.SourceA != e.SourceB {
+		src = e.SourceA + "; " + e.SourceB
+	}
+	return l + "; refill cost from " + src
 }
 
 // Hardware is what the counters say of the rest: cycles against
@@ -116,6 +215,7 @@ func NewSplit(base, other Value, perUnit bool, cost Cost) Split {
 	s.Faults = [2]Stat{base.Fig(KeyFaults), other.Fig(KeyFaults)}
 	s.User = [2]Stat{base.Fig(KeyUser), other.Fig(KeyUser)}
 	s.Sys = [2]Stat{base.Fig(KeySys), other.Fig(KeySys)}
+	s.Indirect = indirectOf(base, other, cost)
 	return s
 }
 
@@ -124,6 +224,14 @@ func NewSplit(base, other Value, perUnit bool, cost Cost) Split {
 // and the rest, explained by the hardware counters or, without them, set
 // beside the run-queue wait and the migrations and named for what it is.
 func (s Split) Lines() []string {
+	out := s.lines()
+	if l := s.indirectLine(); l != "" {
+		out = append(out, l)
+	}
+	return out
+}
+
+func (s Split) lines() []string {
 	head := fmt.Sprintf("split %s → %s, per %s:", s.Base, s.Other, s.Per)
 	if s.CPUA == 0 && s.CPUB == 0 {
 		return []string{head + " no CPU time for one of the two values, nothing to split"}

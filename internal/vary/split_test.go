@@ -7,9 +7,11 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/compare"
 	"github.com/ctxlab/ctxlab/internal/exp"
+	_ "github.com/ctxlab/ctxlab/internal/experiments" // the refill curve is cachecost's declaration
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/wss"
 )
 
 // run is one finished run's totals; hw nil: the machine has no PMU.
@@ -330,5 +332,88 @@ func TestStatRefusesMixedRuns(t *testing.T) {
 	c, _ := FigureByKey(KeyCPU)
 	if st := statOf(c, []Sample{with, rus}, false); st.OK() || !strings.Contains(st.Unsupported, "from task-clock in one run and rusage in another") {
 		t.Errorf("mixed sources: %+v", st)
+	}
+}
+
+// The indirect estimate faces the rest: each value's switches × the
+// refill cost at its working set per thread, read off the curve (1 µs at
+// 1 MiB, 3 µs at 8 MiB), and the share of the rest their difference
+// explains; without the working set, or with --wss off, it says so or
+// nothing.
+func TestSplitIndirectEstimate(t *testing.T) {
+	mkCurve := func(mode, w, wb string, median float64) result.Arm {
+		sw := 2.0
+		if mode == "per-switch-solo" {
+			sw = 0
+		}
+		return result.Arm{Name: "cachecost/" + mode + "/W=" + w, Experiment: "cachecost", Status: result.StatusOK, Median: median,
+			Params: map[string]string{"mode": mode, "W": w, "W_bytes": wb}, Switches: &result.Switches{Voluntary: sw}}
+	}
+	curve := &result.Run{ID: "C1", Arms: []result.Arm{mkCurve("per-switch", "0", "0", 6000),
+		mkCurve("per-switch", "1MiB", "1048576", 16000), mkCurve("per-switch-solo", "1MiB", "1048576", 8000),
+		mkCurve("per-switch", "8MiB", "8388608", 60000), mkCurve("per-switch-solo", "8MiB", "8388608", 48000)}}
+	cost := futexCost
+	cost.Curve = curve
+	a := []run{{wall: 1e9, cpu: 2e9, sw: 1000, vol: 600, invol: 400}}
+	b := []run{{wall: 2e9, cpu: 3e9, sw: 101000, vol: 600, invol: 100400}}
+	an := grid(t, cost, a, b)
+	withWSS := func(perThread int64) *wss.Reading {
+		return &wss.Reading{Kind: "wss", Intervals: 3, MedianBytes: 2 * perThread, BusyThreads: 2, Alike: true, PerThreadBytes: perThread}
+	}
+	for i := range an.Samples {
+		an.Samples[i].WSS = withWSS(1 << 20)
+		if an.Samples[i].Point == 1 {
+			an.Samples[i].WSS = withWSS(8 << 20)
+		}
+	}
+	Analyze(an, cost, nil, 0)
+	s := an.Splits[0]
+	// A: 1000 × 1 µs = 1 ms; B: 101000 × 3 µs = 303 ms; Δ 302 ms. Extra CPU 1 s,
+	// direct 100k × 2 µs = 200 ms, rest 800 ms: 38% of it.
+	if e := s.Indirect; !e.OK || !near(e.A, 1e6) || !near(e.B, 303e6) || !near(e.Delta, 302e6) {
+		t.Fatalf("estimate %+v", e)
+	}
+	text := strings.Join(s.Lines(), "\n")
+	for _, w := range []string{"indirect estimate (from the working set and this host's refill curve): T=2 1000 switches × 1 µs at 1 MiB per thread = 1 ms; T=32 101k × 3 µs at 8 MiB = 303 ms: +302 ms, 38% of the rest (+800 ms)",
+		"refill cost from cachecost/per-switch/pingpong/W=1MiB"} {
+		if !strings.Contains(strings.ReplaceAll(text, "pingpong/", ""), strings.ReplaceAll(w, "pingpong/", "")) {
+			t.Errorf("split lacks %q:\n%s", w, text)
+		}
+	}
+	arms := an.Arms()
+	if v, ok := arms[1].Metrics["extra-indirect-estimate-ns/op"]; !ok || !near(v, 302e6) {
+		t.Errorf("stored arm's extra indirect estimate %v %v", v, ok)
+	}
+	if v, ok := arms[1].Metrics[KeyWSSThread]; !ok || v != 8<<20 {
+		t.Errorf("stored arm's working set per thread %v %v", v, ok)
+	}
+	// An estimate above a value's CPU time is no figure there.
+	an.Samples[1].WSS = withWSS(16 << 20) // 6 µs a switch × 101k = 606 ms … × 10 = more than 3 s
+	for i := range an.Samples {
+		if an.Samples[i].Point == 1 {
+			for j, c := range an.Samples[i].Counters {
+				if c.Event.Name == "context-switches" {
+					u := uint64(1010000)
+					an.Samples[i].Counters[j].Value = &u
+				}
+			}
+		}
+	}
+	Analyze(an, cost, nil, 0)
+	if l := strings.Join(an.Splits[0].Lines(), "\n"); !strings.Contains(l, "more than all the CPU time of T=32 (3 s of CPU time)") {
+		t.Errorf("an estimate above the CPU time:\n%s", l)
+	}
+	// One value without a working set: said; --wss off: nothing.
+	an.Samples[0].WSS = &wss.Reading{Kind: "wss", Unsupported: "no interval was read"}
+	Analyze(an, cost, nil, 0)
+	if l := strings.Join(an.Splits[0].Lines(), "\n"); !strings.Contains(l, "indirect estimate (from the working set): not made — working set at T=2: unsupported: no interval was read") {
+		t.Errorf("no working set at T=2:\n%s", l)
+	}
+	for i := range an.Samples {
+		an.Samples[i].WSS = nil
+	}
+	Analyze(an, cost, nil, 0)
+	if l := strings.Join(an.Splits[0].Lines(), "\n"); strings.Contains(l, "indirect estimate") {
+		t.Errorf("--wss off still estimates:\n%s", l)
 	}
 }

@@ -183,6 +183,9 @@ func (a *Analysis) notes() []string {
 		"figures: the median (min–max) over a value's finished runs, for every thread and child the command starts: CPU time is perf's task-clock, switches, migrations and page faults its software counters, inherited (as perf stat counts them); user and system time, voluntary and involuntary switches from rusage (the command and its waited-for children)",
 		fmt.Sprintf("run-queue wait: sampled from /proc/<pid>/task/<tid>/schedstat every %s, a lower bound (a thread's last partial interval is lost with it)%s", result.ShortDuration(a.Interval), a.coverage()),
 	}
+	if n := a.selfCPU(); n != "" {
+		out = append(out, n)
+	}
 	for _, v := range a.Values {
 		l := v.Point.Label()
 		switch {
@@ -210,6 +213,22 @@ func (a *Analysis) notes() []string {
 		}
 	}
 	return out
+}
+
+// selfCPU states ctxlab's own CPU time over every run beside the
+// command's ("" when none was measured): SelfCPUNote's sentence.
+func (a *Analysis) selfCPU() string {
+	var self, cmd, wall int64
+	held := ""
+	for _, s := range a.Samples {
+		if s.PID != 0 {
+			self, cmd, wall, held = self+s.SelfCPUNs, cmd+s.Rusage.UserNs+s.Rusage.SysNs, wall+s.WallNs, s.Held
+		}
+	}
+	if n := SelfCPUNote(self, cmd, wall, held); n != "" {
+		return "harness: " + strings.Replace(n, "while the command ran", "while the commands ran, all runs together", 1)
+	}
+	return ""
 }
 
 func pad(s string, w int) string {

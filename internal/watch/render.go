@@ -131,6 +131,9 @@ func WriteJSON(w io.Writer, p Profile, phase string, readings []Reading) error {
 	return nil
 }
 
+// fullRow is the width of the table's full rows.
+const fullRow = 95
+
 // WriteTable writes a profile as a table with its readings under it.
 // hidden is the number of rows --top left out.
 func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden int) error {
@@ -139,8 +142,9 @@ func WriteTable(w io.Writer, title string, p Profile, readings []Reading, hidden
 
 // WriteTableWidth is WriteTable for a terminal width columns wide: its
 // prose (the title, the cgroup, notes and readings) is wrapped at spaces
-// there, no word cut; the table's rows stay whole, their columns aligned.
-// width ≤ 0 wraps nothing.
+// there, no word cut; the table's rows stay whole, their columns aligned,
+// without the PID column below fullRow columns (78 then). width ≤ 0 wraps
+// nothing.
 func WriteTableWidth(w io.Writer, title string, p Profile, readings []Reading, hidden, width int) error {
 	var b strings.Builder
 	prose := func(format string, args ...any) {
@@ -149,7 +153,19 @@ func WriteTableWidth(w io.Writer, title string, p Profile, readings []Reading, h
 		}
 	}
 	prose("%s — %.2f s, %d process(es), %d thread(s), %d CPUs", title, p.Seconds, p.Procs, p.Total.Threads, p.CPUs)
-	fmt.Fprintf(&b, "%8s %8s  %-18s %9s %9s %8s %6s %10s %10s\n", "PID", "TID", "NAME", "VOL/s", "INVOL/s", "MIGR/s", "CPU%", "RUNQ/s", "RUNQ/SW")
+	// The full row is 95 columns; on a narrower terminal the PID column
+	// goes (a TID names its thread alone) and the figures' columns close
+	// up: 78 columns.
+	format := "%8s %8s  %-18s %9s %9s %8s %6s %10s %10s\n"
+	compact := width > 0 && width < fullRow
+	line := func(pid, tid, name, vol, invol, mig, cpu, rq, rqsw string) {
+		if compact {
+			fmt.Fprintf(&b, "%8s  %-18s %7s %8s %7s %5s %9s %9s\n", tid, name, vol, invol, mig, cpu, rq, rqsw)
+			return
+		}
+		fmt.Fprintf(&b, format, pid, tid, name, vol, invol, mig, cpu, rq, rqsw)
+	}
+	line("PID", "TID", "NAME", "VOL/s", "INVOL/s", "MIGR/s", "CPU%", "RUNQ/s", "RUNQ/SW")
 	row := func(pid, tid, name string, t Thread) {
 		r := rowRecord("", "", &p, t)
 		mig, cpu, rq, rqsw := "n/a", "n/a", "n/a", "n/a"
@@ -174,8 +190,7 @@ func WriteTableWidth(w io.Writer, title string, p Profile, readings []Reading, h
 		case t.Started:
 			name += " +"
 		}
-		fmt.Fprintf(&b, "%8s %8s  %-18s %9s %9s %8s %6s %10s %10s\n", pid, tid, name,
-			fmtRate(r.VolPerSec), fmtRate(r.InvolPerSec), mig, cpu, rq, rqsw)
+		line(pid, tid, name, fmtRate(r.VolPerSec), fmtRate(r.InvolPerSec), mig, cpu, rq, rqsw)
 	}
 	for _, t := range p.Threads {
 		pid, tid := fmt.Sprint(t.PID), fmt.Sprint(t.TID)
@@ -185,13 +200,23 @@ func WriteTableWidth(w io.Writer, title string, p Profile, readings []Reading, h
 		}
 		row(pid, tid, name, t)
 	}
-	if hidden > 0 {
+	if hidden > 0 && compact {
+		fmt.Fprintf(&b, "%8s  (%d more rows; --top shows more)\n", "", hidden)
+	} else if hidden > 0 {
 		fmt.Fprintf(&b, "%8s %8s  (%d more rows; --top shows more)\n", "", "", hidden)
 	}
 	row("", "", "total", p.Total)
 	if c := p.Children; c.Procs > 0 {
 		row("", "", fmt.Sprintf("children (%d)", c.Procs), c.Total)
 	}
+	tableNotes(prose, p, readings)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// tableNotes are the lines under the table: the cgroup, the +/- legend,
+// the notes and the readings, each through prose.
+func tableNotes(prose func(format string, args ...any), p Profile, readings []Reading) {
 	if p.Cgroup.Available {
 		prose("cgroup v%d %s: quota %s, throttled %d periods, %s", p.Cgroup.Version, p.Cgroup.Dir,
 			quotaText(p.Cgroup.Quota), p.Cgroup.ThrottledPeriods, result.FormatNs(float64(p.Cgroup.ThrottledUs)*1e3))
@@ -210,6 +235,4 @@ func WriteTableWidth(w io.Writer, title string, p Profile, readings []Reading, h
 	for _, r := range readings {
 		prose("reading (%s): %s", termsafe.String(r.Subject), termsafe.String(r.Text))
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
