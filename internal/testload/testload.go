@@ -47,6 +47,9 @@ func Start() Watch {
 	return w
 }
 
+// Started is when Start read the counters.
+func (w Watch) Started() time.Time { return w.t0 }
+
 // Starved says whether the machine kept the test from the CPU since
 // Start, and in words what it measured.
 func (w Watch) Starved() (bool, string) {
