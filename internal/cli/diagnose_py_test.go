@@ -97,6 +97,9 @@ func TestPyProbeGIL(t *testing.T) {
 				t.Fatalf("want one loop record, got %v", recs["py-loop"])
 			}
 			text, got := hasReading(recs, "gil-contention")
+			if c.want && !got {
+				skipIfStarved(t, recs, "a busy thread contending for the GIL")
+			}
 			if got != c.want {
 				t.Fatalf("GIL reading %v, want %v; readings %v; loop %v; threads %v", got, c.want, readingKinds(recs), recs["py-loop"][0]["lag"], recs["py-thread"])
 			}
@@ -136,7 +139,11 @@ func TestPyProbeHandlerCPU(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d", code)
 			}
-			if _, got := hasReading(recs, "handler-cpu"); got != c.want {
+			_, got := hasReading(recs, "handler-cpu")
+			if c.want && !got {
+				skipIfStarved(t, recs, "a loop running its handlers' CPU work")
+			}
+			if got != c.want {
 				t.Errorf("handler reading %v, want %v: readings %v, loop %v", got, c.want, readingKinds(recs), recs["py-loop"])
 			}
 			if _, got := hasReading(recs, "gil-contention"); got {
@@ -173,6 +180,12 @@ func TestPyProbeHops(t *testing.T) {
 				t.Errorf("to_thread calls %v (%v timed), want %v: %v", calls, timed, want, recs["py-call-site"])
 			}
 			text, got := hasReading(recs, "hops-over-work")
+			if got && !c.want {
+				// A hop's way back waits for the loop's thread to get a
+				// CPU: on a loaded machine that wait, not the hop, can
+				// outweigh a 2 ms sleep.
+				skipIfStarved(t, recs, "a hop back to the loop")
+			}
 			if got != c.want {
 				t.Fatalf("hops reading %v, want %v: %v", got, c.want, recs["py-call-site"])
 			}

@@ -90,7 +90,7 @@ func TestDocumentedCommands(t *testing.T) {
 	userFixtures(t, dir)
 	t.Chdir(dir) // the examples' relative paths (shop.db, ./src), parsed here too
 
-	victim := exec.Command("sleep", "60")
+	victim := exec.Command("sleep", "3600") // outlives the examples, however long a loaded machine makes them; killed below
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}

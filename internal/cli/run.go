@@ -37,12 +37,15 @@ type RunOptions struct {
 	GOMAXPROCS  string
 	Reps        int
 	BenchTime   time.Duration
-	Timeout     time.Duration
-	Format      string
-	Output      string
-	Workers     string
-	Hogs        string
-	Set         []string
+	// Budget is how long each comparison measured side by side may take
+	// its rounds (--budget; 0 leaves the comparisons out).
+	Budget  time.Duration
+	Timeout time.Duration
+	Format  string
+	Output  string
+	Workers string
+	Hogs    string
+	Set     []string
 	// Python is the CPython the CPython arms drive (--python): a command
 	// or path, or all; empty means python3.
 	Python string
@@ -78,6 +81,7 @@ func addRunFlags(c *cobra.Command, o *RunOptions) {
 	f.IntVar(&o.Reps, "reps", 0, "repetitions per arm, "+intRange(1, maxReps)+" (default 5; 3 with --quick)")
 	f.DurationVar(&o.BenchTime, "benchtime", 0, "target time of one repetition, "+durRange(minBenchTime, maxBenchTime)+" (default 200ms; 60ms with --quick)")
 	f.DurationVar(&o.Timeout, "timeout", 60*time.Second, "time limit per arm, "+durRange(minTimeout, maxTimeout))
+	f.DurationVar(&o.Budget, "budget", 0, "time each comparison the verdict states may take, its two arms measured side by side, adding rounds while undecided, "+durRange(0, maxBudget)+"; 0s leaves them out (default 1s with --quick, 25 × the benchtime otherwise)")
 	f.StringVar(&o.Format, "format", "table", "output format: "+strings.Join(report.Formats, ", "))
 	f.StringVarP(&o.Output, "output", "o", "", "write the result to this file instead of stdout")
 	f.StringVar(&o.Workers, "workers", "", "worker counts for ring and yield, and lookups in flight for concurrency, e.g. 2,100,1000, each "+intRange(1, maxWorkers))
@@ -121,6 +125,7 @@ const (
 	maxBenchTime  = time.Minute
 	minTimeout    = time.Second
 	maxTimeout    = time.Hour
+	maxBudget     = 10 * time.Minute
 )
 
 // plan is a validated request: everything checked before anything starts.
@@ -257,6 +262,12 @@ func runConfig(o *RunOptions, suite string) (runner.Config, error) {
 			return cfg, outOfRange("--benchtime", o.BenchTime, durRange(minBenchTime, maxBenchTime))
 		}
 		cfg.BenchTime = o.BenchTime
+	}
+	if o.changed("budget") {
+		if o.Budget < 0 || o.Budget > maxBudget {
+			return cfg, outOfRange("--budget", o.Budget, durRange(0, maxBudget))
+		}
+		cfg.PairBudget, cfg.NoPairs = o.Budget, o.Budget == 0
 	}
 	if o.Timeout < minTimeout || o.Timeout > maxTimeout {
 		return cfg, outOfRange("--timeout", o.Timeout, durRange(minTimeout, maxTimeout))

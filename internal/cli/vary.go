@@ -333,7 +333,7 @@ func varyRun(cmd *cobra.Command, o *DiagnoseOptions, pl *varyPlan, a *vary.Analy
 		Warnings: envWarnings(host), Arms: arms,
 		Experiments: []result.Experiment{{Name: vary.Experiment, Op: arms[0].Op,
 			Summary:  fmt.Sprintf("%s at %s", strings.Join(o.Args, " "), vary.Label(pl.points)),
-			Findings: a.Reading()}},
+			Findings: a.Reading(), Comparisons: a.Comparisons()}},
 	}
 	run.Env.Counters = probeCounters()
 	run.ClockCostNs = measure.ClockCost() // the clock that timed the runs (time.Now), as every run states it

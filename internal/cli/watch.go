@@ -279,6 +279,32 @@ func (o *WatchOptions) targets(root procstat.Root) ([]int, string, error) {
 	return pids, fmt.Sprintf("%q: PIDs %s", o.Name, strings.Join(names, ",")), nil
 }
 
+// watcher starts watching pids. Processes found by --name that exit
+// before they are read (on a busy machine, between the listing and the
+// first reading) are dropped, and watching goes on with the rest; a PID
+// given by number that is gone is an error.
+func (o *WatchOptions) watcher(root procstat.Root, pids []int) (*watch.Watcher, []int, error) {
+	for {
+		w, err := watch.NewWatcher(root, pids)
+		if err == nil || o.PID > 0 || !errors.Is(err, procstat.ErrNoProcess) {
+			return w, pids, err
+		}
+		var alive []int
+		for _, pid := range pids {
+			if _, perr := root.ReadProc(pid); !errors.Is(perr, procstat.ErrNoProcess) {
+				alive = append(alive, pid)
+			}
+		}
+		if len(alive) == 0 {
+			return nil, nil, usagef("--name %q: every matching process exited before it could be read", o.Name)
+		}
+		if len(alive) == len(pids) {
+			return nil, nil, err
+		}
+		pids = alive
+	}
+}
+
 func runWatch(ctx context.Context, o *WatchOptions) error {
 	root := procstat.Root(o.ProcRoot)
 	pids, what, err := o.targets(root)
@@ -290,7 +316,7 @@ func runWatch(ctx context.Context, o *WatchOptions) error {
 			return err
 		}
 	}
-	w, err := watch.NewWatcher(root, pids)
+	w, pids, err := o.watcher(root, pids)
 	if err != nil {
 		if errors.Is(err, procstat.ErrNoProcess) {
 			return usagef("%v", err)

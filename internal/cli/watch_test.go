@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ctxlab/ctxlab/internal/procstat"
 )
 
 // syncBuf is a bytes.Buffer safe to read while Main writes to it.
@@ -227,5 +229,34 @@ func TestDiagnoseExitStatus(t *testing.T) {
 	}
 	if cps, _ := pr["cost_per_switch_ns"].(float64); cps <= 0 || !strings.Contains(pr["cost_source"].(string), "measured now for about 2 s") {
 		t.Errorf("price record %v: want a cost per switch from a calibration", pr)
+	}
+}
+
+// Processes found by --name that exit before they are read are dropped
+// (a busy machine widens the gap between the listing and the reading);
+// when all are gone it is bad input, and a PID given by number that is
+// gone stays an error.
+func TestWatcherDropsVanished(t *testing.T) {
+	live := exec.Command("sleep", "3600")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { live.Process.Kill(); live.Wait() }()
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := gone.Process.Pid // reaped: no such process (unless reused at once)
+	o := &WatchOptions{Name: "^sleep$"}
+	w, pids, err := o.watcher(procstat.DefaultRoot, []int{dead, live.Process.Pid})
+	if err != nil || w == nil || len(pids) != 1 || pids[0] != live.Process.Pid {
+		t.Fatalf("watcher: %v, pids %v", err, pids)
+	}
+	if _, _, err := o.watcher(procstat.DefaultRoot, []int{dead}); err == nil || !strings.Contains(err.Error(), "every matching process exited") {
+		t.Errorf("all gone: %v", err)
+	}
+	byPID := &WatchOptions{PID: dead}
+	if _, _, err := byPID.watcher(procstat.DefaultRoot, []int{dead}); err == nil {
+		t.Error("a PID given by number that is gone is no error")
 	}
 }

@@ -153,6 +153,8 @@ type Comparison struct {
 	// unsupported, too few ops).
 	Skipped  []string `json:"skipped,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Pairs are the comparisons both runs measured side by side.
+	Pairs []PairRow `json:"pairs,omitempty"`
 }
 
 // RunInfo identifies a compared run.
@@ -240,6 +242,7 @@ func Compare(a, b *result.Run) (*Comparison, error) {
 	if len(c.Rows) == 0 {
 		return nil, nothingInCommon(a, b, c.Skipped)
 	}
+	c.Pairs = pairRows(a, b)
 	sort.Strings(c.OnlyA)
 	sort.Strings(c.OnlyB)
 	for _, u := range units {

@@ -413,6 +413,9 @@ func tail(w io.Writer, c *Comparison, bullet string, out func(string)) {
 	if len(c.Skipped) > 0 {
 		out(fmt.Sprintf("%sno figures on one side: %s", bullet, strings.Join(c.Skipped, ", ")))
 	}
+	for _, p := range c.Pairs {
+		out(fmt.Sprintf("%sside by side in each run: %s", bullet, p))
+	}
 	for _, wn := range c.Warnings {
 		out(fmt.Sprintf("%snote: %s", bullet, wn))
 	}

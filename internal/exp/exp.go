@@ -114,6 +114,18 @@ type Spec struct {
 	// Harness names the arms `ctxlab selfcheck` holds to an instrument
 	// ctxlab did not write, each with its reference.
 	Harness []HarnessRef
+	// Pairs are the comparisons the experiment's verdict states between
+	// two of its arms: when a run measures both, the runner measures them
+	// again side by side, taking turns, and records the ratio
+	// (result.Experiment.Comparisons).
+	Pairs []Pair
+}
+
+// Pair is one comparison the verdict states: arm A against arm B, whose
+// ratio is A's figure over B's.
+type Pair struct {
+	Label string // "threads vs goroutines"
+	A, B  string // the arms' names (ArmKey.String)
 }
 
 // HarnessRef is one arm beside the independent reference selfcheck
@@ -175,6 +187,11 @@ type Arm struct {
 	// answer. An error says the run cannot go as asked (an explicit
 	// --python that is no CPython); Open resolves by itself where no one did.
 	Resolve func(ctx context.Context) error
+	// OneAtATime says the arm's set-up holds something only one such arm
+	// can hold at a time (the CPython driver of its interpreter): two of
+	// them cannot be live at once, so a comparison of two sets each up
+	// for its own turn (runner: pairs).
+	OneAtATime bool
 	// Reps and BenchTime override the suite's defaults when non-zero.
 	Reps int
 	// Counters asks the runner to open perf counters for this arm even

@@ -18,6 +18,7 @@ import (
 // work runs slower. No switch counter shows it; wall and on-CPU time do.
 func init() {
 	exp.Register(&exp.Spec{
+		Pairs:        cachecostPairs,
 		Name:         "cachecost",
 		Order:        90,
 		References:   cachecostRefs,
@@ -124,6 +125,14 @@ func cachecostArms(p exp.Params) ([]exp.Arm, error) {
 // cachecostKey is a cachecost arm's key: cachecost/sweep/random/W=8MiB/T=64,
 // cachecost/per-switch/solo/W=1MiB, cachecost/slice/block-every=4ms.
 func cachecostKey(segs ...exp.Segment) exp.ArmKey { return exp.Key("cachecost", segs...) }
+
+// cachecostPairs: the verdict's sweep line, the most threads against the
+// fewest at the largest working set of the default sweep, measured side by
+// side (runner: pairs; the two run at different GOMAXPROCS, so they
+// alternate by repetition).
+var cachecostPairs = []exp.Pair{{Label: "32 vs 2 threads sweeping 8 MiB each",
+	A: cachecostKey(exp.Seg("sweep"), exp.Seg("seq"), exp.KV("W", "8MiB"), exp.KV("T", 32)).String(),
+	B: cachecostKey(exp.Seg("sweep"), exp.Seg("seq"), exp.KV("W", "8MiB"), exp.KV("T", 2)).String()}}
 
 // cachecostPlan is what the sweep's arms are built from: the run's
 // options and the memory their working sets may fill.

@@ -359,6 +359,9 @@ func sweepVerdict(v *exp.VerdictRun) (line string, notes []string, ok bool) {
 	if !lo.HasFigure() || !hi.HasFigure() {
 		return line, nil, true
 	}
+	if c, ok := v.Comparison(hi.Name, lo.Name); ok {
+		notes = append(notes, fmt.Sprintf("    side by side, %s → %s threads: %s per element", lo.Params["T"], hi.Params["T"], exp.PairWords(c, "slower", "faster")))
+	}
 	if fc, mc := lo.Metrics["oncpu-ns/element"], hi.Metrics["oncpu-ns/element"]; fc > 0 && mc > 0 {
 		cmp := exp.Compare(mc, fc, "more", "less")
 		note := fmt.Sprintf("    on CPU %s → %s, %s", result.FormatNs(fc), result.FormatNs(mc), cmp)

@@ -436,6 +436,7 @@ func pyArmOn(p exp.Params, pa pyArm, tag string, get func(context.Context) (*pyd
 	return exp.Arm{
 		Name: pa.key.WithInterpreter(tag).String(), Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
 		Placement: pa.place, Quick: pa.quick, Unsupported: unsup,
+		OneAtATime: true, // one driver per interpreter serves one arm at a time
 		Open: func(ctx context.Context) (exp.Bench, error) {
 			in, err := get(ctx)
 			if err != nil {

@@ -15,6 +15,7 @@ import (
 // hop to another worker; op = one call (SPEC §5.6).
 func init() {
 	exp.Register(&exp.Spec{
+		Pairs:      hopPairs,
 		Name:       "hop",
 		Order:      60,
 		References: hopRefs,
@@ -87,6 +88,14 @@ const (
 // GOMAXPROCS ("1", "all" or a number): hop/modernc-memory/thread/gomaxprocs=all.
 func hopKeyOf(op, way, gomaxprocs string) exp.ArmKey {
 	return exp.Key("hop", exp.Seg(op), exp.Seg(way), exp.KV("gomaxprocs", gomaxprocs))
+}
+
+// hopPairs are the hops the verdict prices, each against the direct call,
+// measured side by side (runner: pairs).
+var hopPairs = []exp.Pair{
+	{Label: "Go thread hop vs direct", A: hopKeyOf("modernc-memory", "thread", "all").String(), B: hopKeyOf("modernc-memory", "direct", "all").String()},
+	{Label: "CPython executor hop vs direct", A: hopPyKey("executor", "file").String(), B: hopPyKey("direct", "file").String()},
+	{Label: "CPython executor hop vs direct (in-memory)", A: hopPyKey("executor", "memory").String(), B: hopPyKey("direct", "memory").String()},
 }
 
 // quickHop are the arms of the quick suite (the pool at any size).

@@ -340,6 +340,9 @@ func hopGoVerdict(v *exp.VerdictRun) (lines, notes []string) {
 		}
 		lines = append(lines, fmt.Sprintf("  %s, GOMAXPROCS=%d: a thread hop %s", hopOpWords(t.Params["op"]), t.GOMAXPROCS, adds("adds", t.Median-d.Median)),
 			"    direct "+exp.Figure(d)+" · thread hop "+exp.Figure(t))
+		if c, ok := v.Comparison(t.Name, d.Name); ok {
+			notes = append(notes, fmt.Sprintf("  %s, GOMAXPROCS=%d, side by side: the thread hop is %s than direct", hopOpWords(t.Params["op"]), t.GOMAXPROCS, exp.PairWords(c, "slower", "faster")))
+		}
 		var more []string
 		for _, w := range []struct{ way, label string }{{"goroutine", "a goroutine hop"}, {"thread-2hop", "two thread hops"}} {
 			if a, ok := same(w.way); ok {
@@ -374,6 +377,9 @@ func hopPyVerdict(v *exp.VerdictRun) (lines, notes []string) {
 			}
 			lines = append(lines, fmt.Sprintf("  CPython sqlite3, %s: an executor hop %s", on, adds("adds", e.Median-d.Median)),
 				"    direct "+exp.Figure(d)+" · executor hop "+exp.Figure(e))
+			if c, ok := v.Comparison(e.Name, d.Name); ok {
+				notes = append(notes, fmt.Sprintf("  CPython sqlite3, %s, side by side: the executor hop is %s than direct", on, exp.PairWords(c, "slower", "faster")))
+			}
 			var more []string
 			if t, ok := pick("two-hop", db); ok {
 				more = append(more, "two hops "+exp.Figure(t))

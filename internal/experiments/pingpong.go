@@ -29,6 +29,7 @@ func init() {
 		Headline:   pingpongHeadline,
 		Verdict:    pingpongVerdict,
 		SwitchCost: pingpongSwitchCost,
+		Pairs:      pingpongPairs,
 		Summary:    "two-party handoff: goroutines, locked threads and processes over every mechanism",
 		Op:         "round trip",
 		OpLabels:   []exp.OpLabel{{Label: "roundtrip"}},
@@ -49,6 +50,15 @@ of two CPUs (cross-cpu).
 		Probes: names(ppGoroutine("chan", "1"), ppPlaced("thread", "futex", "same-cpu"),
 			ppPlaced("thread", "futex", "cross-cpu"), ppPlaced("process", "pipe", "unpinned")),
 	})
+}
+
+// pingpongPairs are the comparisons pingpong's verdict states, measured
+// side by side (runner: pairs); each ratio is the first arm's over the second's.
+var pingpongPairs = []exp.Pair{
+	{Label: "threads vs goroutines", A: ppPlaced("thread", "futex", "same-cpu").String(), B: ppGoroutine("chan", "1").String()},
+	{Label: "threads across CPUs vs on one CPU", A: ppPlaced("thread", "futex", "cross-cpu").String(), B: ppPlaced("thread", "futex", "same-cpu").String()},
+	{Label: "processes vs threads over a pipe on one CPU", A: ppPlaced("process", "pipe", "same-cpu").String(), B: ppPlaced("thread", "pipe", "same-cpu").String()},
+	{Label: "asyncio tasks vs CPython threads", A: ppPlaced("pytask", "asyncio-queue", "unpinned").String(), B: ppPlaced("pythread", "simplequeue", "unpinned").String()},
 }
 
 // ppGoroutine is a goroutine pair's key: its mechanism and GOMAXPROCS

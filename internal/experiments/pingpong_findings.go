@@ -172,8 +172,11 @@ func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 		if g.Switches != nil {
 			gs = g.Switches.Total()
 		}
-		lines = append(lines, fmt.Sprintf("  threads vs goroutines: %s, %.2f vs %.2f OS switches",
-			exp.Compare(t.Median, g.Median, "slower", "faster"), t.Switches.Total(), gs))
+		cmp := exp.Compare(t.Median, g.Median, "slower", "faster")
+		if c, ok := v.Comparison(futexOne.String(), goChan.String()); ok {
+			cmp = exp.PairWords(c, "slower", "faster")
+		}
+		lines = append(lines, fmt.Sprintf("  threads vs goroutines: %s, %.2f vs %.2f OS switches", cmp, t.Switches.Total(), gs))
 	} else if f, few := tooFew(v, goChan, futexOne); few {
 		lines = append(lines, "  threads vs goroutines: too few ops in "+f.Name)
 	} else {
@@ -187,8 +190,11 @@ func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 	x, ok2 := pick(v, ppPlaced("thread", "futex", "cross-cpu"))
 	if ok1 && ok2 {
 		cmp := exp.Compare(x.Median, one.Median, "slower", "faster")
+		if c, ok := v.Comparison(x.Name, one.Name); ok {
+			cmp = exp.PairWords(c, "slower", "faster")
+		}
 		line := "  across CPUs a thread round trip is " + cmp + " than on one CPU"
-		if cmp == "about the same" {
+		if strings.HasPrefix(cmp, "about the same") {
 			line = "  across CPUs a thread round trip costs about the same as on one CPU"
 		}
 		if c, _, ok := price.CPUPerOp(x); ok && x.Median > one.Median && c < x.Median/exp.SameWithin {

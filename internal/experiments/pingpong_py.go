@@ -116,7 +116,9 @@ func pyTasksVsThreads(v *exp.VerdictRun) []string {
 			continue
 		}
 		cmp := exp.Compare(t.Median, q.Median, "slower", "faster")
-		if len(parts) == 1 && cmp != "about the same" && strings.HasSuffix(cmp, word) {
+		if c, ok := v.Comparison(t.Name, q.Name); ok { // measured side by side
+			cmp = exp.PairWords(c, "slower", "faster")
+		} else if len(parts) == 1 && cmp != "about the same" && strings.HasSuffix(cmp, word) {
 			cmp = strings.TrimSuffix(cmp, " "+word) // "2.2× faster on one CPU, 2.3× across CPUs"
 		}
 		parts = append(parts, cmp+" "+side.where)

@@ -21,6 +21,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sqlop"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/testload"
 )
 
 // shopDB is a user's database made by the test (never shipped): 2 000
@@ -89,7 +90,14 @@ func TestUserQueryEveryWayReadOnly(t *testing.T) {
 			if imm := strings.Contains(a.Name, "/user-immutable/"); imm != (a.Params["conn"] == "immutable") || imm != strings.HasSuffix(a.Op, ", immutable") {
 				t.Errorf("%s: conn=%q, op %q; want the connection named", a.Name, a.Params["conn"], a.Op)
 			}
+			w := testload.Start()
 			r := runner.Arm(context.Background(), cfg, spec, a)
+			if r.Status == result.StatusTooFewOps {
+				if starved, why := w.Starved(); starved {
+					t.Logf("%s: too few ops on a busy machine, not counted: %s (%s)", a.Name, r.Reason, why)
+					continue
+				}
+			}
 			if r.Status != result.StatusOK {
 				t.Errorf("%s: %s (%s)", a.Name, r.Status, r.Reason)
 			}
@@ -261,7 +269,14 @@ func TestUserPyCall(t *testing.T) {
 			if err := a.Resolve(context.Background()); err != nil {
 				t.Fatalf("%s: resolve: %v", a.Name, err)
 			}
+			w := testload.Start()
 			r := runner.Arm(context.Background(), cfg, spec, a)
+			if r.Status == result.StatusTooFewOps {
+				if starved, why := w.Starved(); starved {
+					t.Logf("%s: too few ops on a busy machine, not counted: %s (%s)", a.Name, r.Reason, why)
+					continue
+				}
+			}
 			if r.Status != result.StatusOK || r.Params["py-call"] != c.extra["py-call"] || !strings.Contains(r.Op, c.extra["py-call"]) {
 				t.Errorf("%s: %s (%s), params %v, op %q", a.Name, r.Status, r.Reason, r.Params, r.Op)
 			}

@@ -85,3 +85,23 @@ type Bucket struct {
 	Low, High int64
 	Count     int64
 }
+
+// PairedRatio is the median of the ratios a[i]/b[i] of paired rounds (a
+// round whose b is not positive is left out), with the order statistics
+// that bracket that median with 95% confidence (the binomial's normal
+// approximation; with few rounds, the extremes). n is the rounds used.
+func PairedRatio(a, b []float64) (ratio, lo, hi float64, n int) {
+	m := min(len(a), len(b))
+	rs := make([]float64, 0, m)
+	for i := 0; i < m; i++ {
+		if b[i] > 0 {
+			rs = append(rs, a[i]/b[i])
+		}
+	}
+	if len(rs) == 0 {
+		return 0, 0, 0, 0
+	}
+	sort.Float64s(rs)
+	k := max(int(math.Floor((float64(len(rs))-1.96*math.Sqrt(float64(len(rs))))/2)), 0)
+	return Summarize(rs).Median, rs[k], rs[len(rs)-1-k], len(rs)
+}

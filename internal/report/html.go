@@ -43,7 +43,7 @@ func HTML(w io.Writer, run *result.Run) error {
 		arms := armsOf(run, name)
 		e := exps[name]
 		he := htmlExp{Name: name, Summary: e.Summary, Op: e.Op, Checks: e.Checks, Findings: e.Findings,
-			Refs: Matches(name, arms)}
+			Pairs: comparisonLines(e, ""), Refs: Matches(name, arms)}
 		if he.Op == "" && len(arms) > 0 {
 			he.Op = arms[0].Op
 		}
@@ -80,6 +80,7 @@ type htmlExp struct {
 	Charts            []htmlChart
 	Checks            []result.Check
 	Findings          []string
+	Pairs             []string // the comparisons measured side by side
 	Refs              []RefMatch
 	Arms              [][]string
 	Notes             []string
@@ -215,6 +216,10 @@ figcaption.reading { font-weight: 600; margin-top: 0.2em; }
 {{end}}</ul>
 {{end}}{{if .Findings}}<h3>Findings</h3>
 <ul class="findings">{{range .Findings}}<li>{{.}}</li>
+{{end}}</ul>
+{{end}}{{if .Pairs}}<h3>Side by side</h3>
+<p class="muted">The two arms taking turns, in random order, so a slow phase of the machine falls on both; ratio of the first over the second.</p>
+<ul class="findings">{{range .Pairs}}<li>{{.}}</li>
 {{end}}</ul>
 {{end}}{{if .Refs}}<h3>Published reference figures (README: Published figures)</h3>
 <div class="scroll"><table class="refs"><tr><th>our arm</th><th>ours</th><th>published</th></tr>

@@ -53,6 +53,12 @@ func Markdown(w io.Writer, run *result.Run) error {
 				fmt.Fprintf(w, "> %s\n", mdEscape(f))
 			}
 		}
+		if len(e.Comparisons) > 0 {
+			fmt.Fprintln(w, "\nSide by side (the two arms taking turns; ratio of the first over the second):")
+			for _, l := range comparisonLines(e, "") {
+				fmt.Fprintf(w, "- %s\n", mdEscape(l))
+			}
+		}
 	}
 	for _, wn := range run.Warnings {
 		fmt.Fprintf(w, "\n*warning: %s*\n", mdEscape(wn))

@@ -95,6 +95,7 @@ func Table(w io.Writer, run *result.Run) error {
 		for _, f := range e.Findings {
 			fmt.Fprintf(w, "  → %s\n", f)
 		}
+		writeComparisons(w, e)
 	}
 	if run.Interrupted {
 		fmt.Fprintln(w, "\ninterrupted: the table holds the arms that finished")

@@ -5,8 +5,10 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/termsafe"
 	"github.com/ctxlab/ctxlab/internal/textcol"
@@ -247,7 +249,33 @@ func closing(run *result.Run, stored bool) []string {
 	if run.Interrupted {
 		out = append(out, "interrupted: the verdict covers the arms that finished")
 	}
+	if _, busy := exp.Busy(run); !busy { // a busy machine's line under the handoff table says it
+		if l := suiteLength(run); l != "" {
+			out = append(out, "length: the arms took "+l+", over the quick suite's 30 s on a quiet 2-core machine")
+		}
+	}
 	return out
+}
+
+// QuickSuiteLimit is how long the quick suite takes at most on a quiet
+// 2-core machine.
+const QuickSuiteLimit = 30 * time.Second
+
+// suiteLength is how long a quick suite's arms took when the machine made
+// it longer than QuickSuiteLimit (their durations, set-up included, which
+// leave out the start and the comparisons side by side); "" otherwise.
+func suiteLength(run *result.Run) string {
+	if run.Suite != exp.SuiteQuick {
+		return ""
+	}
+	var ns int64
+	for _, a := range run.Arms {
+		ns += a.DurationNs
+	}
+	if time.Duration(ns) <= QuickSuiteLimit {
+		return ""
+	}
+	return time.Duration(ns).Round(time.Second).String()
 }
 
 // block is one answer of the screen, its lines already wrapped.
@@ -334,11 +362,18 @@ func acrossCPUs(a result.Arm, env result.Env) bool {
 // medians carry a slow tail, in words.
 func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, notes, published []string) {
 	head := []string{"handoff, one round trip", "one CPU", "across CPUs", "", "published (see README)"}
+	busyWhy, busy := exp.Busy(v.Run)
+	cpuLed := busy && headlineCPU(v, rows)
 	cells := [][]string{head}
 	var tails, pubs []string
 	anyAcross, confined := false, false
+	var split string // the busy line's example: the row whose participants waited most
+	most := -1.0
 	for _, r := range rows {
-		h := newHandoffRow(v, r)
+		h := newHandoffRow(v, r, cpuLed)
+		if h.split != "" && h.wait > most {
+			split, most = h.split, h.wait
+		}
 		tails = append(tails, h.tails...)
 		anyAcross, confined = anyAcross || h.across || h.acrossFew, confined || h.confined
 		if r.Published != "" {
@@ -365,6 +400,12 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 	if !anyAcross && confined {
 		table = append(table, "  across CPUs: not measured, the run was confined to one CPU (--cpus)")
 	}
+	if busy {
+		if l := suiteLength(v.Run); l != "" {
+			busyWhy += "; the quick suite's arms took " + l
+		}
+		table = append(table, busyLine(busyWhy, split, cpuLed))
+	}
 	if len(tails) > 0 {
 		notes = append(notes, "  slow tail: these medians (means per op) stand well above the typical op, p50: "+strings.Join(tails, " · "))
 	}
@@ -381,12 +422,74 @@ type handoffRow struct {
 	tails            []string
 	across, confined bool
 	acrossFew        bool // its across-CPUs arm has too few ops
+	// split is one of its figures split into CPU and wait (exp.CostSplit)
+	// on a busy machine, and wait that figure's share of wall time waiting.
+	split string
+	wait  float64
 }
 
-func newHandoffRow(v *exp.VerdictRun, r exp.Headline) handoffRow {
-	h := handoffRow{cells: []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}}
+// busyLine says, under the handoff table, that the machine was busy, why,
+// and what its figures then are: CPU time with one figure split into CPU
+// and wait (cpuLed), or wall times that the run cannot split.
+func busyLine(why, split string, cpuLed bool) string {
+	if !cpuLed {
+		return "  busy machine (" + why + "): wall times, with the wait behind other work; no CPU time per op to split it from"
+	}
+	l := "  busy machine (" + why + "): CPU time per op of all the workers, wall beside it"
+	if split != "" {
+		l += "; " + split
+	}
+	return l
+}
+
+// headlineCPU says whether one of the handoff table's arms has a CPU time
+// per op: the table can lead with CPU time.
+func headlineCPU(v *exp.VerdictRun, rows []exp.Headline) bool {
+	for _, r := range rows {
+		for _, n := range append(append([]string(nil), r.One...), r.Across...) {
+			if a, ok := v.Pick(n); ok {
+				if _, _, ok := price.CPUPerOp(a); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// busyFigure is an arm's figure on a busy machine: its CPU time per op,
+// with its wall time beside it ("6.2 µs (wall 19)", the unit said once
+// where both share it), or its wall time alone, said so, where the run
+// has no CPU time for it.
+func busyFigure(a result.Arm) string {
+	c, _, ok := price.CPUPerOp(a)
+	if !ok {
+		return result.FormatValue(a.Median, a.Unit) + " wall"
+	}
+	cs, ws := result.FormatNs(c), result.FormatNs(a.Median)
+	if ci, wi := strings.LastIndexByte(cs, ' '), strings.LastIndexByte(ws, ' '); ci > 0 && wi > 0 && cs[ci:] == ws[wi:] {
+		ws = ws[:wi]
+	}
+	return cs + " (wall " + ws + ")"
+}
+
+func newHandoffRow(v *exp.VerdictRun, r exp.Headline, busy bool) handoffRow {
+	h := handoffRow{cells: []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}, wait: -1}
 	figure := func(a result.Arm, where string) string {
 		s := exp.Figure(a)
+		if busy {
+			s = busyFigure(a)
+			if sp, ok := exp.CostSplit(a); ok {
+				// The example: the figure that waited most, of those whose
+				// wait fits in its wall time (a goroutine arm's participants
+				// are all of ctxlab's threads, whose waits add up).
+				w, ok := exp.WaitShare(a)
+				fits := !ok || w <= 1
+				if fits && w > h.wait {
+					h.split, h.wait = r.Label+", "+where+": "+sp, w
+				}
+			}
+		}
 		if py := exp.Interpreter(a.Name); py != "" {
 			s += " (py=" + py + ")" // --python all: say whose figure it is
 		}

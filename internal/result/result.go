@@ -250,6 +250,9 @@ type Experiment struct {
 	Op       string   `json:"op,omitempty"`
 	Checks   []Check  `json:"checks,omitempty"`
 	Findings []string `json:"findings,omitempty"`
+	// Comparisons are the comparisons the verdict states, measured side
+	// by side (runner: pairs).
+	Comparisons []Comparison `json:"comparisons,omitempty"`
 }
 
 // Check is a named invariant the experiment's model predicts, and whether it

@@ -53,6 +53,13 @@ func (r *Run) Validate() error {
 		}
 		a.validate(v)
 	}
+	for i := range r.Experiments {
+		e := &r.Experiments[i]
+		for j := range e.Comparisons {
+			v.at = fmt.Sprintf("experiments[%d] %q: comparisons[%d]: ", i, e.Name, j)
+			e.Comparisons[j].validate(v)
+		}
+	}
 	return v.err
 }
 

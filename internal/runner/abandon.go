@@ -57,3 +57,11 @@ func abandoned(r result.Arm, ctx, actx context.Context, limit time.Duration) res
 	r.Reason += "; " + errAbandoned.Error()
 	return r
 }
+
+// abandonedPair is a comparison whose work was abandoned (await): no
+// ratio, and a note that a worker was left behind.
+func abandonedPair(c result.Comparison) result.Comparison {
+	c.Rounds, c.Wall, c.CPU, c.Answer = 0, result.Ratio{}, nil, result.AnswerUndecided
+	c.Note = "not measured side by side: " + errAbandoned.Error()
+	return c
+}

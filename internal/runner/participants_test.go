@@ -13,6 +13,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/testload"
 )
 
 // sleepers: two locked threads; per op, the declared one sleeps once (one
@@ -166,10 +167,16 @@ func TestFailedRepetitionRolledBack(t *testing.T) {
 	prev := counterSource
 	counterSource = &fakeSource{reads: map[int]uint64{}}
 	defer func() { counterSource = prev }()
+	w := testload.Start()
 	r := Arm(context.Background(), c, &exp.Spec{Name: "t", Op: "nap"}, exp.Arm{Name: "t/naps",
 		Open: func(context.Context) (exp.Bench, error) {
 			return &failingSleepers{sleepers: openSleepers(t, cpus[len(cpus)-1:])}, nil
 		}})
+	if r.Status == result.StatusFailed && len(r.RepMeans) == 0 && strings.Contains(r.Reason, " per repetition (< ") {
+		// Its naps took so long to wake from that one repetition held too
+		// few ops to keep a figure.
+		w.SkipIfStarved(t, "the napping threads")
+	}
 	if r.Status != result.StatusFailed || len(r.RepMeans) != 1 {
 		t.Fatalf("status %s (%s), %d repetition means; want failed after 1", r.Status, r.Reason, len(r.RepMeans))
 	}

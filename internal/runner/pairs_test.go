@@ -1,0 +1,198 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxlab/ctxlab/internal/exp"
+	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
+)
+
+// work does `weight` units of arithmetic an op and logs each Run (its
+// name) in a shared journal, so a test sees the turns' order.
+type work struct {
+	name    string
+	weight  int
+	journal *journal
+	opened  int
+	closed  int
+}
+
+type journal struct {
+	mu   sync.Mutex
+	runs []string
+}
+
+func (j *journal) add(s string) { j.mu.Lock(); j.runs = append(j.runs, s); j.mu.Unlock() }
+
+var sink int
+
+func (w *work) Run(b *measure.B) error {
+	w.journal.add(w.name)
+	x := 0
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < 200*w.weight; j++ {
+			x += j ^ i
+		}
+	}
+	sink = x
+	return nil
+}
+func (w *work) Close() error                   { w.closed++; return nil }
+func (w *work) Participants() exp.Participants { return exp.WholeProcess() }
+
+// pairArms are two arms of weights wa and wb for a spec that pairs them.
+func pairArms(j *journal, wa, wb int) (*exp.Spec, []exp.Arm, []*work) {
+	ws := []*work{{name: "fake/a", weight: wa, journal: j}, {name: "fake/b", weight: wb, journal: j}}
+	var arms []exp.Arm
+	for _, w := range ws {
+		arms = append(arms, exp.Arm{Name: w.name, Open: func(context.Context) (exp.Bench, error) { w.opened++; return w, nil }})
+	}
+	s := &exp.Spec{Name: "fake", Op: "op", Pairs: []exp.Pair{{Label: "a vs b", A: "fake/a", B: "fake/b"}, {Label: "not run", A: "fake/a", B: "fake/c"}}}
+	return s, arms, ws
+}
+
+// A pair both of whose arms were measured is measured again side by side:
+// each arm opened once more and closed, the turns alternating in the
+// order the coin says, the rounds the policy asks, the ratio of A over B
+// inside its interval, and a pair with an arm the run lacks left out.
+func TestPairTakesTurns(t *testing.T) {
+	coins := 0
+	defer func(f func() int) { pairCoin = f }(pairCoin)
+	pairCoin = func() int { coins++; return coins % 2 }
+	j := &journal{}
+	s, arms, ws := pairArms(j, 4, 1)
+	c := cfg()
+	c.PairBudget = time.Nanosecond // no rounds added
+	_, exps, _ := Run(context.Background(), c, []exp.Selection{{Spec: s, Arms: arms}})
+	if len(exps) != 1 || len(exps[0].Comparisons) != 1 {
+		t.Fatalf("comparisons: %+v", exps)
+	}
+	cp := exps[0].Comparisons[0]
+	t.Logf("%s", cp)
+	if cp.Label != "a vs b" || cp.A != "fake/a" || cp.B != "fake/b" || cp.Paired != result.PairedBursts || cp.Rounds != pairPolicy.Rounds {
+		t.Errorf("comparison: %+v", cp)
+	}
+	for _, w := range ws {
+		if w.opened != 2 || w.closed != 2 {
+			t.Errorf("%s opened %d, closed %d times; want 2 and 2 (its own arm, the pair)", w.name, w.opened, w.closed)
+		}
+	}
+	// The pair's turns are the journal's tail: a warm-up turn each, then
+	// the rounds, the first turn of each round the coin's.
+	tail := j.runs[len(j.runs)-2-2*pairPolicy.Rounds:]
+	if tail[0] != "fake/a" || tail[1] != "fake/b" {
+		t.Errorf("warm-up turns: %v", tail[:2])
+	}
+	for r := 0; r < pairPolicy.Rounds; r++ {
+		first := []string{"fake/a", "fake/b"}[(r+1)%2]
+		if got := tail[2+2*r]; got != first || tail[3+2*r] == first {
+			t.Errorf("round %d: turns %v, want %s first", r, tail[2+2*r:4+2*r], first)
+		}
+	}
+	for _, r := range []*result.Ratio{&cp.Wall, cp.CPU} {
+		if r != nil && !(r.Lo <= r.Ratio && r.Ratio <= r.Hi && r.Lo > 0) {
+			t.Errorf("interval %+v", *r)
+		}
+	}
+	// A does four times B's arithmetic an op: its CPU time an op is more.
+	if cp.CPU == nil || cp.CPU.Ratio <= 1 {
+		t.Errorf("CPU ratio of 4× the work: %+v", cp.CPU)
+	}
+	if cp.Answer == result.AnswerUndecided && !strings.Contains(cp.Note, "budget ran out after 12 rounds") {
+		t.Errorf("undecided without saying the budget ran out: %q", cp.Note)
+	}
+	if err := (&result.Run{Schema: 2, ID: "x", Experiments: exps}).Validate(); err != nil {
+		t.Errorf("validate: %v", err)
+	}
+}
+
+// Arms of different GOMAXPROCS cannot run under one placement: they
+// alternate by repetition-long turns, each under its own GOMAXPROCS.
+func TestPairAlternatesPlacement(t *testing.T) {
+	j := &journal{}
+	s, arms, _ := pairArms(j, 1, 1)
+	arms[0].GOMAXPROCS = 1
+	c := cfg()
+	c.PairBudget = time.Nanosecond
+	_, exps, _ := Run(context.Background(), c, []exp.Selection{{Spec: s, Arms: arms}})
+	cp := exps[0].Comparisons[0]
+	if cp.Paired != result.PairedReps || cp.TurnNs < int64(pairPolicy.MinBurst) {
+		t.Errorf("paired %q, turn %d ns", cp.Paired, cp.TurnNs)
+	}
+}
+
+// A pair whose arm cannot be set up again says so, with no ratio.
+func TestPairSetupFails(t *testing.T) {
+	j := &journal{}
+	s, arms, _ := pairArms(j, 1, 1)
+	n := 0
+	open := arms[1].Open
+	arms[1].Open = func(ctx context.Context) (exp.Bench, error) {
+		if n++; n > 1 {
+			return nil, errors.New("no second time")
+		}
+		return open(ctx)
+	}
+	_, exps, _ := Run(context.Background(), cfg(), []exp.Selection{{Spec: s, Arms: arms}})
+	cp := exps[0].Comparisons[0]
+	if cp.Rounds != 0 || !strings.Contains(cp.Note, "not measured side by side: fake/b: no second time") {
+		t.Errorf("comparison: %+v", cp)
+	}
+}
+
+// The paired ratio is the median of the rounds' ratios, its interval
+// order statistics around it; an answer needs the whole interval on one
+// side of SameWithin.
+func TestPairedRatioAndAnswer(t *testing.T) {
+	a := []float64{2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24}
+	b := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 6}
+	r := pairedRatio(a, b)
+	if r.Ratio != 2 || r.Lo != 2 || r.Hi != 2 {
+		t.Errorf("ratio %+v, want 2 (2–2): 11 rounds of 2 and one of 4", r)
+	}
+	if x := pairedRatio([]float64{1, 2, 3}, []float64{1, 1, 1}); x.Ratio != 2 || x.Lo != 1 || x.Hi != 3 {
+		t.Errorf("three rounds: %+v", x)
+	}
+	for _, c := range []struct {
+		lo, hi float64
+		want   string
+	}{
+		{0.95, 1.05, result.AnswerSame}, {1.2, 1.5, result.AnswerDiffer}, {0.5, 0.8, result.AnswerDiffer},
+		{1.05, 1.2, result.AnswerUndecided}, {0.85, 1.0, result.AnswerUndecided},
+	} {
+		if got := PairAnswer(result.Ratio{Ratio: math.Sqrt(c.lo * c.hi), Lo: c.lo, Hi: c.hi}); got != c.want {
+			t.Errorf("%v–%v: %s, want %s", c.lo, c.hi, got, c.want)
+		}
+	}
+}
+
+// A turn that never ends (a starved partner) is stopped at the pair's
+// time limit: the bench is closed, which unblocks it, and the comparison
+// says it was not measured.
+func TestPairTurnStuck(t *testing.T) {
+	j := &journal{}
+	s, arms, _ := pairArms(j, 1, 1)
+	st := &stuck{release: make(chan struct{})}
+	n := 0
+	open := arms[1].Open
+	arms[1].Open = func(ctx context.Context) (exp.Bench, error) {
+		if n++; n > 1 {
+			return st, nil
+		}
+		return open(ctx)
+	}
+	c := cfg()
+	c.Timeout = time.Second
+	_, exps, _ := Run(context.Background(), c, []exp.Selection{{Spec: s, Arms: arms}})
+	cp := exps[0].Comparisons[0]
+	if cp.Rounds != 0 || !strings.HasPrefix(cp.Note, "not measured side by side: fake/b: ") || st.closes.Load() == 0 {
+		t.Errorf("comparison %+v, %d closes", cp, st.closes.Load())
+	}
+}
