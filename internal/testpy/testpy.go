@@ -1,13 +1,14 @@
 // Package testpy finds, for tests, the two builds of one CPython version
 // that issue 46's measurements need: a free-threaded one (python3.Nt) and
-// the GIL build of the same version. CI does not build CPython (about 9
-// minutes of CPU for the pair), so tests that need them skip, saying why,
-// where neither is installed. docs/python.md ("The free-threaded build,
-// for real") says how to build the pair from Debian's source package.
+// the GIL build of the same version. scripts/cpython-builds.sh builds the
+// pair from Debian's source package (about 9 minutes on 2 cores, once);
+// .ci/run runs it and names them in the variables below, so in CI the
+// tests run on both, and fail where a build is missing; elsewhere they skip,
+// saying why.
 //
 // Where they are looked for, first found wins:
 //   - $CTXLAB_PYTHON_FT, $CTXLAB_PYTHON_GIL: an interpreter each (a path or
-//     a command on PATH);
+//     a command on PATH), as scripts/cpython-builds.sh prints them;
 //   - /opt/cpython/VERSIONt/bin/python3.Nt and /opt/cpython/VERSION/bin/python3.N
 //     (the note's prefixes: /opt/cpython/3.13.5t, /opt/cpython/3.13.5).
 //
@@ -44,9 +45,19 @@ func FreeThreaded(t testing.TB) Python {
 	t.Helper()
 	py, why := find("CTXLAB_PYTHON_FT", filepath.Join(Prefixes, "*t", "bin", "python3.*t"), true)
 	if why != "" {
-		t.Skip(why)
+		skip(t, why)
 	}
 	return py
+}
+
+// skip skips the test, saying why; in CI (CTXLAB_CI set, .ci/run, which
+// builds both with scripts/cpython-builds.sh) a missing build fails it.
+func skip(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("CTXLAB_CI") != "" {
+		t.Fatalf("%s (CI builds both: scripts/cpython-builds.sh)", why)
+	}
+	t.Skip(why)
 }
 
 // GILOf is the GIL build of ft's version, or the test skips with the
@@ -55,7 +66,7 @@ func GILOf(t testing.TB, ft Python) Python {
 	t.Helper()
 	py, why := LookGILOf(ft)
 	if why != "" {
-		t.Skip(why)
+		skip(t, why)
 	}
 	return py
 }
