@@ -40,6 +40,7 @@ type Reading struct {
 	ProgramCPUNs uint64  `json:"program_cpu_ns"`
 	CostShare    float64 `json:"cost_share"`
 	Skipped      int     `json:"skipped_intervals"`
+	Idle         int     `json:"idle_intervals,omitempty"` // intervals in which no thread ran, left out of the figures
 	// Lines is the reading in words (Read), Indirect the estimate when
 	// priced.
 	Lines    []string  `json:"lines,omitempty"`
@@ -225,6 +226,9 @@ func (r *Reading) estimate(set Setting, per int64, c caches) string {
 func (r *Reading) costLine() string {
 	l := fmt.Sprintf("sampling cost: %s of ctxlab's CPU time, %s of the program's %s (bound: %s)",
 		result.FormatNs(float64(r.CostNs)), price.Percent(r.CostShare), result.FormatNs(float64(r.ProgramCPUNs)), price.Percent(Budget))
+	if r.Idle > 0 {
+		l += fmt.Sprintf("; %d interval(s) in which no thread ran left out", r.Idle)
+	}
 	if r.Skipped > 0 {
 		l += fmt.Sprintf("; %d interval(s) left unsampled to stay within it", r.Skipped)
 	}

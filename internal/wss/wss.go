@@ -85,6 +85,7 @@ type Sampler struct {
 	threadCPU   map[int]uint64 // each thread's CPU time within the windows
 	names       map[int]string // each thread's name (comm), read once
 	skipped     int
+	idle        int // windows in which no thread of the process ran: left out
 	wait        int // ticks to let pass before the next reading of the program's CPU time
 	backoff     int
 	maxRSS      int64
@@ -262,9 +263,11 @@ func (s *Sampler) close() {
 		}
 	}
 	w := window{seconds: secs, referenced: ref, busy: busyCount(deltas)}
-	if w.busy > 0 {
-		w.perThread = ref / int64(w.busy)
+	if w.busy == 0 { // no thread ran (a machine that kept it from the CPU): it touched nothing to read
+		s.idle++
+		return
 	}
+	w.perThread = ref / int64(w.busy)
 	s.windows = append(s.windows, w)
 }
 
@@ -300,7 +303,7 @@ func (s *Sampler) Stop() *Reading {
 	if s == nil {
 		return nil
 	}
-	r := &Reading{Kind: "wss", PID: s.pid, RSSBytes: s.maxRSS, CostNs: s.costNs, ProgramCPUNs: s.progCPU, Skipped: s.skipped}
+	r := &Reading{Kind: "wss", PID: s.pid, RSSBytes: s.maxRSS, CostNs: s.costNs, ProgramCPUNs: s.progCPU, Skipped: s.skipped, Idle: s.idle}
 	if s.progCPU > 0 {
 		r.CostShare = float64(s.costNs) / float64(s.progCPU)
 	}
@@ -312,6 +315,8 @@ func (s *Sampler) Stop() *Reading {
 		r.Unsupported = fmt.Sprintf("no interval was read: the process ran %s, too short to sample (the first interval opens one interval in, once its CPU time covers the sampling's cost)",
 			time.Since(s.start).Round(time.Millisecond))
 		switch {
+		case s.idle > 0:
+			r.Unsupported = fmt.Sprintf("no interval was read: the process did not run in any of the %d interval(s) sampled (the machine kept it from the CPU, or it slept)", s.idle)
 		case s.lost > 0:
 			r.Unsupported = "no interval was read: the process exited before its first interval ended"
 		case s.skipped > 0:
