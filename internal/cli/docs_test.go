@@ -657,3 +657,15 @@ func dropFlags(args []string, names ...string) []string {
 	}
 	return out
 }
+
+// The README is a user's guide that fits in 300 lines; measurement
+// histories belong in docs/.
+func TestReadmeLength(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "\n"); n > 300 {
+		t.Errorf("README.md is %d lines: a user's guide fits in 300; move histories and figures to docs/", n)
+	}
+}
