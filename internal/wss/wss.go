@@ -251,7 +251,8 @@ func (s *Sampler) close() {
 	s.maxRSS = max(s.maxRSS, rss)
 	deltas := map[int]uint64{}
 	for tid, c := range cpu {
-		if o, ok := s.openCPU[tid]; ok && c > o {
+		o := s.openCPU[tid] // 0 for a thread born in the window: all its CPU time is in it
+		if c > o {
 			deltas[tid] = c - o
 			s.threadCPU[tid] += c - o
 		}
