@@ -70,7 +70,7 @@ func writePythons(w io.Writer, ins []*pydriver.Interpreter, noAnswer []string) {
 			termsafe.String(in.Name), termsafe.String(in.Path)) // an interpreter on PATH says what it likes
 	}
 	if len(noAnswer) > 0 {
-		fmt.Fprintf(w, "%-22s %s did not answer within %v (a loaded machine?): not known; ctxlab env again, or --python PATH\n",
+		fmt.Fprintf(w, "%-22s %s did not answer within %v and sat idle (not waiting for a CPU): not known; ctxlab env again, or --python PATH\n",
 			"python", termsafe.String(strings.Join(noAnswer, ", ")), pydriver.ProbeTimeout())
 	}
 	if len(ins) == 0 && len(noAnswer) == 0 {

@@ -156,6 +156,30 @@ func TestFindAllWhyNamesTheLate(t *testing.T) {
 	}
 }
 
+// A probe still making progress at its time limit (busy here: a loaded
+// machine looks the same, runnable and waiting for a CPU) is waited for,
+// not dropped as late; one asleep at the limit is given up a moment after.
+func TestProbeWaitsForTheStarved(t *testing.T) {
+	dir := t.TempDir()
+	answer := `echo '{"executable": "'"$0"'", "version": "3.97.1", "free_threaded": false, "gil_enabled": true, "implementation": "cpython"}'`
+	busy := "i=0\nwhile [ $i -lt 400000 ]; do i=$((i+1)); done\n" // ~0.5–2 s of CPU
+	if err := os.WriteFile(filepath.Join(dir, "python3.97"), []byte("#!/bin/sh\n"+busy+answer+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	old := probeTimeout
+	probeTimeout = 100 * time.Millisecond
+	defer func() { probeTimeout = old }()
+	start := time.Now()
+	ins, late := FindAllWhy(context.Background())
+	if time.Since(start) < probeTimeout {
+		t.Skipf("the busy loop ended within the limit (%v): nothing to wait for", time.Since(start))
+	}
+	if len(ins) != 1 || len(late) != 0 {
+		t.Errorf("FindAllWhy = %v, %v after %v; want the busy interpreter, none late", ins, late, time.Since(start))
+	}
+}
+
 // A free-threaded CPython's prefix installs python3.13 as a hard link of
 // python3.13t, and each answers with the name it was started by: --python
 // all lists the build once, not once per link, and a different file of

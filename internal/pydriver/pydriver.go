@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -71,10 +72,19 @@ print(json.dumps({"executable": sys.executable, "version": "%d.%d.%d" % (v.major
   "gil_enabled": sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True,
   "implementation": sys.implementation.name}))`
 
-// probeTimeout bounds one interpreter probe: a cold pyenv shim takes
-// about a second here; an interpreter that has not answered by then is
-// not one a run should wait for.
+// probeTimeout bounds one interpreter probe on a machine that gives it
+// the CPU: a cold pyenv shim takes about a second here. On a loaded
+// machine an interpreter can need longer only to be scheduled (4 CPU hogs
+// on 2 cores: 5–10 s), so past probeTimeout a probe that is still making
+// progress (runnable, or its CPU time still growing) is waited for, up to
+// probeStarved; one asleep and idle for probeIdle is an interpreter that
+// will not answer (a hung shim), and is given up.
 var probeTimeout = 5 * time.Second
+
+const (
+	probeStarved = 60 * time.Second
+	probeIdle    = time.Second
+)
 
 // ProbeTimeout is how long an interpreter's probe may take.
 func ProbeTimeout() time.Duration { return probeTimeout }
@@ -137,7 +147,7 @@ func ResolveContext(ctx context.Context, name string) (*Interpreter, error) {
 // wrapper script (a pyenv shim) that runs python, or anything else, as its
 // child leaves nothing behind. The error wraps ctx's cause when ctx ended.
 func probe(ctx context.Context, exe string) (stdout, stderr []byte, err error) {
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	pctx, cancel := context.WithTimeout(ctx, probeStarved)
 	defer cancel()
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -171,10 +181,8 @@ func probe(ctx context.Context, exe string) (stdout, stderr []byte, err error) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- proc.Wait() }()
-	select {
-	case err = <-exited:
-	case <-pctx.Done():
-	}
+	var late bool
+	err, late = awaitProbe(pctx, proc.PID(), exited)
 	proc.Kill() // the whole group, on every path; reaps the probe
 	if err == nil {
 		err = proc.Wait()
@@ -193,8 +201,10 @@ func probe(ctx context.Context, exe string) (stdout, stderr []byte, err error) {
 	switch {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("probe stopped: %w", context.Cause(ctx))
+	case late:
+		err = fmt.Errorf("%w within %v (idle, not waiting for a CPU)", ErrNoAnswer, probeTimeout)
 	case pctx.Err() != nil:
-		err = fmt.Errorf("%w within %v", ErrNoAnswer, probeTimeout)
+		err = fmt.Errorf("%w within %v", ErrNoAnswer, probeStarved)
 	}
 	return outBuf.Bytes(), errBuf.Bytes(), err
 }
@@ -203,6 +213,62 @@ var pyName = regexp.MustCompile(`^python3(\.[0-9]+t?)?$`)
 
 // FindAll is FindAllContext without a deadline of the caller's own.
 func FindAll() []*Interpreter { return FindAllContext(context.Background()) }
+
+// awaitProbe waits for the probe (pid) to exit, for probeTimeout, and
+// past it while the probe makes progress (probeProgress), until ctx ends.
+// late: the probe was given up as idle.
+func awaitProbe(ctx context.Context, pid int, exited <-chan error) (err error, late bool) {
+	timer := time.NewTimer(probeTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-exited:
+		return err, false
+	case <-ctx.Done():
+		return nil, false
+	case <-timer.C:
+	}
+	tick := time.NewTicker(probeIdle / 4)
+	defer tick.Stop()
+	last, idleSince := probeCPU(pid), time.Now()
+	for {
+		select {
+		case err = <-exited:
+			return err, false
+		case <-ctx.Done():
+			return nil, false
+		case <-tick.C:
+		}
+		cpu, runnable := probeProgress(pid)
+		if cpu != last || runnable {
+			last, idleSince = cpu, time.Now()
+		} else if time.Since(idleSince) >= probeIdle {
+			return nil, true
+		}
+	}
+}
+
+// probeProgress reads the probe's CPU time (clock ticks, user and system)
+// and whether it is runnable (state R: running or waiting for a CPU).
+func probeProgress(pid int) (cpu uint64, runnable bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// pid (comm) state ppid … utime(14) stime(15): comm may hold spaces
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	s, _ := strconv.ParseUint(f[12], 10, 64)
+	return u + s, f[0] == "R"
+}
+
+func probeCPU(pid int) uint64 { c, _ := probeProgress(pid); return c }
 
 // ErrNoAnswer is an interpreter that did not answer its probe in time: it
 // may run, on a less loaded machine.
