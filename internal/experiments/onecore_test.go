@@ -61,11 +61,13 @@ var describers = []string{"mech", "child", "sqlop", "exp", "quantum", "pydriver"
 // use such a function, and why none of them is a figure the runner should
 // have taken.
 var notMeasuring = map[string]string{
-	"sqlop/stale.go:stale":        "the age of a leftover temp directory from before PIDs named them, to sweep it; not a figure",
-	"cachecost.go:openPairBench":  "sizes the slice arm's turn (~every ns of work) at set-up; the figures are the runner's",
-	"interference.go:clientChild": "the netpoll client is another process: it stamps when its request starts, and the runner's sampler reads the age of the stamp",
-	"interference.go:starveChild": "the starved Go runtime is another process: only it can see how late its own timer goroutine woke",
-	"spawn.go:GoroutineMemory":    "reads the runtime's starting stack size, a constant; the memory deltas it takes are outside what this test watches (the idle-memory gauge is read by the runner)",
+	"sqlop/stale.go:stale":               "the age of a leftover temp directory from before PIDs named them, to sweep it; not a figure",
+	"cachecost.go:openPairBench":         "sizes the slice arm's turn (~every ns of work) at set-up; the figures are the runner's",
+	"interference.go:clientChild":        "the netpoll client is another process: it stamps when its request starts, and the runner's sampler reads the age of the stamp",
+	"interference.go:starveChild":        "the starved Go runtime is another process: only it can see how late its own timer goroutine woke",
+	"pydriver/pydriver.go:awaitProbe":    "how long an interpreter's probe is waited for, past its limit while it makes progress; not a figure",
+	"pydriver/pydriver.go:probeProgress": "whether an interpreter's probe is runnable or still using CPU (a starved probe, not a hung one); not a figure",
+	"spawn.go:GoroutineMemory":           "reads the runtime's starting stack size, a constant; the memory deltas it takes are outside what this test watches (the idle-memory gauge is read by the runner)",
 }
 
 // readsCounts says whether a string literal names a /proc file that holds

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxlab/ctxlab/internal/testload"
 	"github.com/ctxlab/ctxlab/internal/testpy"
 )
 
@@ -25,14 +26,21 @@ func TestRealFreeThreaded(t *testing.T) {
 	defer CloseAll()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	r, h, err := runArm(ctx, in, Request{Bench: "ring.thread", Params: map[string]string{"n": "100"}}, 2, 1000)
+	// 100 threads handing on in turn: on a loaded machine each hop waits
+	// for a CPU, and the free-threaded build's lock spins by yielding it
+	// (docs/python.md), so a deadline here is the machine's, not the build's.
+	w := testload.Start()
+	r, h, err := runArm(ctx, in, Request{Bench: "ring.thread", Params: map[string]string{"n": "100"}}, 2, 300)
 	if err != nil {
+		if ctx.Err() != nil {
+			w.SkipIfStarved(t, "a 100-thread ring on "+ft.Path)
+		}
 		t.Fatal(err)
 	}
 	if !h.FreeThreaded || h.GILEnabled || !strings.Contains(h.FullVersion, "free-threading") {
 		t.Errorf("hello %+v", h)
 	}
-	if !r.OK || len(r.RepNs) != 2 || r.Ops[0] != 1000 || r.CPUNs == nil || *r.CPUNs <= 0 {
+	if !r.OK || len(r.RepNs) != 2 || r.Ops[0] != 300 || r.CPUNs == nil || *r.CPUNs <= 0 {
 		t.Errorf("response %+v", r)
 	}
 }
