@@ -1,6 +1,7 @@
 package mech
 
 import (
+	"runtime"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -58,8 +59,11 @@ func (e *spinEnd) Send(uint64) error {
 }
 
 // Recv spins until the partner posts, yielding now and then. Outside a
-// section (a race build, a lone Recv) it yields through the runtime,
-// which may run another goroutine there.
+// section (a race build, a lone Recv) it yields the CPU and then its P
+// (Gosched): spinPoll and the system call are no points where the
+// runtime can preempt it, so without the Gosched a Recv waiting for a
+// goroutine that has no P would hold its own for as long as it spins, and
+// a timer or a stop-the-world would wait behind it.
 func (e *spinEnd) Recv() (uint64, error) {
 	for {
 		switch spinPoll(&e.l.word, &e.seen) {
@@ -69,6 +73,7 @@ func (e *spinEnd) Recv() (uint64, error) {
 			return 0, ErrStopped
 		}
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		runtime.Gosched()
 	}
 }
 
