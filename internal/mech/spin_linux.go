@@ -60,10 +60,9 @@ func (e *spinEnd) Send(uint64) error {
 
 // Recv spins until the partner posts, yielding now and then. Outside a
 // section (a race build, a lone Recv) it yields the CPU and then its P
-// (Gosched): spinPoll and the system call are no points where the
-// runtime can preempt it, so without the Gosched a Recv waiting for a
-// goroutine that has no P would hold its own for as long as it spins, and
-// a timer or a stop-the-world would wait behind it.
+// (Gosched): spinPoll and the system call have no point where the runtime
+// preempts a goroutine of its own accord, so a partner goroutine waiting
+// for a P would otherwise wait for an asynchronous preemption to land.
 func (e *spinEnd) Recv() (uint64, error) {
 	for {
 		switch spinPoll(&e.l.word, &e.seen) {
