@@ -352,7 +352,12 @@ def _next_site(kind):
 # The wrappers are in place from the moment the probe hooks asyncio (and
 # aiosqlite) until the interpreter exits. Out of a window each only finds
 # its call's site (a dict lookup by the function's code) and counts the
-# call; in a window it also times it.
+# call; in a window it also times it. Out of a window the thread-hopping
+# ones hand the call on first and count it after: the thread the call
+# wakes takes a while to run, and the GIL is not given up until the
+# caller waits anyway, so the count overlaps the wake-up rather than
+# preceding it on the hop's path (a call that raises is not counted: it
+# made no hop).
 
 def _hopped(t0, tid, sid, same, w, callback, args):
     _ext((T_CST, sid, _pc() - t0, tid, same, w))
@@ -362,17 +367,26 @@ def _hopped(t0, tid, sid, same, w, callback, args):
 def _make_cst(orig):
     sites, ids, cnt, tally, get_ident = _by_kind["call_soon_threadsafe"], _by_id["call_soon_threadsafe"], _cnt, _tally, _get_ident
 
-    def call_soon_threadsafe(self, callback, *args, context=None):
+    def count(self, callback):
         tid = get_ident()
         code = getattr(callback, "__code__", None)
         sid = (ids.get(id(code)) if code is not None else sites.get(_builtin_key(callback))) or _site("call_soon_threadsafe", callback)
         same = tid == self._thread_id
         c = cnt[sid].get(0 if same else tid)
         tally(c if c is not None else _counter(sid, 0 if same else tid))
+        return sid, tid, same
+
+    def call_soon_threadsafe(self, callback, *args, context=None):
         if not _win:
+            # handed on first, counted after: the loop is woken by then,
+            # and the count runs while it wakes, off the hop's path
             if context is None:  # no keyword to pass: the call costs less
-                return orig(self, callback, *args)
-            return orig(self, callback, *args, context=context)
+                h = orig(self, callback, *args)
+            else:
+                h = orig(self, callback, *args, context=context)
+            count(self, callback)
+            return h
+        sid, tid, same = count(self, callback)
         if self._debug:
             self._check_callback(callback, "call_soon_threadsafe")
         _nwin[0] += 1
@@ -439,23 +453,33 @@ def _pool_site(func):
 def _make_rie(orig):
     to_thread, in_executor, cnt, tally = _by_id["to_thread"], _by_id["run_in_executor"], _cnt, _tally
 
-    def run_in_executor(self, executor, func, *args):
+    def site(self, executor, func):
+        """func's site in a thread pool (None makes asyncio's default one),
+        by the code of the function the thread runs (to_thread's shape
+        first); None for another executor."""
         ex = executor if executor is not None else self._default_executor
         if ex is not None and type(ex) is not _tpe[0] and not _thread_pool(ex):
-            return _to_executor(orig, self, executor, func, args)
-        # a thread pool (None makes asyncio's default one): the site by the
-        # code of the function the thread runs (to_thread's shape first)
+            return None
         if type(func) is _partial_t:
             f = func.func
             if type(getattr(f, "__self__", None)) is _context_t and func.args:
-                sid = to_thread.get(id(getattr(func.args[0], "__code__", None))) or _pool_site(func)
-            else:
-                sid = in_executor.get(id(getattr(f, "__code__", None))) or _pool_site(func)
-        else:
-            sid = in_executor.get(id(getattr(func, "__code__", None))) or _pool_site(func)
-        tally(cnt[sid])
+                return to_thread.get(id(getattr(func.args[0], "__code__", None))) or _pool_site(func)
+            return in_executor.get(id(getattr(f, "__code__", None))) or _pool_site(func)
+        return in_executor.get(id(getattr(func, "__code__", None))) or _pool_site(func)
+
+    def run_in_executor(self, executor, func, *args):
         if not _win:
-            return orig(self, executor, func, *args)
+            # handed on first, counted after: the worker is woken by then,
+            # and the count runs while it wakes, off the hop's path (the
+            # default executor exists once the original has run)
+            fut = orig(self, executor, func, *args)
+            sid = site(self, executor, func)
+            tally(cnt[sid if sid is not None else _site("executor", _unwrap(func)[0])])
+            return fut
+        sid = site(self, executor, func)
+        if sid is None:
+            return _to_executor(orig, self, executor, func, args)
+        tally(cnt[sid])
         if self._debug:
             self._check_callback(func, "run_in_executor")
         _nwin[0] += 1
@@ -474,12 +498,10 @@ def _make_rie(orig):
 
 def _to_executor(orig, loop, executor, func, args):
     """A call to another executor (a process pool, which may pickle the
-    function): handed on untouched, counted, and in a window the whole
+    function), in a window: handed on untouched, counted, and the whole
     call timed."""
     sid = _site("executor", _unwrap(func)[0])
     _tally(_cnt[sid])
-    if not _win:
-        return orig(loop, executor, func, *args)
     if loop._debug:
         loop._check_callback(func, "run_in_executor")
     _nwin[0] += 1
