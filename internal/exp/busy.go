@@ -14,7 +14,8 @@ import (
 // leads with CPU time and names the wait (Busy, CostSplit).
 const (
 	// BusyLoadPerCPU: a 1-minute load average over this many runnable
-	// tasks per online CPU when the run started.
+	// tasks per online CPU when the run started; it decides only where no
+	// arm measured its own run-queue wait (the average lags a minute).
 	BusyLoadPerCPU = 1.0
 	// BusyStealPct: the hypervisor stole more than this share of CPU time
 	// during an arm (the runner's noise threshold).
@@ -36,9 +37,6 @@ func Busy(run *result.Run) (string, bool) {
 	if cpus == 0 {
 		cpus = run.Env.LogicalCPUs
 	}
-	if cpus > 0 && run.Env.Load1 > BusyLoadPerCPU*float64(cpus) {
-		why = append(why, fmt.Sprintf("load %.1f on %d CPUs", run.Env.Load1, cpus))
-	}
 	steal, stolen := 0.0, 0
 	var shares []float64
 	for _, a := range run.Arms {
@@ -56,11 +54,20 @@ func Busy(run *result.Run) (string, bool) {
 	if stolen > 0 {
 		why = append(why, fmt.Sprintf("steal up to %.0f%%", steal))
 	}
+	// The load average is the last minute's, work that ended before the run
+	// began included (a build, a test suite): where the arms measured their
+	// own wait for a CPU, that decides, and the load is only said beside it.
+	loaded := cpus > 0 && run.Env.Load1 > BusyLoadPerCPU*float64(cpus)
 	if len(shares) > 0 {
 		sort.Float64s(shares)
 		if m := shares[len(shares)/2]; m > BusyWaitShare {
+			if loaded {
+				why = append([]string{fmt.Sprintf("load %.1f on %d CPUs", run.Env.Load1, cpus)}, why...)
+			}
 			why = append(why, fmt.Sprintf("run-queue wait %.0f%% of wall", 100*m))
 		}
+	} else if loaded {
+		why = append([]string{fmt.Sprintf("load %.1f on %d CPUs", run.Env.Load1, cpus)}, why...)
 	}
 	return strings.Join(why, ", "), len(why) > 0
 }

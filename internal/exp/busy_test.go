@@ -9,8 +9,9 @@ import (
 
 func f64(v float64) *float64 { return &v }
 
-// A machine is busy by its load, its steal or its arms' run-queue wait; a
-// quiet one is not, and an op splits into CPU and wait only where both fit
+// A machine is busy by its steal or its arms' run-queue wait, or by its
+// load where no arm measured its wait (the load average lags); a quiet one
+// is not, and an op splits into CPU and wait only where both fit
 // in its wall time.
 func TestBusy(t *testing.T) {
 	arm := func(median, cpu, runq, steal float64) result.Arm {
@@ -26,7 +27,9 @@ func TestBusy(t *testing.T) {
 		words string // "" = quiet
 	}{
 		{"quiet", 0.5, []result.Arm{arm(100, 90, 5, 0)}, ""},
-		{"load", 3.7, []result.Arm{arm(100, 90, 5, 0)}, "load 3.7 on 2 CPUs"},
+		{"load, and the arms did not wait", 3.7, []result.Arm{arm(100, 90, 5, 0)}, ""},
+		{"load, no run-queue figures", 3.7, []result.Arm{{Name: "x", Status: result.StatusOK, Unit: "ns/op", Median: 100, RepMeans: []float64{100}}}, "load 3.7 on 2 CPUs"},
+		{"load and wait", 3.7, []result.Arm{arm(100, 50, 40, 0)}, "load 3.7 on 2 CPUs, run-queue wait 40% of wall"},
 		{"steal", 0.5, []result.Arm{arm(100, 90, 5, 12)}, "steal up to 12%"},
 		{"wait", 0.5, []result.Arm{arm(19000, 6200, 13000, 0), arm(100, 50, 40, 0), arm(100, 90, 1, 0)}, "run-queue wait 40% of wall"},
 		{"wait at the threshold", 0.5, []result.Arm{arm(100, 80, 20, 0)}, ""},

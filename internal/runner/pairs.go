@@ -361,7 +361,8 @@ func (s *pairSide) turn(ctx context.Context, keep bool) error {
 }
 
 // decide reads the rounds' ratios into c and answers it on its basis: the
-// CPU time on a busy machine (by its load, or the turns' run-queue wait),
+// CPU time on a busy machine (by the turns' run-queue wait, or by its load
+// where that was not read),
 // where both arms' CPU time was read, else the wall time.
 func decide(c *result.Comparison, sides [2]*pairSide, busy bool) {
 	a, b := sides[0], sides[1]
@@ -374,10 +375,11 @@ func decide(c *result.Comparison, sides [2]*pairSide, busy bool) {
 	} else {
 		c.CPU = nil
 	}
-	waited := a.probe.runqOK && b.probe.runqOK &&
-		(median(a.runq) > exp.BusyWaitShare*median(a.wall) || median(b.runq) > exp.BusyWaitShare*median(b.wall))
+	runqOK := a.probe.runqOK && b.probe.runqOK
+	waited := runqOK && (median(a.runq) > exp.BusyWaitShare*median(a.wall) || median(b.runq) > exp.BusyWaitShare*median(b.wall))
 	c.Basis = result.BasisWall
-	if cpuOK && (busy || waited) {
+	// the load at the start decides only without the turns' own wait (exp.Busy)
+	if cpuOK && (waited || busy && !runqOK) {
 		c.Basis = result.BasisCPU
 	}
 	c.Answer = PairAnswer(c.Stated())
