@@ -98,6 +98,21 @@ def die_with_driver(driver):
         os._exit(1)
 
 
+def fork_child(child, *args):
+    """Fork a child that runs child(*args) and exits, never returning into
+    the driver, and dies with the driver; its pid."""
+    driver = os.getpid()
+    prctl_ready()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            die_with_driver(driver)
+            child(*args)
+        finally:
+            os._exit(0)
+    return pid
+
+
 def pool_worker_init(driver, life_r, life_w):
     """A process-pool worker's initializer: die with the driver, by its
     signal and by a watchdog thread that waits, never waking, for EOF on a
@@ -400,20 +415,15 @@ class PipePair(Bench):
             self.cr, self.cw = r1, w2
             self.t = self.partner(pipe_echo, r1, w2)
             return
-        driver = os.getpid()
-        prctl_ready()
-        pid = os.fork()
-        if pid == 0:  # child: echo until EOF, never return into the driver
-            try:
-                die_with_driver(driver)
-                os.close(w1)
-                os.close(r2)
-                pipe_echo(r1, w2)
-            finally:
-                os._exit(0)
+
+        def child():  # echo until EOF
+            os.close(w1)
+            os.close(r2)
+            pipe_echo(r1, w2)
+
+        self.pid = fork_child(child)
         os.close(r1)
         os.close(w2)
-        self.pid = pid
 
     def children(self):
         return [self.pid] if self.pid else []
@@ -853,21 +863,16 @@ class BusyProcess:
     takes it along) and leaves by itself when the driver is gone."""
 
     def __init__(self, cpus):
-        parent = os.getpid()
-        prctl_ready()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                die_with_driver(parent)
-                pin(cpus)  # the arm's CPU set, not the measuring thread's alone
-                n = 0
-                while True:
-                    n += 1
-                    if n & 0xFFFFF == 0 and os.getppid() != parent:
-                        break
-            finally:
-                os._exit(0)
-        self.pid = pid
+        self.pid = fork_child(self.spin, os.getpid(), cpus)
+
+    @staticmethod
+    def spin(parent, cpus):
+        pin(cpus)  # the arm's CPU set, not the measuring thread's alone
+        n = 0
+        while True:
+            n += 1
+            if n & 0xFFFFF == 0 and os.getppid() != parent:
+                return
 
     def close(self):
         import signal
