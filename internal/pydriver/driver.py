@@ -28,6 +28,7 @@ import asyncio
 import functools
 import itertools
 import json
+import linecache
 import os
 import queue
 import resource
@@ -221,6 +222,9 @@ LOOP = """\
 """
 
 
+_loops = itertools.count(1)
+
+
 def _indent(text, pad):
     return "\n".join(pad + line for line in text.splitlines())
 
@@ -245,8 +249,10 @@ def timed_loop(op, bind, keyed=False, lap=False, is_async=False):
         each_chunk=each % "every - 1", each_rest=each % "rest",
         op8=_indent(op, " " * 8), op12=_indent(op, " " * 12),
         sample="(pc() - s) // size" if lap else "pc() - s", done="laps * size" if lap else "n")
+    name = "<ctxlab timed loop %d>" % next(_loops)
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)  # its lines in tracebacks
     ns = {}
-    exec(compile(src, "<ctxlab timed loop>", "exec"), globals(), ns)
+    exec(compile(src, name, "exec"), globals(), ns)
     return ns["arun" if is_async else "run"]
 
 
@@ -258,7 +264,6 @@ class Bench:
     def __init__(self, p):
         self.p = p
         self.cpus_b = p.get("cpus_b")
-        self.busy = None
 
     def setup(self):
         pass
@@ -280,6 +285,7 @@ class Bench:
 
     def partner(self, target, *args):
         """Start the bench's partner thread, pinned to cpus_b."""
+
         def run():
             pin(self.cpus_b)
             target(*args)
