@@ -1243,7 +1243,6 @@ class EventLoopLag(AsyncBench):
                 await loop.run_in_executor(self.pool, work, k)
         sock_recv = loop.sock_recv
         lags = self.lags if self.timed else []
-        done = loop.create_future()
         stop = [False]
 
         async def prober():
