@@ -25,8 +25,10 @@
 # ops), per-op latencies on the sample of ops it was told, and OS context
 # switches from getrusage over exactly the timed repetitions.
 import asyncio
+import functools
 import itertools
 import json
+import linecache
 import os
 import queue
 import resource
@@ -34,6 +36,7 @@ import sys
 import sysconfig
 import threading
 import time
+import types
 
 PROTOCOL = 1
 pc = time.perf_counter_ns
@@ -94,6 +97,21 @@ def die_with_driver(driver):
         f(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != driver:
         os._exit(1)
+
+
+def fork_child(child, *args):
+    """Fork a child that runs child(*args) and exits, never returning into
+    the driver, and dies with the driver; its pid."""
+    driver = os.getpid()
+    prctl_ready()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            die_with_driver(driver)
+            child(*args)
+        finally:
+            os._exit(0)
+    return pid
 
 
 def pool_worker_init(driver, life_r, life_w):
@@ -173,13 +191,69 @@ def migrations():
 # --- benches ------------------------------------------------------------
 #
 # A bench has setup(), run(n, every, samples) -> (elapsed_ns, ops) and
-# teardown(). run does about n ops; every `every`-th op is timed on its own
-# and appended to samples (ns), inside the batch, like ctxlab's Go sampler.
-# The loops are written out in each bench so no extra call sits in the op:
+# teardown(). run does about n ops; every `every`-th unit (an op; a lap, for
+# a ring) is timed on its own and appended to samples (ns), inside the
+# batch, like ctxlab's Go sampler.
+#
+# Every bench whose op is a few statements times them with the one loop
+# below, LOOP, written once: timed_loop writes the bench's op and the locals
+# it binds into it and compiles it, as timeit writes its statement into its
+# loop. So no call sits around the op and the op is the one variable part:
 # bound locals, and the unsampled ops of each chunk in a bare
-# `for _ in range(k)` loop with no per-op branch or attribute lookup, so a
-# batch costs what a hand-written perf_counter loop around the op costs
-# (TestDriverLoopGap keeps that true for the call chains).
+# `for _ in range(k)` (or `for k in islice(keys, k)`) loop with no per-op
+# branch or attribute lookup, so a batch costs what a hand-written
+# perf_counter loop around the op costs (TestDriverLoopGap and
+# TestDriverRowsDoWhatPlainLoopsDo keep that true).
+
+LOOP = """\
+{async_}def {name}(self, n, every, samples):
+{bind}
+    chunks, rest = divmod({units}, every)
+    t0 = pc()
+    for _ in range(chunks):
+{key}        s = pc()
+{op8}
+        samples.append({sample})
+        for {k} in {each_chunk}:
+{op12}
+    for {k} in {each_rest}:
+{op8}
+    return pc() - t0, {done}
+"""
+
+
+_loops = itertools.count(1)
+
+
+def _indent(text, pad):
+    return "\n".join(pad + line for line in text.splitlines())
+
+
+@functools.lru_cache(maxsize=None)
+def timed_loop(op, bind, keyed=False, lap=False, is_async=False):
+    """A bench's run (or, is_async, its coroutine arun) timing op: one or
+    more statements, with the locals that bind (statements run before the
+    clock starts; `self` is the bench) sets for it. keyed: each op reads the
+    next of self.keys as k. lap: the unit is a lap of the ring of self.n,
+    the op one hop: about n/self.n laps run and each sample is a lap's
+    time / self.n."""
+    if lap:
+        bind = "size = self.n\nlaps = max(1, -(-n // size))\n" + bind
+    if keyed:
+        bind += "\nkeys, islice = self.keys, itertools.islice"
+    each = "islice(keys, %s)" if keyed else "range(%s)"
+    src = LOOP.format(
+        async_="async " if is_async else "", name="arun" if is_async else "run",
+        bind=_indent(bind, "    "), units="laps" if lap else "n",
+        key="        k = next(keys)\n" if keyed else "", k="k" if keyed else "_",
+        each_chunk=each % "every - 1", each_rest=each % "rest",
+        op8=_indent(op, " " * 8), op12=_indent(op, " " * 12),
+        sample="(pc() - s) // size" if lap else "pc() - s", done="laps * size" if lap else "n")
+    name = "<ctxlab timed loop %d>" % next(_loops)
+    linecache.cache[name] = (len(src), None, src.splitlines(True), name)  # its lines in tracebacks
+    ns = {}
+    exec(compile(src, name, "exec"), globals(), ns)
+    return ns["arun" if is_async else "run"]
 
 
 class Bench:
@@ -190,7 +264,6 @@ class Bench:
     def __init__(self, p):
         self.p = p
         self.cpus_b = p.get("cpus_b")
-        self.busy = None
 
     def setup(self):
         pass
@@ -209,6 +282,17 @@ class Bench:
 
     def notes(self):
         return [self.sample_note] if self.sample_note else []
+
+    def partner(self, target, *args):
+        """Start the bench's partner thread, pinned to cpus_b."""
+
+        def run():
+            pin(self.cpus_b)
+            target(*args)
+
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        return t
 
 
 class Busy:
@@ -229,58 +313,70 @@ class Busy:
         self.t.join()
 
 
-# pingpong between threads
+# rings of threads or tasks over queues, the driver's main thread (or task)
+# worker 0: a ring.* arm's op is one hop and its unit a lap of N hops; a
+# pingpong arm is a ring of two whose op is the round trip.
 
 
-class ThreadQueue(Bench):
-    """Two threads over two queue.SimpleQueue."""
+def ring_size(bench):
+    """The ring's N: a pingpong's 2, or a ring arm's param n, a lap of N
+    hops then its unit."""
+    if bench.n is None:
+        bench.n = bench.ops_per_unit = int(bench.p["n"])
+    return bench.n
+
+
+class ThreadRing(Bench):
+    sample_note = "per-op latencies are a lap's time divided by the ring size"
+    n = None
+    run = timed_loop("put(1); get()", "put, get = self.qs[1 % size].put, self.qs[0].get", lap=True)
 
     def setup(self):
-        self.q1, self.q2 = queue.SimpleQueue(), queue.SimpleQueue()
+        n = ring_size(self)
+        self.qs = [queue.SimpleQueue() for _ in range(n)]
+        self.ts = []
+        old = threading.stack_size()
+        threading.stack_size(256 * 1024)
+        try:
+            for i in range(1, n):
+                self.ts.append(self.partner(self.worker, self.qs[i], self.qs[(i + 1) % n]))
+        finally:
+            threading.stack_size(old)
 
-        def echo():
-            pin(self.cpus_b)
-            get, put = self.q1.get, self.q2.put
-            while True:
-                v = get()
-                if v is None:
-                    return
-                put(v)
-
-        self.t = threading.Thread(target=echo, daemon=True)
-        self.t.start()
-
-    def run(self, n, every, samples):
-        put, get = self.q1.put, self.q2.get
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            s = pc()
-            put(1)
-            get()
-            samples.append(pc() - s)
-            for _ in range(every - 1):
-                put(1)
-                get()
-        for _ in range(rest):
-            put(1)
-            get()
-        return pc() - t0, n
+    @staticmethod
+    def worker(qin, qout):
+        get, put = qin.get, qout.put
+        while True:
+            v = get()
+            put(v)
+            if v is None:
+                return
 
     def teardown(self):
-        self.q1.put(None)
-        self.t.join()
+        self.qs[1 % self.n].put(None)
+        self.qs[0].get()
+        for t in self.ts:
+            t.join()
+
+
+class ThreadQueue(ThreadRing):
+    """Two threads over two queue.SimpleQueue."""
+
+    sample_note = ""
+    n = 2
+    run = timed_loop("put(1); get()", "put, get = self.qs[1].put, self.qs[0].get")
 
 
 class ThreadEvent(Bench):
     """Two threads over a pair of threading.Event."""
+
+    run = timed_loop("e1.set(); e2.wait(); e2.clear()", "e1, e2 = self.e1, self.e2")
 
     def setup(self):
         self.e1, self.e2 = threading.Event(), threading.Event()
         self.stop = False
 
         def echo():
-            pin(self.cpus_b)
             e1, e2 = self.e1, self.e2
             while True:
                 e1.wait()
@@ -289,28 +385,7 @@ class ThreadEvent(Bench):
                     return
                 e2.set()
 
-        self.t = threading.Thread(target=echo, daemon=True)
-        self.t.start()
-
-    def run(self, n, every, samples):
-        e1, e2 = self.e1, self.e2
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            s = pc()
-            e1.set()
-            e2.wait()
-            e2.clear()
-            samples.append(pc() - s)
-            for _ in range(every - 1):
-                e1.set()
-                e2.wait()
-                e2.clear()
-        for _ in range(rest):
-            e1.set()
-            e2.wait()
-            e2.clear()
-        return pc() - t0, n
+        self.t = self.partner(echo)
 
     def teardown(self):
         self.stop = True
@@ -318,8 +393,20 @@ class ThreadEvent(Bench):
         self.t.join()
 
 
+def pipe_echo(r, w):
+    """Echo each byte read from r into w until EOF."""
+    read, write = os.read, os.write
+    while True:
+        b = read(r, 1)
+        if not b:
+            return
+        write(w, b)
+
+
 class PipePair(Bench):
     """Two threads, or two processes (fork), over a pair of os.pipe."""
+
+    run = timed_loop("write(w, one); read(r, 1)", 'read, write, r, w = os.read, os.write, self.r, self.w\none = b"x"')
 
     def __init__(self, p, fork):
         super().__init__(p)
@@ -329,63 +416,23 @@ class PipePair(Bench):
     def setup(self):
         r1, w1 = os.pipe()
         r2, w2 = os.pipe()
-        if self.fork:
-            driver = os.getpid()
-            prctl_ready()
-            pid = os.fork()
-            if pid == 0:  # child: echo until EOF, never return into the driver
-                try:
-                    die_with_driver(driver)
-                    os.close(w1)
-                    os.close(r2)
-                    read, write = os.read, os.write
-                    while True:
-                        b = read(r1, 1)
-                        if not b:
-                            break
-                        write(w2, b)
-                finally:
-                    os._exit(0)
-            os.close(r1)
-            os.close(w2)
-            self.pid = pid
-            self.w, self.r = w1, r2
-            return
         self.w, self.r = w1, r2
-        self.cr, self.cw = r1, w2
+        if not self.fork:
+            self.cr, self.cw = r1, w2
+            self.t = self.partner(pipe_echo, r1, w2)
+            return
 
-        def echo():
-            pin(self.cpus_b)
-            read, write = os.read, os.write
-            while True:
-                b = read(r1, 1)
-                if not b:
-                    return
-                write(w2, b)
+        def child():  # echo until EOF
+            os.close(w1)
+            os.close(r2)
+            pipe_echo(r1, w2)
 
-        self.t = threading.Thread(target=echo, daemon=True)
-        self.t.start()
+        self.pid = fork_child(child)
+        os.close(r1)
+        os.close(w2)
 
     def children(self):
         return [self.pid] if self.pid else []
-
-    def run(self, n, every, samples):
-        read, write, r, w = os.read, os.write, self.r, self.w
-        one = b"x"
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            s = pc()
-            write(w, one)
-            read(r, 1)
-            samples.append(pc() - s)
-            for _ in range(every - 1):
-                write(w, one)
-                read(r, 1)
-        for _ in range(rest):
-            write(w, one)
-            read(r, 1)
-        return pc() - t0, n
 
     def teardown(self):
         os.close(self.w)  # EOF ends the partner
@@ -430,47 +477,46 @@ class AsyncBench(Bench):
         pass
 
 
-class TaskQueue(AsyncBench):
-    """Two asyncio tasks over two asyncio.Queue."""
+class TaskRing(AsyncBench):
+    sample_note = ThreadRing.sample_note
+    n = None
+    arun = timed_loop("put(1); await get()", "put, get = self.qs[1 % size].put_nowait, self.qs[0].get", lap=True, is_async=True)
 
     async def asetup(self):
-        self.q1, self.q2 = asyncio.Queue(), asyncio.Queue()
-
-        async def echo():
-            get, put = self.q1.get, self.q2.put_nowait
-            while True:
-                v = await get()
-                if v is None:
-                    return
-                put(v)
-
-        self.t = asyncio.get_running_loop().create_task(echo())
+        n = ring_size(self)
+        self.qs = [asyncio.Queue() for _ in range(n)]
+        loop = asyncio.get_running_loop()
+        self.ts = [loop.create_task(self.worker(self.qs[i], self.qs[(i + 1) % n])) for i in range(1, n)]
         await asyncio.sleep(0)
 
-    async def arun(self, n, every, samples):
-        put, get = self.q1.put_nowait, self.q2.get
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            s = pc()
-            put(1)
-            await get()
-            samples.append(pc() - s)
-            for _ in range(every - 1):
-                put(1)
-                await get()
-        for _ in range(rest):
-            put(1)
-            await get()
-        return pc() - t0, n
+    @staticmethod
+    async def worker(qin, qout):
+        get, put = qin.get, qout.put_nowait
+        while True:
+            v = await get()
+            put(v)
+            if v is None:
+                return
 
     async def ateardown(self):
-        self.q1.put_nowait(None)
-        await self.t
+        self.qs[1 % self.n].put_nowait(None)
+        await self.qs[0].get()
+        for t in self.ts:
+            await t
+
+
+class TaskQueue(TaskRing):
+    """Two asyncio tasks over two asyncio.Queue."""
+
+    sample_note = ""
+    n = 2
+    arun = timed_loop("put(1); await get()", "put, get = self.qs[1].put_nowait, self.qs[0].get", is_async=True)
 
 
 class TaskFuture(AsyncBench):
     """Two asyncio tasks handing over by resolving bare futures."""
+
+    arun = timed_loop("resp = self.resp = fut(); self.req.set_result(1); await resp", "fut = self.fut", is_async=True)
 
     async def asetup(self):
         loop = asyncio.get_running_loop()
@@ -489,130 +535,9 @@ class TaskFuture(AsyncBench):
         self.t = loop.create_task(echo())
         await asyncio.sleep(0)
 
-    async def arun(self, n, every, samples):
-        fut = self.fut
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            s = pc()
-            resp = self.resp = fut()
-            self.req.set_result(1)
-            await resp
-            samples.append(pc() - s)
-            for _ in range(every - 1):
-                resp = self.resp = fut()
-                self.req.set_result(1)
-                await resp
-        for _ in range(rest):
-            resp = self.resp = fut()
-            self.req.set_result(1)
-            await resp
-        return pc() - t0, n
-
     async def ateardown(self):
         self.req.set_result(None)
         await self.t
-
-
-# rings: the driver's main thread (or task) is worker 0; one lap is N hops.
-
-
-class ThreadRing(Bench):
-    sample_note = "per-op latencies are a lap's time divided by the ring size"
-
-    def setup(self):
-        n = int(self.p["n"])
-        self.n = self.ops_per_unit = n
-        self.qs = [queue.SimpleQueue() for _ in range(n)]
-        self.ts = []
-        old = threading.stack_size()
-        threading.stack_size(256 * 1024)
-        try:
-            for i in range(1, n):
-                t = threading.Thread(target=self.worker, args=(self.qs[i], self.qs[(i + 1) % n]), daemon=True)
-                t.start()
-                self.ts.append(t)
-        finally:
-            threading.stack_size(old)
-
-    def worker(self, qin, qout):
-        pin(self.cpus_b)
-        get, put = qin.get, qout.put
-        while True:
-            v = get()
-            put(v)
-            if v is None:
-                return
-
-    def run(self, n, every, samples):
-        size = self.n
-        laps = max(1, -(-n // size))
-        put, get = self.qs[1 % size].put, self.qs[0].get
-        chunks, rest = divmod(laps, every)
-        t0 = pc()
-        for _ in range(chunks):
-            s = pc()
-            put(1)
-            get()
-            samples.append((pc() - s) // size)
-            for _ in range(every - 1):
-                put(1)
-                get()
-        for _ in range(rest):
-            put(1)
-            get()
-        return pc() - t0, laps * size
-
-    def teardown(self):
-        self.qs[1 % self.n].put(None)
-        self.qs[0].get()
-        for t in self.ts:
-            t.join()
-
-
-class TaskRing(AsyncBench):
-    sample_note = "per-op latencies are a lap's time divided by the ring size"
-
-    async def asetup(self):
-        n = int(self.p["n"])
-        self.n = self.ops_per_unit = n
-        self.qs = [asyncio.Queue() for _ in range(n)]
-        loop = asyncio.get_running_loop()
-        self.ts = [loop.create_task(self.worker(self.qs[i], self.qs[(i + 1) % n])) for i in range(1, n)]
-        await asyncio.sleep(0)
-
-    async def worker(self, qin, qout):
-        get, put = qin.get, qout.put_nowait
-        while True:
-            v = await get()
-            put(v)
-            if v is None:
-                return
-
-    async def arun(self, n, every, samples):
-        size = self.n
-        laps = max(1, -(-n // size))
-        put, get = self.qs[1 % size].put_nowait, self.qs[0].get
-        chunks, rest = divmod(laps, every)
-        t0 = pc()
-        for _ in range(chunks):
-            s = pc()
-            put(1)
-            await get()
-            samples.append((pc() - s) // size)
-            for _ in range(every - 1):
-                put(1)
-                await get()
-        for _ in range(rest):
-            put(1)
-            await get()
-        return pc() - t0, laps * size
-
-    async def ateardown(self):
-        self.qs[1 % self.n].put_nowait(None)
-        await self.qs[0].get()
-        for t in self.ts:
-            await t
 
 
 class TaskYield(AsyncBench):
@@ -662,7 +587,6 @@ class TaskYield(AsyncBench):
 
 SQL = "select v from t where id = ?"
 HOP_DBS = ("file", "memory", "user")
-HOP_WAYS = ("direct", "executor", "two-hop", "aiosqlite")
 CREATE = "create table t (id integer primary key, v text)"
 INSERT = "insert into t (id, v) values (?, ?)"
 ROWS = 1000
@@ -701,6 +625,55 @@ def make_db(conn):
     conn.commit()
 
 
+def seed_file(name):
+    """The seed's table in a new file `name` in a temp dir named like
+    ctxlab's own: (dir, path). The dir is gone again if making it failed."""
+    import sqlite3
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())
+    path = os.path.join(d, name)
+    try:
+        conn = sqlite3.connect(path)
+        try:
+            make_db(conn)
+        finally:
+            conn.close()
+    except BaseException:
+        remove_tree(d)
+        raise
+    return d, path
+
+
+def remove_tree(d):
+    if d:
+        import shutil
+
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# One timed loop per way of calling (how: the locals it binds, one lookup),
+# so the arms differ only by the hops they take. The statement and its
+# fetch are the bench's: the seed's SQL and fetchone(), or the user's query
+# and fetchall() (every row, every call), so the user's query runs in the
+# very loop the built-in lookup does. Keys cycle over the table (or the
+# user's args) in C. arun is the way's own coroutine function, so each time
+# a hop's answer resumes the task it resumes that loop directly, as a plain
+# loop's task would, not through an awaiting frame too (+2 frame
+# resumptions per two-hop lookup, counted by testdata/rowcounts.py).
+HOP_LOOPS = {
+    "direct": ("execute, sql = self.conn.execute, self.sql", "execute(sql, (k,)).FETCH()"),
+    "executor": ("hop, ex, lookup = asyncio.get_running_loop().run_in_executor, self.ex, self.lookup",
+                 "await hop(ex, lookup, k)"),
+    "two-hop": ("hop, ex, execute = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute\n"
+                "sql, fetch = self.sql, self.fetch",
+                "cur = await hop(ex, execute, sql, (k,))\nawait hop(ex, getattr(cur, fetch))"),
+    "aiosqlite": ("execute, sql, fetch = self.db.execute, self.sql, self.fetch",
+                  "async with execute(sql, (k,)) as cur:\n    await getattr(cur, fetch)()"),
+}
+HOP_WAYS = tuple(HOP_LOOPS)
+
+
 class Hop(AsyncBench):
     def __init__(self, p):
         super().__init__(p)
@@ -719,8 +692,11 @@ class Hop(AsyncBench):
             try:
                 await self.ateardown()
             finally:
-                self.remove_dir()
+                remove_tree(self.dir)
+                self.dir = None
             raise
+        bind, op = HOP_LOOPS[self.how]
+        self.arun = types.MethodType(timed_loop(op.replace("FETCH", self.fetch), bind, keyed=True, is_async=True), self)
 
     async def open(self):
         import sqlite3
@@ -740,15 +716,7 @@ class Hop(AsyncBench):
             path, self.sql, self.keys = user_db(self.p)
             self.fetch, uri = "fetchall", True
         if self.db_kind == "file":
-            import tempfile
-
-            self.dir = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())
-            path = os.path.join(self.dir, "hop.db")
-            built = sqlite3.connect(path)
-            try:
-                make_db(built)
-            finally:
-                built.close()
+            self.dir, path = seed_file("hop.db")
         if self.how == "aiosqlite":
             self.db = await aiosqlite.connect(path, uri=uri)
             if self.db_kind == "memory":  # a :memory: database lives in its one connection
@@ -773,104 +741,6 @@ class Hop(AsyncBench):
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
         self.ex.submit(int).result()  # start the worker thread outside timing
 
-    # One loop per way of calling, each with its op written out and bound
-    # locals, so the arms differ only by the hops they take. Keys cycle over
-    # the table in C (islice of a cycle), not with a counter and a modulo.
-    # arun is not a coroutine: it hands the way's own coroutine to the loop,
-    # so each time a hop's answer resumes the task it resumes that loop
-    # directly, as a plain loop's task would, not through an awaiting arun
-    # frame too (+2 frame resumptions per two-hop lookup, counted by
-    # testdata/rowcounts.py).
-
-    def arun(self, n, every, samples):
-        run = {"direct": self.run_direct, "executor": self.run_executor, "two-hop": self.run_two_hop}
-        if self.db_kind == "user":
-            run["direct"] = self.run_direct_user
-        return run.get(self.how, self.run_aiosqlite)(n, every, samples)
-
-    async def run_direct(self, n, every, samples):
-        execute, keys, islice = self.conn.execute, self.keys, itertools.islice
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            k = next(keys)
-            s = pc()
-            execute(SQL, (k,)).fetchone()
-            samples.append(pc() - s)
-            for k in islice(keys, every - 1):
-                execute(SQL, (k,)).fetchone()
-        for k in islice(keys, rest):
-            execute(SQL, (k,)).fetchone()
-        return pc() - t0, n
-
-    async def run_direct_user(self, n, every, samples):
-        execute, sql, keys, islice = self.conn.execute, self.sql, self.keys, itertools.islice
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            k = next(keys)
-            s = pc()
-            execute(sql, (k,)).fetchall()
-            samples.append(pc() - s)
-            for k in islice(keys, every - 1):
-                execute(sql, (k,)).fetchall()
-        for k in islice(keys, rest):
-            execute(sql, (k,)).fetchall()
-        return pc() - t0, n
-
-    async def run_executor(self, n, every, samples):
-        hop, ex, lookup = asyncio.get_running_loop().run_in_executor, self.ex, self.lookup
-        keys, islice = self.keys, itertools.islice
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            k = next(keys)
-            s = pc()
-            await hop(ex, lookup, k)
-            samples.append(pc() - s)
-            for k in islice(keys, every - 1):
-                await hop(ex, lookup, k)
-        for k in islice(keys, rest):
-            await hop(ex, lookup, k)
-        return pc() - t0, n
-
-    async def run_two_hop(self, n, every, samples):
-        hop, ex, execute, sql, fetch = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute, self.sql, self.fetch
-        keys, islice = self.keys, itertools.islice
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            k = next(keys)
-            s = pc()
-            cur = await hop(ex, execute, sql, (k,))
-            await hop(ex, getattr(cur, fetch))
-            samples.append(pc() - s)
-            for k in islice(keys, every - 1):
-                cur = await hop(ex, execute, sql, (k,))
-                await hop(ex, getattr(cur, fetch))
-        for k in islice(keys, rest):
-            cur = await hop(ex, execute, sql, (k,))
-            await hop(ex, getattr(cur, fetch))
-        return pc() - t0, n
-
-    async def run_aiosqlite(self, n, every, samples):
-        execute, sql, fetch, keys, islice = self.db.execute, self.sql, self.fetch, self.keys, itertools.islice
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            k = next(keys)
-            s = pc()
-            async with execute(sql, (k,)) as cur:
-                await getattr(cur, fetch)()
-            samples.append(pc() - s)
-            for k in islice(keys, every - 1):
-                async with execute(sql, (k,)) as cur:
-                    await getattr(cur, fetch)()
-        for k in islice(keys, rest):
-            async with execute(sql, (k,)) as cur:
-                await getattr(cur, fetch)()
-        return pc() - t0, n
-
     async def ateardown(self):
         try:
             if self.db is not None:
@@ -887,13 +757,7 @@ class Hop(AsyncBench):
         try:
             super().teardown()
         finally:
-            self.remove_dir()
-
-    def remove_dir(self):
-        if self.dir is not None:
-            import shutil
-
-            shutil.rmtree(self.dir, ignore_errors=True)
+            remove_tree(self.dir)
             self.dir = None
 
 
@@ -930,24 +794,14 @@ class ChainPlain(Bench):
     sampled = False
     sample_note = "no per-op latencies: one op is below the clock's own cost"
 
-    def run(self, n, every, samples):
-        f = l1
-        t0 = pc()
-        for _ in range(n):
-            f(1)
-        return pc() - t0, n
+    run = timed_loop("f(1)", "f = l1")  # unsampled: one bare loop of n ops
 
 
 class ChainCoro(AsyncBench):
     sampled = False
     sample_note = "no per-op latencies: one op is below the clock's own cost"
 
-    async def arun(self, n, every, samples):
-        f = a1
-        t0 = pc()
-        for _ in range(n):
-            await f(1)
-        return pc() - t0, n
+    arun = timed_loop("await f(1)", "f = a1", is_async=True)
 
 
 class ChainTask(AsyncBench):
@@ -976,19 +830,7 @@ class ChainTask(AsyncBench):
     def metrics(self):
         return {"task-bytes": self.task_bytes}
 
-    async def arun(self, n, every, samples):
-        create = asyncio.get_running_loop().create_task
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            s = pc()
-            await create(a3(1))
-            samples.append(pc() - s)
-            for _ in range(every - 1):
-                await create(a3(1))
-        for _ in range(rest):
-            await create(a3(1))
-        return pc() - t0, n
+    arun = timed_loop("await create(a3(1))", "create = asyncio.get_running_loop().create_task", is_async=True)
 
 
 # --- issue 18: the seeds' remaining CPython findings ----------------------
@@ -996,6 +838,8 @@ class ChainTask(AsyncBench):
 
 class TaskEvent(AsyncBench):
     """Two asyncio tasks over a pair of asyncio.Event (the seed's 5.3 µs)."""
+
+    arun = timed_loop("e1.set(); await e2.wait(); e2.clear()", "e1, e2 = self.e1, self.e2", is_async=True)
 
     async def asetup(self):
         self.e1, self.e2 = asyncio.Event(), asyncio.Event()
@@ -1013,26 +857,6 @@ class TaskEvent(AsyncBench):
         self.t = asyncio.get_running_loop().create_task(echo())
         await asyncio.sleep(0)
 
-    async def arun(self, n, every, samples):
-        e1, e2 = self.e1, self.e2
-        chunks, rest = divmod(n, every)
-        t0 = pc()
-        for _ in range(chunks):
-            s = pc()
-            e1.set()
-            await e2.wait()
-            e2.clear()
-            samples.append(pc() - s)
-            for _ in range(every - 1):
-                e1.set()
-                await e2.wait()
-                e2.clear()
-        for _ in range(rest):
-            e1.set()
-            await e2.wait()
-            e2.clear()
-        return pc() - t0, n
-
     async def ateardown(self):
         self.stop = True
         self.e1.set()
@@ -1045,21 +869,16 @@ class BusyProcess:
     takes it along) and leaves by itself when the driver is gone."""
 
     def __init__(self, cpus):
-        parent = os.getpid()
-        prctl_ready()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                die_with_driver(parent)
-                pin(cpus)  # the arm's CPU set, not the measuring thread's alone
-                n = 0
-                while True:
-                    n += 1
-                    if n & 0xFFFFF == 0 and os.getppid() != parent:
-                        break
-            finally:
-                os._exit(0)
-        self.pid = pid
+        self.pid = fork_child(self.spin, os.getpid(), cpus)
+
+    @staticmethod
+    def spin(parent, cpus):
+        pin(cpus)  # the arm's CPU set, not the measuring thread's alone
+        n = 0
+        while True:
+            n += 1
+            if n & 0xFFFFF == 0 and os.getppid() != parent:
+                return
 
     def close(self):
         import signal
@@ -1105,56 +924,35 @@ class PyCall(AsyncBench):
     async def asetup(self):
         import concurrent.futures
 
-        self.how = self.p.get("how")
-        if self.how not in PYCALL_WAYS:
-            raise ValueError("pycall: how=%r; want one of: %s" % (self.how, ", ".join(PYCALL_WAYS)))
+        how = self.p.get("how")
+        if how not in PYCALL_WAYS:
+            raise ValueError("pycall: how=%r; want one of: %s" % (how, ", ".join(PYCALL_WAYS)))
         self.f, self.keys = user_func(self.p)
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
         self.ex.submit(int).result()
+        if how == "direct":  # the plain call, no coroutine around it
+            run = timed_loop("f(k)", "f = self.f", keyed=True, is_async=True)
+        else:
+            self.one = self.through(how)
+            run = timed_loop("await one(k)", "one = self.one", keyed=True, is_async=True)
+        self.arun = types.MethodType(run, self)
 
-    async def arun(self, n, every, samples):
-        f, keys, islice = self.f, self.keys, itertools.islice
-        loop = asyncio.get_running_loop()
-        ex = self.ex
-        chunks, rest = divmod(n, every)
-        if self.how == "direct":  # the plain call, no coroutine around it
-            t0 = pc()
-            for _ in range(chunks):
-                k = next(keys)
-                s = pc()
-                f(k)
-                samples.append(pc() - s)
-                for k in islice(keys, every - 1):
-                    f(k)
-            for k in islice(keys, rest):
-                f(k)
-            return pc() - t0, n
-        if self.how == "to_thread":
+    def through(self, how):
+        """The coroutine function that calls f(k) through the way's hops."""
+        f, ex = self.f, self.ex
+        hop = asyncio.get_running_loop().run_in_executor
+        if how == "to_thread":
             to_thread = asyncio.to_thread
 
             async def one(k):
                 return await to_thread(f, k)
-        elif self.how == "executor":
-            hop = loop.run_in_executor
-
+        elif how == "executor":
             async def one(k):
                 return await hop(ex, f, k)
         else:
-            hop = loop.run_in_executor
-
             async def one(k):
                 return await hop(ex, passback, await hop(ex, f, k))
-        t0 = pc()
-        for _ in range(chunks):
-            k = next(keys)
-            s = pc()
-            await one(k)
-            samples.append(pc() - s)
-            for k in islice(keys, every - 1):
-                await one(k)
-        for k in islice(keys, rest):
-            await one(k)
-        return pc() - t0, n
+        return one
 
     async def ateardown(self):
         self.ex.shutdown(wait=True)
@@ -1169,18 +967,16 @@ CONC_CHUNK = 10000
 
 
 class LookupOp:
-    """The fast op: the seed's sqlite3 primary-key lookup on a database file (a
-    connection per thread, as each pool thread of the seeds had), or a dict
-    lookup (the pure-compute control)."""
+    """The fast op: the seed's sqlite3 primary-key lookup on a database file,
+    or the user's query on their read-only file (user_db, every row read),
+    on a connection per thread, as each pool thread of the seeds had; the
+    user's function (py-call); or a dict lookup (the pure-compute control)."""
 
     def __init__(self, op, p=None):
         self.op = op
         self.dir = None
         self.conns = []
         self.keys = hop_keys()
-        if op == "user":
-            self.user(p)
-            return
         if op == "py-call":
             self.lookup, self.keys = user_func(p)
             return
@@ -1188,28 +984,27 @@ class LookupOp:
             d = {i: "value %d" % i for i in range(1, ROWS + 1)}
             self.lookup = lambda k: d[k]
             return
-        if op != "sqlite-file":
+        if op not in ("user", "sqlite-file"):
             raise ValueError("unknown op %r (want sqlite-file or dict)" % op)
         import sqlite3
-        import tempfile
 
-        self.dir = tempfile.mkdtemp(prefix="ctxlab-sqlop-%d-" % os.getpid())  # as Hop's
-        path = os.path.join(self.dir, "lookup.db")
-        try:
-            conn = sqlite3.connect(path)
-            try:
-                make_db(conn)
-            finally:
-                conn.close()
-        except BaseException:
-            self.close()
-            raise
+        if op == "user":
+            uri, sql, self.keys = user_db(p)
+            self.lookup = self.per_thread(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False), sql,
+                                          sqlite3.Cursor.fetchall)
+            return
+        self.dir, path = seed_file("lookup.db")
+        self.lookup = self.per_thread(lambda: sqlite3.connect(path, check_same_thread=False), SQL, sqlite3.Cursor.fetchone)
+
+    def per_thread(self, connect, sql, fetch):
+        """lookup(k): fetch(sql, (k,)) on the calling thread's own
+        connection, which connect() makes at its first lookup."""
         local = threading.local()
         lock = threading.Lock()
         conns = self.conns
 
         def conn_here():
-            c = sqlite3.connect(path, check_same_thread=False)
+            c = connect()
             with lock:
                 conns.append(c)
             local.execute = c.execute
@@ -1220,39 +1015,14 @@ class LookupOp:
                 execute = local.execute
             except AttributeError:
                 execute = conn_here()
-            return execute(SQL, (k,)).fetchone()
+            return fetch(execute(sql, (k,)))
 
-        self.lookup = lookup
-
-    def user(self, p):
-        """op=user: the user's query on their read-only file (user_db), a
-        connection per thread, every row read."""
-        import sqlite3
-
-        uri, sql, self.keys = user_db(p)
-        local = threading.local()
-        lock = threading.Lock()
-        conns = self.conns
-
-        def lookup(k):
-            try:
-                execute = local.execute
-            except AttributeError:
-                c = sqlite3.connect(uri, uri=True, check_same_thread=False)
-                with lock:
-                    conns.append(c)
-                execute = local.execute = c.execute
-            return execute(sql, (k,)).fetchall()
-
-        self.lookup = lookup
+        return lookup
 
     def close(self):
         for c in self.conns:
             c.close()
-        if self.dir:
-            import shutil
-
-            shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tree(self.dir)
 
 
 class ConcSem(AsyncBench):
@@ -1473,7 +1243,6 @@ class EventLoopLag(AsyncBench):
                 await loop.run_in_executor(self.pool, work, k)
         sock_recv = loop.sock_recv
         lags = self.lags if self.timed else []
-        done = loop.create_future()
         stop = [False]
 
         async def prober():
