@@ -154,7 +154,7 @@ type Yield struct {
 	workers []*yieldWorker
 	batch   sync.WaitGroup
 	exited  sync.WaitGroup
-	stop    atomic.Bool
+	stop    uint32 // non-zero: cut the batch short (atomic)
 
 	mu     sync.Mutex
 	closed bool
@@ -167,7 +167,7 @@ type yieldKind interface {
 	// begin runs on worker i's goroutine before its first batch.
 	begin(i int) error
 	// yields yields n times, fewer once stop is set; it returns how many.
-	yields(n int, stop *atomic.Bool) int
+	yields(n int, stop *uint32) int
 	participants() exp.Participants
 	tids() []int
 	// end runs once every worker is gone.
@@ -230,11 +230,12 @@ type goroutineYields struct{}
 
 func (goroutineYields) begin(int) error { return nil }
 
-func (goroutineYields) yields(n int, stop *atomic.Bool) int {
+func (goroutineYields) yields(n int, stop *uint32) int {
 	i := 0
-	for ; i < n; i++ {
+	for i < n {
 		runtime.Gosched()
-		if i&63 == 63 && stop.Load() {
+		i++
+		if i&63 == 0 && atomic.LoadUint32(stop) != 0 {
 			break
 		}
 	}
@@ -265,16 +266,7 @@ func (t *threadYields) begin(i int) error {
 	return measure.PinThread(pin)
 }
 
-func (t *threadYields) yields(n int, stop *atomic.Bool) int {
-	i := 0
-	for ; i < n; i++ {
-		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		if i&63 == 63 && stop.Load() {
-			break
-		}
-	}
-	return i
-}
+func (t *threadYields) yields(n int, stop *uint32) int { return mech.Yields(n, stop) }
 
 // Participants: thread workers are their own locked threads.
 func (t *threadYields) participants() exp.Participants { return exp.Threads(t.tids()...) }
@@ -320,7 +312,7 @@ func (y *Yield) Run(b *measure.B) error {
 	close(gate)
 	y.batch.Wait()
 	b.StopTimer()
-	if y.stop.Load() {
+	if atomic.LoadUint32(&y.stop) != 0 {
 		return mech.ErrStopped
 	}
 	return nil
@@ -345,7 +337,7 @@ func (y *Yield) Yields() []int64 {
 // Close cuts any batch short and waits for every worker (and its thread) to end.
 func (y *Yield) Close() error {
 	y.once.Do(func() {
-		y.stop.Store(true)
+		atomic.StoreUint32(&y.stop, 1)
 		y.mu.Lock()
 		y.closed = true
 		for _, w := range y.workers {

@@ -328,3 +328,30 @@ func (e *futexEnd) echo() error {
 	futexEcho(&e.w.seq[e.me], &e.w.seq[1-e.me], &e.seen, &e.w.stop, e.priv)
 	return nil
 }
+
+// Yields makes up to n sched_yield(2) calls from the calling (locked)
+// thread in one system-call section, and returns how many it made: fewer
+// once *stop is non-zero, which it reads every 64 calls. Made through the
+// runtime one at a time the calls would pay its bookkeeping each; made raw
+// outside a section they would keep the thread's P, where a
+// stop-the-world cannot take it (a signal to preempt the thread lands on
+// a system call's return, no point the runtime can stop at), so a garbage
+// collection, and every timer with it, would wait for the whole batch:
+// minutes, when other work gets the CPU at each yield.
+//
+//go:nosplit
+//go:noinline
+//go:norace
+func Yields(n int, stop *uint32) int {
+	entersyscall()
+	i := 0
+	for i < n {
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		i++
+		if i&63 == 0 && atomic.LoadUint32(stop) != 0 {
+			break
+		}
+	}
+	exitsyscall()
+	return i
+}
