@@ -23,12 +23,10 @@ import (
 // (SPEC §5.5). The tail, not the median, is the finding: it piles up at a
 // scheduling quantum, which the arm's notes name.
 func init() {
-	exp.Register(&exp.Spec{
+	exp.Register(&interferenceExp{exp.Spec{
 		Name:       "interference",
 		Order:      50,
 		References: interferenceRefs,
-		Verdict:    interferenceVerdict,
-		Hogged:     interferenceHogged,
 		Summary:    "tail latency of a wake-up while CPU hogs run, and the scheduling quantum behind it",
 		Op:         "wake-up (each arm says which)",
 		OpLabels:   []exp.OpLabel{{Label: "mstimersleep", Has: "timer"}, {Label: "roundtrip", Has: "futex"}, {Label: "roundtrip", Has: "procpipe"}, {Label: "roundtrip", Has: "pythread"}, {Label: "roundtrip", Has: "pytask"}},
@@ -63,12 +61,31 @@ B forked child processes instead of threads (…/busy=B/si=S/in=process).
 		Checks:   cpythonChecks(interferenceChecks, interferencePyChecks),
 		Findings: cpythonFindings(interferenceFindings, interferencePyFindings),
 		Metrics:  append(append([]exp.Metric(nil), interferenceMetrics...), cpythonMetrics...),
-		// A round trip sharing its CPU with a spinning process: the kernel's
-		// slice shows in the tail, and differs between kernels and hosts.
-		Probes: names(ifKey(shapeFutex, hogProcess+"-"+hogSpin, 1, 2)),
-	})
+	}})
 	child.Register("starve", starveChild)
 	child.Register("client", clientChild)
+}
+
+// interferenceExp is interference with its hooks: its verdict lines, the
+// arms that run hogs (no cost per switch) and serve's probe.
+type interferenceExp struct{ exp.Spec }
+
+var _ interface {
+	exp.Verdicter
+	exp.Hogger
+	exp.Prober
+} = (*interferenceExp)(nil)
+
+func (*interferenceExp) Verdict(v *exp.VerdictRun) []exp.VerdictSection {
+	return interferenceVerdict(v)
+}
+
+func (*interferenceExp) Hogged(a result.Arm) bool { return interferenceHogged(a) }
+
+// Probes: a round trip sharing its CPU with a spinning process: the
+// kernel's slice shows in the tail, and differs between kernels and hosts.
+func (*interferenceExp) Probes() []string {
+	return names(ifKey(shapeFutex, hogProcess+"-"+hogSpin, 1, 2))
 }
 
 // Shapes of the latency-sensitive side.
