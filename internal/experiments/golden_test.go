@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop/sqloptest"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
@@ -61,10 +62,10 @@ func goldenPlans(t *testing.T) []struct {
 		{"default --workers 2,5 --hogs 0,2", workers}, {"default --cpus 0", cpus}, {"default with the user's query and function", user}}
 }
 
-// goldenDB is shopDB under a fixed name, so its base name in the arms'
+// goldenDB is sqloptest.ShopDB under a fixed name, so its base name in the arms'
 // params is the same on every machine.
 func goldenDB(t *testing.T) string {
-	path := shopDB(t)
+	path := sqloptest.ShopDB(t, 2000)
 	dst := filepath.Join(t.TempDir(), "golden.db")
 	b, err := os.ReadFile(path)
 	if err != nil {

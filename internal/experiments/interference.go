@@ -323,18 +323,13 @@ func repsFor(suite string) int {
 // CLOCK_MONOTONIC stamp each), fd 4 the parent's acks. Between an ack and
 // the next request it sleeps the think time (args[0], ns) in the kernel.
 func clientChild(args []string, files []*os.File) int {
-	if len(args) != 1 || len(files) < 2 {
-		fmt.Fprintln(os.Stderr, "client child: want think time and two fds")
-		return 2
-	}
-	think, err := strconv.ParseInt(args[0], 10, 64)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "client child:", err)
+	think, ok := childArgs("client", "think time and two fds", args, files, 1, 2, 0)
+	if !ok {
 		return 2
 	}
 	runtime.LockOSThread()
 	out, in := int(files[0].Fd()), int(files[1].Fd())
-	ts := unix.NsecToTimespec(think)
+	ts := unix.NsecToTimespec(think[0])
 	var b, ack [8]byte
 	for {
 		unix.Nanosleep(&ts, nil)
@@ -352,15 +347,11 @@ func clientChild(args []string, files []*os.File) int {
 // each) to the parent, fd 4 carries the parent's "start the hogs" byte.
 // Args: hog count, hog kind.
 func starveChild(args []string, files []*os.File) int {
-	if len(args) != 2 || len(files) < 2 {
-		fmt.Fprintln(os.Stderr, "starve child: want hog count, hog kind and two fds")
+	hogs, ok := childArgs("starve", "hog count, hog kind and two fds", args, files, 2, 2, 0)
+	if !ok {
 		return 2
 	}
-	n, err := strconv.Atoi(args[0])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starve child:", err)
-		return 2
-	}
+	n := int(hogs[0])
 	out, ctl := files[0], files[1]
 	var mu sync.Mutex
 	write := func(v uint64) error {
