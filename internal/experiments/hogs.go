@@ -208,8 +208,9 @@ func (h *processHogs) TIDs() []int { return nil }
 // kills it; the parent-death signal covers a parent that dies first).
 // Args: kind, stream buffer bytes.
 func hogChild(args []string, files []*os.File) int {
-	size, ok := childArgs("hog", "kind and buffer size", args, files, 2, 0, 1)
-	if !ok {
+	size, err := childArgs("hog", "kind and buffer size", args, files, 2, 0, 1)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	var buf []byte

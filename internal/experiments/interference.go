@@ -323,8 +323,9 @@ func repsFor(suite string) int {
 // CLOCK_MONOTONIC stamp each), fd 4 the parent's acks. Between an ack and
 // the next request it sleeps the think time (args[0], ns) in the kernel.
 func clientChild(args []string, files []*os.File) int {
-	think, ok := childArgs("client", "think time and two fds", args, files, 1, 2, 0)
-	if !ok {
+	think, err := childArgs("client", "think time and two fds", args, files, 1, 2, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	runtime.LockOSThread()
@@ -347,8 +348,9 @@ func clientChild(args []string, files []*os.File) int {
 // each) to the parent, fd 4 carries the parent's "start the hogs" byte.
 // Args: hog count, hog kind.
 func starveChild(args []string, files []*os.File) int {
-	hogs, ok := childArgs("starve", "hog count, hog kind and two fds", args, files, 2, 2, 0)
-	if !ok {
+	hogs, err := childArgs("starve", "hog count, hog kind and two fds", args, files, 2, 2, 0)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	n := int(hogs[0])
