@@ -273,26 +273,58 @@ func coverage(sum watch.Profile, ru RusageRecord) string {
 		seen, all, 100*float64(seen)/float64(all))
 }
 
-func printDiagnosis(o *DiagnoseOptions, r *diagnosed) error {
-	sum, recs, ru, note, left := r.sum, r.recs, r.ru, r.note, r.left
-	d := newDisplay(&o.WatchOptions, o.Stderr, "")
-	cov := coverage(sum, ru)
-	if d.json {
-		if err := d.summary(sum, ""); err != nil {
+// noteRecord is the JSON line of one of diagnose's notes.
+type noteRecord struct {
+	Kind string `json:"kind"` // note
+	Text string `json:"text"`
+}
+
+// notes are the diagnosis's notes: how much of the switches sampling saw,
+// what the run noted, and ctxlab's own share of the CPU.
+func (r *diagnosed) notes() []string {
+	var out []string
+	for _, n := range []string{coverage(r.sum, r.ru), r.note, r.left} {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// jsonRecords are the diagnosis's own records, as --format json writes
+// them: the whole run's profile as shown (--by-name, --sort, --top) with
+// its readings, the counters, the notes and the rusage.
+func (r *diagnosed) jsonRecords(o *DiagnoseOptions) []any {
+	q, readings, _ := (&display{o: &o.WatchOptions}).shape(r.sum)
+	out := watch.Records(q, "summary", readings)
+	for _, c := range r.recs {
+		out = append(out, c)
+	}
+	for _, n := range r.notes() {
+		out = append(out, noteRecord{Kind: "note", Text: n})
+	}
+	return append(out, r.ru)
+}
+
+// writeJSONLines writes records one JSON object a line, control
+// characters from outside escaped.
+func writeJSONLines(w io.Writer, records []any) error {
+	enc := json.NewEncoder(termsafe.JSON(w))
+	for _, rec := range records {
+		if err := enc.Encode(rec); err != nil {
 			return err
 		}
-		enc := json.NewEncoder(termsafe.JSON(o.Stderr))
-		for _, r := range recs {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		for _, n := range []string{cov, note, left} {
-			if n != "" {
-				_ = enc.Encode(map[string]string{"kind": "note", "text": n})
-			}
-		}
-		return enc.Encode(ru)
+	}
+	return nil
+}
+
+// printDiagnosis writes the diagnosis: its JSON records, or the profile's
+// table, the counters, the rusage and the notes for a person.
+func printDiagnosis(o *DiagnoseOptions, r *diagnosed) error {
+	sum, recs, ru := r.sum, r.recs, r.ru
+	d := newDisplay(&o.WatchOptions, o.Stderr, "")
+	if d.json {
+		return writeJSONLines(o.Stderr, r.jsonRecords(o))
 	}
 	title := fmt.Sprintf("ctxlab diagnose: %s, whole run (exit status %d, %.2f s)", termsafe.String(o.Args[0]), ru.ExitStatus, ru.WallS)
 	if err := d.summary(sum, title); err != nil {
@@ -320,10 +352,8 @@ func printDiagnosis(o *DiagnoseOptions, r *diagnosed) error {
 	}
 	fmt.Fprintf(w, "rusage (the command and its waited-for children): %d voluntary, %d involuntary switches; user %s, sys %s; %d minor faults; max RSS %d KiB\n",
 		ru.Voluntary, ru.Involuntary, result.FormatNs(float64(ru.UserUs)*1e3), result.FormatNs(float64(ru.SysUs)*1e3), ru.MinorFaults, ru.MaxRSSKiB)
-	for _, n := range []string{cov, note, left} {
-		if n != "" {
-			fmt.Fprintf(w, "note: %s\n", n)
-		}
+	for _, n := range r.notes() {
+		fmt.Fprintf(w, "note: %s\n", n)
 	}
 	return nil
 }
@@ -359,24 +389,26 @@ func (r *diagnosed) run(o *DiagnoseOptions, host *sysinfo.Host, pr *price.Price)
 	return run
 }
 
-// records are the diagnosis as --format json writes it, one record a
-// line, whatever the format shown.
+// records are the diagnosis as --format json writes it, whatever the
+// format shown: its own records, the CPython probe's, the working set's
+// and the price's, each encoded as the display encodes it. A record that
+// cannot be encoded (a figure that is not a number) is left out.
 func (r *diagnosed) records(o *DiagnoseOptions, pr *price.Price) []json.RawMessage {
-	var buf bytes.Buffer
-	oj := *o
-	oj.Format, oj.Stderr = "json", &buf
-	_ = printDiagnosis(&oj, r)
+	recs := r.jsonRecords(o)
 	if r.py != nil {
-		_ = r.py.WriteJSON(&buf)
+		recs = append(recs, r.py.Records()...)
 	}
-	_ = printWSS(&buf, true, r.wss)
+	if r.wss != nil {
+		recs = append(recs, r.wss)
+	}
 	if pr != nil {
-		_ = printPrice(&buf, true, pr)
+		recs = append(recs, priceRecord{"price", *pr})
 	}
 	var out []json.RawMessage
-	for _, line := range bytes.Split(buf.Bytes(), []byte("\n")) {
-		if len(bytes.TrimSpace(line)) > 0 && json.Valid(line) {
-			out = append(out, json.RawMessage(line))
+	for _, rec := range recs {
+		var b bytes.Buffer
+		if writeJSONLines(&b, []any{rec}) == nil {
+			out = append(out, json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n"))))
 		}
 	}
 	return out

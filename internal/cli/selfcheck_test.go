@@ -83,7 +83,11 @@ func TestSelfcheckWithoutPerf(t *testing.T) {
 	h := selfcheck.FromRun(&r)
 	var want []string // every arm an experiment declares, in the registry's order, but the user's query's
 	for _, spec := range exp.All() {
-		for _, ref := range spec.Harness {
+		hs, ok := exp.Hook[exp.Harnessed](spec)
+		if !ok {
+			continue
+		}
+		for _, ref := range hs.Harness() {
 			if !ref.Reference.UserOnly() {
 				want = append(want, ref.Arm)
 			}

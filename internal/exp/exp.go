@@ -52,7 +52,11 @@ type Params struct {
 	Options Settings
 }
 
-// Spec describes one experiment. Each experiment file registers one.
+// Spec describes one experiment: what every experiment has. Each
+// experiment file registers one, as a *Spec or as a type of its own that
+// embeds Spec and implements the optional hooks (hooks.go) that one
+// consumer each reads: its verdict, the arms price, serve and selfcheck
+// read, the figures it derives.
 type Spec struct {
 	Name    string // "pingpong"; arms are named "pingpong/…"
 	Summary string // one line for `ctxlab list`
@@ -65,60 +69,24 @@ type Spec struct {
 	// Arms returns the configurations to measure for these params. An
 	// error here is a usage error (bad worker count …): nothing has started.
 	Arms func(p Params) ([]Arm, error)
-	// Derive, if set, adds figures that compare arms (a multiple of a
-	// baseline arm) to the measured arms in place, before Checks and
-	// Findings see them; only Metrics and Notes should be changed.
-	Derive func(arms []result.Arm)
-	// Checks evaluates the experiment's invariants over its measured arms.
+	// Checks evaluates the experiment's invariants over its measured arms
+	// (after Deriver's figures are added).
 	Checks func(arms []result.Arm) []result.Check
 	// Findings returns one-line readings of the results ("same CPU is 8× faster").
 	Findings func(arms []result.Arm) []string
 	// Metrics declares every figure the arms add to result.Arm.Metrics
 	// (besides the runner's counter-derived ones, CounterMetrics).
 	Metrics []Metric
-	// SizeParams are the arms' parameters (result.Arm.Params keys) whose
-	// values are sizes in bytes: the report draws them on a bytes axis.
-	SizeParams []string
-	// Probes names the arms `ctxlab serve` re-measures by default: cheap,
-	// steady, and telling when hosts are compared. Most experiments have none.
-	Probes []string
 	// Order places the experiment in listings, suites and reports
 	// (ascending; equal orders by name).
 	Order int
 	// References are the published figures (SPEC §8) the report shows
 	// beside the experiment's arms.
 	References []Reference
-	// Headline are the experiment's rows in the verdict's handoff table.
-	Headline []Headline
-	// Verdict, if set, writes the experiment's part of the verdict from a
-	// run's measured arms; it is called for every run, so it says "not
-	// measured" where the run lacks the arms it reads. It only reads the
-	// result model: a stored run gives the same verdict.
-	Verdict func(v *VerdictRun) []VerdictSection
-	// SwitchCost names the arms, two threads on one CPU, whose round trips
-	// give this host's direct cost of one context switch, in order of
-	// preference: price.DirectCost, the one rule the verdict, budget,
-	// watch and diagnose take it by.
-	SwitchCost []string
-	// IndirectCost, if set, is the indirect cost per switch by working set
-	// that the experiment's arms in arms measured, ascending by size; nil
-	// when they measured none (price's cold-cache range).
-	IndirectCost func(arms []result.Arm) []CostPoint
-	// IndirectArms are the arm patterns (exp.Select) that measure the
-	// IndirectCost curve: what a brief calibration runs when no stored run
-	// has it and a working set is to be priced.
-	IndirectArms []string
-	// Hogged, if set, says an arm runs CPU hogs beside its workers: its op
-	// time holds the hogs' turns, so it is no cost per switch (serve).
-	Hogged func(a result.Arm) bool
-	// Harness names the arms `ctxlab selfcheck` holds to an instrument
-	// ctxlab did not write, each with its reference.
-	Harness []HarnessRef
-	// Pairs are the comparisons the experiment's verdict states between
-	// two of its arms: when a run measures both, the runner measures them
-	// again side by side, taking turns, and records the ratio
-	// (result.Experiment.Comparisons).
-	Pairs []Pair
+
+	// impl is the value the spec was registered as (Bind), whose methods
+	// Hook finds.
+	impl Experiment
 }
 
 // Pair is one comparison the verdict states: arm A against arm B, whose
@@ -363,8 +331,10 @@ type Record struct {
 
 var registry = map[string]*Spec{}
 
-// Register adds an experiment; it panics on a duplicate name (a programming error).
-func Register(s *Spec) {
+// Register adds an experiment (a *Spec, or a type that embeds Spec and
+// implements hooks); it panics on a duplicate name (a programming error).
+func Register(e Experiment) {
+	s := Bind(e)
 	if _, dup := registry[s.Name]; dup {
 		panic("exp: duplicate experiment " + s.Name)
 	}

@@ -40,11 +40,12 @@ var conventionalSizeParams = []string{"w", "ws", "size", "bytes"}
 
 // SizeParam says whether the parameter key of experiment's arms is a
 // size in bytes (a working set): one the experiment declares in
-// Spec.SizeParams, or, for a run of no registered experiment, one of the
+// its Sizer hook, or, for a run of no registered experiment, one of the
 // conventional names w, ws, size and bytes.
 func SizeParam(experiment, key string) bool {
 	if s, ok := Lookup(experiment); ok {
-		return contains(s.SizeParams, key)
+		z, sized := Hook[Sizer](s)
+		return sized && contains(z.SizeParams(), key)
 	}
 	return contains(conventionalSizeParams, key)
 }

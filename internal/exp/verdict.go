@@ -359,7 +359,7 @@ func ShortName(a result.Arm) string { return ShortNameIn(a.Experiment, a.Name) }
 
 // CostPoint is the indirect cost of one context switch at one working-set
 // size: what a switch costs on top of the direct cost once the caches are
-// cold (Spec.IndirectCost).
+// cold (IndirectCoster).
 type CostPoint struct {
 	Bytes int64
 	Label string // the working set as the experiment names it ("256KiB")

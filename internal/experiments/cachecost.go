@@ -17,18 +17,13 @@ import (
 // workers ran, a thread's caches, TLB and predictors are cold and the same
 // work runs slower. No switch counter shows it; wall and on-CPU time do.
 func init() {
-	exp.Register(&exp.Spec{
-		Pairs:        cachecostPairs,
-		Name:         "cachecost",
-		Order:        90,
-		References:   cachecostRefs,
-		Verdict:      cachecostVerdict,
-		IndirectCost: cachecostCurve,
-		IndirectArms: []string{"cachecost/per-switch/*"},
-		Summary:      "the indirect cost of switching: cold caches after other workers ran (sweep, per-switch, slice)",
-		Op:           "element visited",
-		OpLabels:     []exp.OpLabel{{Label: "elementvisited", Has: "sweep"}, {Label: "roundtrip", Has: "pingpong"}},
-		SizeParams:   []string{"W_bytes"},
+	exp.Register(&cachecostExp{exp.Spec{
+		Name:       "cachecost",
+		Order:      90,
+		References: cachecostRefs,
+		Summary:    "the indirect cost of switching: cold caches after other workers ran (sweep, per-switch, slice)",
+		Op:         "element visited",
+		OpLabels:   []exp.OpLabel{{Label: "elementvisited", Has: "sweep"}, {Label: "roundtrip", Has: "pingpong"}},
 		Doc: `sweep: T locked threads each follow their own W-byte working set (one
 4-byte element per load, sequential or a shuffled cycle of dependent loads),
 the same total work at T = cores and at T ≫ cores (16× by default), with
@@ -50,11 +45,33 @@ and shown side by side where the machine has them.`,
 		Checks:   cachecostChecks,
 		Findings: cachecostFindings,
 		Metrics:  cachecostMetrics,
-	})
+	}})
 	exp.RegisterOption(cachecostW)
 	exp.RegisterOption(cachecostT)
 	exp.RegisterOption(cachecostPattern)
 }
+
+// cachecostExp is cachecost with its hooks: its verdict lines, the
+// indirect cost curve price reads and the arms that measure it, the pairs
+// measured side by side, and its working sets drawn on a bytes axis.
+type cachecostExp struct{ exp.Spec }
+
+var _ interface {
+	exp.Verdicter
+	exp.IndirectCoster
+	exp.Pairer
+	exp.Sizer
+} = (*cachecostExp)(nil)
+
+func (*cachecostExp) Verdict(v *exp.VerdictRun) []exp.VerdictSection { return cachecostVerdict(v) }
+
+func (*cachecostExp) IndirectCost(arms []result.Arm) []exp.CostPoint { return cachecostCurve(arms) }
+
+func (*cachecostExp) IndirectArms() []string { return []string{"cachecost/per-switch/*"} }
+
+func (*cachecostExp) Pairs() []exp.Pair { return cachecostPairs }
+
+func (*cachecostExp) SizeParams() []string { return []string{"W_bytes"} }
 
 // cachecost's --set options. T's floor, more than the run's CPUs, is
 // checked with the run's CPUs (cachecostArms).

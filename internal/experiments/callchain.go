@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
+	"github.com/ctxlab/ctxlab/internal/result"
 )
 
 // callchain: the per-call and per-task floor (SPEC §5.7). A 3-level chain
@@ -16,11 +17,10 @@ import (
 // every level a goroutine; and tiny items processed inline, one goroutine
 // per item, or one goroutine per batch.
 func init() {
-	exp.Register(&exp.Spec{
+	exp.Register(&callchainExp{exp.Spec{
 		Name:       "callchain",
 		Order:      70,
 		References: callchainRefs,
-		Harness:    []exp.HarnessRef{{Arm: ccKey(exp.Seg("pythread"), exp.Seg("plain")).String(), Reference: exp.RefPyChain}},
 		Summary:    "the per-call and per-task floor: a 3-level call chain plain, dynamic and as goroutines; a goroutine per item vs per batch",
 		Op:         "chain (3 nested calls) or item",
 		OpLabels:   []exp.OpLabel{{Label: "levelcall", Has: "pythread"}, {Label: "levelcall", Has: "coroutine"}, {Label: "task", Has: "create-task"}, {Label: "chain", Has: "plain"}, {Label: "chain", Has: "inlined"}, {Label: "chain", Has: "interface"}, {Label: "chain", Has: "closure"}, {Label: "chain", Has: "goroutine"}, {Label: "item"}},
@@ -40,14 +40,28 @@ as coroutines awaited in turn (pytask/coroutine); pytask/create-task is one
 asyncio task per item (op = task), with the memory each task takes.
 ` + cpythonDoc,
 		Arms:     withCPython(callchainArms, callchainPyPlan),
-		Derive:   nativeDerive(callchainDerive),
 		Checks:   cpythonChecks(callchainChecks, nil),
 		Findings: cpythonFindings(callchainFindings, callchainPyRefs.findings),
 		Metrics: append(append(append([]exp.Metric(nil), callchainMetrics...), cpythonMetrics...),
 			exp.Metric{Name: "task-bytes", Unit: "bytes", Better: exp.LowerIsBetter, Doc: "memory per asyncio task (tracemalloc)"}),
-	})
+	}})
 	exp.RegisterOption(ccItemsOpt)
 	exp.RegisterOption(ccBatchOpt)
+}
+
+// callchainExp is callchain with its hooks: the figures derived against
+// the plain chain, and the selfcheck reference of the CPython chain.
+type callchainExp struct{ exp.Spec }
+
+var _ interface {
+	exp.Deriver
+	exp.Harnessed
+} = (*callchainExp)(nil)
+
+func (*callchainExp) Derive(arms []result.Arm) { nativeDerive(callchainDerive)(arms) }
+
+func (*callchainExp) Harness() []exp.HarnessRef {
+	return []exp.HarnessRef{{Arm: ccKey(exp.Seg("pythread"), exp.Seg("plain")).String(), Reference: exp.RefPyChain}}
 }
 
 // callchain's --set options; batch's ceiling, the items, is checked

@@ -18,7 +18,7 @@ import (
 // goroutines limited by a semaphore vs a fixed pool of locked-thread
 // workers; op = one lookup, plus the total for 10 000 lookups.
 func init() {
-	exp.Register(&exp.Spec{
+	exp.Register(&concurrencyExp{exp.Spec{
 		Name:    "concurrency",
 		Order:   80,
 		Summary: "a microsecond SQLite lookup at concurrency 1, 10, 50: goroutines under a semaphore vs a pool of locked threads; CPython tasks under a Semaphore hopping to threads vs ThreadPoolExecutor.map",
@@ -43,14 +43,21 @@ ThreadPoolExecutor(C).map of the plain call (pythread/OP/pool-map/c=C).
 ` + cpythonDoc,
 		OpLabels: []exp.OpLabel{{Label: "op", Has: "user"}, {Label: "op", Has: "py-call"}, {Label: "lookup"}},
 		Arms:     withCPython(concurrencyArms, concurrencyPyPlan),
-		Derive:   concurrencyDerive,
 		Checks:   cpythonChecks(concurrencyChecks, concurrencyPyChecks),
 		Findings: cpythonFindings(concurrencyFindings, concurrencyPyFindings),
 		Metrics:  append(append([]exp.Metric(nil), concurrencyMetrics...), cpythonMetrics...),
-	})
+	}})
 	exp.RegisterOption(concLevelsOpt)
 	exp.RegisterOption(concPoolOpt)
 }
+
+// concurrencyExp is concurrency with its hook: the total for 10 000
+// lookups, derived.
+type concurrencyExp struct{ exp.Spec }
+
+var _ exp.Deriver = (*concurrencyExp)(nil)
+
+func (*concurrencyExp) Derive(arms []result.Arm) { concurrencyDerive(arms) }
 
 // concurrency's --set options.
 var (

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop/sqloptest"
 )
 
 // Every concurrency arm runs and checks each row, leaving no goroutine,
@@ -95,7 +96,7 @@ func TestConcurrencyIndexPythonAll(t *testing.T) {
 // CPython alike; one over the bound, or a concurrency.levels that
 // disagrees, is refused with the values named.
 func TestConcurrencyWorkersSetLevels(t *testing.T) {
-	path := shopDB(t)
+	path := sqloptest.ShopDB(t, 2000)
 	p := hopParams(exp.SuiteQuick, userExtra(path))
 	p.Workers = []int{2, 7}
 	arms, err := concurrencyArms(p)

@@ -18,7 +18,7 @@ import (
 // work is the loop's own handler, and the figures (a timer's lag, I/O
 // requests' latency, throughput) are not a round trip's.
 func init() {
-	exp.Register(&exp.Spec{
+	exp.Register(&eventloopExp{exp.Spec{
 		Name:    "eventloop",
 		Order:   85,
 		Summary: "CPython asyncio: a 1 ms timer's lag and I/O requests' latency while handlers do CPU work inline, via to_thread or in a process pool",
@@ -39,7 +39,6 @@ Arm names: eventloop/pytask/HOW/work=Xms.
 ` + cpythonDoc,
 		OpLabels: []exp.OpLabel{{Label: "request"}},
 		Arms:     eventloopArms,
-		Derive:   eventloopDerive,
 		Checks:   eventloopChecks,
 		Findings: eventloopFindings,
 		Metrics: append([]exp.Metric{
@@ -53,8 +52,15 @@ Arm names: eventloop/pytask/HOW/work=Xms.
 			{Name: "loop-cpu-us/request", Unit: "us", Better: exp.LowerIsBetter, Doc: "CPU time of the loop's thread per request"},
 			{Name: "throughput-requests/s", Unit: "requests", Better: exp.HigherIsBetter, Doc: "requests served per second (1 ÷ the median)"},
 		}, cpythonMetrics...),
-	})
+	}})
 }
+
+// eventloopExp is eventloop with its hook: the throughput, derived.
+type eventloopExp struct{ exp.Spec }
+
+var _ exp.Deriver = (*eventloopExp)(nil)
+
+func (*eventloopExp) Derive(arms []result.Arm) { eventloopDerive(arms) }
 
 var (
 	eventloopWork = []string{"0.1", "1", "5"}

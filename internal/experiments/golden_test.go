@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"github.com/ctxlab/ctxlab/internal/sqlop/sqloptest"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 )
 
@@ -61,10 +62,10 @@ func goldenPlans(t *testing.T) []struct {
 		{"default --workers 2,5 --hogs 0,2", workers}, {"default --cpus 0", cpus}, {"default with the user's query and function", user}}
 }
 
-// goldenDB is shopDB under a fixed name, so its base name in the arms'
+// goldenDB is sqloptest.ShopDB under a fixed name, so its base name in the arms'
 // params is the same on every machine.
 func goldenDB(t *testing.T) string {
-	path := shopDB(t)
+	path := sqloptest.ShopDB(t, 2000)
 	dst := filepath.Join(t.TempDir(), "golden.db")
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -200,7 +201,7 @@ func analyse(b *strings.Builder, spec *exp.Spec, all []result.Arm) {
 			own = append(own, a)
 		}
 	}
-	if spec.Derive != nil {
+	if derive := deriveOf(spec); derive != nil {
 		before := map[string]map[string]float64{}
 		for _, a := range own {
 			before[a.Name] = a.Metrics
@@ -210,7 +211,7 @@ func analyse(b *strings.Builder, spec *exp.Spec, all []result.Arm) {
 			}
 			before[a.Name] = m
 		}
-		spec.Derive(own)
+		derive(own)
 		for _, a := range own {
 			var ks []string
 			for k, v := range a.Metrics {
@@ -232,19 +233,19 @@ func analyse(b *strings.Builder, spec *exp.Spec, all []result.Arm) {
 			fmt.Fprintf(b, "finding %q\n", f)
 		}
 	}
-	if spec.IndirectCost != nil {
-		for _, c := range spec.IndirectCost(own) {
+	if indirect := indirectCostOf(spec); indirect != nil {
+		for _, c := range indirect(own) {
 			fmt.Fprintf(b, "indirect %+v\n", c)
 		}
 	}
-	if spec.Hogged != nil {
+	if hogged := hoggedOf(spec); hogged != nil {
 		for _, a := range own {
-			if spec.Hogged(a) {
+			if hogged(a) {
 				fmt.Fprintf(b, "hogged %s\n", a.Name)
 			}
 		}
 	}
-	if spec.Verdict != nil {
+	if verdict := verdictOf(spec); verdict != nil {
 		run := &result.Run{Arms: all, Env: result.Env{Hypervisor: true}}
 		// Derived figures as the run stores them.
 		for i := range run.Arms {
@@ -254,7 +255,7 @@ func analyse(b *strings.Builder, spec *exp.Spec, all []result.Arm) {
 				}
 			}
 		}
-		for _, s := range spec.Verdict(exp.NewVerdictRun(run)) {
+		for _, s := range verdict(exp.NewVerdictRun(run)) {
 			fmt.Fprintf(b, "verdict block %d heading %q\n", s.Block, s.Heading)
 			for _, l := range s.Lines {
 				fmt.Fprintf(b, "  line %q\n", l)
@@ -308,14 +309,14 @@ func TestGolden(t *testing.T) {
 			}
 		}
 		fmt.Fprintf(&b, "\n== declarations\n")
-		for _, h := range spec.Headline {
+		for _, h := range headlineOf(spec) {
 			fmt.Fprintf(&b, "headline %+v\n", h)
 		}
-		if len(spec.SwitchCost) > 0 {
-			fmt.Fprintf(&b, "switchcost %v\n", spec.SwitchCost)
+		if sc := switchCostOf(spec); len(sc) > 0 {
+			fmt.Fprintf(&b, "switchcost %v\n", sc)
 		}
-		fmt.Fprintf(&b, "probes %v\n", spec.Probes)
-		for _, h := range spec.Harness {
+		fmt.Fprintf(&b, "probes %v\n", probesOf(spec))
+		for _, h := range harnessOf(spec) {
 			fmt.Fprintf(&b, "harness %+v\n", h)
 		}
 		for _, r := range spec.References {

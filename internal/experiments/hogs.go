@@ -208,18 +208,14 @@ func (h *processHogs) TIDs() []int { return nil }
 // kills it; the parent-death signal covers a parent that dies first).
 // Args: kind, stream buffer bytes.
 func hogChild(args []string, files []*os.File) int {
-	if len(args) != 2 {
-		fmt.Fprintln(os.Stderr, "hog child: want kind and buffer size")
-		return 2
-	}
-	n, err := strconv.ParseInt(args[1], 10, 64)
+	size, err := childArgs("hog", "kind and buffer size", args, files, 2, 0, 1)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "hog child:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	var buf []byte
 	if args[0] == hogStream {
-		buf = streamBuf(n)
+		buf = streamBuf(size[0])
 	}
 	var never atomic.Bool
 	hogLoop(&never, args[0], buf)

@@ -14,18 +14,13 @@ import (
 // hop: one fast local operation called directly and through wrappers that
 // hop to another worker; op = one call (SPEC §5.6).
 func init() {
-	exp.Register(&exp.Spec{
-		Pairs:      hopPairs,
+	exp.Register(&hopExp{exp.Spec{
 		Name:       "hop",
 		Order:      60,
 		References: hopRefs,
-		Harness: []exp.HarnessRef{{Arm: hopPyKey("direct", "file").String(), Reference: exp.RefPyLookup},
-			{Arm: hopPyUserKey("direct").String(), Reference: exp.RefPyUserApp},
-			{Arm: hopPyUserImmutableKey("direct").String(), Reference: exp.RefPyUserImmutable}},
-		Verdict:  hopVerdict,
-		Summary:  "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
-		Op:       "call",
-		OpLabels: []exp.OpLabel{{Label: "op", Has: "user"}, {Label: "op", Has: "user-immutable"}, {Label: "op", Has: "py-call"}, {Label: "query", Has: "pytask"}, {Label: "call"}},
+		Summary:    "a fast local operation (SQLite lookup, map lookup) called directly vs through hops to worker goroutines and threads",
+		Op:         "call",
+		OpLabels:   []exp.OpLabel{{Label: "op", Has: "user"}, {Label: "op", Has: "user-immutable"}, {Label: "op", Has: "py-call"}, {Label: "query", Has: "pytask"}, {Label: "call"}},
 		Doc: `One op is one call of a fast local operation: a SQLite lookup by
 primary key (select v from t where id = ?, 1 000 rows, a fresh query per
 call) in a database file in a temp dir (-file) or in :memory: (-memory),
@@ -49,16 +44,39 @@ imports it (Debian: python3-aiosqlite for /usr/bin/python3); on a database
 file and in :memory: (/db=memory).
 ` + cpythonDoc,
 		Arms:   withCPython(hopArms, hopPyPlan),
-		Derive: nativeDerive(hopDerive),
 		Checks: cpythonChecks(hopChecks, hopPyChecks),
 		Findings: func(arms []result.Arm) []string {
 			out := append(userReadings(arms), cpythonFindings(hopFindings, hopPyFindings)(arms)...)
 			return append(out, hopStoreFindings(arms)...)
 		},
 		Metrics: append(append([]exp.Metric(nil), hopMetrics...), cpythonMetrics...),
-	})
+	}})
 	exp.RegisterOption(hopCallersOpt)
 	exp.RegisterOption(hopPoolOpt)
+}
+
+// hopExp is hop with its hooks: the figures derived against the direct
+// call, its verdict lines, the pairs measured side by side and the
+// selfcheck references.
+type hopExp struct{ exp.Spec }
+
+var _ interface {
+	exp.Deriver
+	exp.Verdicter
+	exp.Pairer
+	exp.Harnessed
+} = (*hopExp)(nil)
+
+func (*hopExp) Derive(arms []result.Arm) { nativeDerive(hopDerive)(arms) }
+
+func (*hopExp) Verdict(v *exp.VerdictRun) []exp.VerdictSection { return hopVerdict(v) }
+
+func (*hopExp) Pairs() []exp.Pair { return hopPairs }
+
+func (*hopExp) Harness() []exp.HarnessRef {
+	return []exp.HarnessRef{{Arm: hopPyKey("direct", "file").String(), Reference: exp.RefPyLookup},
+		{Arm: hopPyUserKey("direct").String(), Reference: exp.RefPyUserApp},
+		{Arm: hopPyUserImmutableKey("direct").String(), Reference: exp.RefPyUserImmutable}}
 }
 
 // hop's --set options.

@@ -23,12 +23,10 @@ import (
 // (SPEC §5.5). The tail, not the median, is the finding: it piles up at a
 // scheduling quantum, which the arm's notes name.
 func init() {
-	exp.Register(&exp.Spec{
+	exp.Register(&interferenceExp{exp.Spec{
 		Name:       "interference",
 		Order:      50,
 		References: interferenceRefs,
-		Verdict:    interferenceVerdict,
-		Hogged:     interferenceHogged,
 		Summary:    "tail latency of a wake-up while CPU hogs run, and the scheduling quantum behind it",
 		Op:         "wake-up (each arm says which)",
 		OpLabels:   []exp.OpLabel{{Label: "mstimersleep", Has: "timer"}, {Label: "roundtrip", Has: "futex"}, {Label: "roundtrip", Has: "procpipe"}, {Label: "roundtrip", Has: "pythread"}, {Label: "roundtrip", Has: "pytask"}},
@@ -63,12 +61,31 @@ B forked child processes instead of threads (…/busy=B/si=S/in=process).
 		Checks:   cpythonChecks(interferenceChecks, interferencePyChecks),
 		Findings: cpythonFindings(interferenceFindings, interferencePyFindings),
 		Metrics:  append(append([]exp.Metric(nil), interferenceMetrics...), cpythonMetrics...),
-		// A round trip sharing its CPU with a spinning process: the kernel's
-		// slice shows in the tail, and differs between kernels and hosts.
-		Probes: names(ifKey(shapeFutex, hogProcess+"-"+hogSpin, 1, 2)),
-	})
+	}})
 	child.Register("starve", starveChild)
 	child.Register("client", clientChild)
+}
+
+// interferenceExp is interference with its hooks: its verdict lines, the
+// arms that run hogs (no cost per switch) and serve's probe.
+type interferenceExp struct{ exp.Spec }
+
+var _ interface {
+	exp.Verdicter
+	exp.Hogger
+	exp.Prober
+} = (*interferenceExp)(nil)
+
+func (*interferenceExp) Verdict(v *exp.VerdictRun) []exp.VerdictSection {
+	return interferenceVerdict(v)
+}
+
+func (*interferenceExp) Hogged(a result.Arm) bool { return interferenceHogged(a) }
+
+// Probes: a round trip sharing its CPU with a spinning process: the
+// kernel's slice shows in the tail, and differs between kernels and hosts.
+func (*interferenceExp) Probes() []string {
+	return names(ifKey(shapeFutex, hogProcess+"-"+hogSpin, 1, 2))
 }
 
 // Shapes of the latency-sensitive side.
@@ -306,18 +323,14 @@ func repsFor(suite string) int {
 // CLOCK_MONOTONIC stamp each), fd 4 the parent's acks. Between an ack and
 // the next request it sleeps the think time (args[0], ns) in the kernel.
 func clientChild(args []string, files []*os.File) int {
-	if len(args) != 1 || len(files) < 2 {
-		fmt.Fprintln(os.Stderr, "client child: want think time and two fds")
-		return 2
-	}
-	think, err := strconv.ParseInt(args[0], 10, 64)
+	think, err := childArgs("client", "think time and two fds", args, files, 1, 2, 0)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "client child:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	runtime.LockOSThread()
 	out, in := int(files[0].Fd()), int(files[1].Fd())
-	ts := unix.NsecToTimespec(think)
+	ts := unix.NsecToTimespec(think[0])
 	var b, ack [8]byte
 	for {
 		unix.Nanosleep(&ts, nil)
@@ -335,15 +348,12 @@ func clientChild(args []string, files []*os.File) int {
 // each) to the parent, fd 4 carries the parent's "start the hogs" byte.
 // Args: hog count, hog kind.
 func starveChild(args []string, files []*os.File) int {
-	if len(args) != 2 || len(files) < 2 {
-		fmt.Fprintln(os.Stderr, "starve child: want hog count, hog kind and two fds")
-		return 2
-	}
-	n, err := strconv.Atoi(args[0])
+	hogs, err := childArgs("starve", "hog count, hog kind and two fds", args, files, 2, 2, 0)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "starve child:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
+	n := int(hogs[0])
 	out, ctl := files[0], files[1]
 	var mu sync.Mutex
 	write := func(v uint64) error {

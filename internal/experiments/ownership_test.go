@@ -121,7 +121,7 @@ func TestExperimentsDeclareTheirOrder(t *testing.T) {
 // interference arms say which of theirs run one.
 func TestInterferenceDeclaresItsHoggedArms(t *testing.T) {
 	s, ok := exp.Lookup("interference")
-	if !ok || s.Hogged == nil {
+	if !ok || hoggedOf(s) == nil {
 		t.Fatal("interference declares no Hogged")
 	}
 	for params, want := range map[string]bool{"hogs=0": false, "hogs=1": true, "busy=0": false, "busy=1": true, "": false} {
@@ -129,7 +129,7 @@ func TestInterferenceDeclaresItsHoggedArms(t *testing.T) {
 		if k, v, ok := strings.Cut(params, "="); ok {
 			a.Params[k] = v
 		}
-		if got := s.Hogged(a); got != want {
+		if got := hoggedOf(s)(a); got != want {
 			t.Errorf("%q: hogged %v, want %v", params, got, want)
 		}
 	}

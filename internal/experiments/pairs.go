@@ -225,8 +225,8 @@ func (p *processPair) Close() error {
 // echoChild is the child role of process arms: echo on the inherited fds
 // until the parent stops or dies.
 func echoChild(args []string, files []*os.File) int {
-	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "echo child: want one mechanism argument")
+	if _, err := childArgs("echo", "one mechanism argument", args, files, 1, 0); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
 	ep, err := mech.ChildEnd(args[0], files)

@@ -11,25 +11,10 @@ import (
 
 // pingpong: A sends a value, B sends it back; op = one round trip (SPEC §5.1).
 func init() {
-	exp.Register(&exp.Spec{
+	exp.Register(&pingpongExp{exp.Spec{
 		Name:       "pingpong",
 		Order:      10,
 		References: pingpongRefs,
-		Harness: []exp.HarnessRef{
-			{Arm: ppGoroutine("chan", "1").String(), Reference: exp.RefChanLoop},
-			{Arm: ppPlaced("thread", "futex", "unpinned").String(), Reference: exp.RefRawFutex},
-			{Arm: ppPlaced("thread", "eventfd", "unpinned").String(), Reference: exp.RefRawEventfd},
-			{Arm: ppPlaced("thread", "pipe", "unpinned").String(), Reference: exp.RefPerfThreads},
-			{Arm: ppPlaced("process", "pipe", "unpinned").String(), Reference: exp.RefPerfProcess},
-			// perf bench's processes are single-threaded and a Go process
-			// never is: the same raw loop between two Go processes shows
-			// what of the gap is the harness (docs/harness.md, issue 32).
-			{Arm: ppPlaced("process", "pipe", "unpinned").String(), Reference: exp.RefRawProcess},
-		},
-		Headline:   pingpongHeadline,
-		Verdict:    pingpongVerdict,
-		SwitchCost: pingpongSwitchCost,
-		Pairs:      pingpongPairs,
 		Summary:    "two-party handoff: goroutines, locked threads and processes over every mechanism",
 		Op:         "round trip",
 		OpLabels:   []exp.OpLabel{{Label: "roundtrip"}},
@@ -45,11 +30,50 @@ of two CPUs (cross-cpu).
 		Checks:   cpythonChecks(pingpongChecks, pingpongPyChecks),
 		Findings: cpythonFindings(pingpongFindings, pingpongPyFindings),
 		Metrics:  cpythonMetrics,
-		// The in-runtime floor, the OS switch on one CPU and across two (the
-		// placement gap is what changes between hosts), and a process round trip.
-		Probes: names(ppGoroutine("chan", "1"), ppPlaced("thread", "futex", "same-cpu"),
-			ppPlaced("thread", "futex", "cross-cpu"), ppPlaced("process", "pipe", "unpinned")),
-	})
+	}})
+}
+
+// pingpongExp is pingpong with its hooks: the verdict's handoff rows and
+// its lines, the switch's direct cost, the side-by-side pairs, the
+// selfcheck references and serve's probes.
+type pingpongExp struct{ exp.Spec }
+
+var _ interface {
+	exp.Headliner
+	exp.Verdicter
+	exp.SwitchCoster
+	exp.Pairer
+	exp.Harnessed
+	exp.Prober
+} = (*pingpongExp)(nil)
+
+func (*pingpongExp) Headline() []exp.Headline { return pingpongHeadline }
+
+func (*pingpongExp) Verdict(v *exp.VerdictRun) []exp.VerdictSection { return pingpongVerdict(v) }
+
+func (*pingpongExp) SwitchCost() []string { return pingpongSwitchCost }
+
+func (*pingpongExp) Pairs() []exp.Pair { return pingpongPairs }
+
+func (*pingpongExp) Harness() []exp.HarnessRef {
+	return []exp.HarnessRef{
+		{Arm: ppGoroutine("chan", "1").String(), Reference: exp.RefChanLoop},
+		{Arm: ppPlaced("thread", "futex", "unpinned").String(), Reference: exp.RefRawFutex},
+		{Arm: ppPlaced("thread", "eventfd", "unpinned").String(), Reference: exp.RefRawEventfd},
+		{Arm: ppPlaced("thread", "pipe", "unpinned").String(), Reference: exp.RefPerfThreads},
+		{Arm: ppPlaced("process", "pipe", "unpinned").String(), Reference: exp.RefPerfProcess},
+		// perf bench's processes are single-threaded and a Go process
+		// never is: the same raw loop between two Go processes shows
+		// what of the gap is the harness (docs/harness.md, issue 32).
+		{Arm: ppPlaced("process", "pipe", "unpinned").String(), Reference: exp.RefRawProcess},
+	}
+}
+
+// Probes: the in-runtime floor, the OS switch on one CPU and across two
+// (the placement gap is what changes between hosts), and a process round trip.
+func (*pingpongExp) Probes() []string {
+	return names(ppGoroutine("chan", "1"), ppPlaced("thread", "futex", "same-cpu"),
+		ppPlaced("thread", "futex", "cross-cpu"), ppPlaced("process", "pipe", "unpinned"))
 }
 
 // pingpongPairs are the comparisons pingpong's verdict states, measured

@@ -44,21 +44,21 @@ func TestEveryNamedArmIsPlanned(t *testing.T) {
 		}
 	}
 	for _, spec := range exp.All() {
-		for _, h := range spec.Headline {
+		for _, h := range headlineOf(spec) {
 			for _, n := range append(append([]string(nil), h.One...), h.Across...) {
 				inPlan(spec.Name+" headline "+h.Label, n)
 			}
 		}
-		for _, n := range spec.SwitchCost {
+		for _, n := range switchCostOf(spec) {
 			inPlan(spec.Name+" switch cost", n)
 			if k, err := exp.ParseArmKey(n); err != nil || !slices.Contains(k.Segments, exp.Seg("same-cpu")) {
 				t.Errorf("%s switch cost %s: not two threads on one CPU, where wall time is CPU time", spec.Name, n)
 			}
 		}
-		for _, n := range spec.Probes {
+		for _, n := range probesOf(spec) {
 			inPlan(spec.Name+" probes", n)
 		}
-		for _, h := range spec.Harness {
+		for _, h := range harnessOf(spec) {
 			inPlan(spec.Name+" harness", h.Arm)
 		}
 		for _, k := range everyPyRefs[spec.Name].keys() {
@@ -81,8 +81,8 @@ func TestEveryNamedArmIsPlanned(t *testing.T) {
 					own = append(own, a)
 				}
 			}
-			if spec.Derive != nil {
-				spec.Derive(own)
+			if derive := deriveOf(spec); derive != nil {
+				derive(own)
 			}
 			if spec.Checks != nil {
 				spec.Checks(own)
@@ -90,8 +90,8 @@ func TestEveryNamedArmIsPlanned(t *testing.T) {
 			if spec.Findings != nil {
 				spec.Findings(own)
 			}
-			if spec.Verdict != nil {
-				spec.Verdict(exp.NewVerdictRun(&result.Run{Arms: arms}))
+			if verdict := verdictOf(spec); verdict != nil {
+				verdict(exp.NewVerdictRun(&result.Run{Arms: arms}))
 			}
 		}
 	}

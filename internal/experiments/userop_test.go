@@ -2,11 +2,7 @@ package experiments
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"database/sql"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,30 +16,10 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sqlop"
+	"github.com/ctxlab/ctxlab/internal/sqlop/sqloptest"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/testload"
 )
-
-// shopDB is a user's database made by the test (never shipped): 2 000
-// orders keyed by order_id.
-func shopDB(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "shop.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{
-		"create table orders (order_id integer primary key, customer text, total real)",
-		"with recursive n(i) as (select 1 union all select i + 1 from n where i < 2000) insert into orders select i, 'c' || (i % 17), i * 1.5 from n",
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path
-}
 
 func userExtra(path string) map[string]string {
 	return map[string]string{"db": path, "query": "select customer, total from orders where order_id = ?", "args": "range:1..2000"}
@@ -56,9 +32,8 @@ func TestUserQueryEveryWayReadOnly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the runner over 10 arms")
 	}
-	path := shopDB(t)
-	before, _ := os.ReadFile(path)
-	st0, _ := os.Stat(path)
+	path := sqloptest.ShopDB(t, 2000)
+	before := sqloptest.Snapshot(path)
 	want := map[string]bool{
 		"hop/user/direct/gomaxprocs=all": true, "hop/user/goroutine/gomaxprocs=all": true,
 		"hop/user/thread/gomaxprocs=all": true, "hop/user/thread-2hop/gomaxprocs=all": true, "hop/user-immutable/direct/gomaxprocs=all": true,
@@ -106,11 +81,7 @@ func TestUserQueryEveryWayReadOnly(t *testing.T) {
 	for n := range want {
 		t.Errorf("no arm %s", n)
 	}
-	after, _ := os.ReadFile(path)
-	st1, _ := os.Stat(path)
-	if !bytes.Equal(before, after) || !st0.ModTime().Equal(st1.ModTime()) {
-		t.Errorf("the user's database changed: %d → %d bytes, mtime %v → %v", len(before), len(after), st0.ModTime(), st1.ModTime())
-	}
+	sqloptest.Same(t, "the user's database", before, sqloptest.Snapshot(path))
 	if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 1 {
 		t.Errorf("files beside the user's database after the run: %v", ents)
 	}
@@ -140,7 +111,7 @@ func isUserArm(name string) bool {
 // names: the application's (mode=ro, no immutable) for every way, the
 // immutable one for hop/pytask/user-immutable/direct alone.
 func TestUserPyArmsConnections(t *testing.T) {
-	path := shopDB(t)
+	path := sqloptest.ShopDB(t, 2000)
 	p := pyParams(exp.SuiteDefault)
 	p.Options = settings(userExtra(path))
 	n := 0
@@ -163,7 +134,7 @@ func TestUserPyArmsConnections(t *testing.T) {
 // A bad user operation refuses the arms of hop and concurrency: a usage
 // error, before anything opens.
 func TestUserQueryRefused(t *testing.T) {
-	path := shopDB(t)
+	path := sqloptest.ShopDB(t, 2000)
 	for _, name := range []string{"hop", "concurrency"} {
 		spec, _ := exp.Lookup(name)
 		extra := userExtra(path)
@@ -183,9 +154,8 @@ func TestUserQueryCPython(t *testing.T) {
 		t.Skip("runs CPython arms")
 	}
 	py, cfg := debianPython(t)
-	path := shopDB(t)
-	before, _ := os.ReadFile(path)
-	st0, _ := os.Stat(path)
+	path := sqloptest.ShopDB(t, 2000)
+	before := sqloptest.Snapshot(path)
 	ran := 0
 	for _, name := range []string{"hop", "concurrency"} {
 		spec, _ := exp.Lookup(name)
@@ -213,11 +183,7 @@ func TestUserQueryCPython(t *testing.T) {
 	if ran < 4+6 {
 		t.Errorf("%d CPython arms of the user's query ran; want direct, immutable direct, executor, two-hop and 6 concurrency arms at least", ran)
 	}
-	after, _ := os.ReadFile(path)
-	st1, _ := os.Stat(path)
-	if !bytes.Equal(before, after) || !st0.ModTime().Equal(st1.ModTime()) {
-		t.Errorf("the user's database changed: %d → %d bytes, mtime %v → %v", len(before), len(after), st0.ModTime(), st1.ModTime())
-	}
+	sqloptest.Same(t, "the user's database", before, sqloptest.Snapshot(path))
 }
 
 // The user's Python function runs every way (direct, to_thread,
@@ -376,7 +342,7 @@ func TestUserQueryCPythonWAL(t *testing.T) {
 		t.Skip("runs CPython arms")
 	}
 	py, cfg := debianPython(t)
-	path := shopDB(t)
+	path := sqloptest.ShopDB(t, 2000)
 	w := exec.Command(py, "-c", walWriter, path)
 	stdin, _ := w.StdinPipe()
 	out, _ := w.StdoutPipe()
@@ -388,18 +354,7 @@ func TestUserQueryCPythonWAL(t *testing.T) {
 		t.Fatalf("the writer: %q, %v", line, err)
 	}
 	files := []string{path, path + "-wal", path + "-shm"}
-	snap := func() (out []string) {
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			st, _ := os.Stat(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, fmt.Sprintf("%s %x %d", filepath.Base(f), sha256.Sum256(data), st.ModTime().UnixNano()))
-		}
-		return out
-	}
-	before := snap()
+	before := sqloptest.Snapshot(files...)
 	spec, _ := exp.Lookup("hop")
 	p := pyParams(exp.SuiteDefault)
 	p.Python = py
@@ -424,7 +379,5 @@ func TestUserQueryCPythonWAL(t *testing.T) {
 	if len(want) > 0 {
 		t.Errorf("no arms %v", want)
 	}
-	if after := snap(); strings.Join(before, "\n") != strings.Join(after, "\n") {
-		t.Errorf("the WAL database changed:\n%s\nafter:\n%s", strings.Join(before, "\n"), strings.Join(after, "\n"))
-	}
+	sqloptest.Same(t, "the WAL database", before, sqloptest.Snapshot(files...))
 }

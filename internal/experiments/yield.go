@@ -378,7 +378,7 @@ func yieldChecks(arms []result.Arm) []result.Check {
 		switch {
 		case a.Substrate == "thread" && k == 1:
 			out = append(out, result.Check{
-				Name:   "a lone thread's sched_yield is the syscall floor, not a switch (< 0.05 OS switches per yield)",
+				Name:   fmt.Sprintf("a lone thread's sched_yield is the syscall floor, not a switch (< %.2f OS switches per yield)", maxNoSwitch),
 				Holds:  sw < maxNoSwitch, // a lone sched_yield: ≈ 0 switches per yield
 				Detail: fmt.Sprintf("%s: %s per yield, %.3f switches per yield (other load on the CPU makes this fail)", a.Name, result.FormatNs(a.Median), sw),
 				Arms:   []string{a.Name},

@@ -13,7 +13,7 @@ import (
 // history with it), so one run never shows two figures:
 //
 //   - the arm: the first of the round trips the experiments declare
-//     (exp.Spec.SwitchCost: two threads on one CPU, a raw futex, else a
+//     (exp.SwitchCoster: two threads on one CPU, a raw futex, else a
 //     pipe) that the run measured, a quiet one before a noisy one;
 //   - the figure: its median round trip ÷ the switches per round trip it
 //     measured (PerSwitch). On one CPU wall time is the CPU time of both
@@ -73,7 +73,7 @@ func costOf(run *result.Run, a *result.Arm) (Cost, bool) {
 }
 
 // DirectCost is the one cost of a switch run gives: the first arm the
-// experiments declare (exp.Spec.SwitchCost, in their order) that run
+// experiments declare (exp.SwitchCoster, in their order) that run
 // measured quietly, else the first it measured at all, priced by
 // PerSwitch. ok is false when run measured none of them.
 func DirectCost(run *result.Run) (Cost, bool) {
@@ -109,7 +109,9 @@ func firstQuiet(costs iter.Seq2[Cost, bool]) (Cost, bool) {
 func switchCostArms() []string {
 	var out []string
 	for _, s := range exp.All() {
-		out = append(out, s.SwitchCost...)
+		if c, ok := exp.Hook[exp.SwitchCoster](s); ok {
+			out = append(out, c.SwitchCost()...)
+		}
 	}
 	return out
 }

@@ -2,9 +2,9 @@
 // second, its resident set — into what that costs on this host, with the
 // cost per switch ctxlab measured here: the direct cost by the one rule
 // of cost.go (DirectCost), from the round trips the experiments declare
-// for it (exp.Spec.SwitchCost), the
+// for it (exp.SwitchCoster), the
 // indirect cost (cold caches) from the per-switch curve they derive
-// (exp.Spec.IndirectCost). It reads only the result model and those
+// (exp.IndirectCoster). It reads only the result model and those
 // declarations, so any stored run can price.
 package price
 
@@ -44,13 +44,14 @@ func CPUPerOp(a result.Arm) (ns float64, source string, ok bool) {
 
 // IndirectCurve is the indirect cost per switch by working set, ascending,
 // that run's arms measured: the first curve an experiment derives from
-// them (exp.Spec.IndirectCost); nil when none does.
+// them (exp.IndirectCoster); nil when none does.
 func IndirectCurve(run *result.Run) []exp.CostPoint {
 	for _, s := range exp.All() {
-		if s.IndirectCost == nil {
+		ic, ok := exp.Hook[exp.IndirectCoster](s)
+		if !ok {
 			continue
 		}
-		if c := s.IndirectCost(run.Arms); len(c) > 0 {
+		if c := ic.IndirectCost(run.Arms); len(c) > 0 {
 			return c
 		}
 	}
@@ -91,11 +92,11 @@ func IndirectAt(run *result.Run, rssBytes int64) (Indirect, bool) {
 }
 
 // CurveArms are the arm patterns that measure the indirect curve, for a
-// calibration (exp.Spec.IndirectArms); ok is false when none is declared.
+// calibration (exp.IndirectCoster); ok is false when none is declared.
 func CurveArms() ([]string, bool) {
 	for _, s := range exp.All() {
-		if s.IndirectCost != nil && len(s.IndirectArms) > 0 {
-			return s.IndirectArms, true
+		if ic, ok := exp.Hook[exp.IndirectCoster](s); ok && len(ic.IndirectArms()) > 0 {
+			return ic.IndirectArms(), true
 		}
 	}
 	return nil, false
@@ -104,7 +105,7 @@ func CurveArms() ([]string, bool) {
 // curveSource names the experiment that derives the indirect curve.
 func curveSource() string {
 	for _, s := range exp.All() {
-		if s.IndirectCost != nil {
+		if _, ok := exp.Hook[exp.IndirectCoster](s); ok {
 			return s.Name
 		}
 	}
@@ -369,9 +370,13 @@ func Percent(f float64) string { return pct(f) }
 func fmtRate(r float64) string { return result.FormatCount(math.Round(r)) }
 
 // Hogged says the arm runs CPU hogs beside its workers, as its experiment
-// declares (exp.Spec.Hogged): its time per op holds the hogs' turns, so it
+// declares (exp.Hogger): its time per op holds the hogs' turns, so it
 // is no CPU cost of a handoff and prices nothing.
 func Hogged(a result.Arm) bool {
 	s, ok := exp.Lookup(a.Experiment)
-	return ok && s.Hogged != nil && s.Hogged(a)
+	if !ok {
+		return false
+	}
+	h, ok := exp.Hook[exp.Hogger](s)
+	return ok && h.Hogged(a)
 }

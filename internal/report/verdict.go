@@ -46,8 +46,8 @@ func Verdict(w io.Writer, run *result.Run) error {
 // (≤ 0: VerdictWidth); no line is wider, except a single word or figure
 // wider than the whole line. A suite (quick, default, full) gets one screen
 // of at most VerdictMaxLines lines that answers the same questions every
-// time, from what the experiments declare (exp.Spec.Headline and
-// exp.Spec.Verdict): what a handoff costs between each kind of worker and
+// time, from what the experiments declare (exp.Headliner and
+// exp.Verdicter): what a handoff costs between each kind of worker and
 // what the gap is made of, what one busy worker does to the tail, what a
 // thread hop adds to a microsecond operation, the indirect cost of a cold
 // cache, what handoffs cost in CPU, and which checks did not hold; an
@@ -290,11 +290,14 @@ func blocks(v *exp.VerdictRun, specs []*exp.Spec, width int) []block {
 	heading := make([]string, exp.NumBlocks)
 	secs := make([][]exp.VerdictSection, exp.NumBlocks)
 	for _, s := range specs {
-		rows = append(rows, s.Headline...)
-		if s.Verdict == nil {
+		if h, ok := exp.Hook[exp.Headliner](s); ok {
+			rows = append(rows, h.Headline()...)
+		}
+		vd, ok := exp.Hook[exp.Verdicter](s)
+		if !ok {
 			continue
 		}
-		for _, sec := range s.Verdict(v) {
+		for _, sec := range vd.Verdict(v) {
 			if sec.Block < 0 || sec.Block >= exp.NumBlocks {
 				continue
 			}

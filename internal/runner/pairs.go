@@ -18,7 +18,7 @@ import (
 )
 
 // Comparisons measured side by side. Each comparison an experiment's
-// verdict states (exp.Spec.Pairs) whose two arms the run measured is
+// verdict states (exp.Pairer) whose two arms the run measured is
 // measured again once the experiment's arms are done: both arms are set up
 // together and take turns, in random order each round, so that a slow
 // phase of the machine falls on both, and the ratio is the median of the
@@ -54,8 +54,12 @@ const pairLimit = 30 * time.Second
 // comparePairs measures the spec's pairs whose arms sel holds and the run
 // measured (measured), in the order the spec declares them.
 func comparePairs(ctx context.Context, cfg Config, spec *exp.Spec, sel []exp.Arm, measured []result.Arm) []result.Comparison {
+	pr, ok := exp.Hook[exp.Pairer](spec)
+	if !ok {
+		return nil
+	}
 	var out []result.Comparison
-	for _, p := range spec.Pairs {
+	for _, p := range pr.Pairs() {
 		a, okA := armNamed(sel, p.A)
 		b, okB := armNamed(sel, p.B)
 		ra, okRA := resultNamed(measured, p.A)

@@ -101,8 +101,8 @@ func Run(ctx context.Context, cfg Config, sel []exp.Selection) ([]result.Arm, []
 			}
 		}
 		e := result.Experiment{Name: s.Spec.Name, Summary: s.Spec.Summary, Op: s.Spec.Op}
-		if s.Spec.Derive != nil {
-			s.Spec.Derive(mine)
+		if d, ok := exp.Hook[exp.Deriver](s.Spec); ok {
+			d.Derive(mine)
 		}
 		if s.Spec.Checks != nil {
 			e.Checks = s.Spec.Checks(mine)

@@ -57,7 +57,11 @@ func Comparisons(h Host) ([]Comparison, error) {
 	}
 	var out []Comparison
 	for _, spec := range exp.All() {
-		for _, ref := range spec.Harness {
+		hs, ok := exp.Hook[exp.Harnessed](spec)
+		if !ok {
+			continue
+		}
+		for _, ref := range hs.Harness() {
 			if ref.Reference.UserOnly() {
 				if h.User != nil {
 					out = append(out, h.userRow(ref, pyref))

@@ -155,9 +155,22 @@ func pingpongFake() *exp.Spec {
 	for _, n := range append(pingpongProbes, "pingpong/thread/futex/unpinned") {
 		arms = append(arms, exp.Arm{Name: n, Open: func(context.Context) (exp.Bench, error) { return nil, nil }})
 	}
-	s := fakeSpec("pingpong", arms...)
-	s.Probes = pingpongProbes
-	return s
+	return &withProbes(fakeSpec("pingpong", arms...), pingpongProbes...).Spec
+}
+
+// probed is a fake experiment with the probes it declares.
+type probed struct {
+	exp.Spec
+	probes []string
+}
+
+func (p *probed) Probes() []string { return p.probes }
+
+// withProbes is s declaring probes (bound: exp.Hook finds them).
+func withProbes(s *exp.Spec, probes ...string) *probed {
+	p := &probed{Spec: *s, probes: probes}
+	exp.Bind(p)
+	return p
 }
 
 var testParams = exp.Params{Suite: exp.SuiteDefault, CPUs: []int{0, 1}, Host: &sysinfo.Host{}}
@@ -165,13 +178,12 @@ var testParams = exp.Params{Suite: exp.SuiteDefault, CPUs: []int{0, 1}, Host: &s
 // TestResolveDefaults: the default probes are what each experiment
 // declares, in registry order; serve knows no experiment by name.
 func TestResolveDefaults(t *testing.T) {
-	inter := fakeSpec("interference",
+	inter := withProbes(fakeSpec("interference",
 		exp.Arm{Name: "interference/futex/none/hogs=0/gomaxprocs=2"},
 		exp.Arm{Name: interferenceProbe},
-	)
-	inter.Probes = []string{interferenceProbe}
+	), interferenceProbe)
 	plain := fakeSpec("ring", exp.Arm{Name: "ring/thread/futex/n=2"})
-	specs := []*exp.Spec{pingpongFake(), plain, inter}
+	specs := []*exp.Spec{pingpongFake(), plain, &inter.Spec}
 	probes, notes, err := Resolve(nil, testParams, specs)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +203,7 @@ func TestResolveDefaults(t *testing.T) {
 		t.Errorf("DefaultProbes = %q, want %q", d, want)
 	}
 	// A declared probe that this machine cannot plan is a note, not an error.
-	inter.Probes = []string{"interference/nosuch"}
+	inter.probes = []string{"interference/nosuch"}
 	probes, notes, err = Resolve(nil, testParams, specs)
 	if err != nil || len(probes) != len(pingpongProbes) || len(notes) != 1 || !strings.Contains(notes[0], "interference/nosuch") {
 		t.Errorf("missing declared probe: err %v, %d probes, notes %q", err, len(probes), notes)

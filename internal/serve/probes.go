@@ -32,7 +32,7 @@ var ErrNoProbes = errors.New("no probe can run on this machine")
 // Resolve turns --probes patterns (arm names or globs such as
 // "pingpong/thread/*") into probes, validated against the experiments
 // before anything starts. With no patterns it returns the arms each
-// experiment declares as its probes (exp.Spec.Probes). specs nil means the
+// experiment declares as its probes (exp.Prober). specs nil means the
 // registry (exp.All). Arms that cannot run here (cross-cpu on one CPU) are
 // left out; notes say which and why. An error is bad input.
 func Resolve(patterns []string, p exp.Params, specs []*exp.Spec) (probes []Probe, notes []string, err error) {
@@ -65,7 +65,7 @@ func Resolve(patterns []string, p exp.Params, specs []*exp.Spec) (probes []Probe
 	}
 	if len(patterns) == 0 {
 		for _, spec := range specs {
-			for _, name := range spec.Probes {
+			for _, name := range probesOf(spec) {
 				matched, err := match(name, p, specs)
 				if err != nil {
 					// A declared probe this build or machine cannot plan is a note, not bad input.
@@ -115,9 +115,18 @@ func DefaultProbes(specs []*exp.Spec) []string {
 	}
 	var out []string
 	for _, s := range specs {
-		out = append(out, s.Probes...)
+		out = append(out, probesOf(s)...)
 	}
 	return out
+}
+
+// probesOf are the arms s declares as its probes (exp.Prober), nil for
+// most experiments.
+func probesOf(s *exp.Spec) []string {
+	if p, ok := exp.Hook[exp.Prober](s); ok {
+		return p.Probes()
+	}
+	return nil
 }
 
 // match resolves one arm name or glob as `ctxlab run` reads it: a glob or

@@ -14,32 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ctxlab/ctxlab/internal/sqlop/sqloptest"
 	"golang.org/x/sys/unix"
 )
 
-// userDB makes a small database of a user's shape in a temp dir.
-func userDB(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "shop.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{
-		"create table orders (order_id integer primary key, customer text, total real)",
-		"with recursive n(i) as (select 1 union all select i + 1 from n where i < 500) insert into orders select i, 'c' || (i % 17), i * 1.5 from n",
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path
-}
-
 // Bad inputs are refused with the problem named, before anything runs.
 func TestCheckUserRefuses(t *testing.T) {
-	path := userDB(t)
+	path := sqloptest.ShopDB(t, 500)
 	dir := t.TempDir()
 	notDB := filepath.Join(dir, "notes.txt")
 	os.WriteFile(notDB, []byte("hello, not a database at all"), 0o600)
@@ -85,7 +66,7 @@ func TestCheckUserRefuses(t *testing.T) {
 // The user's query runs with each argument in turn, reads every row, and
 // leaves the file byte-for-byte as it was, mtime too.
 func TestUserSourceReadsOnly(t *testing.T) {
-	path := userDB(t)
+	path := sqloptest.ShopDB(t, 500)
 	before, _ := os.ReadFile(path)
 	st0, _ := os.Stat(path)
 	u, err := CheckUser(path, "select customer, total from orders where order_id <= ?", "range:1..3", "")
@@ -131,37 +112,6 @@ func TestUserSourceReadsOnly(t *testing.T) {
 	}
 }
 
-// fileState is a file's bytes and mtime, or that it is missing.
-type fileState struct {
-	data  []byte
-	mtime int64
-	ok    bool
-}
-
-func statFiles(paths ...string) map[string]fileState {
-	out := map[string]fileState{}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		st, err2 := os.Stat(p)
-		if err == nil && err2 == nil {
-			out[p] = fileState{data, st.ModTime().UnixNano(), true}
-		} else {
-			out[p] = fileState{}
-		}
-	}
-	return out
-}
-
-func sameFiles(t *testing.T, what string, before, after map[string]fileState) {
-	t.Helper()
-	for p, b := range before {
-		a := after[p]
-		if b.ok != a.ok || !bytes.Equal(b.data, a.data) || b.mtime != a.mtime {
-			t.Errorf("%s: %s changed (exists %v → %v, %d → %d bytes, mtime %d → %d)", what, filepath.Base(p), b.ok, a.ok, len(b.data), len(a.data), b.mtime, a.mtime)
-		}
-	}
-}
-
 // walDB makes a WAL database whose last row (order_id 501) is committed
 // only in its -wal. With live, the writer is another process (this test
 // binary, as TestWALWriter) that keeps it open until the test ends: an
@@ -169,7 +119,7 @@ func sameFiles(t *testing.T, what string, before, after map[string]fileState) {
 // (the last connection checkpoints: no -wal and -shm are left).
 func walDB(t *testing.T, live bool) string {
 	t.Helper()
-	path := userDB(t)
+	path := sqloptest.ShopDB(t, 500)
 	if !live {
 		if err := walWrite(path, func() {}); err != nil {
 			t.Fatal(err)
@@ -247,7 +197,7 @@ func TestUserWAL(t *testing.T) {
 	}
 	for _, path := range []string{live, copied} {
 		files := []string{path, path + "-wal", path + "-shm", path + "-journal"}
-		before := statFiles(files...)
+		before := sqloptest.Snapshot(files...)
 		u, err := CheckUser(path, "select customer from orders where order_id = ?", "range:501..501", "")
 		if err != nil {
 			t.Fatal(err)
@@ -267,7 +217,7 @@ func TestUserWAL(t *testing.T) {
 			}
 			h.Close()
 		}
-		sameFiles(t, filepath.Base(path), before, statFiles(files...))
+		sqloptest.Same(t, filepath.Base(path), before, sqloptest.Snapshot(files...))
 		if ents, _ := os.ReadDir(filepath.Dir(path)); len(ents) != 3 {
 			t.Errorf("%s: %d files in its directory after the run, want the database, -wal and -shm", filepath.Base(path), len(ents))
 		}
@@ -282,7 +232,7 @@ func TestUserWALNoShm(t *testing.T) {
 	if _, err := os.Stat(path + "-shm"); err == nil {
 		t.Fatalf("%s-shm still there after the last connection closed", path)
 	}
-	before := statFiles(path)
+	before := sqloptest.Snapshot(path)
 	_, err := CheckUser(path, "select customer from orders where order_id = ?", "range:1..501", "")
 	if err == nil || !errors.Is(err, ErrBadUserOp) || !strings.Contains(err.Error(), "--set db-shm=write") || !strings.Contains(err.Error(), "shop.db-shm") {
 		t.Errorf("a WAL database without -shm: %v; want it refused naming the missing file and --set db-shm=write", err)
@@ -305,13 +255,13 @@ func TestUserWALNoShm(t *testing.T) {
 		t.Errorf("db-shm=write: %d rows, %v; want the checkpointed row", n, err)
 	}
 	h.Close()
-	sameFiles(t, "db-shm=write", before, statFiles(path))
+	sqloptest.Same(t, "db-shm=write", before, sqloptest.Snapshot(path))
 }
 
 // A query that never reaches its last row is interrupted and refused when
 // its trial run takes longer than TrialTimeout: validation cannot hang.
 func TestCheckUserEndlessQuery(t *testing.T) {
-	path := userDB(t)
+	path := sqloptest.ShopDB(t, 500)
 	old := TrialTimeout
 	TrialTimeout = 200 * time.Millisecond
 	defer func() { TrialTimeout = old }()
