@@ -59,7 +59,16 @@ func TestAwaitAbandons(t *testing.T) {
 
 // hung never returns from its work until the test ends, whatever Close
 // or ctx say. hungLoop, hungSelf and hungGauge are it as each kind of bench.
-type hung struct{ release chan struct{} }
+type hung struct{ release, entered chan struct{} }
+
+// enter says the work has begun (once is enough), then blocks.
+func (h hung) enter() {
+	select {
+	case h.entered <- struct{}{}:
+	default:
+	}
+	<-h.release
+}
 
 func (h hung) Close() error                   { return nil }
 func (h hung) Participants() exp.Participants { return exp.Participants{} }
@@ -70,17 +79,17 @@ type (
 	hungGauge struct{ hung }
 )
 
-func (h hungLoop) Run(*measure.B) error                          { <-h.release; return nil }
+func (h hungLoop) Run(*measure.B) error                          { h.enter(); return nil }
 func (h hungSelf) Start(context.Context) (exp.SelfTiming, error) { return exp.SelfTiming{}, nil }
 func (h hungSelf) Batch(context.Context, int) (int, int64, error) {
-	<-h.release
+	h.enter()
 	return 0, 0, nil
 }
 func (h hungSelf) Measure(context.Context, exp.DirectRequest) (*exp.DirectResult, error) {
-	<-h.release
+	h.enter()
 	return nil, nil
 }
-func (h hungGauge) Read(context.Context) (exp.Reading, error) { <-h.release; return exp.Reading{}, nil }
+func (h hungGauge) Read(context.Context) (exp.Reading, error) { h.enter(); return exp.Reading{}, nil }
 
 // Every kind of bench that will not stop ends the same way: timed out at
 // its limit (or interrupted), and abandoned, with one reason.
@@ -88,7 +97,7 @@ func TestEveryBenchKindIsAbandonedAlike(t *testing.T) {
 	saved := abandonAfter
 	abandonAfter = 50 * time.Millisecond
 	defer func() { abandonAfter = saved }()
-	h := hung{release: make(chan struct{})}
+	h := hung{release: make(chan struct{}), entered: make(chan struct{}, 1)}
 	defer close(h.release)
 	var (
 		_ exp.Loop      = hungLoop{}
@@ -104,7 +113,11 @@ func TestEveryBenchKindIsAbandonedAlike(t *testing.T) {
 		}
 		time.Sleep(measure.PerfSettleLeft())
 		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(30*time.Millisecond, cancel)
+		select {
+		case <-h.entered: // the timed-out run's
+		default:
+		}
+		go func() { <-h.entered; cancel() }() // once the work has begun: on a loaded machine a timer may fire before it does
 		c.Timeout = time.Minute
 		r = Arm(ctx, c, spec, exp.Arm{Name: "fake/" + name, Open: func(context.Context) (exp.Bench, error) { return b, nil }})
 		if want := "interrupted; " + errAbandoned.Error(); r.Status != result.StatusInterrupted || r.Reason != want {
