@@ -11,6 +11,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/testload"
 	"github.com/ctxlab/ctxlab/internal/testpy"
 )
 
@@ -56,6 +57,7 @@ func TestPythonAllBothBuilds(t *testing.T) {
 	cfg.Host = sysinfo.Detect()
 	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 1, 20*time.Millisecond, 10*time.Millisecond
 	var got []result.Arm
+	w := testload.Start()
 	for _, a := range arms {
 		base := strings.TrimSuffix(strings.TrimSuffix(a.Name, gt), ftt)
 		if base == "ring/pythread/simplequeue/n=100" || strings.HasPrefix(base, "interference/pythread/simplequeue/busy=") && strings.HasSuffix(base, "si=default/cross-cpu") {
@@ -64,15 +66,30 @@ func TestPythonAllBothBuilds(t *testing.T) {
 	}
 	for _, r := range got {
 		wantGIL := map[bool]string{true: "disabled", false: "enabled"}[strings.HasSuffix(r.Name, ftt)]
+		if r.Status == result.StatusTimedOut {
+			// 100 threads handing on in turn, or a busy thread beside a
+			// round trip: on a loaded machine every hop waits for a CPU,
+			// and the free-threaded build's lock spins by yielding it.
+			if starved, why := w.Starved(); starved {
+				t.Logf("%s: %s on a machine that kept it from the CPU: %s", r.Name, r.Reason, why)
+				continue
+			}
+		}
 		if r.Status != result.StatusOK || r.Params["gil"] != wantGIL {
 			t.Errorf("%s: %s %q, gil %q (want %s)", r.Name, r.Status, r.Reason, r.Params["gil"], wantGIL)
 		}
 	}
 	var busy []result.Arm
+	ftBusy := false
 	for _, r := range got {
 		if strings.HasPrefix(r.Name, "interference/") {
 			busy = append(busy, r)
+			ftBusy = ftBusy || strings.HasSuffix(r.Name, ftt) && r.Status == result.StatusOK
 		}
+	}
+	if !ftBusy && !t.Failed() {
+		t.Logf("no free-threaded busy-thread arm finished (above): its check is not held")
+		return
 	}
 	var ftChecks []string
 	for _, c := range interferencePyChecks(busy) {
