@@ -66,7 +66,7 @@ func TestPythonAllBothBuilds(t *testing.T) {
 	}
 	for _, r := range got {
 		wantGIL := map[bool]string{true: "disabled", false: "enabled"}[strings.HasSuffix(r.Name, ftt)]
-		if r.Status == result.StatusTimedOut {
+		if r.Status == result.StatusTimedOut || r.Status == result.StatusTooFewOps {
 			// 100 threads handing on in turn, or a busy thread beside a
 			// round trip: on a loaded machine every hop waits for a CPU,
 			// and the free-threaded build's lock spins by yielding it.
