@@ -21,6 +21,7 @@ func init() {
 		Name:       "ring",
 		Order:      20,
 		References: ringRefs,
+		Pairs:      pyBuildPairs("ring"), // the CPython rings on both builds
 		Summary:    "N workers pass a token around a ring: how a handoff's cost grows with the number of workers",
 		Op:         "hop",
 		OpLabels:   []exp.OpLabel{{Label: "roundtrip", Has: "pingpong"}, {Label: "hop"}},
