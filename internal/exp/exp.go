@@ -94,6 +94,11 @@ type Spec struct {
 type Pair struct {
 	Label string // "threads vs goroutines"
 	A, B  string // the arms' names (ArmKey.String)
+	// Builds makes the pair one per CPython version a run measured on
+	// both builds (--python all): A is a CPython arm's plan name
+	// (ArmKey.Plan), B is empty, and each comparison is that arm on the
+	// free-threaded build against it on the GIL build (ExpandPairs).
+	Builds bool
 }
 
 // HarnessRef is one arm beside the independent reference selfcheck

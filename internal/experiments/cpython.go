@@ -395,7 +395,7 @@ func cpythonAllArms(p exp.Params, plan []pyArm) ([]exp.Arm, error) {
 // already found, named for it by tag under --python all ("" otherwise).
 func bindPyArm(p exp.Params, in *pydriver.Interpreter, pa pyArm, tag string) exp.Arm {
 	a := pyArmOn(p, pa, tag, func(context.Context) (*pydriver.Interpreter, error) { return in, nil })
-	a.Params["python"], a.Params["python_build"] = in.Tag(), in.Build()
+	a.Params[exp.ParamPython], a.Params[exp.ParamPythonBuild] = in.Tag(), in.Build()
 	return a
 }
 

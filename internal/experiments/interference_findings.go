@@ -216,7 +216,7 @@ func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 		lines = append(lines, "  Go: "+unmeasured(v, "interference", "run interference"))
 	}
 	py, pyNotes := interferencePyVerdict(v)
-	lines = append(lines, py)
+	lines = append(append(lines, py), pyBuildLines(v, pyBuildTail)...)
 	return []exp.VerdictSection{{Block: exp.BlockTail, Heading: "one busy worker, the tail: sampled p50 and p99, without → with it",
 		Lines: lines, Notes: append(notes, pyNotes...),
 		Foot: []string{"  published (CPython 3.14, one busy thread): p50 5.9 µs → 5 096 µs, p99 16.6 µs → 15 235 µs"}}}

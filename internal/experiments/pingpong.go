@@ -77,13 +77,15 @@ func (*pingpongExp) Probes() []string {
 }
 
 // pingpongPairs are the comparisons pingpong's verdict states, measured
-// side by side (runner: pairs); each ratio is the first arm's over the second's.
-var pingpongPairs = []exp.Pair{
+// side by side (runner: pairs); each ratio is the first arm's over the
+// second's. The last, the CPython thread round trip on its two builds,
+// stands for one pair per version --python all ran on both (pyBuildPairs).
+var pingpongPairs = append([]exp.Pair{
 	{Label: "threads vs goroutines", A: ppPlaced("thread", "futex", "same-cpu").String(), B: ppGoroutine("chan", "1").String()},
 	{Label: "threads across CPUs vs on one CPU", A: ppPlaced("thread", "futex", "cross-cpu").String(), B: ppPlaced("thread", "futex", "same-cpu").String()},
 	{Label: "processes vs threads over a pipe on one CPU", A: ppPlaced("process", "pipe", "same-cpu").String(), B: ppPlaced("thread", "pipe", "same-cpu").String()},
 	{Label: "asyncio tasks vs CPython threads", A: ppPlaced("pytask", "asyncio-queue", "unpinned").String(), B: ppPlaced("pythread", "simplequeue", "unpinned").String()},
-}
+}, pyBuildPairs("pingpong")...)
 
 // ppGoroutine is a goroutine pair's key: its mechanism and GOMAXPROCS
 // ("1", "all" or a number): pingpong/goroutine/chan/gomaxprocs=1.

@@ -183,6 +183,7 @@ func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 		lines = append(lines, "  gap: not measured (needs "+goChan.String()+" and "+futexOne.String()+")")
 	}
 	lines = append(lines, pyTasksVsThreads(v)...)
+	lines = append(lines, pyBuildLines(v, pyBuildHandoff)...)
 	if c, ok := price.DirectCost(v.Run); ok {
 		lines = append(lines, "  "+c.Line())
 	}

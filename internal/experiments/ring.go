@@ -58,9 +58,15 @@ CPython rings: pythread (threads over SimpleQueues, up to 10000) and pytask
 // reference ping-pong's round trip, derived.
 type ringExp struct{ exp.Spec }
 
-var _ exp.Deriver = (*ringExp)(nil)
+var _ interface {
+	exp.Deriver
+	exp.Pairer
+} = (*ringExp)(nil)
 
 func (*ringExp) Derive(arms []result.Arm) { nativeDerive(ringDerive)(arms) }
+
+// Pairs: the CPython rings on both builds of one version, side by side.
+func (*ringExp) Pairs() []exp.Pair { return pyBuildPairs("ring") }
 
 // ringKinds are the substrate × mechanism pairs, in listing order.
 var ringKinds = []struct{ sub, mech string }{

@@ -52,14 +52,16 @@ var DefaultPairPolicy = PairPolicy{Burst: 1.0 / 12, MinBurst: 2 * time.Milliseco
 const pairLimit = 30 * time.Second
 
 // comparePairs measures the spec's pairs whose arms sel holds and the run
-// measured (measured), in the order the spec declares them.
+// measured (measured), in the order the spec declares them; a pair of a
+// CPython arm's two builds stands for one pair per version that has both
+// (exp.ExpandPairs).
 func comparePairs(ctx context.Context, cfg Config, spec *exp.Spec, sel []exp.Arm, measured []result.Arm) []result.Comparison {
 	pr, ok := exp.Hook[exp.Pairer](spec)
 	if !ok {
 		return nil
 	}
 	var out []result.Comparison
-	for _, p := range pr.Pairs() {
+	for _, p := range exp.ExpandPairs(pr.Pairs(), sel) {
 		a, okA := armNamed(sel, p.A)
 		b, okB := armNamed(sel, p.B)
 		ra, okRA := resultNamed(measured, p.A)
