@@ -11,6 +11,7 @@ import (
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
+	"github.com/ctxlab/ctxlab/internal/testload"
 	"github.com/ctxlab/ctxlab/internal/testpy"
 )
 
@@ -51,12 +52,16 @@ func TestBuildVerdictOnRealBuilds(t *testing.T) {
 	cfg := runner.ForSuite(exp.SuiteQuick)
 	cfg.Host = sysinfo.Detect()
 	cfg.Reps, cfg.BenchTime, cfg.WarmUp = 2, 20*time.Millisecond, 10*time.Millisecond
+	w := testload.Start()
 	arms, exps, _ := runner.Run(context.Background(), cfg, keep)
 	if len(arms) != 4 {
 		t.Fatalf("%d arms ran, want each of 2 on 2 builds", len(arms))
 	}
 	for _, a := range arms {
 		if a.Status != result.StatusOK {
+			// the free-threaded build's lock spins by yielding the CPU:
+			// under CPU hogs its round trip can run past the arm's limit
+			w.SkipIfStarved(t, a.Name)
 			t.Fatalf("%s: %s %s", a.Name, a.Status, a.Reason)
 		}
 	}
