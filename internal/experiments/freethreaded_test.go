@@ -23,12 +23,7 @@ import (
 // trip run on both, and the busy arm on the free-threaded build is checked
 // the free-threaded way.
 func TestPythonAllBothBuilds(t *testing.T) {
-	ft := testpy.FreeThreaded(t)
-	gil := testpy.GILOf(t, ft)
-	t.Setenv("PATH", gil.Dir()+":"+ft.Dir())
-	t.Cleanup(pydriver.CloseAll)
-	p := pyParams(exp.SuiteDefault)
-	p.Python = "all"
+	ft, gil, p := bothBuilds(t)
 	arms, err := pythonArms(p)
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +95,20 @@ func TestPythonAllBothBuilds(t *testing.T) {
 	if len(ftChecks) != 1 || !strings.Contains(ftChecks[0], ftt) {
 		t.Errorf("free-threaded busy-thread checks %q, want one, on %s", ftChecks, ftt[1:])
 	}
+}
+
+// bothBuilds puts the GIL and the free-threaded build of one version on
+// PATH (internal/testpy: skipped, saying why, where they are not
+// installed; in CI a missing build fails) and returns them with the
+// default suite's params for --python all.
+func bothBuilds(t *testing.T) (ft, gil testpy.Python, p exp.Params) {
+	ft = testpy.FreeThreaded(t)
+	gil = testpy.GILOf(t, ft)
+	t.Setenv("PATH", gil.Dir()+":"+ft.Dir())
+	t.Cleanup(pydriver.CloseAll)
+	p = pyParams(exp.SuiteDefault)
+	p.Python = "all"
+	return ft, gil, p
 }
 
 // The ring's findings answer "did removing the GIL make handoffs cheaper?"

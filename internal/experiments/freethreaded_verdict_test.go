@@ -7,12 +7,10 @@ import (
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
-	"github.com/ctxlab/ctxlab/internal/pydriver"
 	"github.com/ctxlab/ctxlab/internal/result"
 	"github.com/ctxlab/ctxlab/internal/runner"
 	"github.com/ctxlab/ctxlab/internal/sysinfo"
 	"github.com/ctxlab/ctxlab/internal/testload"
-	"github.com/ctxlab/ctxlab/internal/testpy"
 )
 
 // The verdict's build comparison on the real builds (internal/testpy;
@@ -23,12 +21,7 @@ import (
 // verdict's handoff block has one comparison line for each, worded with
 // the pair's interval. Structure and counts only, never the figures.
 func TestBuildVerdictOnRealBuilds(t *testing.T) {
-	ft := testpy.FreeThreaded(t)
-	gil := testpy.GILOf(t, ft)
-	t.Setenv("PATH", gil.Dir()+":"+ft.Dir())
-	t.Cleanup(pydriver.CloseAll)
-	p := pyParams(exp.SuiteDefault)
-	p.Python = "all"
+	ft, gil, p := bothBuilds(t)
 	sel, err := exp.Select([]string{"python"}, p)
 	if err != nil {
 		t.Fatal(err)
