@@ -20,12 +20,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/child"
+	"github.com/ctxlab/ctxlab/internal/procstat"
 )
 
 // Source is the driver script ctxlab runs with `python3 -u -c Source`.
@@ -250,22 +250,11 @@ func awaitProbe(ctx context.Context, pid int, exited <-chan error) (err error, l
 // probeProgress reads the probe's CPU time (clock ticks, user and system)
 // and whether it is runnable (state R: running or waiting for a CPU).
 func probeProgress(pid int) (cpu uint64, runnable bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	p, err := procstat.DefaultRoot.ReadProc(pid)
 	if err != nil {
 		return 0, false
 	}
-	// pid (comm) state ppid … utime(14) stime(15): comm may hold spaces
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, _ := strconv.ParseUint(f[11], 10, 64)
-	s, _ := strconv.ParseUint(f[12], 10, 64)
-	return u + s, f[0] == "R"
+	return uint64(p.UTicks + p.STicks), p.State == "R"
 }
 
 func probeCPU(pid int) uint64 { c, _ := probeProgress(pid); return c }
