@@ -353,11 +353,10 @@ def _next_site(kind):
 # aiosqlite) until the interpreter exits. Out of a window each only finds
 # its call's site (a dict lookup by the function's code) and counts the
 # call; in a window it also times it. Out of a window the thread-hopping
-# ones hand the call on first and count it after: the thread the call
-# wakes takes a while to run, and the GIL is not given up until the
-# caller waits anyway, so the count overlaps the wake-up rather than
-# preceding it on the hop's path (a call that raises is not counted: it
-# made no hop).
+# ones hand the call on first and count it after, so that the count might
+# overlap the woken thread's wake-up instead of preceding it; measured,
+# counting cost the same either way (docs/pyprobe.md, eighth session). A
+# call that raises is not counted: it made no hop.
 
 def _hopped(t0, tid, sid, same, w, callback, args):
     _ext((T_CST, sid, _pc() - t0, tid, same, w))
@@ -378,8 +377,7 @@ def _make_cst(orig):
 
     def call_soon_threadsafe(self, callback, *args, context=None):
         if not _win:
-            # handed on first, counted after: the loop is woken by then,
-            # and the count runs while it wakes, off the hop's path
+            # handed on first, counted after (above)
             if context is None:  # no keyword to pass: the call costs less
                 h = orig(self, callback, *args)
             else:
@@ -469,9 +467,8 @@ def _make_rie(orig):
 
     def run_in_executor(self, executor, func, *args):
         if not _win:
-            # handed on first, counted after: the worker is woken by then,
-            # and the count runs while it wakes, off the hop's path (the
-            # default executor exists once the original has run)
+            # handed on first, counted after (above); the default
+            # executor exists once the original has run
             fut = orig(self, executor, func, *args)
             sid = site(self, executor, func)
             tally(cnt[sid if sid is not None else _site("executor", _unwrap(func)[0])])
