@@ -56,19 +56,19 @@ func TestBusy(t *testing.T) {
 // and pairing, its answer taken from the interval, not the ratio alone.
 func TestPairWords(t *testing.T) {
 	c := result.Comparison{Label: "x", A: "e/a", B: "e/b", Paired: result.PairedBursts, Rounds: 12, Basis: result.BasisCPU,
-		Wall: result.Ratio{Ratio: 1, Lo: 0.5, Hi: 2}, CPU: &result.Ratio{Ratio: 15, Lo: 14, Hi: 16}, Answer: result.AnswerDiffer}
+		Wall: result.Ratio{Ratio: 0.8, Lo: 0.5, Hi: 2}, CPU: &result.Ratio{Ratio: 15, Lo: 14, Hi: 16}, Answer: result.AnswerDiffer}
 	for _, k := range []struct {
 		mod  func(*result.Comparison)
 		want string
 	}{
-		{func(*result.Comparison) {}, "15× slower (14–16×, CPU time, 12 paired bursts)"},
+		{func(*result.Comparison) {}, "15× slower (14–16×, CPU time; wall 1.2× faster, 12 paired bursts)"},
 		{func(c *result.Comparison) { c.Basis = result.BasisWall; c.Answer = result.AnswerUndecided },
-			"undecided, 1.0× slower (0.5–2×, wall time, 12 paired bursts)"},
+			"undecided, 1.2× faster (0.5–2×, wall time, 12 paired bursts)"},
 		{func(c *result.Comparison) { c.CPU = &result.Ratio{Ratio: 0.5, Lo: 0.4, Hi: 0.8} },
-			"2.0× faster (1.25–2.5×, CPU time, 12 paired bursts)"},
+			"2.0× faster (1.25–2.5×, CPU time; wall 1.2× faster, 12 paired bursts)"},
 		{func(c *result.Comparison) {
 			c.CPU, c.Answer, c.Paired = &result.Ratio{Ratio: 1.02, Lo: 0.97, Hi: 1.05}, result.AnswerSame, result.PairedReps
-		}, "about the same (0.97–1.05×, CPU time, 12 rounds alternating by repetition)"},
+		}, "about the same (0.97–1.05×, CPU time; wall 1.2× faster, 12 rounds alternating by repetition)"},
 	} {
 		x := c
 		k.mod(&x)

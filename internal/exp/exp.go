@@ -160,10 +160,10 @@ type Arm struct {
 	// answer. An error says the run cannot go as asked (an explicit
 	// --python that is no CPython); Open resolves by itself where no one did.
 	Resolve func(ctx context.Context) error
-	// OneAtATime says the arm's set-up holds something only one such arm
-	// can hold at a time (the CPython driver of its interpreter): two of
-	// them cannot be live at once, so a comparison of two sets each up
-	// for its own turn (runner: pairs).
+	// OneAtATime says the arm's set-up must not be live beside another
+	// arm's (a CPython arm's busy threads spin while it is open): a
+	// comparison of two such arms sets each up for its own turn (runner:
+	// pairs).
 	OneAtATime bool
 	// Reps and BenchTime override the suite's defaults when non-zero.
 	Reps int

@@ -21,9 +21,11 @@ func (v *VerdictRun) Comparison(a, b string) (result.Comparison, bool) {
 
 // PairWords words a comparison measured side by side the way Compare
 // words two figures, with its interval, basis and pairing: "15× slower
-// (14–16×, CPU time, 12 paired bursts)", "about the same (0.97–1.04×, wall
-// time, 12 rounds by repetition)", and "undecided, 1.2× slower (0.98–1.3×,
-// …)" where the interval straddles the two answers.
+// (14–16×, CPU time; wall 12× slower, 12 paired bursts)", "about the same
+// (0.97–1.04×, wall time, 12 rounds by repetition)", and "undecided, 1.2×
+// slower (0.98–1.3×, …)" where the interval straddles the two answers. A
+// CPU-time answer has the wall time's ratio beside it: what the machine
+// made the arms wait is in that one.
 func PairWords(c result.Comparison, more, less string) string {
 	r := c.Stated()
 	lo, hi, x, word := r.Lo, r.Hi, r.Ratio, more
@@ -37,6 +39,11 @@ func PairWords(c result.Comparison, more, less string) string {
 	basis := c.Basis
 	if basis == result.BasisCPU {
 		basis = "CPU time"
+		if w := c.Wall.Ratio; w >= 1 {
+			basis += "; wall " + Multiple(w) + " " + more
+		} else if w > 0 {
+			basis += "; wall " + Multiple(1/w) + " " + less
+		}
 	}
 	interval := " (" + plainNumber(lo) + "–" + plainNumber(hi) + "×, " + basis + ", " + how + ")"
 	switch c.Answer {

@@ -184,10 +184,17 @@ func (b *pyBench) Measure(ctx context.Context, req exp.DirectRequest) (*exp.Dire
 	return runPy(ctx, b.in, b.arm, req)
 }
 
-// Participants is an explicit empty list: the interpreter is no thread or
-// child the runner watches, and the driver counts its own switches over
-// its timed repetitions (exp.DirectResult).
-func (b *pyBench) Participants() exp.Participants { return exp.Participants{} }
+// Participants are the driver's process and its children, once the arm
+// is open. The runner reads them only for a comparison's turns (their CPU
+// time, which the turns' batches do not report): over the timed
+// repetitions the driver counts its own switches and CPU time
+// (exp.DirectResult).
+func (b *pyBench) Participants() exp.Participants {
+	if b.arm == nil {
+		return exp.Participants{}
+	}
+	return exp.Participants{PIDs: b.arm.Processes()}
+}
 
 func (b *pyBench) Close() error {
 	if b.arm != nil {
@@ -436,7 +443,10 @@ func pyArmOn(p exp.Params, pa pyArm, tag string, get func(context.Context) (*pyd
 	return exp.Arm{
 		Name: pa.key.WithInterpreter(tag).String(), Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
 		Placement: pa.place, Quick: pa.quick, Unsupported: unsup,
-		OneAtATime: true, // one driver per interpreter serves one arm at a time
+		// Two CPython arms can be open at once (two drivers of one
+		// interpreter), and take turns; one with busy threads or processes
+		// keeps them spinning between its turns, on the other's time.
+		OneAtATime: params["busy"] != "" && params["busy"] != "0",
 		Open: func(ctx context.Context) (exp.Bench, error) {
 			in, err := get(ctx)
 			if err != nil {

@@ -17,7 +17,7 @@ import (
 // skipped, saying why, where they are not installed; in CI a missing
 // build fails): the thread round trip and the 2-thread ring run on both
 // builds of one version under --python all, the runner measures each on
-// the two builds side by side (alternating by repetition), and the
+// the two builds side by side (in bursts, each build in its own driver), and the
 // verdict's handoff block has one comparison line for each, worded with
 // the pair's interval. Structure and counts only, never the figures.
 func TestBuildVerdictOnRealBuilds(t *testing.T) {
@@ -66,8 +66,8 @@ func TestBuildVerdictOnRealBuilds(t *testing.T) {
 				continue
 			}
 			pairs++
-			if c.Paired != result.PairedReps || c.Rounds < runner.DefaultPairPolicy.Rounds || c.A != exp.MustParseArmKey(c.B).Plan().WithInterpreter(ft.Version+"t").String() {
-				t.Errorf("%+v: want the free-threaded arm over the GIL one, alternating by repetition, every round", c)
+			if c.Paired != result.PairedBursts || c.Rounds < runner.DefaultPairPolicy.Rounds || c.A != exp.MustParseArmKey(c.B).Plan().WithInterpreter(ft.Version+"t").String() || c.CPU == nil || c.Basis != result.BasisCPU {
+				t.Errorf("%+v: want the free-threaded arm over the GIL one, in bursts (each build's driver open), every round, by CPU time", c)
 			}
 		}
 	}
@@ -94,7 +94,7 @@ func TestBuildVerdictOnRealBuilds(t *testing.T) {
 	for _, what := range []string{"thread round trip", "thread ring n=2"} {
 		found := false
 		for _, l := range lines {
-			if strings.HasPrefix(l, "  "+tags+what+" ") && strings.Contains(l, " rounds alternating by repetition)") {
+			if strings.HasPrefix(l, "  "+tags+what+" ") && strings.Contains(l, " paired bursts)") {
 				found = true
 			}
 		}

@@ -1,6 +1,8 @@
 package pydriver
 
 import (
+	"github.com/ctxlab/ctxlab/internal/procstat"
+
 	"context"
 	"errors"
 	"fmt"
@@ -45,18 +47,26 @@ var closeWait = 5 * time.Second
 // running, and waiting (while ctx lasts) for an arm that holds it. A
 // refusal is a *Refused.
 func (in *Interpreter) Open(ctx context.Context, req Request) (*Arm, error) {
-	p := poolFor(in.Path)
-	s, err := p.acquire(ctx, in)
+	p, err := acquire(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	a := &Arm{Hello: s.Hello, p: p, s: s, held: true}
+	a := &Arm{Hello: p.s.Hello, p: p, s: p.s, held: true}
 	r, err := a.do(ctx, Message{Do: DoOpen, Request: &req}, false)
 	if err != nil {
 		return nil, err
 	}
 	a.open, a.Unit, a.Sampled = true, max(1, r.Unit), r.Sampled
 	return a, nil
+}
+
+// Processes are the driver's process and its live descendants (a forked
+// partner, a busy process): every thread of each does part of the arm's
+// work. Where the descendants cannot be read, the driver's alone.
+func (a *Arm) Processes() []int {
+	pid := a.s.PID()
+	kids, _ := procstat.DefaultRoot.DescendantsOf(pid)
+	return append([]int{pid}, kids...)
 }
 
 // Batch runs about n ops of the arm's bench unsampled, for the runner's

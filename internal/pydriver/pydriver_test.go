@@ -322,8 +322,8 @@ func testBenches(t *testing.T) {
 func poolPID(in *Interpreter) int {
 	pool.mu.Lock()
 	defer pool.mu.Unlock()
-	if p := pool.sessions[in.Path]; p != nil && p.s != nil {
-		return p.s.PID()
+	if ps := pool.sessions[in.Path]; ps != nil && ps[0].s != nil {
+		return ps[0].s.PID()
 	}
 	return 0
 }
@@ -654,5 +654,54 @@ func TestDriverArmClosedEarly(t *testing.T) {
 	}
 	if !gone(pid) {
 		t.Fatalf("driver group %d survived the limit", pid)
+	}
+}
+
+// Two arms of one interpreter open at once (a comparison's two arms taking
+// turns) each hold a driver of their own, and take batches in turn; an
+// arm opened after both closed is served by the first driver again; a
+// third waits for one of the two, and gives up when its context ends.
+func TestTwoArmsAtOnce(t *testing.T) {
+	in := realPython(t)
+	testBenches(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, err := in.Open(ctx, Request{Bench: "test.spin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := in.Open(ctx, Request{Bench: "test.spin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pa, pb := a.Processes(), b.Processes()
+	if pa[0] == pb[0] || pa[0] != poolPID(in) {
+		t.Fatalf("two arms open at once on drivers %v and %v (the pool's first: %d)", pa, pb, poolPID(in))
+	}
+	for range 3 {
+		for _, x := range []*Arm{a, b} {
+			if ops, _, err := x.Batch(ctx, 10); err != nil || ops != 10 {
+				t.Fatalf("a turn: %d ops, %v", ops, err)
+			}
+		}
+	}
+	limit, cancel2 := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel2()
+	if _, err := in.Open(limit, Request{Bench: "test.spin"}); err == nil || !strings.Contains(err.Error(), "still busy") {
+		t.Fatalf("a third arm while two are open: %v, want it to wait and give up", err)
+	}
+	a.Close()
+	b.Close()
+	r, _, err := runArm(ctx, in, Request{Bench: "test.spin"}, 1, 10)
+	if err != nil || r.Ops[0] != 10 || poolPID(in) != pa[0] {
+		t.Fatalf("the next arm: %+v (%v), driver %d, want %d", r, err, poolPID(in), pa[0])
+	}
+	CloseAll()
+	for _, pid := range []int{pa[0], pb[0]} {
+		if !gone(pid) {
+			t.Errorf("driver %d alive after CloseAll", pid)
+		}
 	}
 }

@@ -30,15 +30,19 @@ func ComparisonLine(c result.Comparison) string {
 }
 
 // otherBasis is the ratio the verdict does not state, in short: "wall
-// 12.1× (10.5–14.8×)" beside a CPU-time answer, and the CPU one beside a
-// wall-time answer.
+// 12.1× (10.5–14.8×)" beside a CPU-time answer (whose words have the
+// wall ratio alone), and the CPU one beside a wall-time answer (runs
+// stored before every comparison with both CPU times stated that one).
 func otherBasis(c result.Comparison) string {
 	r, name := c.CPU, "CPU time"
 	if c.Basis == result.BasisCPU {
-		r, name = &c.Wall, "wall"
+		r, name = &c.Wall, "wall interval"
 	}
 	if r == nil || r.Ratio <= 0 {
 		return ""
+	}
+	if c.Basis == result.BasisCPU {
+		return fmt.Sprintf("%s %.3g–%.3g×", name, r.Lo, r.Hi)
 	}
 	return fmt.Sprintf("%s %.3g× (%.3g–%.3g×)", name, r.Ratio, r.Lo, r.Hi)
 }

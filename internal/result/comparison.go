@@ -26,8 +26,9 @@ type Comparison struct {
 	// op of all participants, where both arms' CPU time was read.
 	Wall Ratio  `json:"wall"`
 	CPU  *Ratio `json:"cpu,omitempty"`
-	// Basis is the ratio the verdict states: BasisCPU on a busy machine
-	// (where the wall time holds the wait behind other work), else BasisWall.
+	// Basis is the ratio the verdict states: BasisCPU wherever both arms'
+	// CPU time was read (the wall time holds whatever the machine made the
+	// arms wait), else BasisWall.
 	Basis string `json:"basis"`
 	// Answer is what the basis ratio says: AnswerSame (its interval within
 	// SameWithin of 1), AnswerDiffer (wholly outside), or AnswerUndecided

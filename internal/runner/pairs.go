@@ -26,8 +26,12 @@ import (
 // Arms under one placement (GOMAXPROCS and CPU set) take short bursts;
 // arms that cannot be live under one placement alternate by
 // repetition-long turns, the placement switched between them. Where the
-// interval straddles "about the same" and "different", rounds are added
-// until it does not or the pair's time budget is spent.
+// interval straddles "about the same" and "different", or is wider than
+// the policy's Width, rounds are added until it is not or the pair's time
+// budget is spent. The ratio stated is the CPU time's wherever both arms'
+// CPU time was read, quiet machine or busy (the wall time's is kept beside
+// it): CPU time per op is what the arms cost, while the wall time holds
+// whatever the machine made them wait, which changes from run to run.
 
 // PairPolicy sizes the turns of a comparison.
 type PairPolicy struct {
@@ -38,15 +42,19 @@ type PairPolicy struct {
 	// Rep is a repetition-long turn's length as a share of the benchtime.
 	Rep float64 // (at least MinBurst)
 	// Rounds are the rounds every comparison gets; More are added at a
-	// time while the answer is undecided and the budget lasts.
+	// time while the answer is undecided, or its interval is wider than
+	// Width (hi ÷ lo), and the budget lasts.
 	Rounds, More int
+	Width        float64
 }
 
 // DefaultPairPolicy: bursts of a twelfth of the benchtime (5 ms quick, 17
 // ms default), turns of a quarter of it where the placement alternates (15
-// and 50 ms), 12 rounds, then 4 at a time.
+// and 50 ms), 12 rounds, then 4 at a time until the interval is within
+// 1.15× (about ±7% around the ratio: two runs' ratios then agree within
+// about 15%).
 var DefaultPairPolicy = PairPolicy{Burst: 1.0 / 12, MinBurst: 2 * time.Millisecond, MaxBurst: 25 * time.Millisecond,
-	Rep: 0.25, Rounds: 12, More: 4}
+	Rep: 0.25, Rounds: 12, More: 4, Width: 1.15}
 
 // pairLimit bounds one comparison's set-up, turns and teardown.
 const pairLimit = 30 * time.Second
@@ -107,12 +115,12 @@ type pairSide struct {
 	probe     *taskProbe
 	ops       int       // ops a turn
 	wall, cpu []float64 // ns per op of each round's turn
-	runq      []float64
 	// placeEach: the two arms' placements differ, so each turn puts its
 	// own on (else runPair puts the common one on once).
 	placeEach bool
-	// reopen: the two arms cannot be live at once (exp.Arm.OneAtATime),
-	// so each turn sets the arm up, warms it and tears it down.
+	// reopen: the arm must not be live beside the other's turns
+	// (exp.Arm.OneAtATime), so each of its turns sets it up, warms it and
+	// tears it down.
 	reopen bool
 }
 
@@ -129,9 +137,11 @@ func comparePair(ctx context.Context, cfg Config, p exp.Pair, arms [2]exp.Arm, r
 		c.Paired = result.PairedReps
 		sides[0].placeEach, sides[1].placeEach = true, true
 	}
-	if arms[0].OneAtATime && arms[1].OneAtATime {
-		c.Paired = result.PairedReps
-		sides[0].reopen, sides[1].reopen = true, true
+	for i, a := range arms {
+		if a.OneAtATime {
+			c.Paired = result.PairedReps
+			sides[i].reopen = true
+		}
 	}
 	turn := pairTurn(cfg.BenchTime, c.Paired)
 	c.TurnNs = int64(turn)
@@ -223,14 +233,13 @@ func runPair(ctx context.Context, cfg Config, c *result.Comparison, sides [2]*pa
 			return fmt.Errorf("%s: %w", s.arm.Name, err)
 		}
 	}
-	busy := pairBusy(cfg)
 	start := time.Now()
 	rounds := pairPolicy.Rounds
 	for r := 0; ; r++ {
 		if r == rounds {
-			decide(c, sides, busy)
+			decide(c, sides)
 			spent := time.Since(start)
-			if c.Answer != result.AnswerUndecided || spent >= cfg.pairBudget() {
+			if c.Answer != result.AnswerUndecided && narrow(c.Stated()) || spent >= cfg.pairBudget() {
 				c.Note = pairNote(c, rounds, spent, cfg.pairBudget())
 				return nil
 			}
@@ -245,26 +254,24 @@ func runPair(ctx context.Context, cfg Config, c *result.Comparison, sides [2]*pa
 	}
 }
 
+// narrow says whether a ratio's interval is within the policy's Width.
+func narrow(r result.Ratio) bool {
+	return r.Lo > 0 && r.Hi/r.Lo <= pairPolicy.Width
+}
+
 // pairNote says whether rounds were added, and how the comparison ended.
 func pairNote(c *result.Comparison, rounds int, spent, budget time.Duration) string {
+	added := rounds - pairPolicy.Rounds
 	switch {
 	case c.Answer == result.AnswerUndecided:
 		return fmt.Sprintf("undecided: the interval still straddles about the same (within %.2g×) and different when its %s budget ran out after %d rounds",
 			exp.SameWithin, result.FormatNs(float64(budget)), rounds)
-	case rounds > pairPolicy.Rounds:
-		return fmt.Sprintf("decided after %d rounds (%d added while the interval straddled about the same and different)", rounds, rounds-pairPolicy.Rounds)
+	case !narrow(c.Stated()):
+		return fmt.Sprintf("%d rounds: the interval is still wider than %.3g× when its %s budget ran out", rounds, pairPolicy.Width, result.FormatNs(float64(budget)))
+	case added > 0:
+		return fmt.Sprintf("%d rounds (%d added until the interval decided and was within %.3g×)", rounds, added, pairPolicy.Width)
 	}
 	return ""
-}
-
-// pairBusy says whether the machine was busy when the run started: the
-// verdict then states the CPU-time ratio.
-func pairBusy(cfg Config) bool {
-	cpus := 1
-	if cfg.Host != nil && len(cfg.Host.OnlineCPUs) > 0 {
-		cpus = len(cfg.Host.OnlineCPUs)
-	}
-	return cfg.StartLoad > exp.BusyLoadPerCPU*float64(cpus)
 }
 
 // pairBudget is how long a comparison's rounds may last, from its first,
@@ -350,7 +357,7 @@ func (s *pairSide) turn(ctx context.Context, keep bool) error {
 			return err
 		}
 	}
-	cpu0, runq0 := s.probe.acc.cpu+s.probe.childAcc.cpu, s.probe.acc.runq+s.probe.childAcc.runq
+	cpu0 := s.probe.acc.cpu + s.probe.childAcc.cpu
 	s.probe.begin()
 	ops, ns, err := s.batch(s.ops)
 	s.probe.end()
@@ -362,15 +369,12 @@ func (s *pairSide) turn(ctx context.Context, keep bool) error {
 	}
 	s.wall = append(s.wall, float64(ns)/float64(ops))
 	s.cpu = append(s.cpu, float64(s.probe.acc.cpu+s.probe.childAcc.cpu-cpu0)/float64(ops))
-	s.runq = append(s.runq, float64(s.probe.acc.runq+s.probe.childAcc.runq-runq0)/float64(ops))
 	return nil
 }
 
 // decide reads the rounds' ratios into c and answers it on its basis: the
-// CPU time on a busy machine (by the turns' run-queue wait, or by its load
-// where that was not read),
-// where both arms' CPU time was read, else the wall time.
-func decide(c *result.Comparison, sides [2]*pairSide, busy bool) {
+// CPU time where both arms' CPU time was read, else the wall time.
+func decide(c *result.Comparison, sides [2]*pairSide) {
 	a, b := sides[0], sides[1]
 	c.Rounds = min(len(a.wall), len(b.wall))
 	c.Wall = pairedRatio(a.wall, b.wall)
@@ -381,11 +385,8 @@ func decide(c *result.Comparison, sides [2]*pairSide, busy bool) {
 	} else {
 		c.CPU = nil
 	}
-	runqOK := a.probe.runqOK && b.probe.runqOK
-	waited := runqOK && (median(a.runq) > exp.BusyWaitShare*median(a.wall) || median(b.runq) > exp.BusyWaitShare*median(b.wall))
 	c.Basis = result.BasisWall
-	// the load at the start decides only without the turns' own wait (exp.Busy)
-	if cpuOK && (waited || busy && !runqOK) {
+	if cpuOK {
 		c.Basis = result.BasisCPU
 	}
 	c.Answer = PairAnswer(c.Stated())
@@ -418,6 +419,3 @@ func pairedRatio(a, b []float64) result.Ratio {
 	r, lo, hi, _ := measure.PairedRatio(a, b)
 	return result.Ratio{Ratio: r, Lo: lo, Hi: hi}
 }
-
-// median of xs (sorted or not).
-func median(xs []float64) float64 { return measure.Summarize(xs).Median }

@@ -203,3 +203,38 @@ func TestPairTurnStuck(t *testing.T) {
 		t.Errorf("comparison %+v, %d closes", cp, st.closes.Load())
 	}
 }
+
+// A decided comparison whose interval is wider than the policy's Width
+// takes more rounds, four at a time, until it narrows or the budget runs
+// out, and says which; one within Width stops at the policy's rounds. The
+// ratio stated is the CPU time's wherever both arms' CPU time was read.
+func TestPairRoundsUntilNarrow(t *testing.T) {
+	defer func(p PairPolicy) { pairPolicy = p }(pairPolicy)
+	for _, tc := range []struct {
+		width float64
+		more  bool
+	}{{width: 1e9, more: false}, {width: 1, more: true}} {
+		pairPolicy.Width = tc.width
+		j := &journal{}
+		s, arms, _ := pairArms(j, 4, 1)
+		c := cfg()
+		c.PairBudget = 2 * time.Second // the policy's rounds take ~50 ms quiet
+		_, exps, _ := Run(context.Background(), c, []exp.Selection{{Spec: s, Arms: arms}})
+		cp := exps[0].Comparisons[0]
+		t.Logf("width %g: %s; note %q", tc.width, cp, cp.Note)
+		if cp.CPU == nil || cp.Basis != result.BasisCPU {
+			t.Errorf("width %g: basis %q with CPU %+v, want the CPU time's", tc.width, cp.Basis, cp.CPU)
+		}
+		added := cp.Rounds - pairPolicy.Rounds
+		switch {
+		case !tc.more && added != 0:
+			t.Errorf("width %g: %d rounds added to an interval within it", tc.width, added)
+		case tc.more && added%pairPolicy.More != 0:
+			t.Errorf("width %g: %d rounds added, want a multiple of %d", tc.width, added, pairPolicy.More)
+		case tc.more && added == 0:
+			t.Errorf("width %g: no round added to an interval wider than it within a %v budget", tc.width, c.PairBudget)
+		case tc.more && cp.Answer != result.AnswerUndecided && !strings.Contains(cp.Note, "still wider than 1×"):
+			t.Errorf("width %g: note %q does not say the interval stayed wide", tc.width, cp.Note)
+		}
+	}
+}
