@@ -11,7 +11,10 @@ import (
 
 // PinThread restricts the calling OS thread to cpus. The caller must hold
 // runtime.LockOSThread, or the pin lands on whatever thread it runs on now.
-func PinThread(cpus []int) error {
+func PinThread(cpus []int) error { return PinTask(0, cpus) }
+
+// PinTask restricts thread tid (0: the calling thread) to cpus.
+func PinTask(tid int, cpus []int) error {
 	if len(cpus) == 0 {
 		return nil
 	}
@@ -19,7 +22,7 @@ func PinThread(cpus []int) error {
 	for _, c := range cpus {
 		set.Set(c)
 	}
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
+	if err := unix.SchedSetaffinity(tid, &set); err != nil {
 		return fmt.Errorf("pin thread to cpus %v: %w", cpus, err)
 	}
 	return nil

@@ -118,6 +118,11 @@ type pairSide struct {
 	// placeEach: the two arms' placements differ, so each turn puts its
 	// own on (else runPair puts the common one on once).
 	placeEach bool
+	// pins are the CPU sets the arm's set-up gave its own threads (a
+	// cross-CPU pair pins each of its two to one CPU). Placing the process
+	// for a turn sets every thread's CPU set, the arms' too, so each turn
+	// puts these back after it.
+	pins map[int][]int
 	// reopen: the arm must not be live beside the other's turns
 	// (exp.Arm.OneAtATime), so each of its turns sets it up, warms it and
 	// tears it down.
@@ -286,6 +291,7 @@ func (c Config) pairBudget() time.Duration {
 
 // open sets the arm up under its placement.
 func (s *pairSide) open(ctx context.Context) error {
+	s.pins = nil // the threads of an earlier set-up are gone
 	undo, err := s.place()
 	defer undo()
 	if err != nil {
@@ -311,7 +317,14 @@ func (s *pairSide) open(ctx context.Context) error {
 	}
 	// Who takes part is known once the bench has started (the CPython
 	// driver's process).
-	s.probe = newTaskProbe(b.Participants())
+	parts := b.Participants()
+	s.probe = newTaskProbe(parts)
+	s.pins = map[int][]int{}
+	for _, tid := range parts.TIDs {
+		if m, err := measure.TaskAffinity(tid); err == nil {
+			s.pins[tid] = m
+		}
+	}
 	return nil
 }
 
@@ -328,13 +341,23 @@ func (s *pairSide) closeBench() error {
 }
 
 // place puts the arm's placement on the process, where the two arms'
-// placements differ, and returns what puts the last one back.
+// placements differ, and its threads' own CPU sets back on them; it
+// returns what puts the last placement back.
 func (s *pairSide) place() (func(), error) {
 	if !s.placeEach {
 		return func() {}, nil
 	}
 	r := result.Arm{GOMAXPROCS: s.gomaxprocs}
-	return place(&r, s.arm.CPUs)
+	undo, err := place(&r, s.arm.CPUs)
+	if err != nil {
+		return undo, err
+	}
+	for tid, m := range s.pins {
+		if err := measure.PinTask(tid, m); err != nil {
+			return undo, fmt.Errorf("thread %d back on its CPUs: %w", tid, err)
+		}
+	}
+	return undo, nil
 }
 
 // turn runs one turn of the arm under its placement and, when keep is

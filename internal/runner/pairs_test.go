@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/exp"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/result"
+	"golang.org/x/sys/unix"
 )
 
 // work does `weight` units of arithmetic an op and logs each Run (its
@@ -235,6 +238,84 @@ func TestPairRoundsUntilNarrow(t *testing.T) {
 			t.Errorf("width %g: no round added to an interval wider than it within a %v budget", tc.width, c.PairBudget)
 		case tc.more && cp.Answer != result.AnswerUndecided && !strings.Contains(cp.Note, "still wider than 1×"):
 			t.Errorf("width %g: note %q does not say the interval stayed wide", tc.width, cp.Note)
+		}
+	}
+}
+
+// pinned is a bench whose worker thread its set-up pins to one CPU; each
+// op asks the worker for its CPU set and counts the ops that found it
+// otherwise.
+type pinned struct {
+	cpu   int
+	tid   int
+	ask   chan chan []int
+	wrong atomic.Int64
+}
+
+func openPinned(cpu int) (*pinned, error) {
+	p := &pinned{cpu: cpu, ask: make(chan chan []int)}
+	ready := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		p.tid = unix.Gettid()
+		ready <- measure.PinThread([]int{cpu})
+		for reply := range p.ask {
+			m, _ := measure.TaskAffinity(0)
+			reply <- m
+		}
+	}()
+	return p, <-ready
+}
+
+func (p *pinned) Run(b *measure.B) error {
+	reply := make(chan []int)
+	for i := 0; i < b.N; i++ {
+		p.ask <- reply
+		if m := <-reply; len(m) != 1 || m[0] != p.cpu {
+			p.wrong.Add(1)
+		}
+	}
+	return nil
+}
+func (p *pinned) Close() error                   { close(p.ask); return nil }
+func (p *pinned) Participants() exp.Participants { return exp.Threads(p.tid) }
+
+// Arms under different placements alternate, the process placed for each
+// turn; a placement sets every thread's CPU set, and the arms' threads
+// get theirs back before they run: a cross-CPU arm's thread pinned to the
+// second CPU stays there through the one-CPU arm's turns (found measuring
+// the cross-CPU pair unpinned in its pair: its wall ratio to one CPU read
+// 1.0 where the arms read 10×).
+func TestPairKeepsArmsPins(t *testing.T) {
+	cpus, err := measure.Affinity()
+	if err != nil || len(cpus) < 2 {
+		t.Skipf("needs two CPUs: %v %v", cpus, err)
+	}
+	var benches []*pinned
+	arms := []exp.Arm{
+		{Name: "fake/a", CPUs: cpus[:2], Open: func(context.Context) (exp.Bench, error) {
+			p, err := openPinned(cpus[1])
+			benches = append(benches, p)
+			return p, err
+		}},
+		{Name: "fake/b", CPUs: cpus[:1], Open: func(context.Context) (exp.Bench, error) {
+			p, err := openPinned(cpus[0])
+			benches = append(benches, p)
+			return p, err
+		}},
+	}
+	s := exp.Bind(&paired{exp.Spec{Name: "fake", Op: "op"}})
+	c := cfg()
+	c.PairBudget = time.Nanosecond
+	_, exps, _ := Run(context.Background(), c, []exp.Selection{{Spec: s, Arms: arms}})
+	cp := exps[0].Comparisons[0]
+	if cp.Paired != result.PairedReps || cp.Rounds == 0 || len(benches) != 4 {
+		t.Fatalf("comparison %+v, %d set-ups", cp, len(benches))
+	}
+	for i, b := range benches {
+		if n := b.wrong.Load(); n > 0 {
+			t.Errorf("set-up %d (pinned to CPU %d): %d ops ran on another CPU set", i, b.cpu, n)
 		}
 	}
 }
