@@ -186,6 +186,13 @@ async def main():
                 calls_on(True)
             elif on and not a.null:
                 resume(t, paused)
+            else:
+                # the same writes before every block, on or off: each write
+                # to a class invalidates what the interpreter specialised on
+                # it, so an off block that followed an off block, with no
+                # write before it, ran warm where every on block ran after one
+                calls_on(False)
+                t.sel.__class__ = t.cls
             got[on] = await block(a.calls, b * a.calls)
             if on and a.count_only:
                 calls_on(False)
