@@ -58,6 +58,14 @@ def pin(cpus):
         os.sched_setaffinity(0, cpus)
 
 
+def choice(p, key, allowed, default=None, what=""):
+    """p[key] (default if unset), which must be one of allowed."""
+    v = p.get(key) or default
+    if v not in allowed:
+        raise ValueError("%s%s=%r; want one of: %s" % (what, key, v, ", ".join(allowed)))
+    return v
+
+
 # --- children -------------------------------------------------------------
 #
 # No process the driver forks may outlive it, SIGKILL of ctxlab included:
@@ -283,6 +291,19 @@ class Bench:
     def notes(self):
         return [self.sample_note] if self.sample_note else []
 
+    def use_loop(self, op, bind, keyed=False, lap=False):
+        """Time op with LOOP (timed_loop): the bench's run, or an AsyncBench's arun."""
+        a = isinstance(self, AsyncBench)
+        setattr(self, "arun" if a else "run", types.MethodType(timed_loop(op, bind, keyed, lap, a), self))
+
+    def one_worker(self):
+        """A pool of one worker thread, pinned to cpus_b, started outside timing."""
+        import concurrent.futures
+
+        ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
+        ex.submit(int).result()
+        return ex
+
     def partner(self, target, *args):
         """Start the bench's partner thread, pinned to cpus_b."""
 
@@ -313,26 +334,27 @@ class Busy:
         self.t.join()
 
 
-# rings of threads or tasks over queues, the driver's main thread (or task)
-# worker 0: a ring.* arm's op is one hop and its unit a lap of N hops; a
-# pingpong arm is a ring of two whose op is the round trip.
+class Ring:
+    """A ring of N workers over queues, the driver's main thread (or task)
+    worker 0: a ring.* arm's op is one hop and its unit a lap of N hops. A
+    pingpong arm (pair) is a ring of two whose op is the round trip."""
+
+    def __init__(self, p, pair=False):
+        super().__init__(p)
+        self.n = 2 if pair else int(p["n"])
+        if not pair:
+            self.ops_per_unit = self.n
+            self.sample_note = "per-op latencies are a lap's time divided by the ring size"
+        self.use_loop(*self.hop, lap=not pair)
 
 
-def ring_size(bench):
-    """The ring's N: a pingpong's 2, or a ring arm's param n, a lap of N
-    hops then its unit."""
-    if bench.n is None:
-        bench.n = bench.ops_per_unit = int(bench.p["n"])
-    return bench.n
+class ThreadRing(Ring, Bench):
+    """Threads over queue.SimpleQueue."""
 
-
-class ThreadRing(Bench):
-    sample_note = "per-op latencies are a lap's time divided by the ring size"
-    n = None
-    run = timed_loop("put(1); get()", "put, get = self.qs[1 % size].put, self.qs[0].get", lap=True)
+    hop = ("put(1); get()", "put, get = self.qs[1 % self.n].put, self.qs[0].get")
 
     def setup(self):
-        n = ring_size(self)
+        n = self.n
         self.qs = [queue.SimpleQueue() for _ in range(n)]
         self.ts = []
         old = threading.stack_size()
@@ -357,14 +379,6 @@ class ThreadRing(Bench):
         self.qs[0].get()
         for t in self.ts:
             t.join()
-
-
-class ThreadQueue(ThreadRing):
-    """Two threads over two queue.SimpleQueue."""
-
-    sample_note = ""
-    n = 2
-    run = timed_loop("put(1); get()", "put, get = self.qs[1].put, self.qs[0].get")
 
 
 class ThreadEvent(Bench):
@@ -477,13 +491,13 @@ class AsyncBench(Bench):
         pass
 
 
-class TaskRing(AsyncBench):
-    sample_note = ThreadRing.sample_note
-    n = None
-    arun = timed_loop("put(1); await get()", "put, get = self.qs[1 % size].put_nowait, self.qs[0].get", lap=True, is_async=True)
+class TaskRing(Ring, AsyncBench):
+    """asyncio tasks over asyncio.Queue."""
+
+    hop = ("put(1); await get()", "put, get = self.qs[1 % self.n].put_nowait, self.qs[0].get")
 
     async def asetup(self):
-        n = ring_size(self)
+        n = self.n
         self.qs = [asyncio.Queue() for _ in range(n)]
         loop = asyncio.get_running_loop()
         self.ts = [loop.create_task(self.worker(self.qs[i], self.qs[(i + 1) % n])) for i in range(1, n)]
@@ -503,14 +517,6 @@ class TaskRing(AsyncBench):
         await self.qs[0].get()
         for t in self.ts:
             await t
-
-
-class TaskQueue(TaskRing):
-    """Two asyncio tasks over two asyncio.Queue."""
-
-    sample_note = ""
-    n = 2
-    arun = timed_loop("put(1); await get()", "put, get = self.qs[1].put_nowait, self.qs[0].get", is_async=True)
 
 
 class TaskFuture(AsyncBench):
@@ -652,7 +658,7 @@ def remove_tree(d):
         shutil.rmtree(d, ignore_errors=True)
 
 
-# One timed loop per way of calling (how: the locals it binds, one lookup),
+# One timed loop per way of calling (how: one lookup, the locals it binds),
 # so the arms differ only by the hops they take. The statement and its
 # fetch are the bench's: the seed's SQL and fetchone(), or the user's query
 # and fetchall() (every row, every call), so the user's query runs in the
@@ -662,27 +668,23 @@ def remove_tree(d):
 # loop's task would, not through an awaiting frame too (+2 frame
 # resumptions per two-hop lookup, counted by testdata/rowcounts.py).
 HOP_LOOPS = {
-    "direct": ("execute, sql = self.conn.execute, self.sql", "execute(sql, (k,)).FETCH()"),
-    "executor": ("hop, ex, lookup = asyncio.get_running_loop().run_in_executor, self.ex, self.lookup",
-                 "await hop(ex, lookup, k)"),
-    "two-hop": ("hop, ex, execute = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute\n"
-                "sql, fetch = self.sql, self.fetch",
-                "cur = await hop(ex, execute, sql, (k,))\nawait hop(ex, getattr(cur, fetch))"),
-    "aiosqlite": ("execute, sql, fetch = self.db.execute, self.sql, self.fetch",
-                  "async with execute(sql, (k,)) as cur:\n    await getattr(cur, fetch)()"),
+    "direct": ("execute(sql, (k,)).FETCH()", "execute, sql = self.conn.execute, self.sql"),
+    "executor": ("await hop(ex, lookup, k)",
+                 "hop, ex, execute, sql = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute, self.sql\n"
+                 "lookup = lambda k: execute(sql, (k,)).FETCH()"),
+    "two-hop": ("cur = await hop(ex, execute, sql, (k,))\nawait hop(ex, getattr(cur, fetch))",
+                "hop, ex, execute = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute\n"
+                "sql, fetch = self.sql, self.fetch"),
+    "aiosqlite": ("async with execute(sql, (k,)) as cur:\n    await getattr(cur, fetch)()",
+                  "execute, sql, fetch = self.db.execute, self.sql, self.fetch"),
 }
-HOP_WAYS = tuple(HOP_LOOPS)
 
 
 class Hop(AsyncBench):
     def __init__(self, p):
         super().__init__(p)
-        self.how = p.get("how")
-        if self.how not in HOP_WAYS:
-            raise ValueError("hop: how=%r; want one of: %s" % (self.how, ", ".join(HOP_WAYS)))
-        self.db_kind = p.get("db") or "file"
-        if self.db_kind not in HOP_DBS:
-            raise ValueError("hop: db=%r; want one of: %s" % (self.db_kind, ", ".join(HOP_DBS)))
+        self.how = choice(p, "how", HOP_LOOPS, what="hop: ")
+        self.db_kind = choice(p, "db", HOP_DBS, "file", what="hop: ")
         self.dir = self.conn = self.db = self.ex = None
 
     async def asetup(self):
@@ -695,12 +697,11 @@ class Hop(AsyncBench):
                 remove_tree(self.dir)
                 self.dir = None
             raise
-        bind, op = HOP_LOOPS[self.how]
-        self.arun = types.MethodType(timed_loop(op.replace("FETCH", self.fetch), bind, keyed=True, is_async=True), self)
+        op, bind = HOP_LOOPS[self.how]
+        self.use_loop(op.replace("FETCH", self.fetch), bind.replace("FETCH", self.fetch), keyed=True)
 
     async def open(self):
         import sqlite3
-        import concurrent.futures
 
         if self.how == "aiosqlite":
             try:
@@ -727,19 +728,12 @@ class Hop(AsyncBench):
         self.conn = sqlite3.connect(path, check_same_thread=False, uri=uri)
         if self.db_kind == "memory":
             make_db(self.conn)
-        execute, sql = self.conn.execute, self.sql
-        if self.fetch == "fetchall":
-            self.lookup = lambda k: execute(sql, (k,)).fetchall()
-        else:
-            self.lookup = lambda k: execute(sql, (k,)).fetchone()
-        if self.how == "direct":
+        if self.how != "direct":
             # No worker thread for the direct lookup: an idle one beside it
             # made every lookup ~3% slower (3.1 -> 3.2 us, pyenv 3.11.7 on a
             # 2-vCPU Xeon VM), which the seed's plain loop (pyref.py) does
             # not pay (issue 32).
-            return
-        self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
-        self.ex.submit(int).result()  # start the worker thread outside timing
+            self.ex = self.one_worker()
 
     async def ateardown(self):
         try:
@@ -898,9 +892,6 @@ class BusyProcess:
 # worker once more: the two-hop wrapper's shape). An exception fails the
 # arm with its last traceback line ("ValueError: …").
 
-PYCALL_WAYS = ("direct", "to_thread", "executor", "two-hop")
-
-
 def user_func(p):
     import importlib
 
@@ -920,39 +911,23 @@ def passback(v):
     return v
 
 
+# The call through the way's hops is a coroutine, one(k), that the loop
+# awaits; the direct call is the plain call, no coroutine around it.
+HOPS = "hop, ex, f = asyncio.get_running_loop().run_in_executor, self.ex, self.f\n"
+PYCALL_LOOPS = {
+    "direct": ("f(k)", "f = self.f"),
+    "to_thread": ("await one(k)", "to_thread, f = asyncio.to_thread, self.f\nasync def one(k):\n    return await to_thread(f, k)"),
+    "executor": ("await one(k)", HOPS + "async def one(k):\n    return await hop(ex, f, k)"),
+    "two-hop": ("await one(k)", HOPS + "async def one(k):\n    return await hop(ex, passback, await hop(ex, f, k))"),
+}
+
+
 class PyCall(AsyncBench):
     async def asetup(self):
-        import concurrent.futures
-
-        how = self.p.get("how")
-        if how not in PYCALL_WAYS:
-            raise ValueError("pycall: how=%r; want one of: %s" % (how, ", ".join(PYCALL_WAYS)))
+        how = choice(self.p, "how", PYCALL_LOOPS, what="pycall: ")
         self.f, self.keys = user_func(self.p)
-        self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
-        self.ex.submit(int).result()
-        if how == "direct":  # the plain call, no coroutine around it
-            run = timed_loop("f(k)", "f = self.f", keyed=True, is_async=True)
-        else:
-            self.one = self.through(how)
-            run = timed_loop("await one(k)", "one = self.one", keyed=True, is_async=True)
-        self.arun = types.MethodType(run, self)
-
-    def through(self, how):
-        """The coroutine function that calls f(k) through the way's hops."""
-        f, ex = self.f, self.ex
-        hop = asyncio.get_running_loop().run_in_executor
-        if how == "to_thread":
-            to_thread = asyncio.to_thread
-
-            async def one(k):
-                return await to_thread(f, k)
-        elif how == "executor":
-            async def one(k):
-                return await hop(ex, f, k)
-        else:
-            async def one(k):
-                return await hop(ex, passback, await hop(ex, f, k))
-        return one
+        self.ex = self.one_worker()
+        self.use_loop(*PYCALL_LOOPS[how], keyed=True)
 
     async def ateardown(self):
         self.ex.shutdown(wait=True)
@@ -1310,11 +1285,11 @@ class EventLoopLag(AsyncBench):
 
 
 BENCHES = {
-    "pingpong.simplequeue": ThreadQueue,
+    "pingpong.simplequeue": lambda p: ThreadRing(p, pair=True),
     "pingpong.event": ThreadEvent,
     "pingpong.pipe-thread": lambda p: PipePair(p, fork=False),
     "pingpong.pipe-fork": lambda p: PipePair(p, fork=True),
-    "pingpong.asyncio-queue": TaskQueue,
+    "pingpong.asyncio-queue": lambda p: TaskRing(p, pair=True),
     "pingpong.future": TaskFuture,
     "ring.thread": ThreadRing,
     "ring.task": TaskRing,
