@@ -58,11 +58,10 @@ def pin(cpus):
         os.sched_setaffinity(0, cpus)
 
 
-def choice(p, key, allowed, default=None, what=""):
-    """p[key] (default if unset), which must be one of allowed."""
-    v = p.get(key) or default
+def choice(v, allowed, what):
+    """v, which must be one of allowed (what names it in the error)."""
     if v not in allowed:
-        raise ValueError("%s%s=%r; want one of: %s" % (what, key, v, ", ".join(allowed)))
+        raise ValueError("%s=%r; want one of: %s" % (what, v, ", ".join(allowed)))
     return v
 
 
@@ -132,67 +131,57 @@ def pool_worker_init(driver, life_r, life_w):
     die_with_driver(driver)
 
     def watch():
-        while True:
-            try:
-                if not os.read(life_r, 1):
-                    break
-            except InterruptedError:
-                continue
-            except OSError:
-                break
-        os._exit(1)
+        try:
+            while os.read(life_r, 1):  # retried on EINTR (PEP 475)
+                pass
+        finally:
+            os._exit(1)
 
     threading.Thread(target=watch, name="ctxlab-driver-watch", daemon=True).start()
 
 
 # --- switch counting ----------------------------------------------------
 
-HAVE_RUSAGE_THREAD = hasattr(resource, "RUSAGE_THREAD")
+RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", None)
 
 
-def rusage_self():
-    r = resource.getrusage(resource.RUSAGE_SELF)  # every thread, live or exited
-    return r.ru_nvcsw, r.ru_nivcsw
-
-
-def rusage_thread():
-    if not HAVE_RUSAGE_THREAD:
+def rusage(who):
+    """Voluntary and involuntary switches: RUSAGE_SELF's (every thread, live
+    or exited), or RUSAGE_THREAD's (0, 0 where there is none)."""
+    if who is None:
         return 0, 0
-    r = resource.getrusage(resource.RUSAGE_THREAD)
+    r = resource.getrusage(who)
     return r.ru_nvcsw, r.ru_nivcsw
+
+
+def proc_fields(path, names):
+    """The values of the named `name: value` lines of a /proc file, 0 for
+    one it lacks; None where it cannot be read."""
+    vals = dict.fromkeys(names, 0)
+    try:
+        with open(path) as f:
+            for line in f:
+                name, _, v = line.partition(":")
+                if name.strip() in vals:
+                    vals[name.strip()] = int(v)
+    except (OSError, ValueError):
+        return None
+    return tuple(vals.values())
 
 
 def proc_switches(pid):
-    """Voluntary and involuntary switches of a live child from /proc."""
-    vol = invol = 0
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("voluntary_ctxt_switches:"):
-                    vol = int(line.split()[1])
-                elif line.startswith("nonvoluntary_ctxt_switches:"):
-                    invol = int(line.split()[1])
-    except OSError:
-        return None
-    return vol, invol
+    """Voluntary and involuntary switches of a live child."""
+    return proc_fields("/proc/%d/status" % pid, ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
 
 
 def migrations():
     """tid -> se.nr_migrations for every live thread of the driver, or None."""
-    out = {}
     try:
         tids = os.listdir("/proc/self/task")
     except OSError:
         return None
-    for t in tids:
-        try:
-            with open("/proc/self/task/%s/sched" % t) as f:
-                for line in f:
-                    if line.startswith("se.nr_migrations"):
-                        out[t] = int(line.split(":")[1])
-                        break
-        except (OSError, ValueError):
-            pass
+    out = {t: proc_fields("/proc/self/task/%s/sched" % t, ("se.nr_migrations",)) for t in tids}
+    out = {t: v[0] for t, v in out.items() if v}
     return out if out else None
 
 
@@ -651,6 +640,18 @@ def seed_file(name):
     return d, path
 
 
+def open_db(kind, p, name):
+    """The database a lookup reads, and how: (temp dir, path or URI, SQL,
+    fetch, keys, uri): the seed's table in a new file `name` (file) or in
+    ":memory:" (memory: the caller makes it in its connection), or the
+    user's (user: all of their rows, every call)."""
+    if kind == "user":
+        uri, sql, keys = user_db(p)
+        return None, uri, sql, "fetchall", keys, True
+    d, path = seed_file(name) if kind == "file" else (None, ":memory:")
+    return d, path, SQL, "fetchone", hop_keys(), False
+
+
 def remove_tree(d):
     if d:
         import shutil
@@ -683,8 +684,8 @@ HOP_LOOPS = {
 class Hop(AsyncBench):
     def __init__(self, p):
         super().__init__(p)
-        self.how = choice(p, "how", HOP_LOOPS, what="hop: ")
-        self.db_kind = choice(p, "db", HOP_DBS, "file", what="hop: ")
+        self.how = choice(p.get("how"), HOP_LOOPS, "hop: how")
+        self.db_kind = choice(p.get("db") or "file", HOP_DBS, "hop: db")
         self.dir = self.conn = self.db = self.ex = None
 
     async def asetup(self):
@@ -710,14 +711,7 @@ class Hop(AsyncBench):
                 raise Unsupported(
                     "aiosqlite is not importable by this interpreter (Debian: apt-get install python3-aiosqlite; or pip install aiosqlite)"
                 )
-        self.keys = hop_keys()
-        self.sql, self.fetch, uri = SQL, "fetchone", False
-        path = ":memory:"
-        if self.db_kind == "user":  # the user's rows: all of them, every call
-            path, self.sql, self.keys = user_db(self.p)
-            self.fetch, uri = "fetchall", True
-        if self.db_kind == "file":
-            self.dir, path = seed_file("hop.db")
+        self.dir, path, self.sql, self.fetch, self.keys, uri = open_db(self.db_kind, self.p, "hop.db")
         if self.how == "aiosqlite":
             self.db = await aiosqlite.connect(path, uri=uri)
             if self.db_kind == "memory":  # a :memory: database lives in its one connection
@@ -924,7 +918,7 @@ PYCALL_LOOPS = {
 
 class PyCall(AsyncBench):
     async def asetup(self):
-        how = choice(self.p, "how", PYCALL_LOOPS, what="pycall: ")
+        how = choice(self.p.get("how"), PYCALL_LOOPS, "pycall: how")
         self.f, self.keys = user_func(self.p)
         self.ex = self.one_worker()
         self.use_loop(*PYCALL_LOOPS[how], keyed=True)
@@ -948,28 +942,21 @@ class LookupOp:
     user's function (py-call); or a dict lookup (the pure-compute control)."""
 
     def __init__(self, op, p=None):
-        self.op = op
+        choice(op, ("sqlite-file", "dict", "user", "py-call"), "op")
         self.dir = None
         self.conns = []
         self.keys = hop_keys()
         if op == "py-call":
             self.lookup, self.keys = user_func(p)
-            return
-        if op == "dict":
+        elif op == "dict":
             d = {i: "value %d" % i for i in range(1, ROWS + 1)}
             self.lookup = lambda k: d[k]
-            return
-        if op not in ("user", "sqlite-file"):
-            raise ValueError("unknown op %r (want sqlite-file or dict)" % op)
-        import sqlite3
+        else:
+            import sqlite3
 
-        if op == "user":
-            uri, sql, self.keys = user_db(p)
-            self.lookup = self.per_thread(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False), sql,
-                                          sqlite3.Cursor.fetchall)
-            return
-        self.dir, path = seed_file("lookup.db")
-        self.lookup = self.per_thread(lambda: sqlite3.connect(path, check_same_thread=False), SQL, sqlite3.Cursor.fetchone)
+            self.dir, path, sql, fetch, self.keys, uri = open_db("user" if op == "user" else "file", p, "lookup.db")
+            connect = lambda: sqlite3.connect(path, uri=uri, check_same_thread=False)
+            self.lookup = self.per_thread(connect, sql, getattr(sqlite3.Cursor, fetch))
 
     def per_thread(self, connect, sql, fetch):
         """lookup(k): fetch(sql, (k,)) on the calling thread's own
@@ -1414,13 +1401,13 @@ class Arm:
         for _ in range(reps):
             m0 = migrations()
             c0 = [proc_switches(k) for k in kids]
-            s0 = rusage_self()
-            t0 = rusage_thread()
+            s0 = rusage(resource.RUSAGE_SELF)
+            t0 = rusage(RUSAGE_THREAD)
             p0 = time.process_time_ns()
             el, done = bench.run(ops, every, samples)
             cpu += time.process_time_ns() - p0
-            t1 = rusage_thread()
-            s1 = rusage_self()
+            t1 = rusage(RUSAGE_THREAD)
+            s1 = rusage(resource.RUSAGE_SELF)
             c1 = [proc_switches(k) for k in kids]
             m1 = migrations()
             rep_ns.append(el)
@@ -1443,7 +1430,7 @@ class Arm:
             "samples_ns": samples,
             "sample_every": every if every < NEVER else 0,
             "switches": {"voluntary": vol, "involuntary": invol, "child_voluntary": cvol, "child_involuntary": cinvol},
-            "thread_switches": {"voluntary": tvol, "involuntary": tinvol} if HAVE_RUSAGE_THREAD else None,
+            "thread_switches": {"voluntary": tvol, "involuntary": tinvol} if RUSAGE_THREAD is not None else None,
             "migrations": migr if have_migr else None,
             # forked children's CPU time is not the process's: not counted then
             "cpu_ns": None if kids else cpu,
@@ -1514,7 +1501,7 @@ def hello():
         "gil_enabled": gil,
         "switch_interval_s": sys.getswitchinterval(),
         "clock_ns": CLOCK_NS,
-        "rusage_thread": HAVE_RUSAGE_THREAD,
+        "rusage_thread": RUSAGE_THREAD is not None,
         "affinity": HAVE_AFFINITY,
     }
 
