@@ -997,11 +997,8 @@ class ConcSem(AsyncBench):
 
     async def asetup(self):
         self.c = int(self.p["c"])
-        self.how = self.p.get("how", "to_thread")
-        if self.how not in ("to_thread", "executor"):
-            raise ValueError("unknown how %r (want to_thread or executor)" % self.how)
+        self.how = choice(self.p.get("how", "to_thread"), ("to_thread", "executor"), "how")
         self.op = LookupOp(self.p.get("op", "sqlite-file"), self.p)
-        self.keys = self.op.keys
 
     async def arun(self, n, every, samples):
         sem, lookup = asyncio.Semaphore(self.c), self.op.lookup
@@ -1015,7 +1012,7 @@ class ConcSem(AsyncBench):
             async with sem:
                 return await hop(lookup, k)
 
-        gather, keys, islice = asyncio.gather, self.keys, itertools.islice
+        gather, keys, islice = asyncio.gather, self.op.keys, itertools.islice
         t0 = pc()
         left = n
         while left > 0:
@@ -1042,11 +1039,10 @@ class ConcPool(Bench):
 
         self.c = int(self.p["c"])
         self.op = LookupOp(self.p.get("op", "sqlite-file"), self.p)
-        self.keys = self.op.keys
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=self.c)
 
     def run(self, n, every, samples):
-        mp, lookup, keys, islice = self.ex.map, self.op.lookup, self.keys, itertools.islice
+        mp, lookup, keys, islice = self.ex.map, self.op.lookup, self.op.keys, itertools.islice
         t0 = pc()
         left = n
         while left > 0:
@@ -1110,9 +1106,7 @@ class EventLoopLag(AsyncBench):
 
     async def asetup(self):
         self.ms = float(self.p["work_ms"])
-        self.how = self.p.get("how", "inline")
-        if self.how not in ("inline", "to_thread", "process"):
-            raise ValueError("unknown how %r (want inline, to_thread or process)" % self.how)
+        self.how = choice(self.p.get("how", "inline"), ("inline", "to_thread", "process"), "how")
         self.period = int(self.p.get("period", 10))
         self.clients = int(self.p.get("clients", 4))
         self.fault = self.p.get("fault", "")
@@ -1368,13 +1362,9 @@ class Arm:
         n = int(self.p.get("busy", 0))
         if n <= 0:
             return
-        how = self.p.get("busy_in", "thread")
-        if how == "thread":
-            kind = Busy
-        elif how == "process":
+        kind = Busy
+        if choice(self.p.get("busy_in", "thread"), ("thread", "process"), "busy_in") == "process":
             kind = lambda: BusyProcess(self.req.get("cpus") or BASE_MASK)
-        else:
-            raise ValueError("unknown busy_in %r (want thread or process)" % how)
         # One at a time into the list close() stops: a start that fails
         # (EAGAIN, RLIMIT_NPROC) must not leave the earlier ones spinning
         # beside every later arm of this driver.
