@@ -334,7 +334,7 @@ class Ring:
         if not pair:
             self.ops_per_unit = self.n
             self.sample_note = "per-op latencies are a lap's time divided by the ring size"
-        self.use_loop(*self.hop, lap=not pair)
+        self.use_loop(*self.hop, lap=not pair)  # hop: (op, the locals it binds)
 
 
 class ThreadRing(Ring, Bench):
@@ -905,8 +905,10 @@ def passback(v):
     return v
 
 
-# The call through the way's hops is a coroutine, one(k), that the loop
-# awaits; the direct call is the plain call, no coroutine around it.
+# Each way is (its op, the locals it binds), as in HOP_LOOPS. The call
+# through the way's hops is a coroutine, one(k), made among the bound locals,
+# that the loop awaits; the direct call is the plain call, no coroutine
+# around it.
 HOPS = "hop, ex, f = asyncio.get_running_loop().run_in_executor, self.ex, self.f\n"
 PYCALL_LOOPS = {
     "direct": ("f(k)", "f = self.f"),
