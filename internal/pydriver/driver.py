@@ -58,6 +58,13 @@ def pin(cpus):
         os.sched_setaffinity(0, cpus)
 
 
+def choice(v, allowed, what):
+    """v, which must be one of allowed (what names it in the error)."""
+    if v not in allowed:
+        raise ValueError("%s=%r; want one of: %s" % (what, v, ", ".join(allowed)))
+    return v
+
+
 # --- children -------------------------------------------------------------
 #
 # No process the driver forks may outlive it, SIGKILL of ctxlab included:
@@ -124,67 +131,57 @@ def pool_worker_init(driver, life_r, life_w):
     die_with_driver(driver)
 
     def watch():
-        while True:
-            try:
-                if not os.read(life_r, 1):
-                    break
-            except InterruptedError:
-                continue
-            except OSError:
-                break
-        os._exit(1)
+        try:
+            while os.read(life_r, 1):  # retried on EINTR (PEP 475)
+                pass
+        finally:
+            os._exit(1)
 
     threading.Thread(target=watch, name="ctxlab-driver-watch", daemon=True).start()
 
 
 # --- switch counting ----------------------------------------------------
 
-HAVE_RUSAGE_THREAD = hasattr(resource, "RUSAGE_THREAD")
+RUSAGE_THREAD = getattr(resource, "RUSAGE_THREAD", None)
 
 
-def rusage_self():
-    r = resource.getrusage(resource.RUSAGE_SELF)  # every thread, live or exited
-    return r.ru_nvcsw, r.ru_nivcsw
-
-
-def rusage_thread():
-    if not HAVE_RUSAGE_THREAD:
+def rusage(who):
+    """Voluntary and involuntary switches: RUSAGE_SELF's (every thread, live
+    or exited), or RUSAGE_THREAD's (0, 0 where there is none)."""
+    if who is None:
         return 0, 0
-    r = resource.getrusage(resource.RUSAGE_THREAD)
+    r = resource.getrusage(who)
     return r.ru_nvcsw, r.ru_nivcsw
+
+
+def proc_fields(path, names):
+    """The values of the named `name: value` lines of a /proc file, 0 for
+    one it lacks; None where it cannot be read."""
+    vals = dict.fromkeys(names, 0)
+    try:
+        with open(path) as f:
+            for line in f:
+                name, _, v = line.partition(":")
+                if name.strip() in vals:
+                    vals[name.strip()] = int(v)
+    except (OSError, ValueError):
+        return None
+    return tuple(vals.values())
 
 
 def proc_switches(pid):
-    """Voluntary and involuntary switches of a live child from /proc."""
-    vol = invol = 0
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith("voluntary_ctxt_switches:"):
-                    vol = int(line.split()[1])
-                elif line.startswith("nonvoluntary_ctxt_switches:"):
-                    invol = int(line.split()[1])
-    except OSError:
-        return None
-    return vol, invol
+    """Voluntary and involuntary switches of a live child."""
+    return proc_fields("/proc/%d/status" % pid, ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"))
 
 
 def migrations():
     """tid -> se.nr_migrations for every live thread of the driver, or None."""
-    out = {}
     try:
         tids = os.listdir("/proc/self/task")
     except OSError:
         return None
-    for t in tids:
-        try:
-            with open("/proc/self/task/%s/sched" % t) as f:
-                for line in f:
-                    if line.startswith("se.nr_migrations"):
-                        out[t] = int(line.split(":")[1])
-                        break
-        except (OSError, ValueError):
-            pass
+    out = {t: proc_fields("/proc/self/task/%s/sched" % t, ("se.nr_migrations",)) for t in tids}
+    out = {t: v[0] for t, v in out.items() if v}
     return out if out else None
 
 
@@ -283,6 +280,19 @@ class Bench:
     def notes(self):
         return [self.sample_note] if self.sample_note else []
 
+    def use_loop(self, op, bind, keyed=False, lap=False):
+        """Time op with LOOP (timed_loop): the bench's run, or an AsyncBench's arun."""
+        a = isinstance(self, AsyncBench)
+        setattr(self, "arun" if a else "run", types.MethodType(timed_loop(op, bind, keyed, lap, a), self))
+
+    def one_worker(self):
+        """A pool of one worker thread, pinned to cpus_b, started outside timing."""
+        import concurrent.futures
+
+        ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
+        ex.submit(int).result()
+        return ex
+
     def partner(self, target, *args):
         """Start the bench's partner thread, pinned to cpus_b."""
 
@@ -313,26 +323,27 @@ class Busy:
         self.t.join()
 
 
-# rings of threads or tasks over queues, the driver's main thread (or task)
-# worker 0: a ring.* arm's op is one hop and its unit a lap of N hops; a
-# pingpong arm is a ring of two whose op is the round trip.
+class Ring:
+    """A ring of N workers over queues, the driver's main thread (or task)
+    worker 0: a ring.* arm's op is one hop and its unit a lap of N hops. A
+    pingpong arm (pair) is a ring of two whose op is the round trip."""
+
+    def __init__(self, p, pair=False):
+        super().__init__(p)
+        self.n = 2 if pair else int(p["n"])
+        if not pair:
+            self.ops_per_unit = self.n
+            self.sample_note = "per-op latencies are a lap's time divided by the ring size"
+        self.use_loop(*self.hop, lap=not pair)  # hop: (op, the locals it binds)
 
 
-def ring_size(bench):
-    """The ring's N: a pingpong's 2, or a ring arm's param n, a lap of N
-    hops then its unit."""
-    if bench.n is None:
-        bench.n = bench.ops_per_unit = int(bench.p["n"])
-    return bench.n
+class ThreadRing(Ring, Bench):
+    """Threads over queue.SimpleQueue."""
 
-
-class ThreadRing(Bench):
-    sample_note = "per-op latencies are a lap's time divided by the ring size"
-    n = None
-    run = timed_loop("put(1); get()", "put, get = self.qs[1 % size].put, self.qs[0].get", lap=True)
+    hop = ("put(1); get()", "put, get = self.qs[1 % self.n].put, self.qs[0].get")
 
     def setup(self):
-        n = ring_size(self)
+        n = self.n
         self.qs = [queue.SimpleQueue() for _ in range(n)]
         self.ts = []
         old = threading.stack_size()
@@ -357,14 +368,6 @@ class ThreadRing(Bench):
         self.qs[0].get()
         for t in self.ts:
             t.join()
-
-
-class ThreadQueue(ThreadRing):
-    """Two threads over two queue.SimpleQueue."""
-
-    sample_note = ""
-    n = 2
-    run = timed_loop("put(1); get()", "put, get = self.qs[1].put, self.qs[0].get")
 
 
 class ThreadEvent(Bench):
@@ -477,13 +480,13 @@ class AsyncBench(Bench):
         pass
 
 
-class TaskRing(AsyncBench):
-    sample_note = ThreadRing.sample_note
-    n = None
-    arun = timed_loop("put(1); await get()", "put, get = self.qs[1 % size].put_nowait, self.qs[0].get", lap=True, is_async=True)
+class TaskRing(Ring, AsyncBench):
+    """asyncio tasks over asyncio.Queue."""
+
+    hop = ("put(1); await get()", "put, get = self.qs[1 % self.n].put_nowait, self.qs[0].get")
 
     async def asetup(self):
-        n = ring_size(self)
+        n = self.n
         self.qs = [asyncio.Queue() for _ in range(n)]
         loop = asyncio.get_running_loop()
         self.ts = [loop.create_task(self.worker(self.qs[i], self.qs[(i + 1) % n])) for i in range(1, n)]
@@ -503,14 +506,6 @@ class TaskRing(AsyncBench):
         await self.qs[0].get()
         for t in self.ts:
             await t
-
-
-class TaskQueue(TaskRing):
-    """Two asyncio tasks over two asyncio.Queue."""
-
-    sample_note = ""
-    n = 2
-    arun = timed_loop("put(1); await get()", "put, get = self.qs[1].put_nowait, self.qs[0].get", is_async=True)
 
 
 class TaskFuture(AsyncBench):
@@ -645,6 +640,18 @@ def seed_file(name):
     return d, path
 
 
+def open_db(kind, p, name):
+    """The database a lookup reads, and how: (temp dir, path or URI, SQL,
+    fetch, keys, uri): the seed's table in a new file `name` (file) or in
+    ":memory:" (memory: the caller makes it in its connection), or the
+    user's (user: all of their rows, every call)."""
+    if kind == "user":
+        uri, sql, keys = user_db(p)
+        return None, uri, sql, "fetchall", keys, True
+    d, path = seed_file(name) if kind == "file" else (None, ":memory:")
+    return d, path, SQL, "fetchone", hop_keys(), False
+
+
 def remove_tree(d):
     if d:
         import shutil
@@ -652,7 +659,7 @@ def remove_tree(d):
         shutil.rmtree(d, ignore_errors=True)
 
 
-# One timed loop per way of calling (how: the locals it binds, one lookup),
+# One timed loop per way of calling (how: one lookup, the locals it binds),
 # so the arms differ only by the hops they take. The statement and its
 # fetch are the bench's: the seed's SQL and fetchone(), or the user's query
 # and fetchall() (every row, every call), so the user's query runs in the
@@ -662,27 +669,23 @@ def remove_tree(d):
 # loop's task would, not through an awaiting frame too (+2 frame
 # resumptions per two-hop lookup, counted by testdata/rowcounts.py).
 HOP_LOOPS = {
-    "direct": ("execute, sql = self.conn.execute, self.sql", "execute(sql, (k,)).FETCH()"),
-    "executor": ("hop, ex, lookup = asyncio.get_running_loop().run_in_executor, self.ex, self.lookup",
-                 "await hop(ex, lookup, k)"),
-    "two-hop": ("hop, ex, execute = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute\n"
-                "sql, fetch = self.sql, self.fetch",
-                "cur = await hop(ex, execute, sql, (k,))\nawait hop(ex, getattr(cur, fetch))"),
-    "aiosqlite": ("execute, sql, fetch = self.db.execute, self.sql, self.fetch",
-                  "async with execute(sql, (k,)) as cur:\n    await getattr(cur, fetch)()"),
+    "direct": ("execute(sql, (k,)).FETCH()", "execute, sql = self.conn.execute, self.sql"),
+    "executor": ("await hop(ex, lookup, k)",
+                 "hop, ex, execute, sql = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute, self.sql\n"
+                 "lookup = lambda k: execute(sql, (k,)).FETCH()"),
+    "two-hop": ("cur = await hop(ex, execute, sql, (k,))\nawait hop(ex, getattr(cur, fetch))",
+                "hop, ex, execute = asyncio.get_running_loop().run_in_executor, self.ex, self.conn.execute\n"
+                "sql, fetch = self.sql, self.fetch"),
+    "aiosqlite": ("async with execute(sql, (k,)) as cur:\n    await getattr(cur, fetch)()",
+                  "execute, sql, fetch = self.db.execute, self.sql, self.fetch"),
 }
-HOP_WAYS = tuple(HOP_LOOPS)
 
 
 class Hop(AsyncBench):
     def __init__(self, p):
         super().__init__(p)
-        self.how = p.get("how")
-        if self.how not in HOP_WAYS:
-            raise ValueError("hop: how=%r; want one of: %s" % (self.how, ", ".join(HOP_WAYS)))
-        self.db_kind = p.get("db") or "file"
-        if self.db_kind not in HOP_DBS:
-            raise ValueError("hop: db=%r; want one of: %s" % (self.db_kind, ", ".join(HOP_DBS)))
+        self.how = choice(p.get("how"), HOP_LOOPS, "hop: how")
+        self.db_kind = choice(p.get("db") or "file", HOP_DBS, "hop: db")
         self.dir = self.conn = self.db = self.ex = None
 
     async def asetup(self):
@@ -695,12 +698,11 @@ class Hop(AsyncBench):
                 remove_tree(self.dir)
                 self.dir = None
             raise
-        bind, op = HOP_LOOPS[self.how]
-        self.arun = types.MethodType(timed_loop(op.replace("FETCH", self.fetch), bind, keyed=True, is_async=True), self)
+        op, bind = HOP_LOOPS[self.how]
+        self.use_loop(op.replace("FETCH", self.fetch), bind.replace("FETCH", self.fetch), keyed=True)
 
     async def open(self):
         import sqlite3
-        import concurrent.futures
 
         if self.how == "aiosqlite":
             try:
@@ -709,14 +711,7 @@ class Hop(AsyncBench):
                 raise Unsupported(
                     "aiosqlite is not importable by this interpreter (Debian: apt-get install python3-aiosqlite; or pip install aiosqlite)"
                 )
-        self.keys = hop_keys()
-        self.sql, self.fetch, uri = SQL, "fetchone", False
-        path = ":memory:"
-        if self.db_kind == "user":  # the user's rows: all of them, every call
-            path, self.sql, self.keys = user_db(self.p)
-            self.fetch, uri = "fetchall", True
-        if self.db_kind == "file":
-            self.dir, path = seed_file("hop.db")
+        self.dir, path, self.sql, self.fetch, self.keys, uri = open_db(self.db_kind, self.p, "hop.db")
         if self.how == "aiosqlite":
             self.db = await aiosqlite.connect(path, uri=uri)
             if self.db_kind == "memory":  # a :memory: database lives in its one connection
@@ -727,19 +722,12 @@ class Hop(AsyncBench):
         self.conn = sqlite3.connect(path, check_same_thread=False, uri=uri)
         if self.db_kind == "memory":
             make_db(self.conn)
-        execute, sql = self.conn.execute, self.sql
-        if self.fetch == "fetchall":
-            self.lookup = lambda k: execute(sql, (k,)).fetchall()
-        else:
-            self.lookup = lambda k: execute(sql, (k,)).fetchone()
-        if self.how == "direct":
+        if self.how != "direct":
             # No worker thread for the direct lookup: an idle one beside it
             # made every lookup ~3% slower (3.1 -> 3.2 us, pyenv 3.11.7 on a
             # 2-vCPU Xeon VM), which the seed's plain loop (pyref.py) does
             # not pay (issue 32).
-            return
-        self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
-        self.ex.submit(int).result()  # start the worker thread outside timing
+            self.ex = self.one_worker()
 
     async def ateardown(self):
         try:
@@ -898,9 +886,6 @@ class BusyProcess:
 # worker once more: the two-hop wrapper's shape). An exception fails the
 # arm with its last traceback line ("ValueError: …").
 
-PYCALL_WAYS = ("direct", "to_thread", "executor", "two-hop")
-
-
 def user_func(p):
     import importlib
 
@@ -920,39 +905,25 @@ def passback(v):
     return v
 
 
+# Each way is (its op, the locals it binds), as in HOP_LOOPS. The call
+# through the way's hops is a coroutine, one(k), made among the bound locals,
+# that the loop awaits; the direct call is the plain call, no coroutine
+# around it.
+HOPS = "hop, ex, f = asyncio.get_running_loop().run_in_executor, self.ex, self.f\n"
+PYCALL_LOOPS = {
+    "direct": ("f(k)", "f = self.f"),
+    "to_thread": ("await one(k)", "to_thread, f = asyncio.to_thread, self.f\nasync def one(k):\n    return await to_thread(f, k)"),
+    "executor": ("await one(k)", HOPS + "async def one(k):\n    return await hop(ex, f, k)"),
+    "two-hop": ("await one(k)", HOPS + "async def one(k):\n    return await hop(ex, passback, await hop(ex, f, k))"),
+}
+
+
 class PyCall(AsyncBench):
     async def asetup(self):
-        import concurrent.futures
-
-        how = self.p.get("how")
-        if how not in PYCALL_WAYS:
-            raise ValueError("pycall: how=%r; want one of: %s" % (how, ", ".join(PYCALL_WAYS)))
+        how = choice(self.p.get("how"), PYCALL_LOOPS, "pycall: how")
         self.f, self.keys = user_func(self.p)
-        self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=1, initializer=pin, initargs=(self.cpus_b,))
-        self.ex.submit(int).result()
-        if how == "direct":  # the plain call, no coroutine around it
-            run = timed_loop("f(k)", "f = self.f", keyed=True, is_async=True)
-        else:
-            self.one = self.through(how)
-            run = timed_loop("await one(k)", "one = self.one", keyed=True, is_async=True)
-        self.arun = types.MethodType(run, self)
-
-    def through(self, how):
-        """The coroutine function that calls f(k) through the way's hops."""
-        f, ex = self.f, self.ex
-        hop = asyncio.get_running_loop().run_in_executor
-        if how == "to_thread":
-            to_thread = asyncio.to_thread
-
-            async def one(k):
-                return await to_thread(f, k)
-        elif how == "executor":
-            async def one(k):
-                return await hop(ex, f, k)
-        else:
-            async def one(k):
-                return await hop(ex, passback, await hop(ex, f, k))
-        return one
+        self.ex = self.one_worker()
+        self.use_loop(*PYCALL_LOOPS[how], keyed=True)
 
     async def ateardown(self):
         self.ex.shutdown(wait=True)
@@ -973,28 +944,21 @@ class LookupOp:
     user's function (py-call); or a dict lookup (the pure-compute control)."""
 
     def __init__(self, op, p=None):
-        self.op = op
+        choice(op, ("sqlite-file", "dict", "user", "py-call"), "op")
         self.dir = None
         self.conns = []
         self.keys = hop_keys()
         if op == "py-call":
             self.lookup, self.keys = user_func(p)
-            return
-        if op == "dict":
+        elif op == "dict":
             d = {i: "value %d" % i for i in range(1, ROWS + 1)}
             self.lookup = lambda k: d[k]
-            return
-        if op not in ("user", "sqlite-file"):
-            raise ValueError("unknown op %r (want sqlite-file or dict)" % op)
-        import sqlite3
+        else:
+            import sqlite3
 
-        if op == "user":
-            uri, sql, self.keys = user_db(p)
-            self.lookup = self.per_thread(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False), sql,
-                                          sqlite3.Cursor.fetchall)
-            return
-        self.dir, path = seed_file("lookup.db")
-        self.lookup = self.per_thread(lambda: sqlite3.connect(path, check_same_thread=False), SQL, sqlite3.Cursor.fetchone)
+            self.dir, path, sql, fetch, self.keys, uri = open_db("user" if op == "user" else "file", p, "lookup.db")
+            connect = lambda: sqlite3.connect(path, uri=uri, check_same_thread=False)
+            self.lookup = self.per_thread(connect, sql, getattr(sqlite3.Cursor, fetch))
 
     def per_thread(self, connect, sql, fetch):
         """lookup(k): fetch(sql, (k,)) on the calling thread's own
@@ -1035,11 +999,8 @@ class ConcSem(AsyncBench):
 
     async def asetup(self):
         self.c = int(self.p["c"])
-        self.how = self.p.get("how", "to_thread")
-        if self.how not in ("to_thread", "executor"):
-            raise ValueError("unknown how %r (want to_thread or executor)" % self.how)
+        self.how = choice(self.p.get("how", "to_thread"), ("to_thread", "executor"), "how")
         self.op = LookupOp(self.p.get("op", "sqlite-file"), self.p)
-        self.keys = self.op.keys
 
     async def arun(self, n, every, samples):
         sem, lookup = asyncio.Semaphore(self.c), self.op.lookup
@@ -1053,7 +1014,7 @@ class ConcSem(AsyncBench):
             async with sem:
                 return await hop(lookup, k)
 
-        gather, keys, islice = asyncio.gather, self.keys, itertools.islice
+        gather, keys, islice = asyncio.gather, self.op.keys, itertools.islice
         t0 = pc()
         left = n
         while left > 0:
@@ -1080,11 +1041,10 @@ class ConcPool(Bench):
 
         self.c = int(self.p["c"])
         self.op = LookupOp(self.p.get("op", "sqlite-file"), self.p)
-        self.keys = self.op.keys
         self.ex = concurrent.futures.ThreadPoolExecutor(max_workers=self.c)
 
     def run(self, n, every, samples):
-        mp, lookup, keys, islice = self.ex.map, self.op.lookup, self.keys, itertools.islice
+        mp, lookup, keys, islice = self.ex.map, self.op.lookup, self.op.keys, itertools.islice
         t0 = pc()
         left = n
         while left > 0:
@@ -1148,9 +1108,7 @@ class EventLoopLag(AsyncBench):
 
     async def asetup(self):
         self.ms = float(self.p["work_ms"])
-        self.how = self.p.get("how", "inline")
-        if self.how not in ("inline", "to_thread", "process"):
-            raise ValueError("unknown how %r (want inline, to_thread or process)" % self.how)
+        self.how = choice(self.p.get("how", "inline"), ("inline", "to_thread", "process"), "how")
         self.period = int(self.p.get("period", 10))
         self.clients = int(self.p.get("clients", 4))
         self.fault = self.p.get("fault", "")
@@ -1310,11 +1268,11 @@ class EventLoopLag(AsyncBench):
 
 
 BENCHES = {
-    "pingpong.simplequeue": ThreadQueue,
+    "pingpong.simplequeue": lambda p: ThreadRing(p, pair=True),
     "pingpong.event": ThreadEvent,
     "pingpong.pipe-thread": lambda p: PipePair(p, fork=False),
     "pingpong.pipe-fork": lambda p: PipePair(p, fork=True),
-    "pingpong.asyncio-queue": TaskQueue,
+    "pingpong.asyncio-queue": lambda p: TaskRing(p, pair=True),
     "pingpong.future": TaskFuture,
     "ring.thread": ThreadRing,
     "ring.task": TaskRing,
@@ -1406,13 +1364,9 @@ class Arm:
         n = int(self.p.get("busy", 0))
         if n <= 0:
             return
-        how = self.p.get("busy_in", "thread")
-        if how == "thread":
-            kind = Busy
-        elif how == "process":
+        kind = Busy
+        if choice(self.p.get("busy_in", "thread"), ("thread", "process"), "busy_in") == "process":
             kind = lambda: BusyProcess(self.req.get("cpus") or BASE_MASK)
-        else:
-            raise ValueError("unknown busy_in %r (want thread or process)" % how)
         # One at a time into the list close() stops: a start that fails
         # (EAGAIN, RLIMIT_NPROC) must not leave the earlier ones spinning
         # beside every later arm of this driver.
@@ -1439,13 +1393,13 @@ class Arm:
         for _ in range(reps):
             m0 = migrations()
             c0 = [proc_switches(k) for k in kids]
-            s0 = rusage_self()
-            t0 = rusage_thread()
+            s0 = rusage(resource.RUSAGE_SELF)
+            t0 = rusage(RUSAGE_THREAD)
             p0 = time.process_time_ns()
             el, done = bench.run(ops, every, samples)
             cpu += time.process_time_ns() - p0
-            t1 = rusage_thread()
-            s1 = rusage_self()
+            t1 = rusage(RUSAGE_THREAD)
+            s1 = rusage(resource.RUSAGE_SELF)
             c1 = [proc_switches(k) for k in kids]
             m1 = migrations()
             rep_ns.append(el)
@@ -1468,7 +1422,7 @@ class Arm:
             "samples_ns": samples,
             "sample_every": every if every < NEVER else 0,
             "switches": {"voluntary": vol, "involuntary": invol, "child_voluntary": cvol, "child_involuntary": cinvol},
-            "thread_switches": {"voluntary": tvol, "involuntary": tinvol} if HAVE_RUSAGE_THREAD else None,
+            "thread_switches": {"voluntary": tvol, "involuntary": tinvol} if RUSAGE_THREAD is not None else None,
             "migrations": migr if have_migr else None,
             # forked children's CPU time is not the process's: not counted then
             "cpu_ns": None if kids else cpu,
@@ -1539,7 +1493,7 @@ def hello():
         "gil_enabled": gil,
         "switch_interval_s": sys.getswitchinterval(),
         "clock_ns": CLOCK_NS,
-        "rusage_thread": HAVE_RUSAGE_THREAD,
+        "rusage_thread": RUSAGE_THREAD is not None,
         "affinity": HAVE_AFFINITY,
     }
 
