@@ -2,7 +2,7 @@
 interpreter (docs/pyprobe.md):
 
     ctxlab diagnose --python-probe on -- \
-        python3 scripts/pyprobe-overhead.py [--blocks 200] [--calls 300] [--workload echo [--busy] | aiosqlite] [--null | --count-only]
+        python3 scripts/pyprobe-overhead.py [--blocks 200] [--calls 300] [--workload echo [--busy] | aiosqlite] [--null | --count-only | --passthru]
 
 sqlite3 lookups through asyncio.to_thread, one at a time, exactly as
 internal/pyprobe/testdata/tothread.py makes them (its table and lookup,
@@ -38,6 +38,9 @@ ap.add_argument("--calls", type=int, default=300, help="to_thread calls a block"
 ap.add_argument("--null", action="store_true", help="both blocks of a pair off")
 ap.add_argument("--count-only", action="store_true",
                 help="the on block has only the call wrappers in place (counting, no windows, no poll wrapper, no tick): what counting costs")
+ap.add_argument("--passthru", action="store_true",
+                help="the on block has, in place of the probe's wrappers, ones of this script's that only pass each call on "
+                     "(one Python frame a call, no count): the floor any wrapper written in Python pays")
 ap.add_argument("--workload", default="to_thread", choices=("to_thread", "echo", "aiosqlite"),
                 help="to_thread: sqlite3 lookups as tothread.py makes them; echo: requests a loop answers over loopback TCP, as gil.py's; "
                      "aiosqlite: the same lookups through aiosqlite, as aiosqlite_lookup.py makes them (execute, fetchone)")
@@ -86,6 +89,16 @@ def lookup(k):
 # and the originals they wrap.
 CALLS = [(owner, name, owner.__dict__[name], orig) for owner, name, orig in P._patched
          if name in ("call_soon_threadsafe", "run_in_executor", "_execute")]
+
+
+def passthru(orig):
+    def passed(self, *args, **kwargs):
+        return orig(self, *args, **kwargs)
+    return passed
+
+
+if a.passthru:
+    CALLS = [(owner, name, passthru(orig), orig) for owner, name, _, orig in CALLS]
 
 
 def calls_on(on):
@@ -182,7 +195,7 @@ async def main():
         first_on = rng.random() < 0.5
         got = {}
         for on in (first_on, not first_on):
-            if on and a.count_only:
+            if on and (a.count_only or a.passthru):
                 calls_on(True)
             elif on and not a.null:
                 resume(t, paused)
@@ -194,7 +207,7 @@ async def main():
                 calls_on(False)
                 t.sel.__class__ = t.cls
             got[on] = await block(a.calls, b * a.calls)
-            if on and a.count_only:
+            if on and (a.count_only or a.passthru):
                 calls_on(False)
             elif on and not a.null:
                 paused = pause(t)
@@ -240,7 +253,7 @@ def of_sums(ps, i):
 rng = random.Random(2)
 boot = sorted(of_sums(rng.choices(pairs, k=len(pairs)), 0) for _ in range(1000))
 out = {
-    "pairs": len(pairs), "calls_per_block": a.calls, "null": a.null, "count_only": a.count_only,
+    "pairs": len(pairs), "calls_per_block": a.calls, "null": a.null, "count_only": a.count_only, "passthru": a.passthru,
     "off_us_per_call": sum(off[0] for off, _ in pairs) / len(pairs) / a.calls / 1e3,
     "on_us_per_call": sum(on[0] for _, on in pairs) / len(pairs) / a.calls / 1e3,
     "wall_ratio": of_sums(pairs, 0), "wall_ratio_ci95": [boot[24], boot[974]],
