@@ -245,7 +245,7 @@ func runPair(ctx context.Context, cfg Config, c *result.Comparison, sides [2]*pa
 			decide(c, sides)
 			spent := time.Since(start)
 			if c.Answer != result.AnswerUndecided && narrow(c.Stated()) || spent >= cfg.pairBudget() {
-				c.Note = pairNote(c, rounds, spent, cfg.pairBudget())
+				c.Note = joinNotes(pairNote(c, rounds, spent, cfg.pairBudget()), spreadNote(sides))
 				return nil
 			}
 			rounds += pairPolicy.More
@@ -257,6 +257,35 @@ func runPair(ctx context.Context, cfg Config, c *result.Comparison, sides [2]*pa
 			}
 		}
 	}
+}
+
+// turnSpread is how far an arm's turns may spread (max ÷ min of their
+// wall time per op) before the comparison's note says so.
+const turnSpread = 2.0
+
+// spreadNote names the arms whose turns' wall time per op spread more than
+// turnSpread: their cost changed from turn to turn (where the scheduler put
+// an unpinned arm's threads, or other work), so the ratio is of the mix of
+// turns this pair saw, and another run may see another mix.
+func spreadNote(sides [2]*pairSide) string {
+	var out []string
+	for _, s := range sides {
+		lo, hi := slices.Min(s.wall), slices.Max(s.wall)
+		if lo > 0 && hi/lo > turnSpread {
+			out = append(out, fmt.Sprintf("%s's turns ranged %s–%s an op", s.arm.Name, result.FormatNs(lo), result.FormatNs(hi)))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, ", ") + fmt.Sprintf(" (over %.3g×: its cost changed from turn to turn, as where the scheduler put its threads or other work changed; the ratio is of the turns this pair saw)", turnSpread)
+}
+
+func joinNotes(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // narrow says whether a ratio's interval is within the policy's Width.
