@@ -444,9 +444,14 @@ func pyArmOn(p exp.Params, pa pyArm, tag string, get func(context.Context) (*pyd
 		Name: pa.key.WithInterpreter(tag).String(), Substrate: pa.sub, Mechanism: pa.mech, Op: pa.op, Params: params,
 		Placement: pa.place, Quick: pa.quick, Unsupported: unsup,
 		// Two CPython arms can be open at once (two drivers of one
-		// interpreter), and take turns; one with busy threads or processes
-		// keeps them spinning between its turns, on the other's time.
-		OneAtATime: params["busy"] != "" && params["busy"] != "0",
+		// interpreter), and take turns in bursts. Two kinds are set up
+		// afresh for each turn instead: one with busy threads or processes
+		// would keep them spinning through the other's turns; and an
+		// unpinned one's threads, idle between bursts, settle where the
+		// scheduler last put them (a thread round trip read 3.4× its GIL
+		// build's in bursts, 1.06× as the arms), while a fresh set-up each
+		// turn samples placements as the arm's own set-up does.
+		OneAtATime: params["busy"] != "" && params["busy"] != "0" || pa.place == "unpinned",
 		Open: func(ctx context.Context) (exp.Bench, error) {
 			in, err := get(ctx)
 			if err != nil {

@@ -39,9 +39,14 @@ const pyPublishedVersion = "3.14"
 const ringNoCheaper = "removing the GIL did not make handoffs cheaper"
 
 // pyBuildHandoff are the comparisons under the verdict's handoff table:
-// the thread round trip, the thread and task rings of 2 and 100 workers.
+// the thread round trip on one CPU, the thread and task rings of 2 and 100
+// workers.
 var pyBuildHandoff = []pyBuildCmp{
-	{what: "thread round trip", keys: []exp.ArmKey{ppPlaced("pythread", "simplequeue", "unpinned")}},
+	// on one CPU: unpinned, a round trip's cost is where the scheduler put
+	// the two threads, and that changed with how long they had run (the
+	// two builds' unpinned round trips read 46 and 48 µs as arms, 2.8×
+	// apart in 15 ms turns)
+	{what: "thread round trip on one CPU", keys: []exp.ArmKey{ppPlaced("pythread", "simplequeue", "same-cpu")}},
 	{what: "thread ring n=2", keys: []exp.ArmKey{ringPyKey("pythread", "simplequeue", 2)}, per: " per hop", finding: ringNoCheaper, refs: ringPyRefs},
 	{what: "thread ring n=100", keys: []exp.ArmKey{ringPyKey("pythread", "simplequeue", 100)}, per: " per hop", finding: ringNoCheaper, refs: ringPyRefs},
 	{what: "task ring n=2", keys: []exp.ArmKey{ringPyKey("pytask", "asyncio-queue", 2)}, per: " per hop"},

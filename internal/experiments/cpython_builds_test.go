@@ -64,13 +64,13 @@ func TestPyBuildVerdict(t *testing.T) {
 // published free-threaded figure, have no published part; a busy-thread
 // comparison gives p50 and p99.
 func TestPyBuildVerdictPairedAndTail(t *testing.T) {
-	rt := ppPlaced("pythread", "simplequeue", "unpinned")
+	rt := ppPlaced("pythread", "simplequeue", "same-cpu")
 	gil, ft := buildArm(rt, "3.13.5", "3.13.5", exp.BuildGIL, 13800), buildArm(rt, "3.13.5t", "3.13.5", exp.BuildFreeThreaded, 57000)
 	run := &result.Run{Arms: []result.Arm{gil, ft}, Experiments: []result.Experiment{{Name: "pingpong", Comparisons: []result.Comparison{{
 		A: ft.Name, B: gil.Name, Rounds: 12, Paired: result.PairedReps, Basis: result.BasisWall, Answer: result.AnswerDiffer,
 		Wall: result.Ratio{Ratio: 4.1, Lo: 3.9, Hi: 4.3}}}}}}
 	got := strings.Join(pyBuildLines(exp.NewVerdictRun(run), pyBuildHandoff), "\n")
-	want := "  free-threaded 3.13.5t vs GIL 3.13.5: thread round trip 57 µs (55.9–58.1) vs 13.8 µs (13.5–14.1), 4.1× slower (3.9–4.3×, wall time, 12 rounds alternating by repetition)"
+	want := "  free-threaded 3.13.5t vs GIL 3.13.5: thread round trip on one CPU 57 µs (55.9–58.1) vs 13.8 µs (13.5–14.1), 4.1× slower (3.9–4.3×, wall time, 12 rounds alternating by repetition)"
 	if got != want {
 		t.Errorf("paired:\n got %q\nwant %q", got, want)
 	}

@@ -17,7 +17,7 @@ import (
 // skipped, saying why, where they are not installed; in CI a missing
 // build fails): the thread round trip and the 2-thread ring run on both
 // builds of one version under --python all, the runner measures each on
-// the two builds side by side (in bursts, each build in its own driver), and the
+// the two builds side by side (the pinned round trip in bursts, each build's driver open; the unpinned ring alternating by repetition, set up afresh each turn), and the
 // verdict's handoff block has one comparison line for each, worded with
 // the pair's interval. Structure and counts only, never the figures.
 func TestBuildVerdictOnRealBuilds(t *testing.T) {
@@ -27,7 +27,7 @@ func TestBuildVerdictOnRealBuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		ppPlaced("pythread", "simplequeue", "unpinned").String(): "thread round trip",
+		ppPlaced("pythread", "simplequeue", "same-cpu").String(): "thread round trip on one CPU",
 		ringPyKey("pythread", "simplequeue", 2).String():         "thread ring n=2",
 	}
 	var keep []exp.Selection
@@ -66,8 +66,16 @@ func TestBuildVerdictOnRealBuilds(t *testing.T) {
 				continue
 			}
 			pairs++
-			if c.Paired != result.PairedBursts || c.Rounds < runner.DefaultPairPolicy.Rounds || c.A != exp.MustParseArmKey(c.B).Plan().WithInterpreter(ft.Version+"t").String() || c.CPU == nil || c.Basis != result.BasisCPU {
-				t.Errorf("%+v: want the free-threaded arm over the GIL one, in bursts (each build's driver open), every round, by CPU time", c)
+			// pinned arms take turns in bursts, each build's driver open;
+			// unpinned ones are set up afresh for each turn
+			paired := result.PairedBursts
+			for _, a := range arms {
+				if a.Name == c.B && a.Placement == "unpinned" {
+					paired = result.PairedReps
+				}
+			}
+			if c.Paired != paired || c.Rounds < runner.DefaultPairPolicy.Rounds || c.A != exp.MustParseArmKey(c.B).Plan().WithInterpreter(ft.Version+"t").String() || c.CPU == nil || c.Basis != result.BasisCPU {
+				t.Errorf("%+v: want the free-threaded arm over the GIL one, paired by %s, every round, by CPU time", c, paired)
 			}
 		}
 	}
@@ -91,10 +99,10 @@ func TestBuildVerdictOnRealBuilds(t *testing.T) {
 	if len(lines) != len(want) {
 		t.Fatalf("handoff block's build lines %q, want %d", lines, len(want))
 	}
-	for _, what := range []string{"thread round trip", "thread ring n=2"} {
+	for _, what := range []string{"thread round trip on one CPU", "thread ring n=2"} {
 		found := false
 		for _, l := range lines {
-			if strings.HasPrefix(l, "  "+tags+what+" ") && strings.Contains(l, " paired bursts)") {
+			if strings.HasPrefix(l, "  "+tags+what+" ") && (strings.Contains(l, " rounds alternating by repetition)") || strings.Contains(l, " paired bursts)")) {
 				found = true
 			}
 		}
