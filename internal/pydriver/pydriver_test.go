@@ -633,14 +633,7 @@ func TestDriverRunsWhatItIsTold(t *testing.T) {
 // goes on serving the next arm; one that hangs while being set up is
 // killed at the limit.
 func TestDriverArmClosedEarly(t *testing.T) {
-	in := realPython(t)
-	testBenches(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	a, err := in.Open(ctx, Request{Bench: "test.spin"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, ctx, a := openSpin(t)
 	pid := poolPID(in)
 	a.Close()
 	a.Close()
@@ -662,14 +655,7 @@ func TestDriverArmClosedEarly(t *testing.T) {
 // arm opened after both closed is served by the first driver again; a
 // third waits for one of the two, and gives up when its context ends.
 func TestTwoArmsAtOnce(t *testing.T) {
-	in := realPython(t)
-	testBenches(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	a, err := in.Open(ctx, Request{Bench: "test.spin"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, ctx, a := openSpin(t)
 	defer a.Close()
 	b, err := in.Open(ctx, Request{Bench: "test.spin"})
 	if err != nil {
@@ -704,4 +690,18 @@ func TestTwoArmsAtOnce(t *testing.T) {
 			t.Errorf("driver %d alive after CloseAll", pid)
 		}
 	}
+}
+
+// openSpin opens a test.spin arm on the real interpreter, with the test
+// benches loaded and a minute to do its work in.
+func openSpin(t *testing.T) (*Interpreter, context.Context, *Arm) {
+	in := realPython(t)
+	testBenches(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	a, err := in.Open(ctx, Request{Bench: "test.spin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, ctx, a
 }
