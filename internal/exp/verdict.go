@@ -122,12 +122,16 @@ const VerdictRate = 10000
 // verdict. A block shows the first Heading its experiments give, then
 // every experiment's Lines, Notes and Foot, each in experiment order.
 // The screen has room for about 40 lines: Lines (the figures) are always
-// shown; Notes (readings of them) and Foot (the published figures, quoted
-// from other machines) give way, Foot first, when the screen is full.
+// shown; More (figures of a second interpreter or build, --python all),
+// Notes (readings of them) and Foot (the published figures, quoted from
+// other machines) give way, Foot first, then More, when the screen is
+// full; More that gave way is counted on a line that says where to find
+// it.
 type VerdictSection struct {
 	Block   Block
 	Heading string
 	Lines   []string
+	More    []string
 	Notes   []string
 	Foot    []string
 }

@@ -260,6 +260,9 @@ func analyse(b *strings.Builder, spec *exp.Spec, all []result.Arm) {
 			for _, l := range s.Lines {
 				fmt.Fprintf(b, "  line %q\n", l)
 			}
+			for _, l := range s.More {
+				fmt.Fprintf(b, "  more %q\n", l)
+			}
 			for _, l := range s.Notes {
 				fmt.Fprintf(b, "  note %q\n", l)
 			}

@@ -305,9 +305,9 @@ func hopVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	// The user's own operation leads, when one was measured.
 	lines := userVerdictLines(v)
 	goLines, notes := hopGoVerdict(v)
-	pyLines, pyNotes := hopPyVerdict(v)
+	pyLines, pyMore, pyNotes := hopPyVerdict(v)
 	return []exp.VerdictSection{{Block: exp.BlockHop, Heading: "a thread hop over a microsecond operation",
-		Lines: append(append(lines, goLines...), pyLines...), Notes: append(notes, pyNotes...),
+		Lines: append(append(lines, goLines...), pyLines...), More: pyMore, Notes: append(notes, pyNotes...),
 		Foot: []string{"  published (CPython 3.14 sqlite3): direct 8.4 µs · run_in_executor 30.4 µs · aiosqlite 58.8 µs"}}}
 }
 
@@ -359,8 +359,10 @@ func hopGoVerdict(v *exp.VerdictRun) (lines, notes []string) {
 // hopPyVerdict: an sqlite3 lookup from asyncio, direct and through
 // executor hops, on a database file, or in :memory: when only those
 // measured (a run stored before the file arms has only those); a line per
-// interpreter, found by key, --python all's interpreter included.
-func hopPyVerdict(v *exp.VerdictRun) (lines, notes []string) {
+// interpreter, found by key, --python all's interpreters included: the
+// first interpreter's in lines, the others' in more (they give way on a
+// full screen).
+func hopPyVerdict(v *exp.VerdictRun) (lines, more, notes []string) {
 	py := v.Where("hop", isCPython)
 	by := indexArms(py, func(result.Arm) bool { return true })
 	for _, tag := range interpreterTags(py) {
@@ -375,28 +377,33 @@ func hopPyVerdict(v *exp.VerdictRun) (lines, notes []string) {
 			if tag != "" {
 				on += ", " + interpreterText(tag)
 			}
-			lines = append(lines, fmt.Sprintf("  CPython sqlite3, %s: an executor hop %s", on, adds("adds", e.Median-d.Median)),
-				"    direct "+exp.Figure(d)+" · executor hop "+exp.Figure(e))
+			figs := []string{fmt.Sprintf("  CPython sqlite3, %s: an executor hop %s", on, adds("adds", e.Median-d.Median)),
+				"    direct " + exp.Figure(d) + " · executor hop " + exp.Figure(e)}
+			if len(lines) == 0 {
+				lines = figs
+			} else {
+				more = append(more, figs...)
+			}
 			if c, ok := v.Comparison(e.Name, d.Name); ok {
 				notes = append(notes, fmt.Sprintf("  CPython sqlite3, %s, side by side: the executor hop is %s than direct", on, exp.PairWords(c, "slower", "faster")))
 			}
-			var more []string
+			var also []string
 			if t, ok := pick("two-hop", db); ok {
-				more = append(more, "two hops "+exp.Figure(t))
+				also = append(also, "two hops "+exp.Figure(t))
 			}
 			if a, ok := pick("aiosqlite", db); ok {
-				more = append(more, "aiosqlite "+exp.Figure(a))
+				also = append(also, "aiosqlite "+exp.Figure(a))
 			}
 			if m, ok := pick("direct", "memory"); ok && db == "file" {
-				more = append(more, "direct in :memory: "+exp.Figure(m))
+				also = append(also, "direct in :memory: "+exp.Figure(m))
 			}
-			if len(more) > 0 {
-				notes = append(notes, "  CPython sqlite3: "+strings.Join(more, " · "))
+			if len(also) > 0 {
+				notes = append(notes, "  CPython sqlite3: "+strings.Join(also, " · "))
 			}
 			break
 		}
 	}
-	return lines, notes
+	return lines, more, notes
 }
 
 // hopOpWords says what a hop operation is in words a user can look up:

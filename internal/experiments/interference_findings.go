@@ -216,9 +216,9 @@ func interferenceVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 		lines = append(lines, "  Go: "+unmeasured(v, "interference", "run interference"))
 	}
 	py, pyNotes := interferencePyVerdict(v)
-	lines = append(append(lines, py), pyBuildLines(v, pyBuildTail)...)
+	lines = append(lines, py)
 	return []exp.VerdictSection{{Block: exp.BlockTail, Heading: "one busy worker, the tail: sampled p50 and p99, without → with it",
-		Lines: lines, Notes: append(notes, pyNotes...),
+		Lines: lines, More: pyBuildLines(v, pyBuildTail), Notes: append(notes, pyNotes...),
 		Foot: []string{"  published (CPython 3.14, one busy thread): p50 5.9 µs → 5 096 µs, p99 16.6 µs → 15 235 µs"}}}
 }
 

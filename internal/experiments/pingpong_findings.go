@@ -152,7 +152,8 @@ var pingpongSwitchCost = names(ppPlaced("thread", "futex", "same-cpu"), ppPlaced
 func pingpongVerdict(v *exp.VerdictRun) []exp.VerdictSection {
 	gap, notes := pingpongGap(v)
 	return []exp.VerdictSection{
-		{Block: exp.BlockHandoff, Lines: gap, Notes: notes},
+		// the builds' comparisons give way on a full screen (--python all)
+		{Block: exp.BlockHandoff, Lines: gap, More: pyBuildLines(v, pyBuildHandoff), Notes: notes},
 		{Block: exp.BlockBudget, Heading: fmt.Sprintf("what %s round trips a second cost in CPU, as a share of one core", fmtThousands(exp.VerdictRate)),
 			Lines: pingpongBudget(v)},
 	}
@@ -183,7 +184,6 @@ func pingpongGap(v *exp.VerdictRun) (lines, notes []string) {
 		lines = append(lines, "  gap: not measured (needs "+goChan.String()+" and "+futexOne.String()+")")
 	}
 	lines = append(lines, pyTasksVsThreads(v)...)
-	lines = append(lines, pyBuildLines(v, pyBuildHandoff)...)
 	if c, ok := price.DirectCost(v.Run); ok {
 		lines = append(lines, "  "+c.Line())
 	}

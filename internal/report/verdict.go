@@ -79,12 +79,13 @@ const (
 	noteLine
 	spacerLine
 	publishedLine
+	moreLine       // a second interpreter's or build's figures (exp.VerdictSection.More)
 	checkLine      // a check that did not hold, after the first few
 	firstCheckLine // one of the first few
 )
 
 // giveWay is the order in which kinds of lines leave a full screen.
-var giveWay = []lineKind{publishedLine, checkLine, spacerLine, noteLine, firstCheckLine}
+var giveWay = []lineKind{publishedLine, checkLine, spacerLine, noteLine, firstCheckLine, moreLine}
 
 // firstChecks is how many checks that did not hold stay on the screen
 // after the readings have given way.
@@ -131,7 +132,9 @@ func (s *screen) fit(max int) []string {
 }
 
 // assemble is the screen without the dropped lines, with "… N more"
-// after the last check line kept (or in place of them all).
+// after the last check line kept (or in place of them all), and a line
+// after the last of each block's figures that gave way (moreLine)
+// counting them.
 func (s *screen) assemble(drop []bool) []string {
 	more, last := 0, -1
 	for i, l := range s.lines {
@@ -143,9 +146,16 @@ func (s *screen) assemble(drop []bool) []string {
 		}
 	}
 	var out []string
+	gone := 0 // a run of figures that gave way
 	for i, l := range s.lines {
 		if !drop[i] {
 			out = append(out, l.rows...)
+		} else if l.kind == moreLine {
+			gone += len(l.rows)
+		}
+		if gone > 0 && (i+1 == len(s.lines) || s.lines[i+1].kind != moreLine) {
+			out = append(out, textcol.Wrap(fmt.Sprintf("  … %d lines more (other interpreters): %s", gone, s.more), s.width)...)
+			gone = 0
 		}
 		if i == last && more > 0 {
 			out = append(out, textcol.Wrap(fmt.Sprintf("  … %d more: %s", more, s.more), s.width)...)
@@ -322,6 +332,9 @@ func blocks(v *exp.VerdictRun, specs []*exp.Spec, width int) []block {
 			s.add(keepLine, sec.Lines...)
 		}
 		for _, sec := range secs[b] {
+			s.add(moreLine, sec.More...)
+		}
+		for _, sec := range secs[b] {
 			s.add(noteLine, sec.Notes...)
 		}
 		s.add(noteLine, notes...) // the table's own notes go first
@@ -372,6 +385,7 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 	anyAcross, confined := false, false
 	var split string // the busy line's example: the row whose participants waited most
 	most := -1.0
+	var pyRows []handoffRow
 	for _, r := range rows {
 		h := newHandoffRow(v, r, cpuLed)
 		if h.split != "" && h.wait > most {
@@ -383,7 +397,9 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 			pubs = append(pubs, r.Label+" "+h.cells[4])
 		}
 		cells = append(cells, h.cells)
+		pyRows = append(pyRows, h)
 	}
+	pyNote := pyTags(cells, pyRows)
 	if !anyAcross {
 		for i := range cells {
 			cells[i] = append(cells[i][:2], cells[i][4])
@@ -403,6 +419,9 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 	if !anyAcross && confined {
 		table = append(table, "  across CPUs: not measured, the run was confined to one CPU (--cpus)")
 	}
+	if pyNote != "" {
+		table = append(table, pyNote)
+	}
 	if busy {
 		if l := suiteLength(v.Run); l != "" {
 			busyWhy += "; the quick suite's arms took " + l
@@ -413,6 +432,40 @@ func handoffTable(v *exp.VerdictRun, rows []exp.Headline, width int) (table, not
 		notes = append(notes, "  slow tail: these medians (means per op) stand well above the typical op, p50: "+strings.Join(tails, " · "))
 	}
 	return table, notes, published
+}
+
+// pyTags says whose CPython figures the table's rows hold (--python all):
+// where they are all one interpreter's, in one line under the table (a
+// tag in each cell would widen the rows past an 80-column screen); where
+// they are several interpreters', with each figure (the cells are changed
+// in place).
+func pyTags(cells [][]string, rows []handoffRow) string {
+	seen := map[string]bool{}
+	var all []string
+	for _, h := range rows {
+		for _, py := range h.py {
+			if !seen[py] {
+				seen[py] = true
+				all = append(all, py)
+			}
+		}
+	}
+	switch len(all) {
+	case 0:
+		return ""
+	case 1:
+		return "  CPython rows: py=" + all[0] + " (the run's other interpreters: in the detail tables)"
+	}
+	for i, h := range rows {
+		for j, py := range h.py {
+			col := 1
+			if h.pyCell[j] == "across CPUs" {
+				col = 2
+			}
+			cells[i+1][col] += " (py=" + py + ")"
+		}
+	}
+	return ""
 }
 
 // handoffRow is one Headline row of the handoff table: its cells (label,
@@ -429,6 +482,10 @@ type handoffRow struct {
 	// on a busy machine, and wait that figure's share of wall time waiting.
 	split string
 	wait  float64
+	// py are the interpreters of its figures (--python all), pyCell
+	// which figure each is ("one CPU", "across CPUs").
+	py     []string
+	pyCell [2]string
 }
 
 // busyLine says, under the handoff table, that the machine was busy, why,
@@ -493,8 +550,9 @@ func newHandoffRow(v *exp.VerdictRun, r exp.Headline, busy bool) handoffRow {
 				}
 			}
 		}
-		if py := exp.Interpreter(a.Name); py != "" {
-			s += " (py=" + py + ")" // --python all: say whose figure it is
+		if py := exp.Interpreter(a.Name); py != "" { // --python all: whose figure it is (pyTags)
+			h.py = append(h.py, py)
+			h.pyCell[len(h.py)-1] = where
 		}
 		if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio {
 			kind, _, _ := strings.Cut(r.Label, ",")

@@ -485,15 +485,26 @@ func TestTableSaysThingsOnce(t *testing.T) {
 }
 
 // Under --python all a CPython arm's name carries its interpreter; the
-// handoff table finds it by the plain name and says whose figure it shows.
+// handoff table finds it by the plain name and says whose figures it
+// shows: in one line under the table when they are one interpreter's,
+// beside each figure when they are several interpreters'.
 func TestVerdictNamesTheInterpreter(t *testing.T) {
-	run := &result.Run{Schema: 1, ID: "r", Suite: "quick", Arms: []result.Arm{{
-		Name: "pingpong/pythread/simplequeue/same-cpu/py=3.11", Experiment: "pingpong", Status: result.StatusOK,
-		Unit: "ns/op", Median: 21000, Min: 20000, Max: 22000, Placement: "same-cpu",
-	}}}
-	text := strings.Join(VerdictLines(run, true, 120), "\n")
-	if !strings.Contains(text, "21 µs (20–22) (py=3.11)") {
-		t.Errorf("the CPython row does not show the py=3.11 arm by name:\n%s", text)
+	arm := func(name string, med float64, place string) result.Arm {
+		return result.Arm{Name: name, Experiment: "pingpong", Status: result.StatusOK,
+			Unit: "ns/op", Median: med, Min: med - 1000, Max: med + 1000, Placement: place}
+	}
+	one := &result.Run{Schema: 1, ID: "r", Suite: "quick", Arms: []result.Arm{
+		arm("pingpong/pythread/simplequeue/same-cpu/py=3.11", 21000, "same-cpu")}}
+	text := strings.Join(VerdictLines(one, true, 120), "\n")
+	if !strings.Contains(text, "21 µs (20–22) ") || strings.Contains(text, "(20–22) (py=") || !strings.Contains(text, "  CPython rows: py=3.11 ") {
+		t.Errorf("one interpreter's figures are not named under the table:\n%s", text)
+	}
+	two := &result.Run{Schema: 1, ID: "r", Suite: "quick", Arms: []result.Arm{
+		arm("pingpong/pythread/simplequeue/same-cpu/py=3.11", 21000, "same-cpu"),
+		arm("pingpong/pytask/asyncio-queue/same-cpu/py=3.13", 9000, "same-cpu")}}
+	text = strings.Join(VerdictLines(two, true, 120), "\n")
+	if !strings.Contains(text, "21 µs (20–22) (py=3.11)") || !strings.Contains(text, "9 µs (8–10) (py=3.13)") || strings.Contains(text, "CPython rows:") {
+		t.Errorf("two interpreters' figures are not named beside each:\n%s", text)
 	}
 }
 
@@ -510,5 +521,38 @@ func TestVerdictUnstoredRun(t *testing.T) {
 		if strings.Contains(unstored, "ctxlab show") || !strings.Contains(unstored, "not in the history") {
 			t.Errorf("%s: an unstored run's verdict:\n%s", suite, unstored)
 		}
+	}
+}
+
+// A full screen gives way with a second interpreter's figures
+// (exp.VerdictSection.More) after its readings and checks, and says how
+// many rows went and where they are; the figures and the closing lines
+// stay (the screen of a --python all run was cut at 38 rows, its noise
+// and detail lines with it).
+func TestVerdictMoreGivesWay(t *testing.T) {
+	s := &screen{width: 80, more: "ctxlab show X"}
+	for i := 0; i < 30; i++ {
+		s.add(keepLine, fmt.Sprintf("figure %d", i))
+	}
+	for i := 0; i < 5; i++ {
+		s.add(moreLine, fmt.Sprintf("other interpreter %d", i))
+	}
+	s.add(noteLine, "a reading")
+	s.add(keepLine, "noise: …", "detail: …")
+	got := s.fit(35)
+	text := strings.Join(got, "\n")
+	if len(got) > 35 || !strings.Contains(text, "figure 29") || !strings.HasSuffix(text, "detail: …") {
+		t.Fatalf("%d rows:\n%s", len(got), text)
+	}
+	if strings.Contains(text, "a reading") {
+		t.Errorf("the reading stayed while other interpreters' figures gave way:\n%s", text)
+	}
+	kept := strings.Count(text, "other interpreter ")
+	want := fmt.Sprintf("  … %d lines more (other interpreters): ctxlab show X", 5-kept)
+	if kept == 5 || !strings.Contains(text, want) {
+		t.Errorf("%d of 5 kept; want the line %q:\n%s", kept, want, text)
+	}
+	if got := s.fit(100); len(got) != 38 || strings.Contains(strings.Join(got, "\n"), "lines more") {
+		t.Errorf("a screen with room: %d rows, want all 38, no marker", len(got))
 	}
 }
