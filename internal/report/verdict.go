@@ -125,16 +125,16 @@ func (s *screen) fit(max int) []string {
 			}
 		}
 	}
-	if len(out) > max {
+	if len(out) > max { // the answers stay, before the closing lines
 		out = out[:max]
 	}
 	return out
 }
 
 // assemble is the screen without the dropped lines, with "… N more"
-// after the last check line kept (or in place of them all), and a line
-// after the last of each block's figures that gave way (moreLine)
-// counting them.
+// after the last check line kept (or in place of them all), a line after
+// the last of the other interpreters' figures that gave way (moreLine)
+// counting them all.
 func (s *screen) assemble(drop []bool) []string {
 	more, last := 0, -1
 	for i, l := range s.lines {
@@ -145,17 +145,19 @@ func (s *screen) assemble(drop []bool) []string {
 			}
 		}
 	}
+	gone, lastMore := 0, -1 // other interpreters' rows that gave way
+	for i, l := range s.lines {
+		if drop[i] && l.kind == moreLine {
+			gone, lastMore = gone+len(l.rows), i
+		}
+	}
 	var out []string
-	gone := 0 // a run of figures that gave way
 	for i, l := range s.lines {
 		if !drop[i] {
 			out = append(out, l.rows...)
-		} else if l.kind == moreLine {
-			gone += len(l.rows)
 		}
-		if gone > 0 && (i+1 == len(s.lines) || s.lines[i+1].kind != moreLine) {
-			out = append(out, textcol.Wrap(fmt.Sprintf("  … %d lines more (other interpreters): %s", gone, s.more), s.width)...)
-			gone = 0
+		if i == lastMore {
+			out = append(out, textcol.Wrap(fmt.Sprintf("  … %d lines more of other interpreters' figures: %s", gone, s.more), s.width)...)
 		}
 		if i == last && more > 0 {
 			out = append(out, textcol.Wrap(fmt.Sprintf("  … %d more: %s", more, s.more), s.width)...)

@@ -548,7 +548,7 @@ func TestVerdictMoreGivesWay(t *testing.T) {
 		t.Errorf("the reading stayed while other interpreters' figures gave way:\n%s", text)
 	}
 	kept := strings.Count(text, "other interpreter ")
-	want := fmt.Sprintf("  … %d lines more (other interpreters): ctxlab show X", 5-kept)
+	want := fmt.Sprintf("  … %d lines more of other interpreters' figures: ctxlab show X", 5-kept)
 	if kept == 5 || !strings.Contains(text, want) {
 		t.Errorf("%d of 5 kept; want the line %q:\n%s", kept, want, text)
 	}
