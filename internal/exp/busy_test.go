@@ -84,3 +84,13 @@ func TestPairWords(t *testing.T) {
 		t.Error("a comparison without rounds has no ratio to state")
 	}
 }
+
+// Beside a CPU-time answer, a wall ratio within SameWithin of 1 is worded
+// "about the same", not "1.0× slower".
+func TestPairWordsWallAboutTheSame(t *testing.T) {
+	c := result.Comparison{Paired: result.PairedBursts, Rounds: 12, Basis: result.BasisCPU, Answer: result.AnswerDiffer,
+		Wall: result.Ratio{Ratio: 1.03, Lo: 1.01, Hi: 1.05}, CPU: &result.Ratio{Ratio: 4, Lo: 3.9, Hi: 4.1}}
+	if got, want := PairWords(c, "slower", "faster"), "4.0× slower (3.9–4.1×, CPU time; wall about the same, 12 paired bursts)"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -39,9 +39,12 @@ func PairWords(c result.Comparison, more, less string) string {
 	basis := c.Basis
 	if basis == result.BasisCPU {
 		basis = "CPU time"
-		if w := c.Wall.Ratio; w >= 1 {
+		switch w := c.Wall.Ratio; {
+		case w >= 1/SameWithin && w <= SameWithin:
+			basis += "; wall about the same"
+		case w > 1:
 			basis += "; wall " + Multiple(w) + " " + more
-		} else if w > 0 {
+		case w > 0:
 			basis += "; wall " + Multiple(1/w) + " " + less
 		}
 	}
