@@ -1,13 +1,13 @@
 package pydriver
 
 import (
-	"github.com/ctxlab/ctxlab/internal/procstat"
-
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/ctxlab/ctxlab/internal/procstat"
 )
 
 // Arm is one arm open on an interpreter's driver, from Open to Close: the

@@ -125,7 +125,7 @@ func (s *screen) fit(max int) []string {
 			}
 		}
 	}
-	if len(out) > max { // the answers stay, before the closing lines
+	if len(out) > max { // cut at the bottom: the answers stay, the closing lines go
 		out = out[:max]
 	}
 	return out
@@ -446,7 +446,7 @@ func pyTags(cells [][]string, rows []handoffRow) string {
 	var all []string
 	for _, h := range rows {
 		for _, py := range h.py {
-			if !seen[py] {
+			if py != "" && !seen[py] {
 				seen[py] = true
 				all = append(all, py)
 			}
@@ -459,12 +459,10 @@ func pyTags(cells [][]string, rows []handoffRow) string {
 		return "  CPython rows: py=" + all[0] + " (the run's other interpreters: in the detail tables)"
 	}
 	for i, h := range rows {
-		for j, py := range h.py {
-			col := 1
-			if h.pyCell[j] == "across CPUs" {
-				col = 2
+		for col, py := range h.py {
+			if py != "" {
+				cells[i+1][col] += " (py=" + py + ")"
 			}
-			cells[i+1][col] += " (py=" + py + ")"
 		}
 	}
 	return ""
@@ -484,10 +482,9 @@ type handoffRow struct {
 	// on a busy machine, and wait that figure's share of wall time waiting.
 	split string
 	wait  float64
-	// py are the interpreters of its figures (--python all), pyCell
-	// which figure each is ("one CPU", "across CPUs").
-	py     []string
-	pyCell [2]string
+	// py are the interpreters of its figures by their cell (--python
+	// all: 1 one CPU, 2 across CPUs), "" where none is named.
+	py [3]string
 }
 
 // busyLine says, under the handoff table, that the machine was busy, why,
@@ -537,7 +534,7 @@ func busyFigure(a result.Arm) string {
 
 func newHandoffRow(v *exp.VerdictRun, r exp.Headline, busy bool) handoffRow {
 	h := handoffRow{cells: []string{"  " + r.Label, "not measured", "—", "", orDash(r.Published)}, wait: -1}
-	figure := func(a result.Arm, where string) string {
+	figure := func(a result.Arm, where string, col int) string {
 		s := exp.Figure(a)
 		if busy {
 			s = busyFigure(a)
@@ -552,10 +549,7 @@ func newHandoffRow(v *exp.VerdictRun, r exp.Headline, busy bool) handoffRow {
 				}
 			}
 		}
-		if py := exp.Interpreter(a.Name); py != "" { // --python all: whose figure it is (pyTags)
-			h.py = append(h.py, py)
-			h.pyCell[len(h.py)-1] = where
-		}
+		h.py[col] = exp.Interpreter(a.Name) // --python all: whose figure it is (pyTags)
 		if p := a.Percentiles; p != nil && p.Samples > 0 && p.P50 > 0 && a.Median/p.P50 > tailRatio {
 			kind, _, _ := strings.Cut(r.Label, ",")
 			h.tails = append(h.tails, fmt.Sprintf("%s %s %s", kind, where, result.FormatNs(p.P50)))
@@ -564,7 +558,7 @@ func newHandoffRow(v *exp.VerdictRun, r exp.Headline, busy bool) handoffRow {
 	}
 	one, ok1 := v.Pick(r.One...)
 	if ok1 {
-		h.cells[1] = figure(one, "one CPU")
+		h.cells[1] = figure(one, "one CPU", 1)
 	} else if f, ok := v.TooFew(r.One...); ok {
 		h.cells[1] = f.Status
 	}
@@ -585,7 +579,7 @@ func newHandoffRow(v *exp.VerdictRun, r exp.Headline, busy bool) handoffRow {
 		break
 	}
 	if h.across {
-		h.cells[2] = figure(across, "across CPUs")
+		h.cells[2] = figure(across, "across CPUs", 2)
 		h.cells[3] = "unpinned"
 		if pinned(across) {
 			h.cells[3] = "pinned"

@@ -270,6 +270,9 @@ const turnSpread = 2.0
 func spreadNote(sides [2]*pairSide) string {
 	var out []string
 	for _, s := range sides {
+		if len(s.wall) == 0 {
+			continue
+		}
 		lo, hi := slices.Min(s.wall), slices.Max(s.wall)
 		if lo > 0 && hi/lo > turnSpread {
 			out = append(out, fmt.Sprintf("%s's turns ranged %s–%s an op", s.arm.Name, result.FormatNs(lo), result.FormatNs(hi)))

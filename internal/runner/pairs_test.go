@@ -344,6 +344,9 @@ func TestPairNotesSpread(t *testing.T) {
 	if got := spreadNote([2]*pairSide{b, b}); got != "" {
 		t.Errorf("steady arms: note %q", got)
 	}
+	if got := spreadNote([2]*pairSide{{arm: exp.Arm{Name: "e/none"}}, b}); got != "" { // no turn kept
+		t.Errorf("an arm without turns: note %q", got)
+	}
 	if got := joinNotes("", "x") + joinNotes("y", "") + joinNotes("a", "b"); got != "xya; b" {
 		t.Errorf("joinNotes: %q", got)
 	}
