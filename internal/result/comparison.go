@@ -34,6 +34,12 @@ type Comparison struct {
 	// SameWithin of 1), AnswerDiffer (wholly outside), or AnswerUndecided
 	// (it straddles the two when the time for more turns ran out).
 	Answer string `json:"answer"`
+	// Alone is the same ratio on the same basis from the two arms' own
+	// figures, each measured alone over its repetitions (CPU time per op,
+	// or the medians for a wall-time answer); 0 where one of them lacks
+	// it. Outside the interval, what an arm cost here changed with what
+	// ran beside it or when, and the note says so.
+	Alone float64 `json:"alone,omitempty"`
 	// Note says what else the reader should know (more turns were added,
 	// the budget ran out, a pair that could not be measured).
 	Note string `json:"note,omitempty"`
@@ -59,6 +65,13 @@ const (
 	AnswerUndecided = "undecided"
 )
 
+// AloneOutside says whether the arms' own ratio (Alone) lies outside the
+// stated interval.
+func (c Comparison) AloneOutside() bool {
+	r := c.Stated()
+	return c.Alone > 0 && c.Rounds > 0 && (c.Alone < r.Lo || c.Alone > r.Hi)
+}
+
 // Stated is the ratio the verdict states (Basis).
 func (c Comparison) Stated() Ratio {
 	if c.Basis == BasisCPU && c.CPU != nil {
@@ -78,6 +91,7 @@ func (c *Comparison) validate(v *validator) {
 	}
 	v.intIn("rounds", int64(c.Rounds), 0, MaxCount)
 	v.intIn("turn_ns", c.TurnNs, 0, MaxCount)
+	v.nonNeg("alone", c.Alone)
 	rs := []struct {
 		name string
 		r    *Ratio

@@ -179,8 +179,40 @@ func comparePair(ctx context.Context, cfg Config, p exp.Pair, arms [2]exp.Arm, r
 	}
 	if err != nil {
 		c.Rounds, c.Wall, c.CPU, c.Note = 0, result.Ratio{}, nil, "not measured side by side: "+err.Error()
+		return c
 	}
+	c.Alone = aloneRatio(c, res)
+	c.Note = joinNotes(c.Note, aloneNote(c))
 	return c
+}
+
+// aloneRatio is the comparison's ratio from its arms' own figures, each
+// measured alone: CPU time per op for a CPU-time answer, the medians for a
+// wall-time one; 0 where an arm lacks it.
+func aloneRatio(c result.Comparison, res [2]result.Arm) float64 {
+	if c.Basis == result.BasisCPU {
+		a, b := res[0].CPUNsPerOp, res[1].CPUNsPerOp
+		if a == nil || b == nil || !(*a > 0) || !(*b > 0) {
+			return 0
+		}
+		return *a / *b
+	}
+	if !(res[0].Median > 0) || !(res[1].Median > 0) {
+		return 0
+	}
+	return res[0].Median / res[1].Median
+}
+
+// aloneNote says when the arms' own figures give a ratio outside the
+// interval: the two measurements of the same arms disagree, so what an
+// arm costs here changed with what ran beside it or when, and another run
+// may read otherwise.
+func aloneNote(c result.Comparison) string {
+	if !c.AloneOutside() {
+		return ""
+	}
+	return fmt.Sprintf("the arms' own figures, each measured alone, give %.3g×, outside this interval: what an arm cost here changed "+
+		"with what ran beside it or when (docs/measurement.md), so the ratio is of the turns this pair saw and another run may read otherwise", c.Alone)
 }
 
 // orDefault is v, or def when v is 0.

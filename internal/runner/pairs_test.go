@@ -351,3 +351,30 @@ func TestPairNotesSpread(t *testing.T) {
 		t.Errorf("joinNotes: %q", got)
 	}
 }
+
+// The arms' own figures give the same ratio on the comparison's basis; a
+// note says when it lies outside the pair's interval.
+func TestPairAloneRatio(t *testing.T) {
+	cpu := func(v float64) *float64 { return &v }
+	res := [2]result.Arm{{Median: 5000, CPUNsPerOp: cpu(4400)}, {Median: 250, CPUNsPerOp: cpu(245)}}
+	c := result.Comparison{Basis: result.BasisCPU, Rounds: 12, CPU: &result.Ratio{Ratio: 14, Lo: 13.4, Hi: 14.9}, Wall: result.Ratio{Ratio: 15, Lo: 14, Hi: 16}}
+	if got := aloneRatio(c, res); math.Abs(got-4400.0/245) > 1e-9 {
+		t.Errorf("CPU basis: alone %v, want %v", got, 4400.0/245)
+	}
+	c.Alone = aloneRatio(c, res)
+	if n := aloneNote(c); !strings.HasPrefix(n, "the arms' own figures, each measured alone, give 18×, outside this interval") {
+		t.Errorf("note %q", n)
+	}
+	c.CPU.Hi = 18.5
+	if n := aloneNote(c); n != "" {
+		t.Errorf("alone within the interval: note %q", n)
+	}
+	w := result.Comparison{Basis: result.BasisWall, Rounds: 12, Wall: result.Ratio{Ratio: 15, Lo: 14, Hi: 16}}
+	if got := aloneRatio(w, res); got != 20 {
+		t.Errorf("wall basis: alone %v, want the medians' 20", got)
+	}
+	res[1].CPUNsPerOp = nil
+	if got := aloneRatio(c, res); got != 0 {
+		t.Errorf("an arm without CPU time: alone %v, want 0", got)
+	}
+}
