@@ -25,10 +25,7 @@ func (v *VerdictRun) Comparison(a, b string) (result.Comparison, bool) {
 // (0.97–1.04×, wall time, 12 rounds by repetition)", and "undecided, 1.2×
 // slower (0.98–1.3×, …)" where the interval straddles the two answers. A
 // CPU-time answer has the wall time's ratio beside it: what the machine
-// made the arms wait is in that one. Where the arms' own figures, each
-// measured alone, give a ratio outside the interval, it is said too
-// ("…; measured alone 18× slower"): the comparison is then of the turns
-// this pair saw, and another run may read otherwise.
+// made the arms wait is in that one.
 func PairWords(c result.Comparison, more, less string) string {
 	r := c.Stated()
 	lo, hi, x, word := r.Lo, r.Hi, r.Ratio, more
@@ -50,9 +47,6 @@ func PairWords(c result.Comparison, more, less string) string {
 		case w > 0:
 			basis += "; wall " + Multiple(1/w) + " " + less
 		}
-	}
-	if c.AloneOutside() {
-		how += "; measured alone " + Compare(c.Alone, 1, more, less)
 	}
 	interval := " (" + plainNumber(lo) + "–" + plainNumber(hi) + "×, " + basis + ", " + how + ")"
 	switch c.Answer {

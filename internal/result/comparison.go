@@ -36,10 +36,12 @@ type Comparison struct {
 	Answer string `json:"answer"`
 	// Alone is the same ratio on the same basis from the two arms' own
 	// figures, each measured alone over its repetitions (CPU time per op,
-	// or the medians for a wall-time answer); 0 where one of them lacks
-	// it. Outside the interval, what an arm cost here changed with what
-	// ran beside it or when, and the note says so.
-	Alone float64 `json:"alone,omitempty"`
+	// or the medians for a wall-time answer), its range from their
+	// repetitions' spread (the lowest of one over the highest of the
+	// other); nil where one of them lacks it. Where the two ranges do not
+	// meet, what an arm cost here changed with what ran beside it or when,
+	// and the note says so.
+	Alone *Ratio `json:"alone,omitempty"`
 	// Note says what else the reader should know (more turns were added,
 	// the budget ran out, a pair that could not be measured).
 	Note string `json:"note,omitempty"`
@@ -65,11 +67,11 @@ const (
 	AnswerUndecided = "undecided"
 )
 
-// AloneOutside says whether the arms' own ratio (Alone) lies outside the
-// stated interval.
+// AloneOutside says whether the arms' own ratio (Alone), with its range,
+// misses the stated interval.
 func (c Comparison) AloneOutside() bool {
 	r := c.Stated()
-	return c.Alone > 0 && c.Rounds > 0 && (c.Alone < r.Lo || c.Alone > r.Hi)
+	return c.Alone != nil && c.Alone.Ratio > 0 && c.Rounds > 0 && (c.Alone.Hi < r.Lo || c.Alone.Lo > r.Hi)
 }
 
 // Stated is the ratio the verdict states (Basis).
@@ -91,11 +93,10 @@ func (c *Comparison) validate(v *validator) {
 	}
 	v.intIn("rounds", int64(c.Rounds), 0, MaxCount)
 	v.intIn("turn_ns", c.TurnNs, 0, MaxCount)
-	v.nonNeg("alone", c.Alone)
 	rs := []struct {
 		name string
 		r    *Ratio
-	}{{"wall", &c.Wall}, {"cpu", c.CPU}}
+	}{{"wall", &c.Wall}, {"cpu", c.CPU}, {"alone", c.Alone}}
 	for _, x := range rs {
 		if x.r == nil {
 			continue

@@ -187,32 +187,52 @@ func comparePair(ctx context.Context, cfg Config, p exp.Pair, arms [2]exp.Arm, r
 }
 
 // aloneRatio is the comparison's ratio from its arms' own figures, each
-// measured alone: CPU time per op for a CPU-time answer, the medians for a
-// wall-time one; 0 where an arm lacks it.
-func aloneRatio(c result.Comparison, res [2]result.Arm) float64 {
-	if c.Basis == result.BasisCPU {
-		a, b := res[0].CPUNsPerOp, res[1].CPUNsPerOp
-		if a == nil || b == nil || !(*a > 0) || !(*b > 0) {
-			return 0
+// measured alone: CPU time per op for a CPU-time answer, the medians for
+// a wall-time one; its range is that of their repetitions' means (for CPU
+// time, the CPU time per op scaled by each repetition's share of the
+// median), the lowest of one over the highest of the other. Nil where an
+// arm lacks its figure.
+func aloneRatio(c result.Comparison, res [2]result.Arm) *result.Ratio {
+	var fig [2]float64
+	for i, a := range res {
+		fig[i] = a.Median
+		if c.Basis == result.BasisCPU {
+			if a.CPUNsPerOp == nil {
+				return nil
+			}
+			fig[i] = *a.CPUNsPerOp
 		}
-		return *a / *b
+		if !(fig[i] > 0) || !(a.Median > 0) {
+			return nil
+		}
 	}
-	if !(res[0].Median > 0) || !(res[1].Median > 0) {
-		return 0
-	}
-	return res[0].Median / res[1].Median
+	lo := func(a result.Arm, f float64) float64 { return f * orFig(a.Min, a.Median) / a.Median }
+	hi := func(a result.Arm, f float64) float64 { return f * orFig(a.Max, a.Median) / a.Median }
+	return &result.Ratio{Ratio: fig[0] / fig[1], Lo: lo(res[0], fig[0]) / hi(res[1], fig[1]), Hi: hi(res[0], fig[0]) / lo(res[1], fig[1])}
 }
 
-// aloneNote says when the arms' own figures give a ratio outside the
-// interval: the two measurements of the same arms disagree, so what an
-// arm costs here changed with what ran beside it or when, and another run
-// may read otherwise.
+// orFig is v, or def where v is not a figure (an arm of one repetition).
+func orFig(v, def float64) float64 {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// aloneNote says when the arms' own figures, each measured alone at
+// another moment, give a ratio whose range misses the pair's interval. Side
+// by side, a slow phase of the machine falls on both arms; measured apart,
+// each figure holds the phase it fell in (a pipe round trip here read 5.2
+// µs in one run and 7.3 µs in the next), or an arm cost otherwise beside
+// the other's set-up: the note says what the two measurements read, not
+// which one is wrong.
 func aloneNote(c result.Comparison) string {
 	if !c.AloneOutside() {
 		return ""
 	}
-	return fmt.Sprintf("the arms' own figures, each measured alone, give %.3g×, outside this interval: what an arm cost here changed "+
-		"with what ran beside it or when (docs/measurement.md), so the ratio is of the turns this pair saw and another run may read otherwise", c.Alone)
+	return fmt.Sprintf("measured alone, each at another moment, the arms' own figures give %.3g× (%.3g–%.3g× over their repetitions): "+
+		"side by side a slow phase of the machine falls on both arms, measured apart each figure holds its own (docs/measurement.md)",
+		c.Alone.Ratio, c.Alone.Lo, c.Alone.Hi)
 }
 
 // orDefault is v, or def when v is 0.

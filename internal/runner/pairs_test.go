@@ -352,29 +352,36 @@ func TestPairNotesSpread(t *testing.T) {
 	}
 }
 
-// The arms' own figures give the same ratio on the comparison's basis; a
-// note says when it lies outside the pair's interval.
+// The arms' own figures give the same ratio on the comparison's basis,
+// with the range of their repetitions; a note says when that range misses
+// the pair's interval.
 func TestPairAloneRatio(t *testing.T) {
 	cpu := func(v float64) *float64 { return &v }
-	res := [2]result.Arm{{Median: 5000, CPUNsPerOp: cpu(4400)}, {Median: 250, CPUNsPerOp: cpu(245)}}
+	res := [2]result.Arm{{Median: 5000, Min: 4900, Max: 5500, CPUNsPerOp: cpu(4400)}, {Median: 250, Min: 240, Max: 260, CPUNsPerOp: cpu(245)}}
 	c := result.Comparison{Basis: result.BasisCPU, Rounds: 12, CPU: &result.Ratio{Ratio: 14, Lo: 13.4, Hi: 14.9}, Wall: result.Ratio{Ratio: 15, Lo: 14, Hi: 16}}
-	if got := aloneRatio(c, res); math.Abs(got-4400.0/245) > 1e-9 {
-		t.Errorf("CPU basis: alone %v, want %v", got, 4400.0/245)
+	al := aloneRatio(c, res)
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9*b }
+	if al == nil || !near(al.Ratio, 4400.0/245) || !near(al.Lo, 4400*0.98/(245*1.04)) || !near(al.Hi, 4400*1.1/(245*0.96)) {
+		t.Fatalf("CPU basis: alone %+v, want %v (%v–%v)", al, 4400.0/245, 4400*0.98/(245*1.04), 4400*1.1/(245*0.96))
 	}
-	c.Alone = aloneRatio(c, res)
-	if n := aloneNote(c); !strings.HasPrefix(n, "the arms' own figures, each measured alone, give 18×, outside this interval") {
+	c.Alone = al
+	if n := aloneNote(c); !strings.HasPrefix(n, "measured alone, each at another moment, the arms' own figures give 18× (16.9–20.6× over their repetitions): side by side") {
 		t.Errorf("note %q", n)
 	}
-	c.CPU.Hi = 18.5
+	c.CPU.Hi = 17 // the two ranges meet
 	if n := aloneNote(c); n != "" {
-		t.Errorf("alone within the interval: note %q", n)
+		t.Errorf("ranges that meet: note %q", n)
 	}
 	w := result.Comparison{Basis: result.BasisWall, Rounds: 12, Wall: result.Ratio{Ratio: 15, Lo: 14, Hi: 16}}
-	if got := aloneRatio(w, res); got != 20 {
-		t.Errorf("wall basis: alone %v, want the medians' 20", got)
+	if got := aloneRatio(w, res); got == nil || got.Ratio != 20 {
+		t.Errorf("wall basis: alone %+v, want the medians' 20", got)
+	}
+	res[1].Min, res[1].Max = 0, 0 // one repetition: no spread of its own
+	if got := aloneRatio(w, res); got == nil || !near(got.Lo, 4900.0/250) || !near(got.Hi, 5500.0/250) {
+		t.Errorf("an arm without a spread: alone %+v", got)
 	}
 	res[1].CPUNsPerOp = nil
-	if got := aloneRatio(c, res); got != 0 {
-		t.Errorf("an arm without CPU time: alone %v, want 0", got)
+	if got := aloneRatio(c, res); got != nil {
+		t.Errorf("an arm without CPU time: alone %+v, want none", got)
 	}
 }
