@@ -379,11 +379,28 @@ func restrictFonts(t *testing.T, dir string) []string {
 	return append(env, "FONTCONFIG_FILE="+conf)
 }
 
-// runChromium runs one headless chromium command in its own process group
-// and kills that group (by its id) when it returns, so no renderer or
-// zygote outlives the test.
+// runChromium runs one headless chromium command, again when the browser
+// crashed (it died of a signal it was not sent: a segmentation fault once
+// under four CPU hogs, the page the same), at most crashTries times.
 func runChromium(t *testing.T, chromium string, env []string, dir string, args ...string) ([]byte, error) {
 	t.Helper()
+	for try := 1; ; try++ {
+		out, crashed, err := runChromiumOnce(chromium, env, dir, args...)
+		if !crashed || try == crashTries {
+			return out, err
+		}
+		t.Logf("chromium crashed (try %d of %d), again: %v", try, crashTries, err)
+	}
+}
+
+// crashTries is how many times a crashing chromium is run.
+const crashTries = 3
+
+// runChromiumOnce runs one headless chromium command in its own process
+// group and kills that group (by its id) when it returns, so no renderer
+// or zygote outlives the test; crashed says the browser died of a signal
+// that the test did not send.
+func runChromiumOnce(chromium string, env []string, dir string, args ...string) (out []byte, crashed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
@@ -393,21 +410,22 @@ func runChromium(t *testing.T, chromium string, env []string, dir string, args .
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	var stdout, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &errb
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	err := cmd.Start()
-	if err != nil {
-		return nil, err
+	if err := cmd.Start(); err != nil {
+		return nil, false, err
 	}
 	defer syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	if err := cmd.Wait(); err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("chromium %v: timed out; stderr %q", args, tail(errb.Bytes(), 600))
+			return nil, false, fmt.Errorf("chromium %v: timed out; stderr %q", args, tail(errb.Bytes(), 600))
 		}
-		return nil, fmt.Errorf("chromium %v: %v; stderr %q", args, err, tail(errb.Bytes(), 600))
+		ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		crashed := ok && ws.Signaled() && ws.Signal() != syscall.SIGKILL
+		return nil, crashed, fmt.Errorf("chromium %v: %v; stderr %q", args, err, tail(errb.Bytes(), 600))
 	}
-	return out.Bytes(), nil
+	return stdout.Bytes(), false, nil
 }
 
 func tail(b []byte, n int) string {
@@ -419,4 +437,35 @@ func tail(b []byte, n int) string {
 
 func htmlUnescape(s string) string {
 	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&quot;", `"`, "&#39;", "'", "&amp;", "&").Replace(s)
+}
+
+// A browser that dies of a signal of its own is run again, at most
+// crashTries times; one that fails otherwise is not.
+func TestRunChromiumRetriesACrash(t *testing.T) {
+	dir := t.TempDir()
+	for _, k := range []struct {
+		script       string
+		tries        int
+		wantCrashErr bool
+	}{
+		{"echo x >>" + filepath.Join(dir, "n-crash") + "; kill -SEGV $$", crashTries, true},
+		{"echo x >>" + filepath.Join(dir, "n-fail") + "; exit 3", 1, false},
+	} {
+		fake := filepath.Join(dir, "fake")
+		if err := os.WriteFile(fake, []byte("#!/bin/sh\n"+k.script+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err := runChromium(t, fake, os.Environ(), dir, "--dump-dom")
+		if err == nil || strings.Contains(err.Error(), "signal: segmentation fault") != k.wantCrashErr {
+			t.Errorf("%q: err %v", k.script, err)
+		}
+		n := filepath.Join(dir, "n-crash")
+		if !k.wantCrashErr {
+			n = filepath.Join(dir, "n-fail")
+		}
+		b, _ := os.ReadFile(n)
+		if got := strings.Count(string(b), "x"); got != k.tries {
+			t.Errorf("%q ran %d times, want %d", k.script, got, k.tries)
+		}
+	}
 }
