@@ -230,8 +230,8 @@ func aloneNote(c result.Comparison) string {
 	if !c.AloneOutside() {
 		return ""
 	}
-	return fmt.Sprintf("measured alone, each at another moment, the arms' own figures give %.3g× (%.3g–%.3g× over their repetitions): "+
-		"side by side a slow phase of the machine falls on both arms, measured apart each figure holds its own (docs/measurement.md)",
+	return fmt.Sprintf("measured alone, each at another moment: %.3g× (%.3g–%.3g× over their repetitions); "+
+		"side by side a slow phase of the machine falls on both arms, apart each holds its own (docs/measurement.md)",
 		c.Alone.Ratio, c.Alone.Lo, c.Alone.Hi)
 }
 

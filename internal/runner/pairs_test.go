@@ -365,7 +365,7 @@ func TestPairAloneRatio(t *testing.T) {
 		t.Fatalf("CPU basis: alone %+v, want %v (%v–%v)", al, 4400.0/245, 4400*0.98/(245*1.04), 4400*1.1/(245*0.96))
 	}
 	c.Alone = al
-	if n := aloneNote(c); !strings.HasPrefix(n, "measured alone, each at another moment, the arms' own figures give 18× (16.9–20.6× over their repetitions): side by side") {
+	if n := aloneNote(c); !strings.HasPrefix(n, "measured alone, each at another moment: 18× (16.9–20.6× over their repetitions); side by side") {
 		t.Errorf("note %q", n)
 	}
 	c.CPU.Hi = 17 // the two ranges meet
