@@ -61,7 +61,7 @@ class _Probe:
         return self.g[name]
 
 
-_g = getattr(asyncio.base_events.BaseEventLoop.run_in_executor, "__globals__", {})
+_g = getattr(asyncio.base_events.BaseEventLoop.run_forever, "__globals__", {})
 P = _Probe(_g) if _g.get("__name__") == "_ctxlab_pyprobe" else None
 if P is None or not P._on:
     sys.exit("pyprobe-overhead: the probe is not loaded; run it under ctxlab diagnose --python-probe on")

@@ -15,7 +15,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ctxlab/ctxlab/internal/launch"
 	"github.com/ctxlab/ctxlab/internal/measure"
 	"github.com/ctxlab/ctxlab/internal/price"
 	"github.com/ctxlab/ctxlab/internal/procstat"
@@ -220,10 +219,9 @@ type diagnosed struct {
 func diagnoseOnce(ctx context.Context, o *DiagnoseOptions, path string, host *sysinfo.Host) (*diagnosed, error) {
 	c := vary.Command{Args: o.Args, Env: os.Environ(), Interval: o.Interval, Source: measure.PerfTree{}, Events: measure.Events,
 		Host: host, Root: procstat.DefaultRoot, Stdio: &vary.Stdio{In: os.Stdin, Out: o.Stdout, Err: o.Stderr}, WSS: o.wssOn()}
-	probe, probeNote := preparePyProbe(o, &c, path)
+	probe, probeNote := preparePyProbe(ctx, o, &c, path)
 	if probe != nil {
-		forget := launch.Temp(probe.Dir()) // the keeper removes it if ctxlab dies first
-		defer func() { probe.Close(); forget() }()
+		defer probe.Close()
 		c.Started = func(int) { probe.Started() }
 	}
 	r := &diagnosed{began: time.Now()}

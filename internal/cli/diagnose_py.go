@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"time"
 
 	"github.com/ctxlab/ctxlab/internal/pyprobe"
@@ -16,8 +17,8 @@ const pyProbeWait = 2 * time.Second
 // preparePyProbe gives a CPython command the probe (docs/pyprobe.md) as
 // --python-probe says: its environment and the pipe as descriptor 3. The
 // note says why a Python command runs without it.
-func preparePyProbe(o *DiagnoseOptions, c *vary.Command, path string) (*pyprobe.Session, string) {
-	s, note := pyprobe.Prepare(o.pyProbe, o.Args, path)
+func preparePyProbe(ctx context.Context, o *DiagnoseOptions, c *vary.Command, path string) (*pyprobe.Session, string) {
+	s, note := pyprobe.Prepare(ctx, o.pyProbe, o.Args, path)
 	if s != nil {
 		s.CallsPerS = o.PythonCalls
 		c.Env = s.Env(c.Env)

@@ -59,6 +59,38 @@ func pyDiagnoseWith(t *testing.T, flags []string, args ...string) (string, map[s
 	return out.String(), recs, code
 }
 
+// eachCounter runs f once with each way the probe counts calls: in C (the
+// counter diagnose builds with the machine's compiler; CI installs one)
+// and in Python ($CC naming no compiler); counted checks that a run's cost
+// record says which.
+func eachCounter(t *testing.T, f func(t *testing.T, counted func(recs map[string][]map[string]any))) {
+	for _, in := range []string{"c", "python"} {
+		t.Run("counted in "+in, func(t *testing.T) {
+			if in == "python" {
+				t.Setenv("CC", "/nonexistent/cc")
+			} else {
+				t.Setenv("CC", "")
+				if _, err := exec.LookPath("cc"); err != nil {
+					if os.Getenv("CTXLAB_CI") != "" {
+						t.Fatal("no cc on PATH (.ci/run installs build-essential)")
+					}
+					t.Skip("no cc on PATH: the probe counts in Python")
+				}
+			}
+			f(t, func(recs map[string][]map[string]any) {
+				t.Helper()
+				cost := recs["py-probe-cost"]
+				if len(cost) == 1 && in == "c" && strings.Contains(fmt.Sprint(cost[0]["counted_how"]), "no Python.h") && os.Getenv("CTXLAB_CI") == "" {
+					t.Skipf("the interpreter's headers are not installed (CI installs python3-dev): %v", cost[0]["counted_how"])
+				}
+				if len(cost) != 1 || cost[0]["counted_in"] != in || cost[0]["counted_how"] == "" {
+					t.Errorf("want calls counted in %s, and how: %v", in, cost)
+				}
+			})
+		})
+	}
+}
+
 func readingKinds(recs map[string][]map[string]any) []string {
 	var ks []string
 	for _, r := range recs["py-reading"] {
@@ -203,11 +235,16 @@ func TestPyProbeHops(t *testing.T) {
 // reading, whose count carries no estimate mark.
 func TestPyProbeWindows(t *testing.T) {
 	py := needPython(t)
+	eachCounter(t, func(t *testing.T, counted func(map[string][]map[string]any)) { probeWindows(t, py, counted) })
+}
+
+func probeWindows(t *testing.T, py string, counted func(map[string][]map[string]any)) {
 	const n = 4000
 	_, recs, code := pyDiagnose(t, py, filepath.Join(pyTestdata, "tothread.py"), "--calls", fmt.Sprint(n))
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
+	counted(recs)
 	calls, timed := toThreadCalls(recs)
 	t.Logf("to_thread: %v calls, %v timed, %d made", calls, timed, n)
 	if calls != n || timed <= 0 || timed >= n {
@@ -280,6 +317,10 @@ func TestPyProbeAiosqlite(t *testing.T) {
 		}
 		t.Skipf("%s cannot import aiosqlite: %v", py, err)
 	}
+	eachCounter(t, func(t *testing.T, counted func(map[string][]map[string]any)) { probeAiosqlite(t, py, counted) })
+}
+
+func probeAiosqlite(t *testing.T, py string, counted func(map[string][]map[string]any)) {
 	for _, c := range []struct {
 		name    string
 		budget  string
@@ -290,6 +331,7 @@ func TestPyProbeAiosqlite(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d", code)
 			}
+			counted(recs)
 			execute, _ := siteCalls(recs, "aiosqlite", "execute")
 			fetch, _ := siteCalls(recs, "aiosqlite", "fetchone")
 			calls, timed := 0.0, 0.0
@@ -357,11 +399,16 @@ func TestPyProbeLeavesTheProgramAlone(t *testing.T) {
 // set and says so, and still counts every call.
 func TestPyProbeUnseenByProfilers(t *testing.T) {
 	py := needPython(t)
+	eachCounter(t, func(t *testing.T, counted func(map[string][]map[string]any)) { probeUnseen(t, py, counted) })
+}
+
+func probeUnseen(t *testing.T, py string, counted func(map[string][]map[string]any)) {
 	off, _, code0 := pyDiagnoseWith(t, []string{"--python-probe", "off"}, py, filepath.Join(pyTestdata, "profiled.py"))
 	on, recs, code1 := pyDiagnoseWith(t, []string{"--python-probe", "on"}, py, filepath.Join(pyTestdata, "profiled.py"))
 	if code0 != 0 || code1 != 0 || off != on || !strings.Contains(on, "getprofile is prof True gettrace is trace True") {
 		t.Fatalf("the program's profiler saw the probe (exit %d, %d):\n%s", code0, code1, lineDiff(off, on))
 	}
+	counted(recs)
 	if calls, _ := toThreadCalls(recs); calls != 60 {
 		t.Errorf("to_thread calls %v, want 60: counting goes on while the probe steps aside", calls)
 	}
@@ -403,6 +450,10 @@ func lineDiff(a, b string) string {
 // with the probe, the one line more is its loader, sitecustomize.
 func TestPyProbeImportsUnseen(t *testing.T) {
 	py := needPython(t)
+	eachCounter(t, func(t *testing.T, _ func(map[string][]map[string]any)) { probeImportsUnseen(t, py) })
+}
+
+func probeImportsUnseen(t *testing.T, py string) {
 	mods := func(mode string) []string {
 		var out, errb syncBuf
 		code := Main([]string{"diagnose", "--no-store", "--price=false", "--python-probe", mode, "--format", "json", "--",

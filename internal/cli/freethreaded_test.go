@@ -36,6 +36,16 @@ func TestPyProbeFreeThreaded(t *testing.T) {
 	if _, ok := hasReading(recs, "gil-contention"); ok {
 		t.Errorf("a GIL-contention reading on a build without the GIL: %v", readingKinds(recs))
 	}
+	if cost := recs["py-probe-cost"]; len(cost) != 1 || cost[0]["counted_in"] != "python" || !strings.Contains(fmt.Sprint(cost[0]["counted_how"]), "free-threaded") {
+		t.Errorf("a free-threaded build counts in Python, and the cost record says why: %v", cost)
+	}
+}
+
+// The GIL build of the same version (3.13, its headers in its prefix):
+// every call counted exactly, in C and in Python.
+func TestPyProbeCountsOnGILBuild(t *testing.T) {
+	gil := testpy.GILOf(t, testpy.FreeThreaded(t))
+	eachCounter(t, func(t *testing.T, counted func(map[string][]map[string]any)) { probeWindows(t, gil.Path, counted) })
 }
 
 // watch names the build of a running free-threaded CPython started as

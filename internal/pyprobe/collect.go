@@ -217,6 +217,14 @@ type finalFrame struct {
 	Executable string             `json:"executable"`
 	Argv       []string           `json:"argv"`
 	Timing     *timingFrame       `json:"timing"`
+	Counter    *counterFrame      `json:"counter"`
+}
+
+// counterFrame is where the probe counted calls out of its windows: "c",
+// or "python" and why, when the probe knows why (ctxlab knows the rest).
+type counterFrame struct {
+	In  string `json:"in"`
+	Why string `json:"why"`
 }
 
 // timingFrame is how the probe timed calls: in windows, when the program

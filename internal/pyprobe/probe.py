@@ -99,6 +99,13 @@ _sites = {}  # the last site id given ("n")
 _cnt = [None]
 _sent = {}
 _tally = next  # counts one call; locked in a build without the GIL
+# The counter in C (csrc/counter.c), when ctxlab built one for this interpreter:
+# its Counters stand in for the wrapped methods and count every call out
+# of a window in a table of their own, handing the calls in a window to
+# the Python wrappers (which count those in _cnt). _counted adds the two.
+_cc = None
+_ccs = []  # the Counters in place
+_counting = {"in": "python", "why": ""}  # how calls are counted, for the final report
 _loops = {}  # id(loop) -> loop id
 _ticks = {}  # loop id -> its _Tick while it runs
 _free_threaded = False
@@ -115,9 +122,9 @@ _free_threaded = False
 # brings both rates within their budgets; a call timed in a window stands
 # for `_weight` (k) calls in the timings' distributions (its count is its
 # own). Observing every poll and call cost a hop-bound program 13-16% on
-# the VMs measured, the windows 0-2%; counting every call adds 2-4% to a
-# program that does nothing but hop (one more Python frame a call:
-# docs/pyprobe.md).
+# the VMs measured, the windows 0-2%; counting every call in Python adds
+# 2-4% to a program that does nothing but hop, in C nothing measurable
+# (docs/pyprobe.md).
 _win = False  # the call wrappers time calls (a window is open)
 _weight = 1
 _budget = 250  # wrapped calls timed a second at most; 0: observe everything
@@ -209,16 +216,22 @@ def _tally_locked(c):
 
 def _counted():
     """The count records (T_COUNT) of the calls counted since the last
-    ones were taken (under _lock, which guards the counters' dicts)."""
-    out = array("q")
+    ones were taken (under _lock, which guards the counters' dicts): those
+    counted in Python and in C, added by site and calling thread."""
+    tot = {}
     for sid in range(1, len(_cnt)):
         e = _cnt[sid]
         for key, c in (e.items() if type(e) is dict else ((-1, e),)):
-            n = int(repr(c)[6:-1])  # "count(N)": read without counting
-            d = n - _sent.get((sid, key), 0)
-            if d > 0:
-                _sent[sid, key] = n
-                out.extend((T_COUNT, sid, d, max(key, 0), 1 if key == 0 else 0, 0))
+            tot[sid, key] = int(repr(c)[6:-1])  # "count(N)": read without counting
+    for c in _ccs:
+        for sid, key, n in c.counts():
+            tot[sid, key] = tot.get((sid, key), 0) + n
+    out = array("q")
+    for (sid, key), n in sorted(tot.items()):
+        d = n - _sent.get((sid, key), 0)
+        if d > 0:
+            _sent[sid, key] = n
+            out.extend((T_COUNT, sid, d, max(key, 0), 1 if key == 0 else 0, 0))
     return out
 
 
@@ -352,7 +365,9 @@ def _next_site(kind):
 # The wrappers are in place from the moment the probe hooks asyncio (and
 # aiosqlite) until the interpreter exits. Out of a window each only finds
 # its call's site (a dict lookup by the function's code) and counts the
-# call; in a window it also times it. Out of a window the thread-hopping
+# call; in a window it also times it. With the counter in C loaded, a
+# Counter in front of each counts the calls out of a window itself and
+# hands it only those in one (_in_c). Out of a window the thread-hopping
 # ones hand the call on first and count it after, so that the count might
 # overlap the woken thread's wake-up instead of preceding it; measured,
 # counting cost the same either way (docs/pyprobe.md, eighth session). A
@@ -448,22 +463,38 @@ def _pool_site(func):
     return _site("to_thread" if via else "run_in_executor", inner)
 
 
-def _make_rie(orig):
-    to_thread, in_executor, cnt, tally = _by_id["to_thread"], _by_id["run_in_executor"], _cnt, _tally
+def _rie_site(loop, executor, func, to_thread=_by_id["to_thread"], in_executor=_by_id["run_in_executor"]):
+    """func's site in a thread pool (None makes asyncio's default one), by
+    the code of the function the thread runs (to_thread's shape first);
+    None for another executor."""
+    ex = executor if executor is not None else loop._default_executor
+    if ex is not None and type(ex) is not _tpe[0] and not _thread_pool(ex):
+        return None
+    if type(func) is _partial_t:
+        f = func.func
+        if type(getattr(f, "__self__", None)) is _context_t and func.args:
+            return to_thread.get(id(getattr(func.args[0], "__code__", None))) or _pool_site(func)
+        return in_executor.get(id(getattr(f, "__code__", None))) or _pool_site(func)
+    return in_executor.get(id(getattr(func, "__code__", None))) or _pool_site(func)
 
-    def site(self, executor, func):
-        """func's site in a thread pool (None makes asyncio's default one),
-        by the code of the function the thread runs (to_thread's shape
-        first); None for another executor."""
-        ex = executor if executor is not None else self._default_executor
-        if ex is not None and type(ex) is not _tpe[0] and not _thread_pool(ex):
-            return None
-        if type(func) is _partial_t:
-            f = func.func
-            if type(getattr(f, "__self__", None)) is _context_t and func.args:
-                return to_thread.get(id(getattr(func.args[0], "__code__", None))) or _pool_site(func)
-            return in_executor.get(id(getattr(f, "__code__", None))) or _pool_site(func)
-        return in_executor.get(id(getattr(func, "__code__", None))) or _pool_site(func)
+
+def _rie_resolve(loop, executor, func):
+    """The site a run_in_executor call is counted under (the counter in
+    C asks on a key's first call)."""
+    sid = _rie_site(loop, executor, func)
+    return sid if sid is not None else _site("executor", _unwrap(func)[0])
+
+
+def _cst_resolve(loop, callback):
+    return _site("call_soon_threadsafe", callback)
+
+
+def _sql_resolve(conn, fn):
+    return _site("aiosqlite", fn)
+
+
+def _make_rie(orig):
+    cnt, tally, site = _cnt, _tally, _rie_site
 
     def run_in_executor(self, executor, func, *args):
         if not _win:
@@ -838,6 +869,8 @@ def _swap(on):
     """Has the call wrappers time calls (on), or only count them."""
     global _win
     _win = _on if on else False
+    for c in _ccs:
+        c.timing = _win
 
 
 def _selector(loop):
@@ -944,10 +977,52 @@ def _make_bootstrap(orig):
 
 # --- patching at import time ------------------------------------------------
 
-def _patch(owner, name, wrapper):
+def _patch(owner, name, wrapper, kind=None, resolve=None):
+    """owner.name wrapped; a call wrapper (kind, resolve: counter.c's) behind
+    a Counter when the counter in C is loaded."""
     orig = owner.__dict__[name]
     _patched.append((owner, name, orig))
-    setattr(owner, name, wrapper(orig))
+    w = wrapper(orig)
+    if kind is not None:
+        w = _in_c(orig, w, kind, resolve)
+        if _cc is not None:
+            _ccs.append(w)
+    setattr(owner, name, w)
+
+
+def _in_c(orig, py, kind, resolve):
+    """py, the Python wrapper of orig, behind a Counter when the counter in
+    C is loaded: out of a window it calls orig and counts the call itself
+    (resolve names a key's site on its first call), in one it hands the
+    call to py. py itself without it."""
+    if _cc is None:
+        return py
+    c = _cc.Counter(orig, py, kind, resolve)
+    c.timing = _win
+    return c
+
+
+def _load_counter(here):
+    """The counter in C that ctxlab built for this interpreter (counter-
+    and its extension suffix, in the probe's directory), made from a spec
+    without the import system: no sys.modules entry, nothing for -X
+    importtime. Sets _cc and says in _counting how calls are counted."""
+    global _cc
+    if _free_threaded:
+        _counting["why"] = "a free-threaded build (its table would need locks of its own)"
+        return
+    imp = sys.modules["_imp"]
+    path = os.path.join(here, "counter-" + imp.extension_suffixes()[0].lstrip("."))
+    if not os.path.exists(path):
+        return  # ctxlab says why it built none
+    try:
+        m = imp.create_dynamic(sys.modules["_frozen_importlib"].ModuleSpec("_ctxlab_ccount", None, origin=path))
+        imp.exec_dynamic(m)
+    except Exception as e:
+        _counting["why"] = "the counter in C did not load: %s: %s" % (type(e).__name__, e)
+        return
+    _cc = m
+    _counting["in"] = "c"
 
 
 def _patch_threading(m):
@@ -958,14 +1033,16 @@ def _patch_base_events(m):
     _types()  # asyncio has imported functools and contextvars by now
     L = m.BaseEventLoop
     _patch(L, "run_forever", _make_run_forever)
-    _patch(L, "call_soon_threadsafe", _make_cst)
-    _patch(L, "run_in_executor", _make_rie)
+    if _cc is not None and _partial_t is not None:
+        _cc.set_types(_partial_t, _context_t)
+    _patch(L, "call_soon_threadsafe", _make_cst, 0, _cst_resolve)
+    _patch(L, "run_in_executor", _make_rie, 1, _rie_resolve)
 
 
 def _patch_aiosqlite(m):
     C = getattr(m, "Connection", None)
     if C is not None and "_execute" in C.__dict__:
-        _patch(C, "_execute", _make_aiosqlite_execute)
+        _patch(C, "_execute", _make_aiosqlite_execute, 2, _sql_resolve)
         _pending.append({"kind": "library", "name": "aiosqlite", "version": str(getattr(sys.modules.get("aiosqlite"), "__version__", ""))})
 
 
@@ -1264,8 +1341,8 @@ def _calibrate(n=300):
         def plain_cst(self, cb, *args, context=None):
             cb(*args)
 
-        w = _make_cst(plain_cst)
-        out["cst_ns"], out["cst_count_ns"] = _per_call_both(lambda: w(s, noop), lambda: plain_cst(s, noop), n)
+        w = _in_c(plain_cst, _make_cst(plain_cst), 0, _cst_resolve)
+        out["cst_ns"], out["cst_count_ns"] = _per_call_both(w, lambda: w(s, noop), lambda: plain_cst(s, noop), n)
 
         class Fut:
             __slots__ = ()
@@ -1279,14 +1356,14 @@ def _calibrate(n=300):
             func(*args)
             return fut
 
-        w2 = _make_rie(plain_rie)
+        w2 = _in_c(plain_rie, _make_rie(plain_rie), 1, _rie_resolve)
         # to_thread's shape, partial(Context.run, func), the dearer path
         # (an executor call of a plain function costs a little less)
         ft, cv = sys.modules.get("functools"), sys.modules.get("contextvars")
         call = noop
         if ft is not None and cv is not None:
             call = ft.partial(cv.Context().run, noop)
-        out["call_ns"], out["call_count_ns"] = _per_call_both(lambda: w2(s, None, call), lambda: plain_rie(s, None, call), n)
+        out["call_ns"], out["call_count_ns"] = _per_call_both(w2, lambda: w2(s, None, call), lambda: plain_rie(s, None, call), n)
     finally:
         _ext, _win, _nwin[0] = saved, saved_win, saved_n
         del _pending[np:]  # the stand-ins' sites are not the program's
@@ -1298,12 +1375,16 @@ def _calibrate(n=300):
     return out
 
 
-def _per_call_both(f, base, n):
-    """_per_call in a window, then out of one."""
+def _per_call_both(w, f, base, n):
+    """_per_call in a window, then out of one (w: the wrapper f calls)."""
     global _win
     _win = True
+    if _cc is not None:
+        w.timing = True
     timed = _per_call(f, base, n)
     _win = False
+    if _cc is not None:
+        w.timing = False
     return timed, _per_call(f, base, n)
 
 
@@ -1353,7 +1434,7 @@ def _report():
         rep = {"kind": "final", "pid": os.getpid(), "wall_ns": _pc() - _t0,
                "cpu_ns": int((tm.user + tm.system) * 1e9), "switch_interval_s": sys.getswitchinterval(),
                "gil_enabled": _gil_enabled(), "threads": _threads_now(),
-               "self_ns": dict(_self), "calibration": cal, "executable": sys.executable,
+               "self_ns": dict(_self), "calibration": cal, "executable": sys.executable, "counter": dict(_counting),
                "timing": {"budget_per_s": _budget, "polls_per_s": POLLS_PER_S, "timed": _nwin[0], "windows": _W["opened"],
                           "window_ns": ON_NS, "open_ns": _W["on_ns"] + (_pc() - _W["start"] if _W["open"] else 0)},
                "argv": [str(a) for a in sys.argv]}
@@ -1420,6 +1501,7 @@ def start(here):
     _free_threaded = "t" in getattr(sys, "abiflags", "")  # Py_GIL_DISABLED builds
     if _free_threaded:  # a build without the GIL: the buffer and the counters need the lock
         _ext, _tally = _ext_locked, _tally_locked
+    _load_counter(here)
     v = sys.version_info
     hello = ('{"kind":"hello","protocol":%d,"pid":%d,"version":"%d.%d.%d","free_threaded":%s,"gil_enabled":%s,'
              '"switch_interval_s":%r,"tick_ns":%d,"main_ident":%d,"main_native_id":%d}') % (

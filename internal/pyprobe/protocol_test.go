@@ -1,6 +1,7 @@
 package pyprobe
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -132,7 +133,7 @@ func TestProbeStartFailureSaid(t *testing.T) {
 	if err != nil {
 		t.Skip("no python3")
 	}
-	s, note := Prepare(ModeOn, []string{"python3", "-c", "print('ran')"}, py)
+	s, note := Prepare(context.Background(), ModeOn, []string{"python3", "-c", "print('ran')"}, py)
 	if s == nil {
 		t.Fatalf("no session: %s", note)
 	}

@@ -15,15 +15,19 @@ package pyprobe
 import (
 	"bufio"
 	"bytes"
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/ctxlab/ctxlab/internal/launch"
 )
 
 // The probe's Python source, written into a temporary directory that is
@@ -56,7 +60,8 @@ var Tick = time.Millisecond
 // exact and only the timings are sampled: observing every call and poll
 // cost a hop-bound program 13-16% on the VMs measured, the windows 0-2%,
 // and counting every call 2-4% more on a program that does nothing but
-// hop (docs/pyprobe.md).
+// hop when counted in Python, nothing measurable in C (Counter;
+// docs/pyprobe.md).
 const CallsPerS = 250
 
 // PollsPerS is probe.py's POLLS_PER_S: a loop that polls more often is
@@ -213,10 +218,14 @@ func underCProfiler(argv0 string, args []string) string {
 // what was read from it.
 type Session struct {
 	dir    string
+	forget func() // the keeper's hold on dir
 	r, w   *os.File
 	col    *collector
 	done   chan error
 	Reason string // why the probe is there (Recognise's word)
+	// Counter is how the probe counts calls: in C with the counter built
+	// for the interpreter, or in Python (Counter.Why).
+	Counter Counter
 	// CallsPerS is the most wrapped calls a second the probe times (0:
 	// every call; CallsPerS by default).
 	CallsPerS int
@@ -227,10 +236,11 @@ type Session struct {
 var ErrOff = errors.New("python probe off")
 
 // Prepare decides whether the command gets the probe and, if so, writes
-// the probe into a new temporary directory and makes its pipe. A nil
-// Session comes with the note to print ("" when the command is simply not
-// Python under auto, or the probe is off).
-func Prepare(mode Mode, argv []string, path string) (*Session, string) {
+// the probe into a new temporary directory (with the counter in C for the
+// interpreter, BuildCounter) and makes its pipe. A nil Session comes with
+// the note to print ("" when the command is simply not Python under auto,
+// or the probe is off).
+func Prepare(ctx context.Context, mode Mode, argv []string, path string) (*Session, string) {
 	if mode == ModeOff || len(argv) == 0 {
 		return nil, ""
 	}
@@ -258,7 +268,24 @@ func Prepare(mode Mode, argv []string, path string) (*Session, string) {
 		return nil, "python probe: not loaded — " + err.Error() + "; the program ran without it"
 	}
 	s.Reason, s.CallsPerS = why, CallsPerS
+	s.Counter = BuildCounter(ctx, interpreter(argv[0], path), s.dir)
 	return s, ""
+}
+
+// interpreter is the CPython a recognised command runs: the command
+// itself, or the one its #! line names (found on PATH when it names a
+// bare python3, as env does).
+func interpreter(argv0, path string) string {
+	if direct, _ := pythonExe(argv0, path); direct {
+		return path
+	}
+	interp, _ := shebang(path)
+	if !strings.Contains(interp, "/") {
+		if p, err := exec.LookPath(interp); err == nil {
+			return p
+		}
+	}
+	return interp
 }
 
 func newSession() (*Session, error) {
@@ -277,7 +304,8 @@ func newSession() (*Session, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("no pipe for it: %w", err)
 	}
-	return &Session{dir: dir, r: r, w: w, col: newCollector(), done: make(chan error, 1)}, nil
+	forget := launch.Temp(dir) // the keeper removes it if ctxlab dies first
+	return &Session{dir: dir, forget: forget, r: r, w: w, col: newCollector(), done: make(chan error, 1)}, nil
 }
 
 // Env is environ with the probe's directory first on PYTHONPATH and the
@@ -330,6 +358,9 @@ func (s *Session) Finish(wait time.Duration) *Report {
 	}
 	s.Close()
 	rep := s.col.report()
+	if c := rep.Cost; c != nil {
+		c.counter(s.Counter)
+	}
 	switch {
 	case timedOut:
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the probe's pipe was still open %v after the command exited (a process it started holds it): the report is what had arrived by then", wait))
@@ -351,6 +382,7 @@ func (s *Session) Close() {
 	}
 	if s.dir != "" {
 		os.RemoveAll(s.dir)
+		s.forget()
 		s.dir = ""
 	}
 }

@@ -2,6 +2,7 @@ package pyprobe
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -84,25 +85,25 @@ func TestUnderCProfiler(t *testing.T) {
 			t.Errorf("underCProfiler(%s %q) = %q, want %q", c.argv0, c.args, got, c.want)
 		}
 	}
-	if s, note := Prepare(ModeAuto, []string{"python3", "-m", "cProfile", "app.py"}, "/usr/bin/python3"); s != nil || !strings.Contains(note, "cProfile") {
+	if s, note := Prepare(context.Background(), ModeAuto, []string{"python3", "-m", "cProfile", "app.py"}, "/usr/bin/python3"); s != nil || !strings.Contains(note, "cProfile") {
 		t.Errorf("python3 -m cProfile: want no probe and a note naming cProfile, got %q", note)
 	}
 }
 
 func TestPrepareModes(t *testing.T) {
-	if s, note := Prepare(ModeOff, []string{"python3", "a.py"}, "/usr/bin/python3"); s != nil || note != "" {
+	if s, note := Prepare(context.Background(), ModeOff, []string{"python3", "a.py"}, "/usr/bin/python3"); s != nil || note != "" {
 		t.Errorf("off: got a session or note %q", note)
 	}
-	if s, note := Prepare(ModeAuto, []string{"sh", "-c", "true"}, "/bin/sh"); s != nil || note != "" {
+	if s, note := Prepare(context.Background(), ModeAuto, []string{"sh", "-c", "true"}, "/bin/sh"); s != nil || note != "" {
 		t.Errorf("auto on sh: a non-Python command must be left alone, got note %q", note)
 	}
-	if s, note := Prepare(ModeAuto, []string{"python3", "-I", "a.py"}, "/usr/bin/python3"); s != nil || !strings.Contains(note, "-I") {
+	if s, note := Prepare(context.Background(), ModeAuto, []string{"python3", "-I", "a.py"}, "/usr/bin/python3"); s != nil || !strings.Contains(note, "-I") {
 		t.Errorf("auto with -I: want no session and a note naming -I, got %q", note)
 	}
-	if s, note := Prepare(ModeOn, []string{"sh", "-c", "python3 a.py"}, "/bin/sh"); s != nil || !strings.Contains(note, "sh is not a Python interpreter") {
+	if s, note := Prepare(context.Background(), ModeOn, []string{"sh", "-c", "python3 a.py"}, "/bin/sh"); s != nil || !strings.Contains(note, "sh is not a Python interpreter") {
 		t.Errorf("on, sh: a non-Python command's environment must be left alone, with a note saying why; got %v, %q", s, note)
 	}
-	s, note := Prepare(ModeOn, []string{"python3", "a.py"}, "/usr/bin/python3")
+	s, note := Prepare(context.Background(), ModeOn, []string{"python3", "a.py"}, "/usr/bin/python3")
 	if s == nil {
 		t.Fatalf("on: no session (%s)", note)
 	}
@@ -408,7 +409,7 @@ func TestInferred(t *testing.T) {
 }
 
 func TestFinishWithoutProbe(t *testing.T) {
-	s, _ := Prepare(ModeOn, []string{"python3"}, "/usr/bin/python3")
+	s, _ := Prepare(context.Background(), ModeOn, []string{"python3"}, "/usr/bin/python3")
 	if s == nil {
 		t.Fatal("no session")
 	}

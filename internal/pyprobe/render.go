@@ -170,6 +170,12 @@ func (c *Cost) text() string {
 	if c.Windows > 0 {
 		cal += fmt.Sprintf("; it observed the program in %d windows, %.1f%% of the run (a busy program: every call counted, %d timed)", c.Windows, 100*c.WindowShare, c.TimedCalls)
 	}
+	switch c.CountedIn {
+	case "c":
+		cal += "; calls counted in C (" + c.CountedHow + ")"
+	case "python":
+		cal += "; calls counted in Python (" + c.CountedHow + "), which costs a program that does nothing but hop 2–3% more than in C"
+	}
 	return fmt.Sprintf("the probe's own cost: %s of CPU, %.2f%% of the process's %s (target ≤ %.0f%%)%s, %.2f%% of the %s run — estimated from its ticks and writes, timed as they ran%s; its report at exit took %s more. "+
 		"A lower bound: its wrapper of the loop's polls, what its timer's wake-ups of a sleeping loop cost the kernel, and what its wrappers do to threads that hand work to the loop, are not in it; "+
 		"to measure the whole effect, diagnose the program with --python-probe off too and compare the two runs (docs/pyprobe.md)",

@@ -193,6 +193,28 @@ type Cost struct {
 	TimedCalls  int64   `json:"timed_calls"`
 	Windows     int64   `json:"windows"`
 	WindowShare float64 `json:"window_share"`
+	// CountedIn says where every call out of a window was counted: "c"
+	// (the counter ctxlab built for the interpreter, counter.c) or
+	// "python"; CountedHow says how it was built, or why it was not.
+	CountedIn  string `json:"counted_in"`
+	CountedHow string `json:"counted_how,omitempty"`
+}
+
+// counter says, from the probe's final report and ctxlab's build of the
+// counter (c), where the probe counted calls and why.
+func (cost *Cost) counter(c Counter) {
+	if cost.CountedIn == "c" {
+		how := "built for this run in %s"
+		if c.Cached {
+			how = "from ctxlab's cache, ready in %s"
+		}
+		cost.CountedHow = "ctxlab's counter for this interpreter, " + fmt.Sprintf(how, result.FormatNs(float64(c.Took.Nanoseconds())))
+		return
+	}
+	cost.CountedIn = "python"
+	if cost.CountedHow == "" {
+		cost.CountedHow = c.Why
+	}
 }
 
 // Reading is one sentence with the numbers behind it (kind "py-reading").
@@ -418,6 +440,9 @@ func costOf(f *finalFrame, kinds map[string]*kindAcc) *Cost {
 	}
 	c.OverTarget = 100*c.CPUShare > CostTargetPct
 	c.WindowShare = 1
+	if f.Counter != nil {
+		c.CountedIn, c.CountedHow = f.Counter.In, f.Counter.Why
+	}
 	if t := f.Timing; t != nil {
 		c.BudgetPerS, c.TimedCalls, c.Windows = t.BudgetPerS, t.Timed, t.Windows
 		if t.Windows > 0 && f.WallNs > 0 {
