@@ -256,8 +256,13 @@ func probeWindows(t *testing.T, py string, counted func(map[string][]map[string]
 	if hops+same != n {
 		t.Errorf("_set_state: %v hops + %v from the loop's thread, want exactly %d: %v", hops, same, n, recs["py-call-site"])
 	}
+	// The reading is made when the timed calls' mean hops exceed their mean
+	// work: on a busy machine one timed call preempted while it worked can
+	// lift the mean work past them; then there is no reading to check.
 	text, ok := hasReading(recs, "hops-over-work")
-	if !ok || !strings.Contains(text, fmt.Sprintf(": %d calls (%d timed)", n, int(timed))) || strings.Contains(text, "~") {
+	if hpw := sitesHopsPerWork(recs, "to_thread"); !ok && hpw < 1 {
+		t.Logf("no hops reading to check: the timed calls' hops cost %.2f× their work on this busy machine", hpw)
+	} else if !ok || !strings.Contains(text, fmt.Sprintf(": %d calls (%d timed)", n, int(timed))) || strings.Contains(text, "~") {
 		t.Errorf("want the hops reading with the exact count and the timed calls: %q (%v)", text, readingKinds(recs))
 	}
 	cost := recs["py-probe-cost"]
@@ -292,6 +297,17 @@ func siteCalls(recs map[string][]map[string]any, of, name string) (hops, same fl
 		}
 	}
 	return hops, same
+}
+
+// sitesHopsPerWork is the largest hops_per_work of the call sites of kind of.
+func sitesHopsPerWork(recs map[string][]map[string]any, of string) float64 {
+	most := 0.0
+	for _, s := range recs["py-call-site"] {
+		if h, _ := s["hops_per_work"].(float64); s["of"] == of && h > most {
+			most = h
+		}
+	}
+	return most
 }
 
 // toThreadCalls sums the to_thread call sites' calls and timed calls.
