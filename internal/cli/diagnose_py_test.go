@@ -645,3 +645,40 @@ func TestPyProbeCallsRange(t *testing.T) {
 		}
 	}
 }
+
+// Before 3.10 each atexit module runs its own handlers, and asyncio's
+// import of logging makes the program's: the probe's final report still
+// arrives (it registers with the program's atexit too), with every call
+// counted. Skipped without a CPython 3.9 (python3.9 on PATH, or pyenv's).
+func TestPyProbeFinalReportOn39(t *testing.T) {
+	var found []string
+	if p, err := exec.LookPath("python3.9"); err == nil {
+		found = append(found, p)
+	}
+	if root := os.Getenv("PYENV_ROOT"); root != "" {
+		g, _ := filepath.Glob(filepath.Join(root, "versions", "3.9*", "bin", "python3.9"))
+		found = append(found, g...)
+	}
+	py := ""
+	for _, p := range found {
+		if exec.Command(p, "-c", "import asyncio; asyncio.to_thread").Run() == nil {
+			py = p
+			break
+		}
+	}
+	if py == "" {
+		t.Skipf("no CPython 3.9 that runs (python3.9 on PATH, or under $PYENV_ROOT): %q", found)
+	}
+	_, recs, code := pyDiagnose(t, py, filepath.Join(pyTestdata, "tothread.py"), "--calls", "300")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, n := range recs["py-note"] {
+		if strings.Contains(fmt.Sprint(n["text"]), "final report did not arrive") {
+			t.Errorf("the probe's final report did not arrive: %v", n)
+		}
+	}
+	if calls, _ := toThreadCalls(recs); calls != 300 || len(recs["py-probe-cost"]) != 1 {
+		t.Errorf("to_thread calls %v, want 300, and the cost record: %v", calls, recs["py-probe-cost"])
+	}
+}

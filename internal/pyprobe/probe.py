@@ -1046,7 +1046,18 @@ def _patch_aiosqlite(m):
         _pending.append({"kind": "library", "name": "aiosqlite", "version": str(getattr(sys.modules.get("aiosqlite"), "__version__", ""))})
 
 
+def _hook_atexit(m):
+    """Until 3.10 each atexit module made runs its own handlers and takes
+    the interpreter's exit from the one before (asyncio imports logging,
+    which imports atexit): the probe's report goes on the program's."""
+    if m is not _exit_mod[0]:
+        m.register(_report)
+
+
+_exit_mod = [None]  # the atexit the probe registered its report with
 _HOOKS = {"threading": _patch_threading, "asyncio.base_events": _patch_base_events, "aiosqlite.core": _patch_aiosqlite}
+if sys.version_info < (3, 10):
+    _HOOKS["atexit"] = _hook_atexit
 
 
 class _Loader:
@@ -1510,7 +1521,8 @@ def start(here):
     _write(_frame(b"J", hello.encode()))
     _on = _win = True
     _W["start"], _W["rng"] = _pc(), (os.getpid() * 2654435761 + _t0) & 0x7FFFFFFF
-    _private("atexit").register(_report)
+    _exit_mod[0] = _private("atexit")
+    _exit_mod[0].register(_report)
     os.register_at_fork(after_in_child=_forked)
     for name, hook in _HOOKS.items():
         m = sys.modules.get(name)
