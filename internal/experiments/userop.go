@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -218,16 +217,12 @@ func (c *pyCall) check(ctx context.Context, in *pydriver.Interpreter) error {
 		defer cancel()
 		// The user's module runs: through launch, so nothing it starts
 		// outlives ctxlab.
-		var out bytes.Buffer
-		r, err := launch.Run(ctx, launch.Spec{Path: in.Path, Args: []string{in.Path, "-c", pyCallCheck, c.fn, c.path}, Stdout: &out, Stderr: &out, OwnGroup: true})
-		switch {
-		case err == nil && r.Stopped != launch.NotStopped:
-			err = fmt.Errorf("stopped: %v (30 s at most)", r.Stopped)
-		case err == nil && r.ExitStatus != 0:
-			err = fmt.Errorf("exit status %d", r.ExitStatus)
-		}
+		stdout, stderr, err := launch.Output(ctx, launch.Spec{Path: in.Path, Args: []string{in.Path, "-c", pyCallCheck, c.fn, c.path}})
 		if err != nil {
-			last := strings.TrimSpace(out.String())
+			if ctx.Err() != nil {
+				err = fmt.Errorf("stopped: %v (30 s at most)", err)
+			}
+			last := strings.TrimSpace(string(stdout) + string(stderr))
 			if i := strings.LastIndexByte(last, '\n'); i >= 0 {
 				last = last[i+1:]
 			}

@@ -117,6 +117,36 @@ func TestRunStatusAndOutput(t *testing.T) {
 	}
 }
 
+// Output: each stream apart, and every way a command can fail as an error
+// that says which (an interruption as ctx's own error).
+func TestOutput(t *testing.T) {
+	sh, _ := exec.LookPath("sh")
+	run := func(ctx context.Context, line string, timeout time.Duration) (string, string, error) {
+		o, e, err := Output(ctx, Spec{Path: sh, Args: []string{"sh", "-c", line}, Timeout: timeout, Grace: 100 * time.Millisecond})
+		return string(o), string(e), err
+	}
+	if o, e, err := run(context.Background(), "echo out; echo err >&2", 0); o != "out\n" || e != "err\n" || err != nil {
+		t.Errorf("got %q, %q, %v", o, e, err)
+	}
+	if _, e, err := run(context.Background(), "echo why >&2; exit 3", 0); e != "why\n" || err == nil || err.Error() != "exit status 3" {
+		t.Errorf("exit 3: %q, %v", e, err)
+	}
+	if _, _, err := run(context.Background(), "kill -KILL $$", 0); err == nil || err.Error() != "signal: killed" {
+		t.Errorf("killed: %v", err)
+	}
+	if _, _, err := run(context.Background(), "sleep "+marker(), 100*time.Millisecond); err == nil || err.Error() != "timed out" {
+		t.Errorf("past its timeout: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	if _, _, err := run(ctx, "sleep "+marker(), 0); err != context.Canceled {
+		t.Errorf("interrupted: %v", err)
+	}
+	if _, _, err := Output(context.Background(), Spec{Path: "/nonexistent/cmd", Args: []string{"cmd"}}); err == nil {
+		t.Errorf("a command that does not exist ran")
+	}
+}
+
 // What a command leaves running — in its group, in a new group, in a new
 // session after a double fork, ignoring SIGTERM — is named and ended.
 func TestRunEndsLeftovers(t *testing.T) {

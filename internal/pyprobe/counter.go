@@ -7,7 +7,6 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -99,9 +98,9 @@ func buildCounter(ctx context.Context, interp, dir string) Counter {
 	}
 	defer os.Remove(src)
 	args := append(append([]string{cc}, ccArgs...), "-O2", "-shared", "-fPIC", "-I"+info.Include, "-o", file, src)
-	if out, err := quietRun(ctx, cc, args, 2*time.Minute); err != nil {
+	if _, errOut, err := launch.Output(ctx, launch.Spec{Path: cc, Args: args, Timeout: 30 * time.Second}); err != nil {
 		os.Remove(file)
-		return Counter{Why: fmt.Sprintf("%s could not build it: %v%s", filepath.Base(cc), err, firstLine(out))}
+		return Counter{Why: fmt.Sprintf("%s could not build it: %v%s", filepath.Base(cc), err, firstLine(errOut))}
 	}
 	if cached != "" {
 		storeCopy(file, cached)
@@ -112,9 +111,9 @@ func buildCounter(ctx context.Context, interp, dir string) Counter {
 // queryInterp runs counterQuery in interp, isolated from the
 // environment's Python settings and without site.
 func queryInterp(ctx context.Context, interp string) (interpInfo, error) {
-	out, err := quietRun(ctx, interp, []string{interp, "-I", "-S", "-c", counterQuery}, 30*time.Second)
+	out, errOut, err := launch.Output(ctx, launch.Spec{Path: interp, Args: []string{interp, "-I", "-S", "-c", counterQuery}, Timeout: 30 * time.Second})
 	if err != nil {
-		return interpInfo{}, fmt.Errorf("%v%s", err, firstLine(out))
+		return interpInfo{}, fmt.Errorf("%v%s", err, firstLine(errOut))
 	}
 	var info interpInfo
 	if err := json.Unmarshal(bytes.TrimSpace(out), &info); err != nil {
@@ -139,24 +138,6 @@ func compiler() (path string, args []string, why string) {
 		}
 	}
 	return "", nil, "no C compiler (cc, gcc or clang on PATH, or $CC)"
-}
-
-// quietRun runs a short command of ctxlab's own through launch (nothing
-// it starts outlives ctxlab) and returns what it wrote; an exit status
-// other than 0 is an error.
-func quietRun(ctx context.Context, path string, args []string, timeout time.Duration) ([]byte, error) {
-	var out bytes.Buffer
-	r, err := launch.Run(ctx, launch.Spec{Path: path, Args: args, Stdout: &out, Stderr: &out, OwnGroup: true, Timeout: timeout})
-	if err != nil {
-		return out.Bytes(), err
-	}
-	if r.Stopped != launch.NotStopped {
-		return out.Bytes(), errors.New(r.Stopped.String())
-	}
-	if r.ExitStatus != 0 {
-		return out.Bytes(), fmt.Errorf("exit status %d", r.ExitStatus)
-	}
-	return out.Bytes(), nil
 }
 
 // cachePath is where ctxlab's cache keeps the counter built from this

@@ -1,7 +1,6 @@
 package selfcheck
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -295,35 +294,14 @@ func output(ctx context.Context, o child.Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var stdout bytes.Buffer
-	stderr := &capped{max: 1 << 20}
-	r, err := launch.Run(ctx, launch.Spec{Path: path, Args: argv, Env: env, Stdout: &stdout, Stderr: stderr, OwnGroup: true})
-	switch {
-	case err != nil && r == nil:
-		return nil, err
-	case r.Stopped == launch.Interrupted:
-		return nil, ctx.Err()
-	case err != nil:
-		return nil, err
-	case r.Signal != 0:
-		return nil, fmt.Errorf("%s (signal: %v)", lastLine(stderr.buf.Bytes()), r.Signal)
-	case r.ExitStatus != 0:
-		return nil, fmt.Errorf("%s (exit status %d)", lastLine(stderr.buf.Bytes()), r.ExitStatus)
+	stdout, stderr, err := launch.Output(ctx, launch.Spec{Path: path, Args: argv, Env: env})
+	if err != nil && ctx.Err() == nil {
+		return nil, fmt.Errorf("%s (%v)", lastLine(stderr), err)
 	}
-	return stdout.Bytes(), nil
-}
-
-// capped keeps the first max bytes written to it and drops the rest.
-type capped struct {
-	max int
-	buf bytes.Buffer
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(len(p), room)])
+	if err != nil {
+		return nil, err
 	}
-	return len(p), nil
+	return stdout, nil
 }
 
 func lastLine(b []byte) string {
