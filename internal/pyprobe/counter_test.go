@@ -114,3 +114,27 @@ func TestCounterFreeThreaded(t *testing.T) {
 		t.Errorf("got %+v, want no counter for a free-threaded build", got)
 	}
 }
+
+// The cost record says where calls were counted and why, whichever side
+// knows: the probe (it loaded the counter, or why it could not), ctxlab
+// (why it built none), or neither (a counter built for another
+// interpreter than the one that ran).
+func TestCostSaysWhereCounted(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		in, probeWhy string
+		built        Counter
+		wantIn, want string
+	}{
+		{"in C", "c", "", Counter{File: "/d/counter-x.so", Cached: true}, "c", "from ctxlab's cache"},
+		{"probe says why", "python", "a free-threaded build", Counter{Why: "x"}, "python", "a free-threaded build"},
+		{"ctxlab says why", "python", "", Counter{Why: "no C compiler"}, "python", "no C compiler"},
+		{"another interpreter", "python", "", Counter{File: "/d/counter-cpython-311.so"}, "python", "not the one ctxlab built its counter for (counter-cpython-311.so)"},
+	} {
+		cost := &Cost{CountedIn: c.in, CountedHow: c.probeWhy}
+		cost.counter(c.built)
+		if cost.CountedIn != c.wantIn || !strings.Contains(cost.CountedHow, c.want) || !strings.Contains(cost.text(), cost.CountedHow) {
+			t.Errorf("%s: %q %q, want %q %q; text %q", c.name, cost.CountedIn, cost.CountedHow, c.wantIn, c.want, cost.text())
+		}
+	}
+}

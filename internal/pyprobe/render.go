@@ -174,7 +174,7 @@ func (c *Cost) text() string {
 	case "c":
 		cal += "; calls counted in C (" + c.CountedHow + ")"
 	case "python":
-		cal += "; calls counted in Python (" + c.CountedHow + "), which costs a program that does nothing but hop 2–3% more than in C"
+		cal += "; calls counted in Python (" + c.CountedHow + "), which cost a program that does nothing but hop 2–3% more than in C on the VM measured (docs/pyprobe.md)"
 	}
 	return fmt.Sprintf("the probe's own cost: %s of CPU, %.2f%% of the process's %s (target ≤ %.0f%%)%s, %.2f%% of the %s run — estimated from its ticks and writes, timed as they ran%s; its report at exit took %s more. "+
 		"A lower bound: its wrapper of the loop's polls, what its timer's wake-ups of a sleeping loop cost the kernel, and what its wrappers do to threads that hand work to the loop, are not in it; "+

@@ -2,6 +2,7 @@ package pyprobe
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 
 	"github.com/ctxlab/ctxlab/internal/result"
@@ -212,8 +213,12 @@ func (cost *Cost) counter(c Counter) {
 		return
 	}
 	cost.CountedIn = "python"
-	if cost.CountedHow == "" {
+	switch {
+	case cost.CountedHow != "":
+	case c.Why != "":
 		cost.CountedHow = c.Why
+	default: // built, but not for the interpreter that ran the probe
+		cost.CountedHow = "the interpreter that ran is not the one ctxlab built its counter for (" + filepath.Base(c.File) + ")"
 	}
 }
 

@@ -179,14 +179,18 @@ static long long caller(PyObject *loop) {
     return same ? 0 : (long long)tid;
 }
 
-/* Counts one call of args (the original succeeded). */
-static int count(Counter *w, PyObject *const *args, Py_ssize_t n) {
+/* The positional arguments a call's key is made of: the object, and the
+   callback (call_soon_threadsafe, aiosqlite) or the executor and the
+   function (run_in_executor). */
+static Py_ssize_t need(Counter *w) { return w->kind == RIE ? 3 : 2; }
+
+/* Counts one call of args (the original succeeded; it has need(w)
+   positional arguments). */
+static int count(Counter *w, PyObject *const *args) {
     void *a = NULL, *b = NULL;
     long long c = 0;
     PyObject *own[2] = {NULL, NULL};
-    int keyed = 0, need = w->kind == RIE ? 3 : 2;
-    if (n < need)
-        return 0; /* the original accepted it; a call the probe cannot key */
+    int keyed = 0;
     if (w->kind == RIE)
         keyed = rie_key(args[0], args[1], args[2], &a, &b, &c, own);
     else {
@@ -203,7 +207,7 @@ static int count(Counter *w, PyObject *const *args, Py_ssize_t n) {
     }
     /* first sight of this key, or a callable the table cannot key: the
        probe's Python names the site (and may let another thread run) */
-    PyObject *r = PyObject_Vectorcall(w->resolve, args, (size_t)need, NULL);
+    PyObject *r = PyObject_Vectorcall(w->resolve, args, (size_t)need(w), NULL);
     if (r == NULL)
         return -1;
     long long sid = PyLong_AsLongLong(r);
@@ -233,12 +237,14 @@ static int count(Counter *w, PyObject *const *args, Py_ssize_t n) {
 
 static PyObject *counter_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Counter *w = (Counter *)self;
-    if (w->timing)
+    /* in a window, and for a call that names the callback by keyword, the
+       Python wrapper (which counts in Python out of a window) */
+    if (w->timing || (Py_ssize_t)PyVectorcall_NARGS(nargsf) < need(w))
         return PyObject_Vectorcall(w->timed, args, nargsf, kwnames);
     PyObject *r = PyObject_Vectorcall(w->orig, args, nargsf, kwnames);
     if (r == NULL) /* a call that raised made no hop: not counted */
         return NULL;
-    if (count(w, args, PyVectorcall_NARGS(nargsf)) < 0) {
+    if (count(w, args) < 0) {
         /* the probe never raises into the program: this call goes uncounted */
         PyErr_Clear();
     }

@@ -114,6 +114,9 @@ loop.call_soon_threadsafe(p)
 assert len(asked) == 2, asked
 sid_g = sites["g"]
 assert (sid_g, 0, 2) in counts(cst), counts(cst)
+# the callback by keyword: the Python wrapper's, which counts it in Python
+before = counts(cst)
+assert loop.call_soon_threadsafe(callback=f) == "timed" and counts(cst) == before
 # in a window: the call is the Python wrapper's, the table untouched
 before = counts(cst)
 cst.timing = True
